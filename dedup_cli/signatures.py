@@ -1,0 +1,112 @@
+"""Signature parameters, keeping the lowest b bits of minwise values, and packing them into bytes.
+
+b-bit minwise hashing (Li & König 2010) stores only the lowest b bits of each of the k minwise values.
+A store keeps ``bits`` B of them so that ``find`` can use any b ≤ B; k values of B bits pack into
+ceil(k·B/8) bytes per document, little-endian bit order within each value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dedup_cli.errors import UsageError
+from dedup_cli.shingling import SHINGLE_UNITS
+
+TEXT_UNIVERSE = 1 << 64
+MAX_STORED_BITS = 64
+
+
+@dataclass(frozen=True)
+class SignatureParams:
+    """Everything that must agree for two signatures to be comparable; stored in the Parquet metadata."""
+
+    num_perm: int = 256
+    bits: int = 8
+    seed: int = 1
+    shingle_size: int = 5
+    shingle_unit: str = "word"
+    scheme: str = "kperm"
+    universe: int = TEXT_UNIVERSE
+    # Versions of the text pipeline: changing normalisation or token hashing changes every signature.
+    normalisation: str = "nfkc-casefold-whitespace"
+    token_hash: str = "xxh3_64-poly-mix64"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.num_perm <= 1 << 16:
+            raise UsageError(f"--num-perm {self.num_perm} is out of range; use 1 to 65536")
+        if not 1 <= self.bits <= MAX_STORED_BITS:
+            raise UsageError(f"--bits {self.bits} is out of range; use 1 to {MAX_STORED_BITS}")
+        if self.shingle_size < 1:
+            raise UsageError(f"--shingle-size {self.shingle_size} must be at least 1")
+        if self.shingle_unit not in SHINGLE_UNITS:
+            raise UsageError(f"--shingle-unit {self.shingle_unit!r}: choose {' or '.join(SHINGLE_UNITS)}")
+
+    @property
+    def signature_bytes(self) -> int:
+        return (self.num_perm * self.bits + 7) // 8
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any]) -> SignatureParams:
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = set(fields) - known
+        if unknown:
+            raise ValueError(f"unknown signature parameters: {', '.join(sorted(unknown))}")
+        return cls(**fields)
+
+    def differences(self, other: SignatureParams) -> list[str]:
+        """Names and values of the parameters that differ, e.g. ``['num_perm: 128 vs 256']``."""
+        return [
+            f"{name}: {value} vs {getattr(other, name)}"
+            for name, value in self.to_dict().items()
+            if getattr(other, name) != value
+        ]
+
+
+def value_dtype(bits: int) -> np.dtype:
+    """The smallest unsigned integer dtype holding ``bits`` bits."""
+    for dtype in (np.uint8, np.uint16, np.uint32, np.uint64):
+        if bits <= np.iinfo(dtype).bits:
+            return np.dtype(dtype)
+    raise ValueError(f"bits {bits} exceeds 64")
+
+
+def lowest_bits(values: np.ndarray, bits: int) -> np.ndarray:
+    """Keep the lowest ``bits`` bits of each value, in the smallest dtype that holds them."""
+    if bits >= 64:
+        return values.astype(np.uint64, copy=False)
+    mask = (1 << bits) - 1
+    return (values & values.dtype.type(mask)).astype(value_dtype(bits), copy=False)
+
+
+def pack_values(values: np.ndarray, bits: int) -> np.ndarray:
+    """Pack the lowest ``bits`` bits of uint[n_docs, k] values into uint8[n_docs, ceil(k·bits/8)]."""
+    values = np.asarray(values)
+    n_docs, k = values.shape
+    kept = lowest_bits(values, bits)
+    if bits in (8, 16, 32, 64):
+        # Whole bytes: the little-endian byte view is the packed form.
+        little = np.ascontiguousarray(kept, dtype=kept.dtype.newbyteorder("<"))
+        return little.view(np.uint8).reshape(n_docs, k * little.dtype.itemsize)
+    shifts = np.arange(bits, dtype=kept.dtype)
+    bit_planes = ((kept[:, :, None] >> shifts) & kept.dtype.type(1)).astype(np.uint8)
+    return np.packbits(bit_planes.reshape(n_docs, k * bits), axis=1, bitorder="little")
+
+
+def unpack_values(packed: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
+    """Inverse of :func:`pack_values`: uint8[n_docs, nbytes] → uint[n_docs, k] in the smallest dtype."""
+    packed = np.ascontiguousarray(packed, dtype=np.uint8)
+    n_docs = packed.shape[0]
+    dtype = value_dtype(bits)
+    if bits in (8, 16, 32, 64):
+        return packed.view(dtype.newbyteorder("<")).astype(dtype).reshape(n_docs, num_perm)
+    bit_planes = np.unpackbits(packed, axis=1, count=num_perm * bits, bitorder="little")
+    bit_planes = bit_planes.reshape(n_docs, num_perm, bits).astype(dtype)
+    weights = (np.ones(1, dtype=dtype) << np.arange(bits, dtype=dtype)).astype(dtype)
+    return (bit_planes * weights).sum(axis=2, dtype=dtype)
