@@ -1,0 +1,215 @@
+"""The ``dedup`` command line: parse options, call :mod:`dedup_cli.pipeline`, print, map errors to exit codes.
+
+Exit codes: 0 success, 1 runtime error (bad input, damaged store, unreadable files), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+import click
+
+from dedup_cli import __version__, pipeline
+from dedup_cli.errors import DedupError, UsageError
+from dedup_cli.output import FORMATS, OUTPUT_KINDS, group_records, pair_records, write_records
+from dedup_cli.shingling import SHINGLE_UNITS
+from dedup_cli.signatures import MAX_STORED_BITS, SignatureParams
+from dedup_cli.storage import read_store_params
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"Error: {message}", err=True)
+    sys.exit(code)
+
+
+def reports_errors(command: F) -> F:
+    """Turn library errors into one-line messages and exit codes instead of tracebacks."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except UsageError as error:
+            _fail(str(error), EXIT_USAGE)
+        except DedupError as error:
+            _fail(str(error), EXIT_ERROR)
+        except KeyboardInterrupt:
+            _fail("interrupted; nothing was replaced", 130)
+        except BrokenPipeError:
+            # The reader went away (e.g. `| head`): stop quietly without a second error on exit.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(EXIT_ERROR)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _show_progress(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty()
+
+
+@contextmanager
+def _output_stream(path: str | None) -> Iterator[TextIO]:
+    """stdout, or a file written beside its final name and renamed into place only when complete."""
+    if path is None or path == "-":
+        yield sys.stdout
+        return
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="") as stream:
+            yield stream
+        os.replace(temporary, target)
+    except OSError as error:
+        raise DedupError(f"cannot write {path}: {error.strerror or error}") from error
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "DEDUP", "show_default": True})
+@click.version_option(__version__, "--version", prog_name="dedup")
+def cli() -> None:
+    """Find near-duplicate documents with b-bit minwise hashing and LSH.
+
+    \b
+    Example:
+      dedup sign corpus/ -o sigs.parquet
+      dedup find sigs.parquet --threshold 0.5 --bits 2
+
+    Every option can also be set by an environment variable DEDUP_<COMMAND>_<OPTION>,
+    e.g. DEDUP_FIND_THRESHOLD=0.8.
+    """
+
+
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("-o", "--out", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=str),
+              help="Parquet store to write (replaced atomically).")
+@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (path or name); repeatable.")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (path or name); repeatable.")
+@click.option("--shingle-size", "-w", type=click.IntRange(1, 1000), default=5, help="Tokens per shingle (w).")
+@click.option("--shingle-unit", type=click.Choice(SHINGLE_UNITS), default="word", help="Shingle words or characters.")
+@click.option("--num-perm", "-k", type=click.IntRange(1, 65536), default=256, help="Minwise hash values per document (k).")
+@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=8,
+              help="Lowest bits kept of each value; find can use any --bits up to this.")
+@click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, help="Seed of the hash family.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
+@reports_errors
+def sign(inputs: tuple[str, ...], out: str, include: tuple[str, ...], exclude: tuple[str, ...], shingle_size: int,
+         shingle_unit: str, num_perm: int, bits: int, seed: int, quiet: bool) -> None:
+    """Shingle and minhash documents into a signature store.
+
+    INPUTS are files and directories (read recursively; hidden entries skipped).
+
+    \b
+    Example:
+      dedup sign sample_corpora/bible-editions -o sigs.parquet
+    """
+    from tqdm import tqdm
+
+    params = SignatureParams(num_perm=num_perm, bits=bits, seed=seed, shingle_size=shingle_size,
+                             shingle_unit=shingle_unit)
+    bar: Any = None
+
+    def on_start(total: int) -> None:
+        nonlocal bar
+        if _show_progress(quiet):
+            bar = tqdm(total=total, unit="doc", file=sys.stderr, desc="signing")
+
+    try:
+        report = pipeline.sign(inputs, out, params, include, exclude,
+                               progress=lambda n: bar.update(n) if bar is not None else None, on_start=on_start)
+    finally:
+        if bar is not None:
+            bar.close()
+    read = report.read
+    for path in read.binary:
+        click.echo(f"warning: skipped binary file {path}", err=True)
+    for path, reason in read.unreadable:
+        click.echo(f"warning: cannot read {path}: {reason}", err=True)
+    if not quiet:
+        megabytes = read.bytes_read / 1e6
+        rate = megabytes / report.seconds if report.seconds > 0 else 0.0
+        click.echo(
+            f"signed {report.documents} documents ({report.empty} with no shingle, {len(read.binary)} binary skipped, "
+            f"{len(read.unreadable)} unreadable) from {megabytes:.1f} MB in {report.seconds:.2f} s "
+            f"({rate:.1f} MB/s) into {out}",
+            err=True,
+        )
+    if read.unreadable:
+        _fail(f"{len(read.unreadable)} file(s) could not be read; {out} holds the rest", EXIT_ERROR)
+
+
+@cli.command()
+@click.argument("store", type=click.Path(path_type=str))
+@click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.5,
+              help="Report pairs with estimated resemblance R ≥ this (R0).")
+@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=None,
+              help="Bits per value for the estimator (b ≤ stored bits).  [default: all stored]")
+@click.option("--bands", type=click.IntRange(1), default=None, help="LSH bands (default: chosen for 0.99 recall at R0).")
+@click.option("--rows", type=click.IntRange(1), default=None, help="Values per LSH band.")
+@click.option("--output", "kind", type=click.Choice(OUTPUT_KINDS), default="groups", help="What to print.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", help="Output format.")
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="Write to FILE instead of stdout (replaced atomically).")
+@click.option("--no-header", is_flag=True, help="Omit the header row of TSV/CSV output.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
+@reports_errors
+def find(store: str, threshold: float, bits: int | None, bands: int | None, rows: int | None, kind: str, fmt: str,
+         out: str | None, no_header: bool, quiet: bool) -> None:
+    """Report near-duplicate groups or pairs in a signature store.
+
+    \b
+    Example:
+      dedup find sigs.parquet --threshold 0.5 --bits 2
+      dedup find sigs.parquet --threshold 0.8 --output pairs --format tsv
+    """
+    result = pipeline.find(store, threshold, bits=bits, bands=bands, rows=rows)
+    ids = result.store.ids
+    records = pair_records(result.pairs, ids) if kind == "pairs" else group_records(result.groups, ids)
+    with _output_stream(out) as stream:
+        write_records(records, kind, fmt, stream, header=not no_header)
+    if not quiet:
+        banding = result.banding
+        click.echo(
+            f"{len(ids)} documents ({len(ids) - result.eligible} with no shingle), "
+            f"{banding.bands}×{banding.rows} bands on {banding.band_bits} bits "
+            f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g}), {result.candidates} candidates, "
+            f"{result.pairs.first.size} pairs with {result.bits}-bit R̂ ≥ {threshold:g}, "
+            f"{len(result.groups)} groups, {result.seconds:.2f} s",
+            err=True,
+        )
+        if result.oversized_buckets:
+            click.echo(f"warning: {result.oversized_buckets} LSH buckets held more than 1000 documents and were cut",
+                       err=True)
+
+
+@cli.command()
+@click.argument("store", type=click.Path(path_type=str))
+@reports_errors
+def info(store: str) -> None:
+    """Print a store's parameters and document counts as JSON.
+
+    \b
+    Example:
+      dedup info sigs.parquet
+    """
+    from dedup_cli.storage import read_store
+
+    params = read_store_params(store)
+    loaded = read_store(store)
+    empty = int((loaded.shingle_counts == 0).sum())
+    click.echo(json.dumps({"store": store, "documents": len(loaded), "empty": empty, "params": params.to_dict()},
+                          indent=2))
