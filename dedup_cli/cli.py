@@ -105,22 +105,37 @@ def cli() -> None:
 @click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=8,
               help="Lowest bits kept of each value; find can use any --bits up to this.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, help="Seed of the hash family.")
+@click.option("--input-format", type=click.Choice(["text", "sets"]), default="text",
+              help="text: documents to shingle; sets: integer sets (JSON Lines or TSV) over --universe.")
+@click.option("--universe", "-D", type=click.IntRange(2, 2**62), default=None,
+              help="With --input-format sets: the universe size D; elements lie in [0, D).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
 @reports_errors
 def sign(inputs: tuple[str, ...], out: str, include: tuple[str, ...], exclude: tuple[str, ...], shingle_size: int,
-         shingle_unit: str, num_perm: int, bits: int, seed: int, quiet: bool) -> None:
+         shingle_unit: str, num_perm: int, bits: int, seed: int, input_format: str, universe: int | None,
+         quiet: bool) -> None:
     """Shingle and minhash documents into a signature store.
 
-    INPUTS are files and directories (read recursively; hidden entries skipped).
+    INPUTS are files and directories (read recursively; hidden entries skipped). With
+    --input-format sets they are files of integer sets, one per line: {"id": ..., "elements": [...]}
+    or id<TAB>int int ...
 
     \b
     Example:
       dedup sign sample_corpora/bible-editions -o sigs.parquet
+      dedup sign --input-format sets words.jsonl --universe 100000 -o words.parquet
     """
     from tqdm import tqdm
 
-    params = SignatureParams(num_perm=num_perm, bits=bits, seed=seed, shingle_size=shingle_size,
-                             shingle_unit=shingle_unit)
+    if input_format == "sets":
+        if universe is None:
+            raise UsageError("--input-format sets needs --universe D, the number of possible elements")
+        params = SignatureParams.for_sets(universe, num_perm=num_perm, bits=bits, seed=seed)
+    elif universe is not None:
+        raise UsageError("--universe applies only to --input-format sets; text shingles are hashed into 2^64")
+    else:
+        params = SignatureParams(num_perm=num_perm, bits=bits, seed=seed, shingle_size=shingle_size,
+                                 shingle_unit=shingle_unit)
     bar: Any = None
 
     def on_start(total: int) -> None:
@@ -128,13 +143,24 @@ def sign(inputs: tuple[str, ...], out: str, include: tuple[str, ...], exclude: t
         if _show_progress(quiet):
             bar = tqdm(total=total, unit="doc", file=sys.stderr, desc="signing")
 
+    def advance(count: int) -> None:
+        if bar is not None:
+            bar.update(count)
+
     try:
-        report = pipeline.sign(inputs, out, params, include, exclude,
-                               progress=lambda n: bar.update(n) if bar is not None else None, on_start=on_start)
+        if input_format == "sets":
+            on_start(0)
+            report = pipeline.sign_sets(inputs, out, params, progress=advance)
+        else:
+            report = pipeline.sign(inputs, out, params, include, exclude, progress=advance, on_start=on_start)
     finally:
         if bar is not None:
             bar.close()
     read = report.read
+    for where, reason in report.sets.malformed:
+        click.echo(f"warning: skipped {where}: {reason}", err=True)
+    for where in report.sets.duplicate_ids:
+        click.echo(f"warning: skipped {where}: its id was already read", err=True)
     for path in read.binary:
         click.echo(f"warning: skipped binary file {path}", err=True)
     for path, reason in read.unreadable:
@@ -144,7 +170,8 @@ def sign(inputs: tuple[str, ...], out: str, include: tuple[str, ...], exclude: t
         rate = megabytes / report.seconds if report.seconds > 0 else 0.0
         click.echo(
             f"signed {report.documents} documents ({report.empty} with no shingle, {len(read.binary)} binary skipped, "
-            f"{len(read.unreadable)} unreadable) from {megabytes:.1f} MB in {report.seconds:.2f} s "
+            f"{len(read.unreadable)} unreadable, {len(report.sets.malformed) + len(report.sets.duplicate_ids)} "
+            f"malformed records) from {megabytes:.1f} MB in {report.seconds:.2f} s "
             f"({rate:.1f} MB/s) into {out}",
             err=True,
         )
@@ -188,7 +215,7 @@ def find(store: str, threshold: float, bits: int | None, bands: int | None, rows
             f"{banding.bands}×{banding.rows} bands on {banding.band_bits} bits "
             f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g}), {result.candidates} candidates, "
             f"{result.pairs.first.size} pairs with {result.bits}-bit R̂ ≥ {threshold:g}, "
-            f"{len(result.groups)} groups, {result.seconds:.2f} s",
+            f"{len(result.groups)} groups, {result.seconds:.2f} s; estimator: {result.estimator}",
             err=True,
         )
         if result.oversized_buckets:
@@ -213,3 +240,36 @@ def info(store: str) -> None:
     empty = int((loaded.shingle_counts == 0).sum())
     click.echo(json.dumps({"store": store, "documents": len(loaded), "empty": empty, "params": params.to_dict()},
                           indent=2))
+
+
+@cli.command()
+@click.argument("store", type=click.Path(path_type=str))
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=None,
+              help="Bits per value (b ≤ stored bits).  [default: all stored]")
+@click.option("--exact", is_flag=True, help="Also re-read the documents and compute the exact resemblance.")
+@click.option("--level", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True), default=0.95,
+              help="Confidence level of the interval.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@reports_errors
+def estimate(store: str, ids: tuple[str, ...], bits: int | None, exact: bool, level: float, fmt: str) -> None:
+    """Estimate the resemblance of two or three documents, with its uncertainty.
+
+    \b
+    Example:
+      dedup estimate sigs.parquet KJV/ruth-01.txt ASV/ruth-01.txt --exact
+      dedup estimate sigs.parquet KJV/ruth-01.txt ASV/ruth-01.txt AKJV/ruth-01.txt --bits 2 --format json
+    """
+    from dedup_cli.comparison import estimate_documents
+
+    record = estimate_documents(store, ids, bits=bits, exact=exact, level=level)
+    if fmt == "json":
+        click.echo(json.dumps(record))
+        return
+    width = max(len(name) for name in record)
+    for name, value in record.items():
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        elif isinstance(value, list):
+            value = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in value)
+        click.echo(f"{name.ljust(width)}  {value}")

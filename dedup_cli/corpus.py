@@ -10,11 +10,13 @@ first 8 KiB is treated as binary and skipped.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import xxhash
 
 from dedup_cli.errors import InputError
@@ -135,3 +137,87 @@ def read_text(path: str | Path) -> str:
         return Path(path).read_bytes().decode("utf-8-sig", errors="replace")
     except OSError as error:
         raise InputError(f"cannot read {path}: {error.strerror or error}") from error
+
+
+@dataclass(frozen=True)
+class IntegerSet:
+    """One set of integers over a stated universe (e.g. a word as the set of documents containing it)."""
+
+    id: str
+    elements: np.ndarray  # uint64[f], sorted, distinct, each < universe
+    source: str  # "FILE:LINE"
+
+
+@dataclass
+class SetReadReport:
+    """Records skipped while reading set files: ``(FILE:LINE, reason)``."""
+
+    malformed: list[tuple[str, str]] = field(default_factory=list)
+    duplicate_ids: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+
+
+def _parse_set_line(line: str, json_lines: bool) -> tuple[str, list[int]]:
+    """Parse ``{"id": ..., "elements": [...]}`` or ``id<TAB>int int ...``; raise ValueError when malformed."""
+    if json_lines:
+        record = json.loads(line)
+        if not isinstance(record, dict) or "id" not in record or "elements" not in record:
+            raise ValueError('expected an object with "id" and "elements"')
+        elements = record["elements"]
+        if not isinstance(elements, list) or not all(isinstance(e, int) and not isinstance(e, bool) for e in elements):
+            raise ValueError('"elements" must be a list of integers')
+        return str(record["id"]), elements
+    identifier, separator, rest = line.partition("\t")
+    if not separator or not identifier:
+        raise ValueError("expected an id, a tab, then integers separated by spaces")
+    return identifier, [int(token) for token in rest.split()]
+
+
+def read_integer_sets(paths: Sequence[str], universe: int, report: SetReadReport) -> Iterator[IntegerSet]:
+    """Read sets from JSON Lines or TSV files; malformed lines and repeated ids are skipped and recorded.
+
+    A line is JSON when it starts with ``{``, TSV otherwise, so one reader serves both. Elements must lie
+    in [0, universe).
+    """
+    seen: set[str] = set()
+    for path in paths:
+        try:
+            handle = open(path, encoding="utf-8", errors="replace")
+        except OSError as error:
+            raise InputError(f"cannot read {path}: {error.strerror or error}") from error
+        with handle:
+            for number, raw in enumerate(handle, start=1):
+                report.bytes_read += len(raw)
+                line = raw.strip()
+                if not line:
+                    continue
+                where = f"{path}:{number}"
+                try:
+                    identifier, elements = _parse_set_line(line, line.startswith("{"))
+                    values = np.unique(np.array(elements, dtype=np.int64)) if elements else np.empty(0, np.int64)
+                except (ValueError, OverflowError) as error:
+                    report.malformed.append((where, str(error).split("\n")[0]))
+                    continue
+                if values.size and (values[0] < 0 or values[-1] >= universe):
+                    bad = int(values[0] if values[0] < 0 else values[-1])
+                    report.malformed.append((where, f"element {bad} outside the universe [0, {universe})"))
+                    continue
+                if identifier in seen:
+                    report.duplicate_ids.append(where)
+                    continue
+                seen.add(identifier)
+                yield IntegerSet(identifier, values.astype(np.uint64), where)
+
+
+def reread_set(source: str) -> np.ndarray:
+    """The elements of the set recorded at ``FILE:LINE`` (a set store's ``path``), for exact checks."""
+    path, _, number = source.rpartition(":")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for current, line in enumerate(handle, start=1):
+                if current == int(number):
+                    _, elements = _parse_set_line(line.strip(), line.lstrip().startswith("{"))
+                    return np.unique(np.array(elements, dtype=np.int64))
+    except (OSError, ValueError) as error:
+        raise InputError(f"cannot re-read the set at {source}: {error}") from error
+    raise InputError(f"cannot re-read the set at {source}: the file is shorter now")

@@ -34,6 +34,17 @@ class SignatureParams:
     # Versions of the text pipeline: changing normalisation or token hashing changes every signature.
     normalisation: str = "nfkc-casefold-whitespace"
     token_hash: str = "xxh3_64-poly-mix64"
+    # "text": shingled documents hashed into 2^64 (mul-add family, mixed minima);
+    # "sets": integer sets over ``universe``, permuted by keyed Feistel networks, minima stored as is.
+    input_kind: str = "text"
+    hash_family: str = "muladd64-mix64"
+
+    @classmethod
+    def for_sets(cls, universe: int, num_perm: int = 256, bits: int = 8, seed: int = 1) -> SignatureParams:
+        """Parameters for integer sets over {0 … universe − 1}: no shingling, a true permutation of Ω."""
+        return cls(num_perm=num_perm, bits=bits, seed=seed, shingle_size=1, shingle_unit="element",
+                   universe=universe, normalisation="none", token_hash="none", input_kind="sets",
+                   hash_family="feistel")
 
     def __post_init__(self) -> None:
         if not 1 <= self.num_perm <= 1 << 16:
@@ -42,8 +53,17 @@ class SignatureParams:
             raise UsageError(f"--bits {self.bits} is out of range; use 1 to {MAX_STORED_BITS}")
         if self.shingle_size < 1:
             raise UsageError(f"--shingle-size {self.shingle_size} must be at least 1")
-        if self.shingle_unit not in SHINGLE_UNITS:
+        if self.input_kind not in ("text", "sets"):
+            raise UsageError(f"input kind {self.input_kind!r}: choose text or sets")
+        if self.input_kind == "text" and self.shingle_unit not in SHINGLE_UNITS:
             raise UsageError(f"--shingle-unit {self.shingle_unit!r}: choose {' or '.join(SHINGLE_UNITS)}")
+        if not 2 <= self.universe <= TEXT_UNIVERSE:
+            raise UsageError(f"--universe {self.universe} is out of range; use 2 to 2^64")
+
+    @property
+    def is_dense(self) -> bool:
+        """True when r = f/D may matter (a stated universe smaller than the 2^64 of hashed shingles)."""
+        return self.universe < TEXT_UNIVERSE
 
     @property
     def signature_bytes(self) -> int:
