@@ -64,7 +64,9 @@ def choose_banding(threshold: float, num_perm: int, band_bits: int, recall: floa
         elif hit <= 0.0:
             continue
         else:
-            needed = math.ceil(math.log1p(-recall) / math.log1p(-hit))
+            # p^rows can be so small that the band count needed is astronomically large (or infinite).
+            needed_bands = math.log1p(-recall) / math.log1p(-hit)
+            needed = math.ceil(needed_bands) if needed_bands <= max_bands else max_bands + 1
         bands = min(needed, max_bands)
         banding = Banding(bands, rows, band_bits)
         if needed > max_bands:
