@@ -29,7 +29,9 @@ def row_agreement_probability(resemblance: np.ndarray | float, band_bits: int) -
 def candidate_probability(resemblance: np.ndarray | float, bands: int, rows: int, band_bits: int) -> np.ndarray:
     """The S-curve 1 − (1 − p^rows)^bands with p = E_b (MMDS Sec. 3.4.2)."""
     p = row_agreement_probability(resemblance, band_bits)
-    return -np.expm1(bands * np.log1p(-(p**rows)))
+    # At R = 1, p = 1 and log1p(−1) = −inf gives the right limit 1; it is not worth a warning on stderr.
+    with np.errstate(divide="ignore"):
+        return -np.expm1(bands * np.log1p(-(p**rows)))
 
 
 @dataclass(frozen=True)
@@ -96,9 +98,9 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
         raise UsageError(f"--bands {bands} × --rows {rows} exceeds the {k} values per signature; use fewer")
     value_bits = values.dtype.itemsize * 8
     keys = np.empty((bands, n_docs), dtype=np.uint64)
-    wide = values.astype(np.uint64)
     for band in range(bands):
-        block = wide[:, band * rows : (band + 1) * rows]
+        # Widen one band at a time: widening all k columns at once would cost 8 bytes per value.
+        block = values[:, band * rows : (band + 1) * rows].astype(np.uint64)
         key = np.zeros(n_docs, dtype=np.uint64)
         if rows * value_bits <= 64:
             for row in range(rows):
@@ -110,7 +112,9 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return keys
 
 
-def _bucket_pairs(sorted_docs: np.ndarray, sorted_keys: np.ndarray, max_bucket: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _bucket_pairs(
+    sorted_docs: np.ndarray, sorted_keys: np.ndarray, max_bucket: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     """All pairs within runs of equal keys; runs longer than ``max_bucket`` are cut to it."""
     n = sorted_keys.size
     if n < 2:

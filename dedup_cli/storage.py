@@ -131,6 +131,7 @@ class StoredSignatures:
     paths: list[str]
     shingle_counts: np.ndarray  # int64[n_docs]
     packed: np.ndarray  # uint8[n_docs, signature_bytes]
+    content_hashes: np.ndarray | None = None  # uint64[n_docs], xxh3-64 of the bytes that were signed
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -160,6 +161,11 @@ def _parse_metadata(path: Path, metadata: dict[bytes, bytes] | None) -> Signatur
         raise StoreError(f"{path} has damaged dedup metadata ({error}); sign the corpus again") from error
 
 
+def _one_line(error: BaseException) -> str:
+    """Arrow's messages can span lines; a StoreError is one line (errors.py)."""
+    return " ".join(str(error).split())
+
+
 def _open_parquet(path: Path) -> pq.ParquetFile:
     if not path.exists():
         raise StoreError(f"store {path} does not exist; create it with: dedup sign INPUT -o {path}")
@@ -168,7 +174,9 @@ def _open_parquet(path: Path) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as error:
-        raise StoreError(f"{path} is not a readable Parquet file ({error}); pass a store written by dedup sign") from error
+        raise StoreError(
+            f"{path} is not a readable Parquet file ({_one_line(error)}); pass a store written by dedup sign"
+        ) from error
 
 
 def read_store_params(path: str | os.PathLike[str]) -> SignatureParams:
@@ -183,9 +191,9 @@ def read_store(path: str | os.PathLike[str]) -> StoredSignatures:
     parquet = _open_parquet(path)
     params = _parse_metadata(path, parquet.schema_arrow.metadata)
     try:
-        table = parquet.read(columns=["id", "path", "shingle_count", "signature"])
+        table = parquet.read(columns=["id", "path", "content_hash", "shingle_count", "signature"])
     except (pa.ArrowException, OSError) as error:
-        raise StoreError(f"{path} is damaged ({error}); sign the corpus again") from error
+        raise StoreError(f"{path} is damaged ({_one_line(error)}); sign the corpus again") from error
     signature_column = table.column("signature").combine_chunks()
     if signature_column.type != pa.binary(params.signature_bytes):
         raise StoreError(f"{path}: signature column does not match its parameters; sign the corpus again")
@@ -199,4 +207,5 @@ def read_store(path: str | os.PathLike[str]) -> StoredSignatures:
         paths=table.column("path").to_pylist(),
         shingle_counts=table.column("shingle_count").to_numpy().astype(np.int64),
         packed=packed,
+        content_hashes=table.column("content_hash").to_numpy(),
     )
