@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
+from dedup_cli.arrays import sorted_unique
 from dedup_cli.errors import InputError
 
 BINARY_SNIFF_BYTES = 8192
@@ -194,7 +195,7 @@ def read_integer_sets(paths: Sequence[str], universe: int, report: SetReadReport
                 where = f"{path}:{number}"
                 try:
                     identifier, elements = _parse_set_line(line, line.startswith("{"))
-                    values = np.unique(np.array(elements, dtype=np.int64)) if elements else np.empty(0, np.int64)
+                    values = sorted_unique(np.array(elements, dtype=np.int64)) if elements else np.empty(0, np.int64)
                 except (ValueError, OverflowError) as error:
                     report.malformed.append((where, str(error).split("\n")[0]))
                     continue
@@ -217,7 +218,7 @@ def reread_set(source: str) -> np.ndarray:
             for current, line in enumerate(handle, start=1):
                 if current == int(number):
                     _, elements = _parse_set_line(line.strip(), line.lstrip().startswith("{"))
-                    return np.unique(np.array(elements, dtype=np.int64))
+                    return sorted_unique(np.array(elements, dtype=np.int64))
     except (OSError, ValueError) as error:
         raise InputError(f"cannot re-read the set at {source}: {error}") from error
     raise InputError(f"cannot re-read the set at {source}: the file is shorter now")

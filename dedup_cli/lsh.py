@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dedup_cli.arrays import sorted_unique
 from dedup_cli.errors import UsageError
 from dedup_cli.hashing import mix64
 
@@ -171,9 +172,9 @@ def candidate_pairs(
         codes.append(low.astype(np.uint64) * np.uint64(n_docs) + high.astype(np.uint64))
         pending += low.size
         if pending > _DEDUPLICATE_EVERY:
-            codes = [np.unique(np.concatenate(codes))]
+            codes = [sorted_unique(np.concatenate(codes))]
             pending = codes[0].size
-    unique = np.unique(np.concatenate(codes)) if codes else np.empty(0, dtype=np.uint64)
+    unique = sorted_unique(np.concatenate(codes)) if codes else np.empty(0, dtype=np.uint64)
     return CandidateResult(
         first=(unique // np.uint64(n_docs)).astype(np.int64),
         second=(unique % np.uint64(n_docs)).astype(np.int64),

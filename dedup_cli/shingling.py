@@ -15,6 +15,7 @@ import unicodedata
 import numpy as np
 import xxhash
 
+from dedup_cli.arrays import sorted_unique
 from dedup_cli.hashing import mix64
 
 WORD_PATTERN = re.compile(r"\w+")
@@ -65,7 +66,7 @@ def shingle_hashes(tokens: np.ndarray, size: int) -> np.ndarray:
     for offset in range(1, size):
         combined *= _POSITION_MULTIPLIER
         combined += tokens[offset : offset + n_shingles]
-    return np.unique(mix64(combined))
+    return sorted_unique(mix64(combined))
 
 
 def document_shingles(text: str, size: int, unit: str) -> np.ndarray:
