@@ -39,10 +39,11 @@ def main() -> None:
     parser.add_argument("corpora", nargs="*", default=["sample_corpora/bible-editions", "sample_corpora/licenses"])
     parser.add_argument("--thresholds", nargs="+", type=float, default=[0.5, 0.8])
     parser.add_argument("--bits", nargs="+", type=int, default=[1, 2, 4, 8])
+    parser.add_argument("--verify", nargs="+", default=["none", "borderline"])
     arguments = parser.parse_args()
     params = SignatureParams()
-    print("| corpus | R0 | b | true pairs | reported | precision | recall | candidates |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| corpus | R0 | b | verify | true pairs | reported | precision | recall | candidates | verified |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for corpus in map(Path, arguments.corpora):
         truth = exact_pairs(corpus, params)
         with tempfile.TemporaryDirectory() as scratch:
@@ -50,16 +51,17 @@ def main() -> None:
             started = time.perf_counter()
             report = pipeline.sign([str(corpus)], store, params, exclude=["SOURCE"])
             elapsed = time.perf_counter() - started
-            for threshold, bits in itertools.product(arguments.thresholds, arguments.bits):
-                found = pipeline.find(store, threshold, bits=bits)
+            for threshold, bits, verify in itertools.product(arguments.thresholds, arguments.bits, arguments.verify):
+                found = pipeline.find(store, threshold, bits=bits, verify=verify)
                 ids = found.store.ids
-                reported = {(ids[i], ids[j]) for i, j in zip(found.pairs.first, found.pairs.second)}
+                reported = {(ids[i], ids[j]) for i, j in zip(found.pairs.first, found.pairs.second, strict=True)}
                 true = {pair for pair, jaccard in truth.items() if jaccard >= threshold}
                 hits = len(reported & true)
                 precision = hits / len(reported) if reported else 1.0
                 recall = hits / len(true) if true else 1.0
-                print(f"| {corpus.name} | {threshold} | {bits} | {len(true)} | {len(reported)} | "
-                      f"{precision:.3f} | {recall:.3f} | {found.candidates} |")
+                checked = found.verification.checked if found.verification else 0
+                print(f"| {corpus.name} | {threshold} | {bits} | {verify} | {len(true)} | {len(reported)} | "
+                      f"{precision:.3f} | {recall:.3f} | {found.candidates} | {checked} |")
         print(f"\n{corpus.name}: signed {report.documents} documents, {report.read.bytes_read / 1e6:.2f} MB "
               f"in {elapsed:.2f} s\n")
 

@@ -18,10 +18,13 @@ import click
 
 from dedup_cli import __version__, pipeline
 from dedup_cli.errors import DedupError, UsageError
-from dedup_cli.output import FORMATS, OUTPUT_KINDS, group_records, pair_records, write_records
+from dedup_cli.finding import CANDIDATE_METHODS
+from dedup_cli.grouping import GROUP_METHODS, KEEP_CHOICES
+from dedup_cli.output import FORMATS, OUTPUT_KINDS, RECORDS, write_records
 from dedup_cli.shingling import SHINGLE_UNITS
 from dedup_cli.signatures import MAX_STORED_BITS, SignatureParams
 from dedup_cli.storage import read_store_params
+from dedup_cli.verification import VERIFY_MODES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -78,7 +81,10 @@ def _output_stream(path: str | None) -> Iterator[TextIO]:
             temporary.unlink()
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "DEDUP", "show_default": True})
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "DEDUP", "show_default": True}
+
+
+@click.group(context_settings=CONTEXT_SETTINGS)
 @click.version_option(__version__, "--version", prog_name="dedup")
 def cli() -> None:
     """Find near-duplicate documents with b-bit minwise hashing and LSH.
@@ -101,7 +107,8 @@ def cli() -> None:
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (path or name); repeatable.")
 @click.option("--shingle-size", "-w", type=click.IntRange(1, 1000), default=5, help="Tokens per shingle (w).")
 @click.option("--shingle-unit", type=click.Choice(SHINGLE_UNITS), default="word", help="Shingle words or characters.")
-@click.option("--num-perm", "-k", type=click.IntRange(1, 65536), default=256, help="Minwise hash values per document (k).")
+@click.option("--num-perm", "-k", type=click.IntRange(1, 65536), default=256,
+              help="Minwise hash values per document (k).")
 @click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=8,
               help="Lowest bits kept of each value; find can use any --bits up to this.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, help="Seed of the hash family.")
@@ -185,7 +192,18 @@ def sign(inputs: tuple[str, ...], out: str, include: tuple[str, ...], exclude: t
               help="Report pairs with estimated resemblance R ≥ this (R0).")
 @click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=None,
               help="Bits per value for the estimator (b ≤ stored bits).  [default: all stored]")
-@click.option("--bands", type=click.IntRange(1), default=None, help="LSH bands (default: chosen for 0.99 recall at R0).")
+@click.option("--ways", type=click.IntRange(2, 3), default=2, help="3: also find triples with 3-way R̂ ≥ R0.")
+@click.option("--group", "group_method", type=click.Choice(GROUP_METHODS), default="components",
+              help="components: linked pairs; strict: every pair (and triple) inside a group ≥ R0.")
+@click.option("--keep", type=click.Choice(KEEP_CHOICES), default="first",
+              help="Which member represents a group (first = id order; longest/shortest by shingles).")
+@click.option("--verify", type=click.Choice(VERIFY_MODES), default="borderline",
+              help="Re-read documents and decide pairs by exact resemblance: those whose interval "
+                   "straddles R0, all, or none.")
+@click.option("--candidates", type=click.Choice(CANDIDATE_METHODS), default="lsh",
+              help="lsh: banding; all: compare every pair (exact, quadratic; fine for ~10^4–10^5 documents).")
+@click.option("--bands", type=click.IntRange(1), default=None,
+              help="LSH bands (default: chosen for 0.99 recall at R0).")
 @click.option("--rows", type=click.IntRange(1), default=None, help="Values per LSH band.")
 @click.option("--output", "kind", type=click.Choice(OUTPUT_KINDS), default="groups", help="What to print.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="jsonl", help="Output format.")
@@ -194,33 +212,56 @@ def sign(inputs: tuple[str, ...], out: str, include: tuple[str, ...], exclude: t
 @click.option("--no-header", is_flag=True, help="Omit the header row of TSV/CSV output.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 @reports_errors
-def find(store: str, threshold: float, bits: int | None, bands: int | None, rows: int | None, kind: str, fmt: str,
-         out: str | None, no_header: bool, quiet: bool) -> None:
-    """Report near-duplicate groups or pairs in a signature store.
+def find(store: str, threshold: float, bits: int | None, ways: int, group_method: str, keep: str, verify: str,
+         candidates: str, bands: int | None, rows: int | None, kind: str, fmt: str, out: str | None,
+         no_header: bool, quiet: bool) -> None:
+    """Report near-duplicate groups, pairs, triples or members in a signature store.
 
     \b
     Example:
       dedup find sigs.parquet --threshold 0.5 --bits 2
       dedup find sigs.parquet --threshold 0.8 --output pairs --format tsv
+      dedup find sigs.parquet --group strict --keep longest --output members --format tsv
     """
-    result = pipeline.find(store, threshold, bits=bits, bands=bands, rows=rows)
-    ids = result.store.ids
-    records = pair_records(result.pairs, ids) if kind == "pairs" else group_records(result.groups, ids)
+    if kind == "triples" and ways != 3:
+        raise UsageError("--output triples needs --ways 3")
+    result = pipeline.find(store, threshold, bits=bits, bands=bands, rows=rows, ways=ways, group=group_method,
+                           keep=keep, verify=verify, candidates=candidates)
     with _output_stream(out) as stream:
-        write_records(records, kind, fmt, stream, header=not no_header)
+        write_records(RECORDS[kind](result), kind, fmt, stream, header=not no_header)
     if not quiet:
+        _summarise_find(result)
+
+
+def _summarise_find(result: pipeline.FindResult) -> None:
+    threshold = result.threshold
+    documents = len(result.store)
+    if result.banding is None:
+        how = "all pairs compared"
+    else:
         banding = result.banding
-        click.echo(
-            f"{len(ids)} documents ({len(ids) - result.eligible} with no shingle), "
-            f"{banding.bands}×{banding.rows} bands on {banding.band_bits} bits "
-            f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g}), {result.candidates} candidates, "
-            f"{result.pairs.first.size} pairs with {result.bits}-bit R̂ ≥ {threshold:g}, "
-            f"{len(result.groups)} groups, {result.seconds:.2f} s; estimator: {result.estimator}",
-            err=True,
-        )
-        if result.oversized_buckets:
-            click.echo(f"warning: {result.oversized_buckets} LSH buckets held more than 1000 documents and were cut",
-                       err=True)
+        how = (f"{banding.bands}×{banding.rows} bands on {banding.band_bits} bits "
+               f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g})")
+    parts = [
+        f"{documents} documents ({documents - result.eligible} with no shingle)",
+        how,
+        f"{result.candidates} candidates",
+        f"{result.pairs.first.size} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
+    ]
+    if result.triples is not None:
+        parts.append(f"{result.triples.docs.shape[0]} triples")
+    parts.append(f"{len(result.groups)} groups")
+    if result.verification is not None:
+        parts.append(f"{result.verification.checked} pairs verified exactly")
+    parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")
+    click.echo(", ".join(parts), err=True)
+    if result.verification is not None and result.verification.unverifiable_documents:
+        missing = result.verification.unverifiable_documents
+        click.echo(f"warning: {len(missing)} document(s) could not be re-read or changed since signing "
+                   f"(e.g. {missing[0]}); their pairs keep the estimate", err=True)
+    if result.oversized_buckets:
+        click.echo(f"warning: {result.oversized_buckets} LSH buckets held more than 1000 documents and were cut",
+                   err=True)
 
 
 @cli.command()

@@ -17,7 +17,7 @@ import numpy as np
 from dedup_cli import estimators
 from dedup_cli.corpus import read_text, reread_set
 from dedup_cli.errors import UsageError
-from dedup_cli.pipeline import DENSE_R
+from dedup_cli.finding import DENSE_R
 from dedup_cli.shingling import document_shingles
 from dedup_cli.storage import StoredSignatures, read_store
 
@@ -62,7 +62,8 @@ def estimate_documents(
     pair_index = [(0, 1)] if len(ids) == 2 else [(0, 1), (0, 2), (1, 2)]
     pair_matches = [int(np.count_nonzero(values[i] == values[j])) for i, j in pair_index]
     pairwise = [
-        float(estimators.estimate_2way(m / k, r[i], r[j], bits)) for m, (i, j) in zip(pair_matches, pair_index)
+        float(estimators.estimate_2way(m / k, r[i], r[j], bits))
+        for m, (i, j) in zip(pair_matches, pair_index, strict=True)
     ]
     if np.any(counts == 0):
         record.update(estimator="none: a document has no shingle, so it resembles nothing", estimate=0.0,

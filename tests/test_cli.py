@@ -67,7 +67,7 @@ def test_groups_match_golden_output(bible_store: Path) -> None:
 def test_pairs_tsv_and_csv_are_parseable(bible_store: Path) -> None:
     _, tsv, _ = run("find", str(bible_store), "--output", "pairs", "--format", "tsv", "-q")
     rows = list(csv.DictReader(io.StringIO(tsv), delimiter="\t"))
-    assert rows and set(rows[0]) == {"id_a", "id_b", "estimate", "stderr", "ci_low", "ci_high", "matches"}
+    assert rows and list(rows[0]) == ["id_a", "id_b", "estimate", "stderr", "ci_low", "ci_high", "matches", "exact"]
     estimates = [float(r["estimate"]) for r in rows]
     assert estimates == sorted(estimates, reverse=True)
     for row in rows:
@@ -95,7 +95,10 @@ def test_small_corpus_skips_binary_and_never_groups_empty_documents(small_corpus
     assert "signed 6 documents (2 with no shingle, 1 binary skipped" in stderr
     code, stdout, _ = run("find", str(store), "--threshold", "0.8", "-q")
     groups = [json.loads(line) for line in stdout.splitlines()]
-    assert groups == [{"group": 1, "size": 3, "members": ["a.txt", "b.txt", "sub/c.txt"]}]
+    assert [(g["group"], g["size"], g["members"], g["representative"]) for g in groups] == [
+        (1, 3, ["a.txt", "b.txt", "sub/c.txt"], "a.txt")
+    ]
+    assert 0.8 <= groups[0]["weakest"] <= 1.0
     code, stdout, _ = run("info", str(store))
     info = json.loads(stdout)
     assert info["documents"] == 6 and info["empty"] == 2 and info["params"]["num_perm"] == 128
