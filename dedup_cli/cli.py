@@ -81,7 +81,11 @@ def _output_stream(path: str | None) -> Iterator[TextIO]:
             temporary.unlink()
 
 
-CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "auto_envvar_prefix": "DEDUP", "show_default": True}
+CONTEXT_SETTINGS: dict[str, Any] = {
+    "help_option_names": ["-h", "--help"],
+    "auto_envvar_prefix": "DEDUP",
+    "show_default": True,
+}
 
 
 @click.group(context_settings=CONTEXT_SETTINGS)
@@ -314,3 +318,37 @@ def estimate(store: str, ids: tuple[str, ...], bits: int | None, exact: bool, le
         elif isinstance(value, list):
             value = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in value)
         click.echo(f"{name.ljust(width)}  {value}")
+
+
+@cli.command()
+@click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.5,
+              help="The resemblance R0 find will use.")
+@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=2, help="Bits for the estimator.")
+@click.option("--num-perm", "-k", type=click.IntRange(1, 65536), default=256, help="Values per signature (k).")
+@click.option("--stored-bits", type=click.IntRange(1, MAX_STORED_BITS), default=8,
+              help="Bits the store keeps (sign --bits); band keys use them.")
+@click.option("--recall", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=0.99,
+              help="Recall of banding to reach at R0.")
+@click.option("--docs", type=click.IntRange(2), default=None,
+              help="Corpus size: estimate candidate pairs and find's memory.")
+@click.option("--bands", type=click.IntRange(1), default=None, help="Override the chosen bands.")
+@click.option("--rows", type=click.IntRange(1), default=None, help="Override the chosen rows per band.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@reports_errors
+def plan(threshold: float, bits: int, num_perm: int, stored_bits: int, recall: float, docs: int | None,
+         bands: int | None, rows: int | None, fmt: str) -> None:
+    """Explain banding, accuracy, storage and memory for a threshold before any work.
+
+    \b
+    Example:
+      dedup plan --threshold 0.5 --bits 2
+      dedup plan --threshold 0.8 --bits 1 --num-perm 128 --docs 1000000
+    """
+    from dedup_cli.planning import make_plan, plan_record, render_plan
+
+    made = make_plan(threshold, bits, num_perm=num_perm, stored_bits=stored_bits, recall=recall, docs=docs,
+                     bands=bands, rows=rows)
+    if fmt == "json":
+        click.echo(json.dumps(plan_record(made)))
+    else:
+        click.echo(render_plan(made))

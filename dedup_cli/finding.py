@@ -19,7 +19,7 @@ from dedup_cli.errors import UsageError
 from dedup_cli.grouping import Groups, group_components, representatives, strict_groups, weakest_estimates
 from dedup_cli.lsh import Banding, candidate_pairs, choose_banding
 from dedup_cli.scoring import ScoredPairs, score_pairs
-from dedup_cli.signatures import SignatureParams
+from dedup_cli.signatures import SignatureParams, lowest_bits
 from dedup_cli.storage import StoredSignatures, read_store
 from dedup_cli.triples import ScoredTriples
 from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
@@ -125,7 +125,8 @@ def find(
     bits = params.bits if bits is None else bits
     _check_options(store_path, params, threshold, bits, ways, candidates)
     eligible = store.shingle_counts > 0  # a document with no shingle resembles nothing
-    values = store.values(bits)
+    stored_values = store.values()
+    values = lowest_bits(stored_values, bits)
     r = store.shingle_counts.astype(np.float64) / float(params.universe)
     # Candidates below R0 matter too: a triple's pairs only need R0 − margin, and verification may rescue
     # a pair the estimate put just under R0.
@@ -139,7 +140,7 @@ def find(
     else:
         pair_recall = triples.pair_recall_for_triples(recall) if ways == 3 else recall
         banding = _banding(threshold, params, bands, rows, pair_recall)
-        found = candidate_pairs(store.values(), banding.bands, banding.rows, eligible, max_bucket)
+        found = candidate_pairs(stored_values, banding.bands, banding.rows, eligible, max_bucket)
         first, second, oversized = found.first, found.second, found.oversized_buckets
     scored = score_pairs(values, first, second, r, bits)
 

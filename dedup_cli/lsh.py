@@ -160,11 +160,14 @@ def candidate_pairs(
     """
     n_docs = values.shape[0]
     docs = np.arange(n_docs) if eligible is None else np.flatnonzero(eligible)
-    keys = band_keys(values[docs], bands, rows)
+    # Keys of all documents, then each band's eligible ones: selecting rows of ``values`` first would copy
+    # the whole signature matrix.
+    keys = band_keys(values, bands, rows)
     codes: list[np.ndarray] = []
     pending = 0
     oversized = 0
-    for band_key in keys:
+    for all_keys in keys:
+        band_key = all_keys if docs.size == n_docs else all_keys[docs]
         order = np.argsort(band_key, kind="stable")
         first, second, cut = _bucket_pairs(docs[order], band_key[order], max_bucket)
         oversized += cut

@@ -101,6 +101,8 @@ def lowest_bits(values: np.ndarray, bits: int) -> np.ndarray:
     """Keep the lowest ``bits`` bits of each value, in the smallest dtype that holds them."""
     if bits >= 64:
         return values.astype(np.uint64, copy=False)
+    if bits >= values.dtype.itemsize * 8:
+        return values  # nothing to drop: no copy
     mask = (1 << bits) - 1
     return (values & values.dtype.type(mask)).astype(value_dtype(bits), copy=False)
 
@@ -125,7 +127,8 @@ def unpack_values(packed: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
     n_docs = packed.shape[0]
     dtype = value_dtype(bits)
     if bits in (8, 16, 32, 64):
-        return packed.view(dtype.newbyteorder("<")).astype(dtype).reshape(n_docs, num_perm)
+        # No copy when the stored bytes already are the values (8 bits, or little-endian wider ones).
+        return packed.view(dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(n_docs, num_perm)
     bit_planes = np.unpackbits(packed, axis=1, count=num_perm * bits, bitorder="little")
     bit_planes = bit_planes.reshape(n_docs, num_perm, bits).astype(dtype)
     weights = (np.ones(1, dtype=dtype) << np.arange(bits, dtype=dtype)).astype(dtype)

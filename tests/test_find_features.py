@@ -152,3 +152,16 @@ def test_all_pairs_and_lsh_agree_on_the_sample_corpora(tmp_path: Path, corpus: s
                            "--verify", "none", "--output", "pairs", "-q")
         return {(r["id_a"], r["id_b"]) for r in records(stdout)}
     assert pairs("all") == pairs("lsh")
+
+
+def test_plan_command_text_json_and_errors() -> None:
+    code, text, _ = run("plan", "--threshold", "0.5", "--bits", "2", "--docs", "1000000")
+    assert code == 0
+    assert "35 bands × 3 rows" in text and "R0" in text and "expected candidates" in text
+    code, stdout, _ = run("plan", "-t", "0.8", "-b", "1", "--format", "json")
+    record = json.loads(stdout)
+    assert record["bands"] * record["rows"] <= 256 and record["threshold"] == 0.8
+    code, _, stderr = run("plan", "-t", "0.8", "--bands", "10", "--rows", "30")
+    assert code == 2 and "needs 300 values" in stderr and len(stderr.strip().splitlines()) == 1
+    code, _, stderr = run("plan", "--bits", "9", "--stored-bits", "8")
+    assert code == 2 and "--bits 9 exceeds --stored-bits 8" in stderr

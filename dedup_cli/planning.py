@@ -1,0 +1,524 @@
+"""Planning a run before any work: what a threshold, b, k and the stored bits promise and cost.
+
+``dedup plan`` explains the parameters of ``dedup find`` from the formulas alone, without reading a
+corpus: the LSH banding and its S-curve (Mining of Massive Datasets, Sec. 3.4; per-row agreement
+E_B, not R, because band keys use all B stored bits: SPEC, LSH banding), the estimator's standard
+error at the threshold (Li & König 2010, eq. 11, sparse limit r → 0), the storage factor of b bits
+against full-width values (eq. 12), the bytes a document takes in the store, and, given the number
+of documents, the expected number of candidate pairs and the memory ``find`` will need.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dedup_cli.errors import UsageError
+from dedup_cli.estimators import expected_match_2way, storage_factor, variance_2way
+from dedup_cli.lsh import Banding, candidate_probability, choose_banding, row_agreement_probability
+from dedup_cli.signatures import MAX_STORED_BITS, value_dtype
+
+# The S-curve is tabulated at R = 0, 0.1, …, 1 (R = 0 stands for the unrelated pairs) and at R0.
+CURVE_STEPS = 10
+
+# Bytes a store row takes besides the signature, from the columns of ``storage.store_schema``:
+# size, mtime_ns, content_hash and shingle_count are 8 bytes each; id and path are strings, a
+# 4-byte offset each plus their text. Uncompressed: zstd shrinks these columns (paths share
+# prefixes, counts are small) but not the signature, whose bytes are uniformly random.
+ROW_OVERHEAD_BYTES = 4 * 8 + 2 * 4
+
+# Memory model of ``finding.find`` with LSH candidates (bytes), read off the code and checked against
+# the peak resident memory of real runs (tests/test_planning.py says how closely):
+# - Python, numpy, pyarrow and the Parquet reader, loaded and warmed up;
+FIXED_BYTES = 120_000_000
+# - per document as read: about 4·S while Parquet decodes the signature column (Arrow's allocator keeps
+#   most of it), shingle count, content hash and eligibility flag, and the id and path as Python strings
+#   (49 bytes each plus their text, and 8 for the list slot);
+READ_SIGNATURE_COPIES = 4
+DOCUMENT_BYTES = 8 + 8 + 1 + 2 * (49 + 8)
+# - per document while bucketing one band: the eligible documents' keys, argsort order, sorted ids and
+#   keys, run starts and lengths (int64 each) and three boolean masks;
+SORT_TEMPORARY_BYTES = 7 * 8 + 3
+# - per band collision (a pair sharing a bucket in one band, before de-duplication): its code in the
+#   pending list, the concatenated copy and the sorted copy of ``arrays.sorted_unique``;
+COLLISION_BYTES = 3 * 8
+# - per candidate pair at the end of banding: its unique code, ``first`` and ``second`` and a temporary;
+CODE_BYTES = 4 * 8
+# - per candidate pair while scoring: ``first``/``second``, match counts, r1, r2, the estimate, its
+#   standard error, the interval and the float64 temporaries of the Wilson interval mapped through eq. 9;
+SCORING_BYTES = 144
+# ``lsh.candidate_pairs`` de-duplicates pending codes once this many have piled up;
+DEDUPLICATE_EVERY = 1 << 24
+# ``scoring.count_matches`` compares candidates in chunks of about this many bytes of values.
+COMPARISON_BYTES = 1 << 25
+
+
+@dataclass(frozen=True)
+class MemoryPart:
+    """One term of the memory estimate: what it is, its size in bytes, the formula, and whether it is
+    part of the peak."""
+
+    name: str
+    bytes: int
+    formula: str
+    in_peak: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``dedup find`` promises and costs for one choice of parameters (see :func:`make_plan`)."""
+
+    threshold: float
+    bits: int
+    num_perm: int
+    stored_bits: int
+    recall_target: float
+    bands: int
+    rows: int
+    banding_chosen: bool  # True: by lsh.choose_banding; False: --bands/--rows given
+    curve: tuple[tuple[float, float], ...]  # (R, Pr(candidate)), R ascending, R0 included
+    row_agreement_at_threshold: float  # E_B at R0, per-row agreement of B-bit band values
+    recall_at_threshold: float  # Pr(candidate | R = R0)
+    false_negative_rate: float  # 1 − recall at R0: pairs at R0 that never become candidates
+    candidate_probability_unrelated: float  # Pr(candidate | R = 0)
+    match_probability: float  # E_b at R0 for the estimator's b bits (eq. 4, sparse limit)
+    standard_error: float  # sqrt(Var(R̂_b)) at R0 (eq. 11, sparse limit)
+    signature_bytes: int  # ceil(k·B/8)
+    row_overhead_bytes: int  # the store's other columns, without the id and path text
+    storage_factor_32: float | None  # B(32)/B(b) at R0 (eq. 12); None at R0 = 1 where both vanish
+    storage_factor_64: float | None  # B(64)/B(b)
+    unused_values: int  # k − bands·rows: values that no band uses
+    docs: int | None = None
+    pairs: int | None = None  # N(N − 1)/2
+    expected_candidates: float | None = None  # N(N − 1)/2 · Pr(candidate | R = 0)
+    memory: tuple[MemoryPart, ...] = ()
+    memory_peak_bytes: int | None = None
+    memory_peak_phase: str | None = None
+    memory_peak_formula: str | None = None  # the sum of the terms in the peak
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def bytes_per_document(self) -> int:
+        """Signature plus the other columns of a store row (id and path text not counted)."""
+        return self.signature_bytes + self.row_overhead_bytes
+
+
+def _whole(value: Any, option: str) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise UsageError(f"{option} {value!r} must be a whole number") from None
+
+
+def _check_range(value: int, low: int, high: int, option: str) -> None:
+    if not low <= value <= high:
+        raise UsageError(f"{option} {value} is out of range; use {low} to {high}")
+
+
+def _banding(num_perm: int, stored_bits: int, threshold: float, recall: float,
+             bands: int | None, rows: int | None) -> tuple[Banding, bool]:
+    """The banding ``find`` would use: chosen for ``recall`` at R0, or the given bands/rows (as in find)."""
+    if bands is None and rows is None:
+        return choose_banding(threshold, num_perm, stored_bits, recall), True
+    if bands is not None:
+        bands = _whole(bands, "--bands")
+        if bands < 1:
+            raise UsageError(f"--bands {bands} must be at least 1")
+    if rows is not None:
+        rows = _whole(rows, "--rows")
+        if rows < 1:
+            raise UsageError(f"--rows {rows} must be at least 1")
+    # One given: use as many of the other as the signature allows (finding.find does the same).
+    if rows is None:
+        assert bands is not None
+        rows = num_perm // bands
+        option = f"--bands {bands}"
+    elif bands is None:
+        bands = num_perm // rows
+        option = f"--rows {rows}"
+    else:
+        option = f"--bands {bands} × --rows {rows}"
+    if bands < 1 or rows < 1 or bands * rows > num_perm:
+        raise UsageError(
+            f"{option} needs {max(bands, 1) * max(rows, 1)} values but signatures hold {num_perm} (--num-perm); "
+            f"choose bands × rows ≤ {num_perm}"
+        )
+    return Banding(bands, rows, stored_bits), False
+
+
+def _memory(n_docs: int, num_perm: int, stored_bits: int, bits: int, bands: int, rows: int, signature_bytes: int,
+            candidates: float, collisions: float) -> tuple[tuple[MemoryPart, ...], str]:
+    """The terms of the memory ``find`` needs, those of its peak marked, and the phase of the peak.
+
+    ``finding.find`` reads the store, unpacks the B-bit values (a view of the signature bytes when B is
+    8, 16, 32 or 64) and keeps them and their lowest b bits (a copy only when b is narrower than the
+    value dtype) to the end. Banding builds all band keys, widening one band at a time to uint64, then
+    buckets band by band; then the candidates are scored. Each phase holds what it inherits plus arrays
+    of its own; the peak is the largest phase.
+
+    Args:
+        n_docs, num_perm, stored_bits, bits, bands, rows: N, k, B, b and the banding.
+        signature_bytes: S = ceil(k·B/8).
+        candidates: C, expected distinct candidate pairs.
+        collisions: P, expected band collisions summed over bands, before de-duplication.
+    """
+    n, k = n_docs, num_perm
+    value_bytes = value_dtype(stored_bits).itemsize
+    estimator_value_bytes = value_dtype(bits).itemsize
+    if stored_bits in (8, 16, 32, 64):
+        stored, stored_formula, unpack, unpack_formula = 0, "0", 0, "0"  # a view of the signature bytes
+    else:
+        stored, stored_formula = n * k * value_bytes, "N·k·v"
+        # unpackbits, its cast to the value dtype and the weighted bit planes before the sum.
+        unpack, unpack_formula = n * k * value_bytes * (2 * stored_bits + 1), "N·k·v·(2B + 1)"
+    if bits < 8 * value_bytes:
+        # The masked copy in the value dtype, then its cast to the narrower dtype of b bits.
+        narrow, narrow_formula = n * k * estimator_value_bytes, "N·k·v_b"
+        masking, masking_formula = n * k * (value_bytes + estimator_value_bytes), "N·k·(v + v_b)"
+    else:
+        narrow, narrow_formula, masking, masking_formula = 0, "0", 0, "0"  # the stored values themselves
+    pending = min(collisions, candidates + DEDUPLICATE_EVERY)
+    chunk = min(candidates, COMPARISON_BYTES // (k * estimator_value_bytes))
+    terms: dict[str, tuple[str, float, str]] = {
+        "fixed": ("Python, numpy, pyarrow and the Parquet reader", FIXED_BYTES, "fixed"),
+        "store": ("the store as read: signatures, counts, hashes, ids and paths (not their text)",
+                  n * (READ_SIGNATURE_COPIES * signature_bytes + DOCUMENT_BYTES),
+                  f"N·({READ_SIGNATURE_COPIES}·S + {DOCUMENT_BYTES})"),
+        "unpack": ("unpacking the stored values (transient)", unpack, unpack_formula),
+        "stored_values": (f"{stored_bits}-bit values for banding", stored, stored_formula),
+        "masking": (f"masking the stored values to {bits} bits (transient)", masking, masking_formula),
+        "estimator_values": (f"{bits}-bit values for the estimator", narrow, narrow_formula),
+        "band_key_build": ("building band keys, one band widened to uint64 (transient)",
+                           (8 * rows + 3 * 8) * n, "N·(8·rows + 24)"),
+        "band_keys": ("band keys", 8 * bands * n, "8·bands·N"),
+        "sort": ("sorting one band (transient)", SORT_TEMPORARY_BYTES * n, f"{SORT_TEMPORARY_BYTES}·N"),
+        "codes": ("candidate codes while de-duplicating (transient)",
+                  COLLISION_BYTES * pending + CODE_BYTES * candidates,
+                  f"{COLLISION_BYTES}·min(P, C + 2^24) + {CODE_BYTES}·C"),
+        "scoring": ("scoring the candidates",
+                    SCORING_BYTES * candidates + 3 * chunk * k * estimator_value_bytes,
+                    f"{SCORING_BYTES}·C + 3·min(C, 2^25/(k·v_b))·k·v_b"),
+    }
+    read = ["fixed", "store"]
+    held = read + ["stored_values", "estimator_values"]
+    phases = {
+        "unpacking values": read + ["unpack"],
+        "keeping b bits": read + ["stored_values", "masking"],
+        "building band keys": held + ["band_key_build", "band_keys"],
+        "bucketing": held + ["band_keys", "sort", "codes"],
+        "scoring": held + ["scoring"],
+    }
+    phase = max(phases, key=lambda name: sum(terms[term][1] for term in phases[name]))
+    # Terms that cost nothing here (a view, a shared array) are left out.
+    parts = tuple(
+        MemoryPart(name, int(round(size)), formula, term in phases[phase])
+        for term, (name, size, formula) in terms.items()
+        if size > 0 or term == "codes"
+    )
+    return parts, phase
+
+
+def make_plan(
+    threshold: float,
+    bits: int,
+    num_perm: int = 256,
+    stored_bits: int = 8,
+    recall: float = 0.99,
+    docs: int | None = None,
+    bands: int | None = None,
+    rows: int | None = None,
+) -> Plan:
+    """Everything ``dedup find --threshold R0 --bits b`` promises and costs, from the formulas alone.
+
+    Args:
+        threshold: R0 in (0, 1], the resemblance pairs must reach.
+        bits: b, the bits per value the estimator uses (1 ≤ b ≤ ``stored_bits``).
+        num_perm: k, minwise values per document.
+        stored_bits: B, bits kept per value in the store; band keys use all B of them.
+        recall: target Pr(candidate) at R0 for the automatic banding, in (0, 1).
+        docs: N, the number of documents, for the expected candidates and the memory of ``find``.
+        bands, rows: a banding to explain instead of the automatic one (one alone takes as many of
+            the other as k allows, as ``find`` does).
+
+    Returns:
+        A :class:`Plan`. The S-curve is 1 − (1 − E_B^rows)^bands with E_B = 2^-B + (1 − 2^-B)·R (MMDS
+        Sec. 3.4; Li & König 2010, eq. 4, r → 0); the standard error is sqrt(E_b(1 − E_b)/(k(1 − C)²)),
+        C = 2^-b (eq. 11); the storage factors are B(32)/B(b) and B(64)/B(b) at R0 (eq. 12).
+
+    Raises:
+        UsageError: a value out of range, ``bits`` above ``stored_bits`` or bands × rows above k; the
+            message names the option.
+    """
+    threshold = float(threshold)
+    if not 0.0 < threshold <= 1.0:
+        raise UsageError(f"--threshold {threshold:g} must be in (0, 1]")
+    bits = _whole(bits, "--bits")
+    stored_bits = _whole(stored_bits, "--stored-bits")
+    num_perm = _whole(num_perm, "--num-perm")
+    _check_range(bits, 1, MAX_STORED_BITS, "--bits")
+    _check_range(stored_bits, 1, MAX_STORED_BITS, "--stored-bits")
+    _check_range(num_perm, 1, 1 << 16, "--num-perm")
+    if bits > stored_bits:
+        raise UsageError(
+            f"--bits {bits} exceeds --stored-bits {stored_bits}; use --bits 1 to {stored_bits}, "
+            f"or sign with --bits {bits} or more"
+        )
+    recall = float(recall)
+    if not 0.0 < recall < 1.0:
+        raise UsageError(f"--recall {recall:g} must lie strictly between 0 and 1, e.g. 0.99")
+    if docs is not None:
+        docs = _whole(docs, "--docs")
+        if docs < 1:
+            raise UsageError(f"--docs {docs} must be at least 1")
+    banding, chosen = _banding(num_perm, stored_bits, threshold, recall, bands, rows)
+
+    grid = np.round(np.linspace(0.0, 1.0, CURVE_STEPS + 1), 12)
+    resemblances = np.unique(np.append(grid, threshold))
+    probabilities = candidate_probability(resemblances, banding.bands, banding.rows, stored_bits)
+    curve = tuple((float(r), float(p)) for r, p in zip(resemblances, probabilities, strict=True))
+    at_threshold = banding.recall_at(threshold)
+    unrelated = banding.recall_at(0.0)
+
+    match = float(expected_match_2way(threshold, 0.0, 0.0, bits))
+    error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm)))
+    own_factor = float(storage_factor(threshold, 0.0, 0.0, bits))
+    factors: list[float | None] = [
+        float(storage_factor(threshold, 0.0, 0.0, wide)) / own_factor if own_factor > 0 else None for wide in (32, 64)
+    ]
+    signature_bytes = (num_perm * stored_bits + 7) // 8
+    unused = num_perm - banding.bands * banding.rows
+
+    warnings: list[str] = []
+    if unused:
+        warnings.append(
+            f"{banding.bands} bands × {banding.rows} rows use {banding.bands * banding.rows} of the {num_perm} "
+            f"values; the other {unused} never make a pair a candidate (the estimator still uses all {num_perm})"
+        )
+    if at_threshold < recall:
+        fix = ("choose more --bands or fewer --rows" if not chosen
+               else "no banding of these values reaches it; use a larger --num-perm or a lower --recall")
+        warnings.append(f"recall at R0 = {threshold:g} is {at_threshold:.4f}, below the target {recall:g}; {fix}")
+    if unrelated > 0.01:
+        warnings.append(
+            f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: {stored_bits}-bit band values agree by "
+            f"chance with probability 1/2^{stored_bits}; sign with more --bits (e.g. 8) so banding is selective"
+        )
+
+    extra: dict[str, Any] = {}
+    if docs is not None:
+        pairs = docs * (docs - 1) // 2
+        candidates = pairs * unrelated
+        # Band collisions before de-duplication: every band finds its own pairs, overlaps and all.
+        collisions = pairs * banding.bands * float(row_agreement_probability(0.0, stored_bits)) ** banding.rows
+        parts, phase = _memory(docs, num_perm, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
+                               candidates, collisions)
+        peak = [part for part in parts if part.in_peak]
+        extra = dict(docs=docs, pairs=pairs, expected_candidates=candidates, memory=parts,
+                     memory_peak_bytes=sum(part.bytes for part in peak), memory_peak_phase=phase,
+                     memory_peak_formula=" + ".join(part.formula for part in peak))
+
+    return Plan(
+        threshold=threshold,
+        bits=bits,
+        num_perm=num_perm,
+        stored_bits=stored_bits,
+        recall_target=recall,
+        bands=banding.bands,
+        rows=banding.rows,
+        banding_chosen=chosen,
+        curve=curve,
+        row_agreement_at_threshold=float(row_agreement_probability(threshold, stored_bits)),
+        recall_at_threshold=at_threshold,
+        false_negative_rate=1.0 - at_threshold,
+        candidate_probability_unrelated=unrelated,
+        match_probability=match,
+        standard_error=error,
+        signature_bytes=signature_bytes,
+        row_overhead_bytes=ROW_OVERHEAD_BYTES,
+        storage_factor_32=factors[0],
+        storage_factor_64=factors[1],
+        unused_values=unused,
+        warnings=tuple(warnings),
+        **extra,
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Rendering
+# ----------------------------------------------------------------------------------------------
+
+
+def _probability(p: float) -> str:
+    """Fixed point where it reads well, scientific for the tiny probabilities of unrelated pairs."""
+    if p == 0.0 or p >= 1e-3:
+        return f"{p:.4f}"
+    return f"{p:.2e}"
+
+
+def _bytes(count: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= size:
+            return f"{count / size:.3g} {unit}"
+    return f"{count:.0f} B"
+
+
+def _count(value: float) -> str:
+    for unit, size in (("billion", 1e9), ("million", 1e6)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
+
+
+def _plot(plan: Plan, width: int, height: int) -> list[str]:
+    """The S-curve as text: R from 0 to 1 across ``width`` columns, Pr(candidate) up ``height`` rows.
+
+    The curve is drawn with ``*``, the threshold column with ``:`` and a ``+`` on the R axis.
+    """
+    xs = np.linspace(0.0, 1.0, width)
+    levels = np.rint(candidate_probability(xs, plan.bands, plan.rows, plan.stored_bits) * (height - 1)).astype(int)
+    canvas = [[" "] * width for _ in range(height)]
+    marker = int(round(plan.threshold * (width - 1)))
+    for line in canvas:
+        line[marker] = ":"
+    for column, level in enumerate(levels):
+        # Join each point to its left neighbour so that steep stretches stay connected.
+        low = high = int(level)
+        if column:
+            low, high = min(low, int(levels[column - 1]) + 1), max(high, int(levels[column - 1]) - 1)
+        for filled in range(low, high + 1):
+            canvas[height - 1 - filled][column] = "*"
+    labels = {0: "1.0", height - 1 - int(np.rint(0.5 * (height - 1))): "0.5", height - 1: "0.0"}
+    lines = [f"  {labels.get(row, ''):>4} |{''.join(line)}" for row, line in enumerate(canvas)]
+    axis = ["-"] * width
+    axis[marker] = "+"
+    lines.append(f"  {'':>4} +{''.join(axis)}")
+    ticks = [" "] * (width + 1)
+    ticks[0], ticks[width] = "0", "1"
+    label = f"R0={plan.threshold:g}"
+    start = min(max(marker + 1 - len(label) // 2, 2), width - len(label) - 1)
+    ticks[start : start + len(label)] = list(label)
+    lines.append(f"  {'':>4} {''.join(ticks)}  R")
+    return lines
+
+
+def render_plan(plan: Plan, width: int = 60) -> str:
+    """A human-readable report of ``plan``: parameters, S-curve table and plot, accuracy, cost, warnings.
+
+    Args:
+        plan: from :func:`make_plan`.
+        width: columns of the S-curve plot, at least 20 (its height is a fifth of that, at least 8 rows).
+    """
+    width = _whole(width, "plot width")
+    if width < 20:
+        raise UsageError(f"plot width {width} is too narrow; use 20 columns or more")
+    r0 = f"{plan.threshold:g}"
+    decimals = min(4, max(1, len(r0.partition(".")[2])))
+    how = f"chosen for recall ≥ {plan.recall_target:g} at R0" if plan.banding_chosen else "as given"
+    lines = [
+        f"dedup plan: threshold R0 = {r0}, estimator b = {plan.bits} bits, k = {plan.num_perm} values, "
+        f"B = {plan.stored_bits} stored bits" + (f", N = {plan.docs:,} documents" if plan.docs is not None else ""),
+        "",
+        f"Banding: {plan.bands} bands × {plan.rows} rows on the {plan.stored_bits}-bit stored values ({how})",
+        f"  Pr(candidate) = 1 − (1 − E^{plan.rows})^{plan.bands}; a row agrees with probability",
+        f"  E = 2^-{plan.stored_bits} + (1 − 2^-{plan.stored_bits})·R (R = 0: unrelated pairs)",
+        "",
+        "      R  Pr(candidate)",
+    ]
+    for resemblance, probability in plan.curve:
+        mark = "  <- R0" if resemblance == plan.threshold else ""
+        lines.append(f"  {resemblance:5.{decimals}f}  {_probability(probability):>13}{mark}")
+    lines += ["", "  Pr(candidate)"]
+    lines += _plot(plan, width, max(8, width // 5))
+    lines += [
+        "",
+        f"At R0 = {r0}:",
+        f"  recall of banding      {plan.recall_at_threshold:.4f}  Pr(candidate); pairs above R0 fare better",
+        f"  false-negative rate    {plan.false_negative_rate:.4f}  pairs at R0 that never become candidates",
+        f"  estimator std. error   {plan.standard_error:.4f}  b = {plan.bits}, k = {plan.num_perm}: sqrt of "
+        "Li & König eq. 11, r → 0;",
+        "                                 a pair at exactly R0 is estimated below R0 about half the time;",
+        "                                 find --verify borderline (the default) decides such pairs exactly",
+        "",
+        "Storage:",
+        f"  bytes per document     {plan.bytes_per_document}  = {plan.signature_bytes} signature (ceil(k·B/8)) "
+        f"+ {plan.row_overhead_bytes} other columns",
+        "                              (size, mtime, content hash, shingle count; id and path offsets),",
+        "                              plus the id and path text; zstd shrinks all but the signature",
+    ]
+    if plan.stored_bits > plan.bits:
+        lines.append(
+            f"                              the store keeps B = {plan.stored_bits} bits a value for banding; "
+            f"b = {plan.bits} alone would take {(plan.num_perm * plan.bits + 7) // 8} bytes"
+        )
+    for wide, factor in ((32, plan.storage_factor_32), (64, plan.storage_factor_64)):
+        label = f"  {plan.bits} bits vs {wide} bits"
+        if factor is None:
+            lines.append(f"{label:<25}undefined at R0 = {r0}: every estimator is exact there")
+        else:
+            lines.append(f"{label:<25}{factor:.3g}× less space at equal accuracy (Li & König eq. 12, r → 0)")
+    if plan.docs is not None:
+        assert plan.pairs is not None and plan.expected_candidates is not None
+        lines += [
+            "",
+            f"Corpus of N = {plan.docs:,} documents, {plan.pairs:,} pairs:",
+            f"  expected candidates    {_count(plan.expected_candidates)} = N(N − 1)/2 · "
+            f"{_probability(plan.candidate_probability_unrelated)} if nearly all pairs are unrelated;",
+            "                         true near-duplicates add their own (Pr(candidate) at their R, above)",
+            f"  memory for find        about {_bytes(plan.memory_peak_bytes or 0)} at its peak, while "
+            f"{plan.memory_peak_phase}:",
+            f"    {plan.memory_peak_formula}",
+            f"    with S = {plan.signature_bytes} signature bytes, v = {value_dtype(plan.stored_bits).itemsize} "
+            f"and v_b = {value_dtype(plan.bits).itemsize} bytes a value in memory, C the candidates expected above",
+            "    (near-duplicates add theirs), P the band collisions before de-duplication; ids and paths cost their",
+            "    text on top. The terms (* in the peak):",
+        ]
+        for part in plan.memory:
+            peak = "*" if part.in_peak else " "
+            lines.append(f"    {peak} {part.formula:<36} {_bytes(part.bytes):>8}  {part.name}")
+    if plan.warnings:
+        lines += ["", "Warnings:"]
+        lines += [f"  - {warning}" for warning in plan.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def plan_record(plan: Plan) -> dict[str, Any]:
+    """``plan`` as a JSON-ready dict (plain ints, floats, strings, lists and None)."""
+    return {
+        "threshold": plan.threshold,
+        "bits": plan.bits,
+        "num_perm": plan.num_perm,
+        "stored_bits": plan.stored_bits,
+        "recall_target": plan.recall_target,
+        "bands": plan.bands,
+        "rows": plan.rows,
+        "band_bits": plan.stored_bits,
+        "banding": "chosen" if plan.banding_chosen else "given",
+        "curve": [{"resemblance": r, "candidate_probability": p} for r, p in plan.curve],
+        "row_agreement_at_threshold": plan.row_agreement_at_threshold,
+        "recall_at_threshold": plan.recall_at_threshold,
+        "false_negative_rate": plan.false_negative_rate,
+        "candidate_probability_unrelated": plan.candidate_probability_unrelated,
+        "match_probability": plan.match_probability,
+        "standard_error": plan.standard_error,
+        "signature_bytes": plan.signature_bytes,
+        "row_overhead_bytes": plan.row_overhead_bytes,
+        "bytes_per_document": plan.bytes_per_document,
+        "storage_factor_32": plan.storage_factor_32,
+        "storage_factor_64": plan.storage_factor_64,
+        "unused_values": plan.unused_values,
+        "docs": plan.docs,
+        "pairs": plan.pairs,
+        "expected_candidates": plan.expected_candidates,
+        "memory_peak_bytes": plan.memory_peak_bytes,
+        "memory_peak_phase": plan.memory_peak_phase,
+        "memory_peak_formula": plan.memory_peak_formula,
+        "memory": [
+            {"name": part.name, "bytes": part.bytes, "formula": part.formula, "in_peak": part.in_peak}
+            for part in plan.memory
+        ],
+        "warnings": list(plan.warnings),
+    }
