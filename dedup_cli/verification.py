@@ -12,10 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import xxhash
 
 from dedup_cli.arrays import sorted_unique
-from dedup_cli.corpus import reread_set
+from dedup_cli.corpus import reread_documents, reread_set
 from dedup_cli.errors import InputError
 from dedup_cli.shingling import document_shingles
 from dedup_cli.storage import StoredSignatures
@@ -32,24 +31,23 @@ class Verification:
     unverifiable_documents: list[str]
 
 
-def _exact_set(store: StoredSignatures, row: int) -> np.ndarray | None:
-    """The shingle set of document ``row`` as signed, or None when it is gone or changed."""
+def _exact_sets(store: StoredSignatures, rows: np.ndarray) -> dict[int, np.ndarray | None]:
+    """The shingle sets of documents ``rows`` as signed; None where a document is gone or changed."""
     params = store.params
-    path = store.paths[row]
     if params.input_kind == "sets":
-        try:
-            return reread_set(path).astype(np.uint64)
-        except InputError:
-            return None
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        return None
-    if store.content_hashes is not None and xxhash.xxh3_64_intdigest(raw) != int(store.content_hashes[row]):
-        return None
-    text = raw.decode("utf-8-sig", errors="replace")
-    return document_shingles(text, params.shingle_size, params.shingle_unit)
+        sets: dict[int, np.ndarray | None] = {}
+        for row in rows.tolist():
+            try:
+                sets[row] = reread_set(store.paths[row]).astype(np.uint64)
+            except InputError:
+                sets[row] = None
+        return sets
+    hashes = None if store.content_hashes is None else [int(store.content_hashes[row]) for row in rows]
+    texts = reread_documents([store.paths[row] for row in rows], hashes)
+    return {
+        row: None if text is None else document_shingles(text, params.shingle_size, params.shingle_unit)
+        for row, text in zip(rows.tolist(), texts, strict=True)
+    }
 
 
 def verify_pairs(
@@ -60,9 +58,7 @@ def verify_pairs(
 ) -> Verification:
     """Exact resemblance of each pair (first[p], second[p]); each document is read once."""
     exact = np.full(first.size, np.nan)
-    sets: dict[int, np.ndarray | None] = {}
-    for row in sorted_unique(np.concatenate([first, second])):
-        sets[int(row)] = _exact_set(store, int(row))
+    sets = _exact_sets(store, sorted_unique(np.concatenate([first, second])))
     for index, (a, b) in enumerate(zip(first.tolist(), second.tolist(), strict=True)):
         set_a, set_b = sets[a], sets[b]
         if set_a is None or set_b is None or (set_a.size == 0 and set_b.size == 0):
