@@ -18,6 +18,9 @@ from dedup_cli.shingling import SHINGLE_UNITS
 
 TEXT_UNIVERSE = 1 << 64
 MAX_STORED_BITS = 64
+# "kperm": k independent hash functions (Li & König 2010); "oph": one permutation split into k bins, densified
+# (Li, Owen & Zhang 2012; Shrivastava 2017). See dedup_cli.hashing.
+SIGNATURE_SCHEMES = ("kperm", "oph")
 
 
 @dataclass(frozen=True)
@@ -29,11 +32,11 @@ class SignatureParams:
     seed: int = 1
     shingle_size: int = 5
     shingle_unit: str = "word"
-    scheme: str = "kperm"
+    scheme: str = "oph"
     universe: int = TEXT_UNIVERSE
     # Versions of the text pipeline: changing normalisation or token hashing changes every signature.
     normalisation: str = "nfkc-casefold-whitespace"
-    token_hash: str = "xxh3_64-poly-mix64"
+    token_hash: str = "utf8-chunk-poly64-mix64"
     # "text": shingled documents hashed into 2^64 (mul-add family, mixed minima);
     # "sets": integer sets over ``universe``, permuted by keyed Feistel networks, minima stored as is.
     input_kind: str = "text"
@@ -43,7 +46,7 @@ class SignatureParams:
     def for_sets(cls, universe: int, num_perm: int = 256, bits: int = 8, seed: int = 1) -> SignatureParams:
         """Parameters for integer sets over {0 … universe − 1}: no shingling, a true permutation of Ω."""
         return cls(num_perm=num_perm, bits=bits, seed=seed, shingle_size=1, shingle_unit="element",
-                   universe=universe, normalisation="none", token_hash="none", input_kind="sets",
+                   universe=universe, normalisation="none", token_hash="none", input_kind="sets", scheme="kperm",
                    hash_family="feistel")
 
     def __post_init__(self) -> None:
@@ -57,6 +60,11 @@ class SignatureParams:
             raise UsageError(f"input kind {self.input_kind!r}: choose text or sets")
         if self.input_kind == "text" and self.shingle_unit not in SHINGLE_UNITS:
             raise UsageError(f"--shingle-unit {self.shingle_unit!r}: choose {' or '.join(SHINGLE_UNITS)}")
+        if self.scheme not in SIGNATURE_SCHEMES:
+            raise UsageError(f"--scheme {self.scheme!r}: choose {' or '.join(SIGNATURE_SCHEMES)}")
+        if self.input_kind == "sets" and self.scheme != "kperm":
+            raise UsageError(f"--scheme {self.scheme} is for text input; integer sets are signed with k "
+                             "permutations of their universe, so use --scheme kperm")
         if not 2 <= self.universe <= TEXT_UNIVERSE:
             raise UsageError(f"--universe {self.universe} is out of range; use 2 to 2^64")
 
