@@ -1,4 +1,7 @@
-"""The Parquet signature store: round trips, metadata, bad stores and atomic writes."""
+"""The single-file (format 1) signature store: round trips, metadata, bad stores and atomic writes.
+
+The directory store (format 2) and its runs are tested in test_incremental_store.py.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from dedup_cli.errors import StoreError
 from dedup_cli.signatures import SignatureParams, lowest_bits, pack_values
 from dedup_cli.storage import (
     FORMAT_VERSION,
+    LEGACY_FORMAT_VERSION,
     METADATA_KEY,
     DocumentBatch,
     StoreWriter,
@@ -111,7 +115,8 @@ def test_metadata_holds_format_version_and_params(tmp_path: Path) -> None:
     path = tmp_path / "sigs.parquet"
     write_store(path, params)
     header = json.loads(pq.read_schema(path).metadata[METADATA_KEY])
-    assert header["format_version"] == FORMAT_VERSION == 1
+    # StoreWriter writes the single-file layout (format 1); directory stores are format 2.
+    assert header["format_version"] == LEGACY_FORMAT_VERSION == 1 and FORMAT_VERSION == 2
     assert header["params"] == params.to_dict()
     assert "dedup_version" in header
     assert read_store_params(path) == params
