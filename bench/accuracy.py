@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from dedup_cli import pipeline
-from dedup_cli.corpus import ReadReport, discover_files, read_documents
+from dedup_cli.corpus import InputOptions, ReadReport, discover_files, read_documents
 from dedup_cli.shingling import document_shingles
 from dedup_cli.signatures import SignatureParams
 
@@ -49,7 +49,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             store = Path(scratch) / "sigs.parquet"
             started = time.perf_counter()
-            report = pipeline.sign([str(corpus)], store, params, exclude=["SOURCE"])
+            report = pipeline.sign([str(corpus)], store, params, InputOptions(exclude=("SOURCE",)))
             elapsed = time.perf_counter() - started
             for threshold, bits, verify in itertools.product(arguments.thresholds, arguments.bits, arguments.verify):
                 found = pipeline.find(store, threshold, bits=bits, verify=verify)

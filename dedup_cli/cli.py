@@ -17,16 +17,18 @@ from typing import Any, TextIO, TypeVar
 import click
 
 from dedup_cli import __version__, pipeline
+from dedup_cli.corpus import INPUT_FORMATS, InputOptions
 from dedup_cli.errors import DedupError, UsageError
 from dedup_cli.finding import CANDIDATE_METHODS
 from dedup_cli.grouping import GROUP_METHODS, KEEP_CHOICES
 from dedup_cli.output import FORMATS, OUTPUT_KINDS, RECORDS, write_records
 from dedup_cli.shingling import SHINGLE_UNITS
-from dedup_cli.signatures import MAX_STORED_BITS, SignatureParams
+from dedup_cli.signatures import MAX_STORED_BITS, SIGNATURE_SCHEMES, SignatureParams
 from dedup_cli.storage import read_store_params
 from dedup_cli.verification import VERIFY_MODES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+MAX_WARNINGS = 20  # warnings listed without -v
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -104,11 +106,23 @@ def cli() -> None:
 
 
 @cli.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=str))
-@click.option("-o", "--out", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=str),
-              help="Parquet store to write (replaced atomically).")
+@click.argument("inputs", nargs=-1, type=click.Path(path_type=str, allow_dash=True))
+@click.option("-o", "--out", "--output", "out", required=True, type=click.Path(path_type=str),
+              help="The store (a directory of Parquet parts); created, or extended incrementally.")
+@click.option("--input-format", type=click.Choice((*INPUT_FORMATS, "sets")), default="auto",
+              help="auto: by extension (.jsonl, .parquet, else text); lines: one document per line; "
+                   "sets: integer sets (JSON Lines or TSV) over --universe.")
+@click.option("--id-field", default=None, help="JSON Lines: the field holding the id (default: FILE:LINE).")
+@click.option("--text-field", default="text", help="JSON Lines: the field holding the text.")
+@click.option("--id-column", default=None, help="Parquet: the column holding the id (default: FILE:ROW).")
+@click.option("--text-column", default="text", help="Parquet: the column holding the text.")
+@click.option("--files-from", type=click.Path(path_type=str, allow_dash=True), default=None,
+              help="Read input paths from FILE (or - for stdin), one per line.")
+@click.option("-0", "--null", "null_separated", is_flag=True, help="--files-from paths are NUL-separated.")
 @click.option("--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (path or name); repeatable.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (path or name); repeatable.")
+@click.option("--max-document-bytes", type=click.IntRange(1), default=None,
+              help="Skip (and count) documents larger than this.")
 @click.option("--shingle-size", "-w", type=click.IntRange(1, 1000), default=5, help="Tokens per shingle (w).")
 @click.option("--shingle-unit", type=click.Choice(SHINGLE_UNITS), default="word", help="Shingle words or characters.")
 @click.option("--num-perm", "-k", type=click.IntRange(1, 65536), default=256,
@@ -116,24 +130,31 @@ def cli() -> None:
 @click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=8,
               help="Lowest bits kept of each value; find can use any --bits up to this.")
 @click.option("--seed", type=click.IntRange(0, 2**63 - 1), default=1, help="Seed of the hash family.")
-@click.option("--input-format", type=click.Choice(["text", "sets"]), default="text",
-              help="text: documents to shingle; sets: integer sets (JSON Lines or TSV) over --universe.")
+@click.option("--scheme", type=click.Choice(SIGNATURE_SCHEMES), default=SignatureParams.scheme,
+              help="kperm: k independent hash functions; oph: one permutation in k bins, densified.")
 @click.option("--universe", "-D", type=click.IntRange(2, 2**62), default=None,
               help="With --input-format sets: the universe size D; elements lie in [0, D).")
+@click.option("-j", "--jobs", type=click.IntRange(0), default=0, help="Worker processes (0: one per core).")
+@click.option("--prune", is_flag=True, help="Remove stored documents that are no longer in the inputs.")
+@click.option("--wait", type=click.FloatRange(0), default=0.0,
+              help="Seconds to wait for another run on the same store before giving up.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
+@click.option("-v", "--verbose", is_flag=True, help="List every skipped input, not only the first few.")
 @reports_errors
-def sign(inputs: tuple[str, ...], out: str, include: tuple[str, ...], exclude: tuple[str, ...], shingle_size: int,
-         shingle_unit: str, num_perm: int, bits: int, seed: int, input_format: str, universe: int | None,
-         quiet: bool) -> None:
+def sign(inputs: tuple[str, ...], out: str, input_format: str, id_field: str | None, text_field: str,
+         id_column: str | None, text_column: str, files_from: str | None, null_separated: bool,
+         include: tuple[str, ...], exclude: tuple[str, ...], max_document_bytes: int | None, shingle_size: int,
+         shingle_unit: str, num_perm: int, bits: int, seed: int, scheme: str, universe: int | None, jobs: int,
+         prune: bool, wait: float, quiet: bool, verbose: bool) -> None:
     """Shingle and minhash documents into a signature store.
 
-    INPUTS are files and directories (read recursively; hidden entries skipped). With
-    --input-format sets they are files of integer sets, one per line: {"id": ..., "elements": [...]}
-    or id<TAB>int int ...
+    INPUTS are files, directories (read recursively; hidden entries skipped) and - for stdin. Signing into
+    an existing store signs only new or changed documents.
 
     \b
     Example:
       dedup sign sample_corpora/bible-editions -o sigs.parquet
+      zcat docs.jsonl.gz | dedup sign - --input-format jsonl --id-field url -o sigs.parquet
       dedup sign --input-format sets words.jsonl --universe 100000 -o words.parquet
     """
     from tqdm import tqdm
@@ -146,13 +167,13 @@ def sign(inputs: tuple[str, ...], out: str, include: tuple[str, ...], exclude: t
         raise UsageError("--universe applies only to --input-format sets; text shingles are hashed into 2^64")
     else:
         params = SignatureParams(num_perm=num_perm, bits=bits, seed=seed, shingle_size=shingle_size,
-                                 shingle_unit=shingle_unit)
+                                 shingle_unit=shingle_unit, scheme=scheme)
     bar: Any = None
 
     def on_start(total: int) -> None:
         nonlocal bar
         if _show_progress(quiet):
-            bar = tqdm(total=total, unit="doc", file=sys.stderr, desc="signing")
+            bar = tqdm(total=total or None, unit="doc", file=sys.stderr, desc="signing")
 
     def advance(count: int) -> None:
         if bar is not None:
@@ -161,33 +182,49 @@ def sign(inputs: tuple[str, ...], out: str, include: tuple[str, ...], exclude: t
     try:
         if input_format == "sets":
             on_start(0)
-            report = pipeline.sign_sets(inputs, out, params, progress=advance)
+            report = pipeline.sign_sets(inputs, out, params, progress=advance, lock_timeout=wait)
         else:
-            report = pipeline.sign(inputs, out, params, include, exclude, progress=advance, on_start=on_start)
+            options = InputOptions(
+                input_format=input_format, id_field=id_field, text_field=text_field, id_column=id_column,
+                text_column=text_column, files_from=files_from, null_separated=null_separated,
+                include=include, exclude=exclude, max_document_bytes=max_document_bytes,
+            )
+            report = pipeline.sign(inputs, out, params, options, progress=advance, on_start=on_start,
+                                   jobs=jobs or os.cpu_count() or 1, prune=prune, lock_timeout=wait)
     finally:
         if bar is not None:
             bar.close()
-    read = report.read
-    for where, reason in report.sets.malformed:
-        click.echo(f"warning: skipped {where}: {reason}", err=True)
-    for where in report.sets.duplicate_ids:
-        click.echo(f"warning: skipped {where}: its id was already read", err=True)
-    for path in read.binary:
-        click.echo(f"warning: skipped binary file {path}", err=True)
-    for path, reason in read.unreadable:
-        click.echo(f"warning: cannot read {path}: {reason}", err=True)
+    _report_sign(report, out, quiet, verbose)
+
+
+def _report_sign(report: pipeline.SignReport, out: str, quiet: bool, verbose: bool) -> None:
+    read, sets = report.read, report.sets
+    warnings = read.warnings()
+    warnings += [f"skipped {where}: {reason}" for where, reason in sets.malformed]
+    warnings += [f"skipped {where}: its id was already read" for where in sets.duplicate_ids]
+    shown = warnings if verbose else warnings[:MAX_WARNINGS]
+    for line in shown:
+        click.echo(f"warning: {line}", err=True)
+    if len(warnings) > len(shown):
+        click.echo(f"warning: … and {len(warnings) - len(shown)} more (-v lists them all)", err=True)
+    if report.prune_skipped:
+        click.echo("warning: --prune skipped: some inputs could not be read, so nothing was removed", err=True)
+    unreadable = read.count("unreadable")
     if not quiet:
+        run = report.run
         megabytes = read.bytes_read / 1e6
         rate = megabytes / report.seconds if report.seconds > 0 else 0.0
+        skipped = read.skipped + len(sets.malformed) + len(sets.duplicate_ids)
+        changes = (f"{run.added} new, {run.changed} changed, {report.unchanged} unchanged, {run.removed} removed"
+                   if run is not None else "")
         click.echo(
-            f"signed {report.documents} documents ({report.empty} with no shingle, {len(read.binary)} binary skipped, "
-            f"{len(read.unreadable)} unreadable, {len(report.sets.malformed) + len(report.sets.duplicate_ids)} "
-            f"malformed records) from {megabytes:.1f} MB in {report.seconds:.2f} s "
-            f"({rate:.1f} MB/s) into {out}",
+            f"signed {report.documents} documents ({changes}; {report.empty} with no shingle; "
+            f"{skipped} inputs skipped) from {megabytes:.1f} MB in {report.seconds:.2f} s ({rate:.1f} MB/s) "
+            f"into {out}" + (f", run {run.run}, {run.documents} documents stored" if run is not None else ""),
             err=True,
         )
-    if read.unreadable:
-        _fail(f"{len(read.unreadable)} file(s) could not be read; {out} holds the rest", EXIT_ERROR)
+    if unreadable:
+        _fail(f"{unreadable} input(s) could not be read; {out} holds the rest", EXIT_ERROR)
 
 
 @cli.command()

@@ -60,7 +60,7 @@ import stat as stat_module
 import sys
 import urllib.parse
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,6 +181,7 @@ class ReadReport:
     documents: int = 0
     empty_documents: int = 0  # read, but empty or white space only: no shingle, never grouped
     blank_lines: int = 0  # blank lines of jsonl/lines inputs: not documents
+    unchanged: int = 0  # whole files an incremental run skipped by size and mtime, without reading them
     max_document_bytes: int | None = None
     max_listed: int = MAX_LISTED
     unlisted: dict[str, int] = field(default_factory=dict)
@@ -768,8 +769,12 @@ def _read_parquet(handle: Any, status: os.stat_result | None, source: _Source, o
             yield where, _document(identifier, location, text, mtime_ns, None if replaced else raw)
 
 
+Unchanged = Callable[[str, str, os.stat_result], bool]
+"""Told (id, location, stat) of a whole text file before it is read; True skips it as already signed."""
+
+
 def _read_source(source: _Source, options: InputOptions, report: ReadReport,
-                 stdin: BinaryIO) -> Iterator[tuple[str, Document]]:
+                 stdin: BinaryIO, unchanged: Unchanged | None = None) -> Iterator[tuple[str, Document]]:
     """(location for messages, document) of every document in ``source``; problems go to ``report``."""
     if source.format == "parquet" and source.compression is not None:
         report.note("unreadable", (source.display, f"Parquet cannot be read through {source.compression} "
@@ -784,6 +789,10 @@ def _read_source(source: _Source, options: InputOptions, report: ReadReport,
                 yield from read(stdin, None, source, options, report)
             return
         with _open_decompressed(source.path, source.compression) as (stream, status):
+            if (source.format == "text" and unchanged is not None and status is not None
+                    and unchanged(source.id, _location_path(source.path), status)):
+                report.unchanged += 1
+                return
             if source.format == "text":
                 yield from _read_whole(stream, status, source, options.max_document_bytes, report)
             else:
@@ -796,7 +805,7 @@ def _read_source(source: _Source, options: InputOptions, report: ReadReport,
 
 
 def read_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport,
-                stdin: BinaryIO | None = None) -> Iterator[Document]:
+                stdin: BinaryIO | None = None, unchanged: Unchanged | None = None) -> Iterator[Document]:
     """Stream the documents of ``inputs`` (paths, directories and ``-``) read as ``options`` say.
 
     Inputs are checked and listed now (raising :class:`InputError` for a named input that does not exist or
@@ -805,19 +814,20 @@ def read_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport
     inputs and records, repaired text and the byte count go to ``report``; a document whose id was already
     read is skipped (the ids read so far are kept in a set for this). ``stdin`` defaults to ``sys.stdin.buffer``.
 
-    Order: stdin first, then files by id, records in file order (so record ids are not sorted).
+    Order: stdin first, then files by id, records in file order (so record ids are not sorted). With
+    ``unchanged``, a whole text file it accepts is skipped unread and counted in ``report.unchanged``.
     """
     stream = stdin if stdin is not None else sys.stdin.buffer
     report.max_document_bytes = options.max_document_bytes
     sources = _plan(inputs, options, report, stream)
-    return _read_planned(sources, options, report, stream)
+    return _read_planned(sources, options, report, stream, unchanged)
 
 
 def _read_planned(sources: Sequence[_Source], options: InputOptions, report: ReadReport,
-                  stdin: BinaryIO) -> Iterator[Document]:
+                  stdin: BinaryIO, unchanged: Unchanged | None) -> Iterator[Document]:
     seen: set[str] = set()
     for source in sources:
-        for where, document in _read_source(source, options, report, stdin):
+        for where, document in _read_source(source, options, report, stdin, unchanged):
             if document.id in seen:
                 report.note("duplicate_ids", (where, document.id))
                 continue

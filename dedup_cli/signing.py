@@ -1,34 +1,39 @@
 """Signing: documents (or integer sets) → shingles → minwise signatures → the Parquet store.
 
-Reads in batches and writes one Parquet row group per batch, so memory does not grow with the corpus.
+Reads in batches and writes one Parquet row group per batch, so memory does not grow with the corpus. A run
+into an existing store is incremental: whole files whose size and modification time match the store are
+skipped unread, documents whose content hash matches are skipped after reading, and only new or changed
+documents are signed and written as one more part of the store (see :mod:`dedup_cli.storage`).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import multiprocessing
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dedup_cli.corpus import (
     Document,
+    InputOptions,
     IntegerSet,
     ReadReport,
     SetReadReport,
-    discover_files,
-    read_documents,
+    read_inputs,
     read_integer_sets,
 )
-from dedup_cli.errors import InputError, StoreError, UsageError
-from dedup_cli.hashing import HashFamily, min_hash_values
+from dedup_cli.errors import InputError, UsageError
+from dedup_cli.hashing import HashFamily, min_hash_values, min_hash_values_oph
 from dedup_cli.permutation import UniversePermutations
-from dedup_cli.shingling import document_shingles
+from dedup_cli.shingling import batch_shingles
 from dedup_cli.signatures import SignatureParams, pack_values
-from dedup_cli.storage import DocumentBatch, StoreWriter, read_store_params
+from dedup_cli.storage import DocumentBatch, DocumentIndex, RunRecord, StoreRun, create_store
 
 Progress = Callable[[int], None]
 """Called with the number of documents just finished."""
@@ -41,12 +46,15 @@ BATCH_DOCUMENTS = 4096
 class SignReport:
     """What a sign run did."""
 
-    documents: int = 0
-    empty: int = 0
+    documents: int = 0  # documents signed in this run
+    empty: int = 0  # of those, documents with no shingle
+    unchanged: int = 0  # documents already in the store as they are now (skipped)
     read: ReadReport = field(default_factory=ReadReport)
     sets: SetReadReport = field(default_factory=SetReadReport)
     seconds: float = 0.0
     files_found: int = 0
+    run: RunRecord | None = None  # the committed run: its number and added/changed/removed counts
+    prune_skipped: bool = False  # --prune was asked for but some input could not be read
 
 
 def _batches(documents: Iterable[Document] | Iterable[IntegerSet]) -> Iterator[list[Any]]:
@@ -63,12 +71,14 @@ def _batches(documents: Iterable[Document] | Iterable[IntegerSet]) -> Iterator[l
 
 
 def sign_batch(documents: Sequence[Document], params: SignatureParams, family: HashFamily) -> DocumentBatch:
-    """Shingle, minhash and pack one batch of documents."""
-    shingle_sets = [document_shingles(d.text, params.shingle_size, params.shingle_unit) for d in documents]
-    counts = np.array([s.size for s in shingle_sets], dtype=np.int64)
-    offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
-    shingles = np.concatenate(shingle_sets) if shingle_sets else np.empty(0, dtype=np.uint64)
-    values = min_hash_values(shingles, offsets, family)
+    """Shingle, minhash (``params.scheme``: k permutations with ``family``, or one permutation) and pack one
+    batch of documents."""
+    shingles, offsets = batch_shingles([d.text for d in documents], params.shingle_size, params.shingle_unit)
+    counts = np.diff(offsets)
+    if params.scheme == "oph":
+        values = min_hash_values_oph(shingles, offsets, params.num_perm, params.seed)
+    else:
+        values = min_hash_values(shingles, offsets, family)
     return DocumentBatch(
         ids=[d.id for d in documents],
         paths=[d.path for d in documents],
@@ -99,86 +109,174 @@ def sign_set_batch(sets: Sequence[IntegerSet], params: SignatureParams,
     )
 
 
+def _sign_in_parallel(batches: Iterable[list[Document]], params: SignatureParams, jobs: int
+                      ) -> Iterator[tuple[list[Document], DocumentBatch]]:
+    """Sign batches in order, with ``jobs`` worker processes once there is more than one batch.
+
+    Results come back in input order, so the store is byte-identical whatever ``jobs`` is; at most two
+    batches per worker are in flight, so memory stays bounded.
+    """
+    family = HashFamily.from_seed(params.seed, params.num_perm)
+    iterator = iter(batches)
+    first = next(iterator, None)
+    if first is None:
+        return
+    second = next(iterator, None)
+    if jobs <= 1 or second is None:  # one batch: a pool would only add start-up time
+        yield first, sign_batch(first, params, family)
+        if second is not None:
+            yield second, sign_batch(second, params, family)
+            for batch in iterator:
+                yield batch, sign_batch(batch, params, family)
+        return
+    # fork: workers inherit the imported modules, so they start in milliseconds; they only run numpy.
+    context = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        pending: deque[tuple[list[Document], concurrent.futures.Future[DocumentBatch]]] = deque()
+        for batch in _chain(first, second, iterator):
+            pending.append((batch, pool.submit(sign_batch, batch, params, family)))
+            if len(pending) >= 2 * jobs:
+                done_batch, future = pending.popleft()
+                yield done_batch, future.result()
+        while pending:
+            done_batch, future = pending.popleft()
+            yield done_batch, future.result()
+
+
+def _chain(first: list[Document], second: list[Document],
+           rest: Iterator[list[Document]]) -> Iterator[list[Document]]:
+    yield first
+    yield second
+    yield from rest
+
+
+class _ChangeFilter:
+    """Decides, against the store's document index, which documents this run must sign."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, int] = {}
+        self.paths: list[str] = []
+        self.index: DocumentIndex | None = None
+        self.seen: list[str] = []
+
+    def load(self, index: DocumentIndex) -> None:
+        # A dict, not index.lookup: lookups come one file at a time and must not scan the index each time.
+        self.rows = {identifier: row for row, identifier in enumerate(index.ids)}
+        self.paths = index.paths
+        self.index = index
+
+    def file_unchanged(self, identifier: str, location: str, status: os.stat_result) -> bool:
+        """Before reading: the same path, size and modification time as stored (then it is not read)."""
+        row = self.rows.get(identifier)
+        same = (row is not None and self.index is not None and self.paths[row] == location
+                and int(self.index.sizes[row]) == status.st_size
+                and int(self.index.mtimes_ns[row]) == status.st_mtime_ns)
+        if same:
+            self.seen.append(identifier)
+        return same
+
+    def document_changed(self, document: Document) -> bool:
+        """After reading: new, or its content hash differs from the stored one."""
+        row = self.rows.get(document.id)
+        return row is None or self.index is None or int(self.index.content_hashes[row]) != document.content_hash
+
+
+def _write_batches(run: StoreRun, signed: Iterable[tuple[list[Any], DocumentBatch]], report: SignReport,
+                   progress: Progress | None) -> None:
+    for batch, result in signed:
+        run.write(result)
+        report.documents += len(batch)
+        report.empty += int(np.count_nonzero(result.shingle_counts == 0))
+        if progress is not None:
+            progress(len(batch))
+
+
 def sign_sets(
     inputs: Sequence[str],
     output: str | os.PathLike[str],
     params: SignatureParams,
     progress: Progress | None = None,
+    lock_timeout: float | None = 0.0,
 ) -> SignReport:
     """Sign integer sets (JSON Lines or TSV files, see :func:`read_integer_sets`) into ``output``.
 
-    Rows are written in id order, as for text stores, so all sets are read before writing; the sets
-    themselves are compact (8 bytes an element).
+    Set files carry no modification times per set, so every run replaces the store's contents (atomically).
     """
     started = time.perf_counter()
-    output = Path(output)
     if params.input_kind != "sets":
         raise UsageError("sign_sets needs SignatureParams.for_sets(universe=...)")
-    _check_overwrite(output, params)
     report = SignReport()
     for name in inputs:
         if not os.path.isfile(name):
             raise InputError(f"input {name} is not a file; --input-format sets reads JSON Lines or TSV files")
-    sets = sorted(read_integer_sets(inputs, params.universe, report.sets), key=lambda s: s.id)
-    permutations = UniversePermutations(params.universe, params.num_perm, params.seed)
-    with StoreWriter(output, params) as writer:
-        for batch in _batches(sets):
-            signed = sign_set_batch(batch, params, permutations)
-            writer.write(signed)
-            report.documents += len(batch)
-            report.empty += int(np.count_nonzero(signed.shingle_counts == 0))
-            if progress is not None:
-                progress(len(batch))
+    store = create_store(output, params, exist_ok=True, lock_timeout=lock_timeout)
+    with store.begin_run(params, lock_timeout=lock_timeout, replace=True) as run:
+        sets = read_integer_sets(inputs, params.universe, report.sets)
+        permutations = UniversePermutations(params.universe, params.num_perm, params.seed)
+        signed = ((batch, sign_set_batch(batch, params, permutations)) for batch in _batches(sets))
+        _write_batches(run, signed, report, progress)
+    report.run = run.record
     report.read.bytes_read = report.sets.bytes_read
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _check_overwrite(output: Path, params: SignatureParams) -> None:
-    """Refuse to replace a file that is not a dedup store, or a store signed with other parameters."""
-    if not output.exists():
-        return
-    try:
-        existing = read_store_params(output)
-    except StoreError as error:
-        raise StoreError(f"refusing to overwrite {output}: {error}") from None
-    differences = existing.differences(params)
-    if differences:
-        raise UsageError(
-            f"{output} was signed with other parameters ({'; '.join(differences)}, stored vs requested); "
-            f"sign into a new store or remove {output}"
-        )
 
 
 def sign(
     inputs: Sequence[str],
     output: str | os.PathLike[str],
     params: SignatureParams,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
+    options: InputOptions | None = None,
     progress: Progress | None = None,
     on_start: Callable[[int], None] | None = None,
+    jobs: int = 1,
+    prune: bool = False,
+    lock_timeout: float | None = 0.0,
+    stdin: Any = None,
 ) -> SignReport:
-    """Sign every document under ``inputs`` into the store ``output`` (written atomically).
+    """Sign the documents of ``inputs`` into the store ``output``, incrementally.
 
-    ``on_start`` is told how many files were found before reading starts (to size a progress bar).
+    Args:
+        inputs: files, directories and ``-`` (stdin), read as ``options`` say.
+        output: the store; created if missing, else extended by one run (atomically, under a lock).
+        params: must equal the store's parameters.
+        options: input format and filters (:class:`dedup_cli.corpus.InputOptions`).
+        progress: told how many documents were just signed.
+        on_start: told how many inputs were found, before reading (to size a progress bar).
+        jobs: worker processes for signing; the store is the same whatever the number.
+        prune: also remove stored documents this run did not see (skipped when an input was unreadable,
+            so a passing read error never deletes anything).
+        lock_timeout: seconds to wait for another run on the same store (0: fail at once; None: forever).
+        stdin: a binary stream for ``-`` (default: the process's stdin).
     """
     started = time.perf_counter()
-    output = Path(output)
-    _check_overwrite(output, params)
+    options = options if options is not None else InputOptions()
     report = SignReport()
-    files = discover_files(inputs, include, exclude, report.read)
-    report.files_found = len(files)
-    if on_start is not None:
-        on_start(len(files))
-    family = HashFamily.from_seed(params.seed, params.num_perm)
-    with StoreWriter(output, params) as writer:
-        for batch in _batches(read_documents(files, report.read)):
-            signed = sign_batch(batch, params, family)
-            writer.write(signed)
-            report.documents += len(batch)
-            report.empty += int(np.count_nonzero(signed.shingle_counts == 0))
-            if progress is not None:
-                progress(len(batch))
+    changes = _ChangeFilter()
+    # Inputs are checked (a missing one is an error) before the store is created or locked.
+    documents = read_inputs(inputs, options, report.read, stdin, unchanged=changes.file_unchanged)
+    store = create_store(output, params, exist_ok=True, lock_timeout=lock_timeout)
+    with store.begin_run(params, lock_timeout=lock_timeout) as run:
+        changes.load(run.document_index())
+        report.files_found = report.read.files_found
+        if on_start is not None:
+            on_start(report.files_found)
+
+        def to_sign() -> Iterator[Document]:
+            for document in documents:
+                changes.seen.append(document.id)
+                if changes.document_changed(document):
+                    yield document
+                else:
+                    report.unchanged += 1
+
+        _write_batches(run, _sign_in_parallel(_batches(to_sign()), params, jobs), report, progress)
+        if prune:
+            if report.read.count("unreadable"):
+                report.prune_skipped = True
+            else:
+                index = run.document_index()
+                run.remove(index.ids_at(index.absent(changes.seen)))
+    report.unchanged += report.read.unchanged
+    report.run = run.record
     report.seconds = time.perf_counter() - started
     return report
