@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_STORE := $(VENV)/demo-sigs.parquet
 
-.PHONY: demo test lint bench corpora clean
+.PHONY: demo test lint bench bench-corpora corpora clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,32 @@ lint: $(VENV)/.installed-lint
 
 corpora:
 	$(PYTHON) scripts/build_corpora.py --out sample_corpora
+
+# The benchmark: its own virtualenv (dedup plus the peers it is compared with), corpora built into the
+# git-ignored bench/data/ (deterministic; rebuilt only when make_corpus.py or its parameters change), the
+# side-by-side comparison (bench/RESULTS.md), then find at scale and the accuracy table with the main venv.
+BENCH_VENV ?= bench/.venv
+BENCH_BIN := $(BENCH_VENV)/bin
+BENCH_SIZES ?= 10000 100000
+BENCH_REPEAT ?= 3
+BENCH_CORPORA := $(foreach size,$(BENCH_SIZES),bench/data/corpus-$(size))
+
+$(BENCH_BIN)/python:
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_BIN)/python -m pip install --quiet --upgrade pip
+
+$(BENCH_VENV)/.installed: $(BENCH_BIN)/python pyproject.toml bench/requirements.txt
+	$(BENCH_BIN)/python -m pip install --quiet -e . -r bench/requirements.txt
+	touch $@
+
+bench-corpora: $(BENCH_VENV)/.installed
+	for size in $(BENCH_SIZES); do $(BENCH_BIN)/python bench/make_corpus.py --docs $$size || exit 1; done
+
+bench: bench-corpora $(VENV)/.installed
+	$(BENCH_BIN)/python bench/compare.py --corpus $(BENCH_CORPORA) --repeat $(BENCH_REPEAT) --out bench/RESULTS.md
+	$(BIN)/python bench/find_scale.py --out bench/RESULTS-find.md
+	$(BIN)/python bench/accuracy.py > bench/RESULTS-accuracy.md
+	@echo "wrote bench/RESULTS.md, bench/RESULTS-find.md, bench/RESULTS-accuracy.md"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
