@@ -5,6 +5,7 @@ Exit codes: 0 success, 1 runtime error (bad input, damaged store, unreadable fil
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -12,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -21,13 +22,14 @@ from dedup_cli.corpus import INPUT_FORMATS, InputOptions
 from dedup_cli.errors import DedupError, UsageError
 from dedup_cli.finding import CANDIDATE_METHODS
 from dedup_cli.grouping import GROUP_METHODS, KEEP_CHOICES
-from dedup_cli.output import FORMATS, OUTPUT_KINDS, RECORDS, write_records
+from dedup_cli.output import FORMATS, OUTPUT_KINDS, RECORD_FIELDS, RECORDS, write_records
 from dedup_cli.shingling import SHINGLE_UNITS
 from dedup_cli.signatures import MAX_STORED_BITS, SIGNATURE_SCHEMES, SignatureParams
-from dedup_cli.storage import read_store_params
+from dedup_cli.storage import open_store, write_records_parquet
 from dedup_cli.verification import VERIFY_MODES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_DUPLICATES = 3  # find --fail-on-duplicates found at least one record
 MAX_WARNINGS = 20  # warnings listed without -v
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -65,15 +67,15 @@ def _show_progress(quiet: bool) -> bool:
 
 
 @contextmanager
-def _output_stream(path: str | None) -> Iterator[TextIO]:
+def _output_stream(path: str | None, binary: bool = False) -> Iterator[Any]:
     """stdout, or a file written beside its final name and renamed into place only when complete."""
     if path is None or path == "-":
-        yield sys.stdout
+        yield sys.stdout.buffer if binary else sys.stdout
         return
     target = Path(path)
     temporary = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
-        with open(temporary, "w", encoding="utf-8", newline="") as stream:
+        with (open(temporary, "wb") if binary else open(temporary, "w", encoding="utf-8", newline="")) as stream:
             yield stream
         os.replace(temporary, target)
     except OSError as error:
@@ -243,6 +245,8 @@ def _report_sign(report: pipeline.SignReport, out: str, quiet: bool, verbose: bo
                    "straddles R0, all, or none.")
 @click.option("--candidates", type=click.Choice(CANDIDATE_METHODS), default="lsh",
               help="lsh: banding; all: compare every pair (exact, quadratic; fine for ~10^4–10^5 documents).")
+@click.option("--new-since", type=click.IntRange(0), default=None, metavar="RUN",
+              help="Only pairs, triples and groups involving documents signed after sign run RUN (see dedup info).")
 @click.option("--bands", type=click.IntRange(1), default=None,
               help="LSH bands (default: chosen for 0.99 recall at R0).")
 @click.option("--rows", type=click.IntRange(1), default=None, help="Values per LSH band.")
@@ -251,11 +255,14 @@ def _report_sign(report: pipeline.SignReport, out: str, quiet: bool, verbose: bo
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="Write to FILE instead of stdout (replaced atomically).")
 @click.option("--no-header", is_flag=True, help="Omit the header row of TSV/CSV output.")
+@click.option("--fail-on-duplicates", is_flag=True,
+              help=f"Exit with code {EXIT_DUPLICATES} when anything is reported (like grep), for scripts and cron.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
+@click.option("-v", "--verbose", is_flag=True, help="A second summary line: the store, its runs and the banding.")
 @reports_errors
 def find(store: str, threshold: float, bits: int | None, ways: int, group_method: str, keep: str, verify: str,
-         candidates: str, bands: int | None, rows: int | None, kind: str, fmt: str, out: str | None,
-         no_header: bool, quiet: bool) -> None:
+         candidates: str, new_since: int | None, bands: int | None, rows: int | None, kind: str, fmt: str,
+         out: str | None, no_header: bool, fail_on_duplicates: bool, quiet: bool, verbose: bool) -> None:
     """Report near-duplicate groups, pairs, triples or members in a signature store.
 
     \b
@@ -267,11 +274,27 @@ def find(store: str, threshold: float, bits: int | None, ways: int, group_method
     if kind == "triples" and ways != 3:
         raise UsageError("--output triples needs --ways 3")
     result = pipeline.find(store, threshold, bits=bits, bands=bands, rows=rows, ways=ways, group=group_method,
-                           keep=keep, verify=verify, candidates=candidates)
-    with _output_stream(out) as stream:
-        write_records(RECORDS[kind](result), kind, fmt, stream, header=not no_header)
+                           keep=keep, verify=verify, candidates=candidates, new_since=new_since)
+    with _output_stream(out, binary=fmt == "parquet") as stream:
+        if fmt == "parquet":
+            written = write_records_parquet(RECORDS[kind](result), RECORD_FIELDS[kind], stream)
+        else:
+            written = write_records(RECORDS[kind](result), kind, fmt, stream, header=not no_header)
     if not quiet:
         _summarise_find(result)
+        if verbose:
+            params = result.store.params
+            click.echo(f"store {store}: k = {params.num_perm}, {params.bits} stored bits, scheme {params.scheme}, "
+                       f"seed {params.seed}; documents of runs {_run_span(result)}", err=True)
+    if fail_on_duplicates and written:
+        sys.exit(EXIT_DUPLICATES)
+
+
+def _run_span(result: pipeline.FindResult) -> str:
+    runs = result.store.runs
+    if runs is None or runs.size == 0:
+        return "none"
+    return f"{int(runs.min())}–{int(runs.max())}"
 
 
 def _summarise_find(result: pipeline.FindResult) -> None:
@@ -309,19 +332,18 @@ def _summarise_find(result: pipeline.FindResult) -> None:
 @click.argument("store", type=click.Path(path_type=str))
 @reports_errors
 def info(store: str) -> None:
-    """Print a store's parameters and document counts as JSON.
+    """Print a store's parameters, document counts and sign runs as JSON.
 
     \b
     Example:
       dedup info sigs.parquet
     """
-    from dedup_cli.storage import read_store
-
-    params = read_store_params(store)
-    loaded = read_store(store)
+    opened = open_store(store)
+    loaded = opened.read()
     empty = int((loaded.shingle_counts == 0).sum())
-    click.echo(json.dumps({"store": store, "documents": len(loaded), "empty": empty, "params": params.to_dict()},
-                          indent=2))
+    runs = [dataclasses.asdict(record) for record in opened.runs]
+    click.echo(json.dumps({"store": store, "documents": len(loaded), "empty": empty,
+                           "params": opened.params.to_dict(), "runs": runs}, indent=2))
 
 
 @cli.command()

@@ -20,7 +20,7 @@ from dedup_cli.grouping import Groups, group_components, representatives, strict
 from dedup_cli.lsh import Banding, candidate_pairs, choose_banding
 from dedup_cli.scoring import ScoredPairs, score_pairs
 from dedup_cli.signatures import SignatureParams, lowest_bits
-from dedup_cli.storage import StoredSignatures, read_store
+from dedup_cli.storage import StoredSignatures, open_store
 from dedup_cli.triples import ScoredTriples
 from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
 
@@ -100,6 +100,7 @@ def find(
     keep: str = "first",
     verify: str = "none",
     candidates: str = "lsh",
+    new_since: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> FindResult:
     """Find near-duplicate pairs (and triples) with R̂ ≥ ``threshold`` and group them.
@@ -117,10 +118,15 @@ def find(
         verify: ``none``, ``borderline`` (pairs whose interval straddles R0) or ``all`` (also every
             accepted pair): re-read the documents and decide those pairs by their exact resemblance.
         candidates: ``lsh`` (banding) or ``all`` (compare every pair, exact and quadratic).
+        new_since: a sign run of the store: report only pairs, triples and groups that involve a document
+            written after it (new or changed), compared against the whole store.
         progress: called with the number of documents processed by the all-pairs kernel.
     """
     started = time.perf_counter()
-    store = read_store(store_path)
+    opened = open_store(store_path)
+    if new_since is not None:
+        opened.check_run(new_since)
+    store = opened.read()
     params = store.params
     bits = params.bits if bits is None else bits
     _check_options(store_path, params, threshold, bits, ways, candidates)
@@ -142,6 +148,10 @@ def find(
         banding = _banding(threshold, params, bands, rows, pair_recall)
         found = candidate_pairs(stored_values, banding.bands, banding.rows, eligible, max_bucket)
         first, second, oversized = found.first, found.second, found.oversized_buckets
+    if new_since is not None and ways == 2:
+        # Only pairs touching a new document matter; dropping the others before scoring saves the work.
+        touching = _involves_new(store, new_since, first, second)
+        first, second = first[touching], second[touching]
     scored = score_pairs(values, first, second, r, bits)
 
     decided = scored.estimate >= threshold
@@ -159,6 +169,13 @@ def find(
     found_triples = None
     if ways == 3:
         found_triples = triples.find_triples(values, scored, r, threshold, bits)
+        if new_since is not None:
+            # Triangles need the old-old pairs too, so triples are filtered only now.
+            new = _new_documents(store, new_since)
+            found_triples = found_triples.select(new[found_triples.docs].any(axis=1))
+            accepted_new = _involves_new(store, new_since, accepted.first, accepted.second)
+            exact = exact[accepted_new]
+            accepted = accepted.select(accepted_new)
 
     if group == "strict":
         triple_ok = None
@@ -191,3 +208,14 @@ def find(
             else "b-bit, sparse limit (r ≈ 0)"
         ),
     )
+
+
+def _new_documents(store: StoredSignatures, since: int) -> np.ndarray:
+    """bool[n_docs]: written by a run after ``since``."""
+    runs = store.runs if store.runs is not None else np.zeros(len(store), dtype=np.int64)
+    return runs > since
+
+
+def _involves_new(store: StoredSignatures, since: int, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    new = _new_documents(store, since)
+    return new[first] | new[second]

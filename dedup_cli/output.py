@@ -18,16 +18,18 @@ if TYPE_CHECKING:
     from dedup_cli.finding import FindResult
 
 OUTPUT_KINDS = ("groups", "pairs", "triples", "members")
-FORMATS = ("jsonl", "tsv", "csv")
+FORMATS = ("jsonl", "tsv", "csv", "parquet")
 
 FIELDS = {
     "pairs": ("id_a", "id_b", "estimate", "stderr", "ci_low", "ci_high", "matches", "exact"),
     "triples": ("id_a", "id_b", "id_c", "estimate", "stderr", "ci_low", "ci_high", "matches",
                 "estimate_ab", "estimate_ac", "estimate_bc"),
     "members": ("id", "group", "action", "group_size", "representative"),
-    # Groups in TSV/CSV: one row per member (JSON Lines keeps the member list in one record).
+    # Groups in TSV/CSV: one row per member (JSON Lines and Parquet keep the member list in one record).
     "groups": ("group", "size", "id"),
 }
+# Columns of JSON Lines records and Parquet output, in order.
+RECORD_FIELDS = {**FIELDS, "groups": ("group", "size", "weakest", "representative", "members")}
 
 
 def _round(value: float) -> float | None:

@@ -38,7 +38,9 @@ from dedup_cli.storage import DocumentBatch, DocumentIndex, RunRecord, StoreRun,
 Progress = Callable[[int], None]
 """Called with the number of documents just finished."""
 
-BATCH_BYTES = 8 << 20
+# Small enough that two workers get several batches of a 10 MB corpus, large enough that numpy's per-call
+# overhead stays small (1 MB vs 8 MB batches: 0.27 s vs 0.30 s for 16 MB on 2 workers).
+BATCH_BYTES = 1 << 20
 BATCH_DOCUMENTS = 4096
 
 

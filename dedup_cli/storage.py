@@ -1247,3 +1247,17 @@ def read_store(path: str | os.PathLike[str], since_run: int | None = None) -> St
             a run the store never had is a :class:`UsageError`.
     """
     return open_store(path).read(since_run)
+
+
+def write_records_parquet(records: Iterable[dict[str, Any]], fields: Sequence[str], destination: Any) -> int:
+    """Write ``find`` records as one Parquet table to a path or a binary stream; returns the row count.
+
+    ``fields`` fixes the column order (and the columns of an empty result, all strings then).
+    """
+    rows = list(records)
+    if rows:
+        table = pa.Table.from_pylist(rows).select(list(fields))
+    else:
+        table = pa.table({name: pa.array([], pa.string()) for name in fields})
+    pq.write_table(table, destination, compression="zstd")
+    return len(rows)
