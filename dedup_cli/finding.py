@@ -177,12 +177,15 @@ def find(
             exact = exact[accepted_new]
             accepted = accepted.select(accepted_new)
 
+    # What is known of each accepted pair: its exact resemblance where it was checked, else its estimate.
+    similarity = np.where(np.isnan(exact), accepted.estimate, exact)
+
     if group == "strict":
         triple_ok = None
         if ways == 3:
             def triple_ok(docs: np.ndarray) -> np.ndarray:
                 return triples.score_triples(values, docs, r, bits).estimate >= threshold
-        groups = strict_groups(len(store), accepted.first, accepted.second, accepted.estimate, triple_ok)
+        groups = strict_groups(len(store), accepted.first, accepted.second, similarity, triple_ok)
     elif group == "components":
         groups = group_components(len(store), accepted.first, accepted.second)
     else:
@@ -197,7 +200,7 @@ def find(
         exact=exact,
         triples=found_triples,
         groups=groups,
-        weakest=weakest_estimates(groups, accepted.first, accepted.second, accepted.estimate),
+        weakest=weakest_estimates(groups, accepted.first, accepted.second, similarity),
         kept=representatives(groups, keep, store.shingle_counts),
         oversized_buckets=oversized,
         eligible=int(np.count_nonzero(eligible)),

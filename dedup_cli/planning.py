@@ -25,11 +25,11 @@ from dedup_cli.signatures import MAX_STORED_BITS, value_dtype
 # The S-curve is tabulated at R = 0, 0.1, …, 1 (R = 0 stands for the unrelated pairs) and at R0.
 CURVE_STEPS = 10
 
-# Bytes a store row takes besides the signature, from the columns of ``storage.store_schema``:
-# size, mtime_ns, content_hash and shingle_count are 8 bytes each; id and path are strings, a
+# Bytes a store row takes besides the signature, from the columns of ``storage.part_schema``:
+# size, mtime_ns, content_hash, shingle_count and run are 8 bytes each; id and path are strings, a
 # 4-byte offset each plus their text. Uncompressed: zstd shrinks these columns (paths share
 # prefixes, counts are small) but not the signature, whose bytes are uniformly random.
-ROW_OVERHEAD_BYTES = 4 * 8 + 2 * 4
+ROW_OVERHEAD_BYTES = 5 * 8 + 2 * 4
 
 # Memory model of ``finding.find`` with LSH candidates (bytes), read off the code and checked against
 # the peak resident memory of real runs (tests/test_planning.py says how closely):
@@ -446,7 +446,7 @@ def render_plan(plan: Plan, width: int = 60) -> str:
         "Storage:",
         f"  bytes per document     {plan.bytes_per_document}  = {plan.signature_bytes} signature (ceil(k·B/8)) "
         f"+ {plan.row_overhead_bytes} other columns",
-        "                              (size, mtime, content hash, shingle count; id and path offsets),",
+        "                              (size, mtime, content hash, shingle count, run; id and path offsets),",
         "                              plus the id and path text; zstd shrinks all but the signature",
     ]
     if plan.stored_bits > plan.bits:

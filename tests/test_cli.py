@@ -62,6 +62,8 @@ def test_groups_match_golden_output(bible_store: Path) -> None:
     code, stdout, _ = run("find", str(bible_store), "--threshold", "0.5", "--bits", "2", "--quiet")
     assert code == 0
     assert stdout == (GOLDEN / "bible-groups-t0.5-b2.jsonl").read_text()
+    # Verified pairs count by their exact resemblance, so no group's weakest link is below R0.
+    assert all(json.loads(line)["weakest"] >= 0.5 for line in stdout.splitlines())
 
 
 def test_pairs_tsv_and_csv_are_parseable(bible_store: Path) -> None:

@@ -67,8 +67,8 @@ def test_hand_computed_plan_for_r05_b2_k256_stored8() -> None:
     assert plan.standard_error == pytest.approx(0.0403436, abs=1e-7)
 
     assert plan.signature_bytes == 256  # ceil(256 · 8 / 8)
-    assert plan.row_overhead_bytes == 40
-    assert plan.bytes_per_document == 296
+    assert plan.row_overhead_bytes == 48
+    assert plan.bytes_per_document == 304
     assert plan.unused_values == 256 - 35 * 3 == 151
 
 
@@ -113,11 +113,11 @@ def test_store_row_overhead_follows_the_store_schema() -> None:
     import pyarrow as pa
 
     from dedup_cli.signatures import SignatureParams
-    from dedup_cli.storage import store_schema
+    from dedup_cli.storage import part_schema
 
     for num_perm, bits in ((256, 8), (128, 2), (100, 3), (64, 64)):
         params = SignatureParams(num_perm=num_perm, bits=bits)
-        schema = store_schema(params)
+        schema = part_schema(params)
         overhead = 0
         for field in schema:
             if field.name == "signature":
@@ -310,7 +310,7 @@ def test_render_has_table_plot_threshold_numbers_and_warnings() -> None:
     # The numbers.
     assert "false-negative rate    0.0088" in text
     assert "estimator std. error   0.0403" in text
-    assert "bytes per document     296" in text
+    assert "bytes per document     304" in text
     assert "9.6× less space" in text and "19.2× less space" in text
     assert "expected candidates    1.04 million" in text and "true near-duplicates add their own" in text
     assert plan.memory_peak_formula is not None and plan.memory_peak_formula in text
@@ -335,7 +335,7 @@ def test_record_is_plain_json() -> None:
         assert record["curve"][0] == {"resemblance": 0.0, "candidate_probability": plan.curve[0][1]}
         assert record["warnings"] == list(plan.warnings)
     record = plan_record(make_plan(0.5, 2, docs=10**6))
-    assert record["bytes_per_document"] == 296
+    assert record["bytes_per_document"] == 304
     assert record["memory_peak_formula"] and all(set(part) == {"name", "bytes", "formula", "in_peak"}
                                                 for part in record["memory"])
 
