@@ -343,7 +343,8 @@ def info(store: str) -> None:
     empty = int((loaded.shingle_counts == 0).sum())
     runs = [dataclasses.asdict(record) for record in opened.runs]
     click.echo(json.dumps({"store": store, "documents": len(loaded), "empty": empty,
-                           "params": opened.params.to_dict(), "runs": runs}, indent=2))
+                           "params": opened.params.to_dict(), "last_run": opened.last_run, "runs": runs},
+                          indent=2))
 
 
 @cli.command()

@@ -61,7 +61,7 @@ def test_second_run_signs_only_new_and_changed_documents_and_prune_removes(tmp_p
     assert code == 0 and "(0 new, 0 changed, 4 unchanged, 1 removed" in stderr
     assert read_store(store).ids == ["a.txt", "b.txt", "c.txt", "e.txt"]
     info = json.loads(run("info", str(store))[1])
-    assert [r["run"] for r in info["runs"]] == [1, 2, 3] and info["documents"] == 4
+    assert [r["run"] for r in info["runs"]] == [1, 2, 3] and info["last_run"] == 3 and info["documents"] == 4
 
 
 def test_new_since_reports_only_what_came_in(tmp_path: Path) -> None:
