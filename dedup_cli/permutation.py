@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dedup_cli.errors import UsageError
+from dedup_cli.hashing import mix64_inplace
 
 # Luby–Rackoff: 4 rounds give a strong pseudo-random permutation; 2 more buy margin on the tiny domains
 # (a few bits per half) where the asymptotic argument says little, for 1.5× the cost.
@@ -29,23 +30,6 @@ FEISTEL_ROUNDS = 6
 MAX_UNIVERSE = 1 << 62
 # Bounds the [num_perm, chunk] uint64 temporaries of min_values to a few tens of MB whatever k is.
 _ELEMENTS_PER_CHUNK = 1 << 20
-
-_MIX_SHIFT_1 = np.uint64(30)
-_MIX_MULTIPLIER_1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX_SHIFT_2 = np.uint64(27)
-_MIX_MULTIPLIER_2 = np.uint64(0x94D049BB133111EB)
-_MIX_SHIFT_3 = np.uint64(31)
-
-
-def _mix64_inplace(z: np.ndarray) -> np.ndarray:
-    """The splitmix64 finaliser (as ``hashing.mix64``), in place to spare copies inside the rounds."""
-    z ^= z >> _MIX_SHIFT_1
-    z *= _MIX_MULTIPLIER_1
-    z ^= z >> _MIX_SHIFT_2
-    z *= _MIX_MULTIPLIER_2
-    z ^= z >> _MIX_SHIFT_3
-    return z
-
 
 def _feistel(values: np.ndarray, round_keys: np.ndarray, half_bits: int) -> np.ndarray:
     """One pass of the balanced Feistel network over 2·half_bits bits.
@@ -63,7 +47,7 @@ def _feistel(values: np.ndarray, round_keys: np.ndarray, half_bits: int) -> np.n
     left = values >> shift
     right = values & mask
     for round_index in range(FEISTEL_ROUNDS):
-        mixed = _mix64_inplace(right ^ round_keys[..., round_index])
+        mixed = mix64_inplace(right ^ round_keys[..., round_index])
         mixed &= mask
         left, right = right, left ^ mixed
     return (left << shift) | right
