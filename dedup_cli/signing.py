@@ -14,6 +14,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from dedup_cli.corpus import (
     read_inputs,
     read_integer_sets,
 )
-from dedup_cli.errors import InputError, UsageError
+from dedup_cli.errors import DedupError, InputError, UsageError
 from dedup_cli.hashing import HashFamily, min_hash_values, min_hash_values_oph
 from dedup_cli.permutation import UniversePermutations
 from dedup_cli.shingling import batch_shingles
@@ -133,16 +134,21 @@ def _sign_in_parallel(batches: Iterable[list[Document]], params: SignatureParams
         return
     # fork: workers inherit the imported modules, so they start in milliseconds; they only run numpy.
     context = multiprocessing.get_context("fork")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        pending: deque[tuple[list[Document], concurrent.futures.Future[DocumentBatch]]] = deque()
-        for batch in _chain(first, second, iterator):
-            pending.append((batch, pool.submit(sign_batch, batch, params, family)))
-            if len(pending) >= 2 * jobs:
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            pending: deque[tuple[list[Document], concurrent.futures.Future[DocumentBatch]]] = deque()
+            for batch in _chain(first, second, iterator):
+                pending.append((batch, pool.submit(sign_batch, batch, params, family)))
+                if len(pending) >= 2 * jobs:
+                    done_batch, future = pending.popleft()
+                    yield done_batch, future.result()
+            while pending:
                 done_batch, future = pending.popleft()
                 yield done_batch, future.result()
-        while pending:
-            done_batch, future = pending.popleft()
-            yield done_batch, future.result()
+    except BrokenProcessPool as error:
+        # A worker was killed (out of memory, a signal): the run is discarded, the store stays as it was.
+        raise DedupError(f"a signing worker process died ({error}); nothing was stored, run again "
+                         "(with --jobs 1 to sign in one process)") from error
 
 
 def _chain(first: list[Document], second: list[Document],

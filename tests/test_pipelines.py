@@ -216,3 +216,21 @@ def test_store_from_a_newer_version_and_foreign_files(tmp_path: Path, small_corp
     truncated.write_bytes(foreign.read_bytes()[:20])
     code, _, stderr = run("find", str(truncated))
     assert code == 1 and "Traceback" not in stderr
+
+
+def _worker_dies(*args: object) -> None:
+    os._exit(9)  # as if the kernel killed the worker (out of memory)
+
+
+def test_a_dead_worker_fails_the_run_cleanly(tmp_path: Path, small_corpus: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    store = tmp_path / "sigs.parquet"
+    assert run("sign", str(small_corpus), "-o", str(store), "-q")[0] == 0
+    before = snapshot(store)
+    for index in range(40):
+        (small_corpus / f"more{index}.txt").write_text(words(f"m{index}w"))
+    monkeypatch.setattr(signing, "BATCH_DOCUMENTS", 4)
+    monkeypatch.setattr(signing, "sign_batch", _worker_dies)
+    code, _, stderr = run("sign", str(small_corpus), "-o", str(store), "--jobs", "2")
+    assert code == 1 and "a signing worker process died" in stderr and "Traceback" not in stderr
+    assert snapshot(store) == before
