@@ -637,7 +637,9 @@ def _read_whole(stream: Any, status: os.stat_result | None, source: _Source, lim
         report.bytes_read += len(head)
         report.note("binary", where)
         return
-    raw = _read_capped(stream, head, limit)
+    whole_file = (status is not None and stat_module.S_ISREG(status.st_mode) and source.compression is None
+                  and len(head) == status.st_size)
+    raw = head if whole_file else _read_capped(stream, head, limit)  # a small file is all in ``head``
     if raw is None:
         report.bytes_read += (limit or 0) + 1
         report.note("oversized", (where, (limit or 0) + 1))
@@ -790,6 +792,15 @@ def _read_source(source: _Source, options: InputOptions, report: ReadReport,
                 yield from _read_whole(stdin, None, source, options.max_document_bytes, report)
             else:
                 yield from read(stdin, None, source, options, report)
+            return
+        if source.format == "text" and source.compression is None:
+            # The common case, many small plain files: opened directly, without the decompression layer.
+            with open(source.path, "rb") as plain:
+                status = os.fstat(plain.fileno())
+                if unchanged is not None and unchanged(source.id, _location_path(source.path), status):
+                    report.unchanged += 1
+                    return
+                yield from _read_whole(plain, status, source, options.max_document_bytes, report)
             return
         with _open_decompressed(source.path, source.compression) as (stream, status):
             if (source.format == "text" and unchanged is not None and status is not None
