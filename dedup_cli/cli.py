@@ -1,6 +1,7 @@
 """The ``dedup`` command line: parse options, call :mod:`dedup_cli.pipeline`, print, map errors to exit codes.
 
-Exit codes: 0 success, 1 runtime error (bad input, damaged store, unreadable files), 2 usage error.
+Exit codes: 0 success, 1 runtime error (bad input, damaged store, unreadable files), 2 usage error,
+3 duplicates found with find --fail-on-duplicates, 130 interrupted.
 """
 
 from __future__ import annotations
