@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests are deterministic (the same examples on every run and machine) and have no per-example
+# deadline: CI machines are shared, and a slow example is not a failure.
+settings.register_profile("deterministic", derandomize=True, deadline=None)
+settings.load_profile("deterministic")
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_CORPORA = REPO / "sample_corpora"
