@@ -796,11 +796,11 @@ def _read_source(source: _Source, options: InputOptions, report: ReadReport,
         if source.format == "text" and source.compression is None:
             # The common case, many small plain files: opened directly, without the decompression layer.
             with open(source.path, "rb") as plain:
-                status = os.fstat(plain.fileno())
-                if unchanged is not None and unchanged(source.id, _location_path(source.path), status):
+                plain_status = os.fstat(plain.fileno())
+                if unchanged is not None and unchanged(source.id, _location_path(source.path), plain_status):
                     report.unchanged += 1
                     return
-                yield from _read_whole(plain, status, source, options.max_document_bytes, report)
+                yield from _read_whole(plain, plain_status, source, options.max_document_bytes, report)
             return
         with _open_decompressed(source.path, source.compression) as (stream, status):
             if (source.format == "text" and unchanged is not None and status is not None
