@@ -17,7 +17,7 @@ import numpy as np
 from dedup_cli import allpairs, triples
 from dedup_cli.errors import UsageError
 from dedup_cli.grouping import Groups, group_components, representatives, strict_groups, weakest_estimates
-from dedup_cli.lsh import Banding, candidate_pairs, choose_banding
+from dedup_cli.lsh import Banding, candidate_pairs, resolve_banding
 from dedup_cli.scoring import ScoredPairs, score_pairs
 from dedup_cli.signatures import SignatureParams, lowest_bits
 from dedup_cli.storage import StoredSignatures, open_store
@@ -66,25 +66,6 @@ def _check_options(store_path: str | os.PathLike[str], params: SignatureParams, 
         raise UsageError("--ways 3 needs --bits 2 or more; 1-bit values carry no 3-way information")
     if candidates not in CANDIDATE_METHODS:
         raise UsageError(f"--candidates {candidates!r}: choose lsh or all")
-
-
-def _banding(threshold: float, params: SignatureParams, bands: int | None, rows: int | None,
-             recall: float) -> Banding:
-    if bands is None and rows is None:
-        return choose_banding(threshold, params.num_perm, params.bits, recall)
-    if bands is None or rows is None:
-        # One given: use as many of the other as the signature allows.
-        if rows is not None:
-            bands = params.num_perm // rows
-        else:
-            assert bands is not None
-            rows = params.num_perm // bands
-    if bands < 1 or rows < 1 or bands * rows > params.num_perm:
-        raise UsageError(
-            f"--bands {bands} × --rows {rows} needs {bands * rows} values but signatures hold "
-            f"{params.num_perm}; choose bands × rows ≤ {params.num_perm}"
-        )
-    return Banding(bands, rows, params.bits)
 
 
 def find(
@@ -145,7 +126,7 @@ def find(
         first, second, _ = allpairs.all_pairs(values, bits, needed, eligible, progress=progress)
     else:
         pair_recall = triples.pair_recall_for_triples(recall) if ways == 3 else recall
-        banding = _banding(threshold, params, bands, rows, pair_recall)
+        banding = resolve_banding(threshold, params.num_perm, params.bits, pair_recall, bands, rows)
         found = candidate_pairs(stored_values, banding.bands, banding.rows, eligible, max_bucket)
         first, second, oversized = found.first, found.second, found.oversized_buckets
     if new_since is not None and ways == 2:

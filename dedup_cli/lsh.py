@@ -88,6 +88,33 @@ def choose_banding(threshold: float, num_perm: int, band_bits: int, recall: floa
     return fallback[1]
 
 
+def resolve_banding(threshold: float, num_perm: int, band_bits: int, recall: float,
+                    bands: int | None = None, rows: int | None = None) -> Banding:
+    """The banding ``find`` uses and ``plan`` explains: chosen for ``recall`` at R0, or as given.
+
+    With only one of ``bands``/``rows`` given, the other takes as many values as the signature allows.
+    Raises :class:`UsageError` naming the options when they need more than ``num_perm`` values.
+    """
+    if bands is None and rows is None:
+        return choose_banding(threshold, num_perm, band_bits, recall)
+    for value, option in ((bands, "--bands"), (rows, "--rows")):
+        if value is not None and value < 1:
+            raise UsageError(f"{option} {value} must be at least 1")
+    if rows is None:
+        assert bands is not None
+        rows, option = num_perm // bands, f"--bands {bands}"
+    elif bands is None:
+        bands, option = num_perm // rows, f"--rows {rows}"
+    else:
+        option = f"--bands {bands} × --rows {rows}"
+    if bands < 1 or rows < 1 or bands * rows > num_perm:
+        raise UsageError(
+            f"{option} needs {max(bands, 1) * max(rows, 1)} values but signatures hold {num_perm} (--num-perm); "
+            f"choose bands × rows ≤ {num_perm}"
+        )
+    return Banding(bands, rows, band_bits)
+
+
 def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
     """One 64-bit key per band and document: uint64[bands, n_docs].
 

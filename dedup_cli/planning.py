@@ -19,7 +19,7 @@ import numpy as np
 
 from dedup_cli.errors import UsageError
 from dedup_cli.estimators import expected_match_2way, storage_factor, variance_2way
-from dedup_cli.lsh import Banding, candidate_probability, choose_banding, row_agreement_probability
+from dedup_cli.lsh import Banding, candidate_probability, resolve_banding, row_agreement_probability
 from dedup_cli.signatures import MAX_STORED_BITS, value_dtype
 
 # The S-curve is tabulated at R = 0, 0.1, …, 1 (R = 0 stands for the unrelated pairs) and at R0.
@@ -121,33 +121,11 @@ def _check_range(value: int, low: int, high: int, option: str) -> None:
 
 def _banding(num_perm: int, stored_bits: int, threshold: float, recall: float,
              bands: int | None, rows: int | None) -> tuple[Banding, bool]:
-    """The banding ``find`` would use: chosen for ``recall`` at R0, or the given bands/rows (as in find)."""
-    if bands is None and rows is None:
-        return choose_banding(threshold, num_perm, stored_bits, recall), True
-    if bands is not None:
-        bands = _whole(bands, "--bands")
-        if bands < 1:
-            raise UsageError(f"--bands {bands} must be at least 1")
-    if rows is not None:
-        rows = _whole(rows, "--rows")
-        if rows < 1:
-            raise UsageError(f"--rows {rows} must be at least 1")
-    # One given: use as many of the other as the signature allows (finding.find does the same).
-    if rows is None:
-        assert bands is not None
-        rows = num_perm // bands
-        option = f"--bands {bands}"
-    elif bands is None:
-        bands = num_perm // rows
-        option = f"--rows {rows}"
-    else:
-        option = f"--bands {bands} × --rows {rows}"
-    if bands < 1 or rows < 1 or bands * rows > num_perm:
-        raise UsageError(
-            f"{option} needs {max(bands, 1) * max(rows, 1)} values but signatures hold {num_perm} (--num-perm); "
-            f"choose bands × rows ≤ {num_perm}"
-        )
-    return Banding(bands, rows, stored_bits), False
+    """The banding ``find`` would use, and whether it was chosen (rather than given)."""
+    bands = None if bands is None else _whole(bands, "--bands")
+    rows = None if rows is None else _whole(rows, "--rows")
+    chosen = bands is None and rows is None
+    return resolve_banding(threshold, num_perm, stored_bits, recall, bands, rows), chosen
 
 
 def _memory(n_docs: int, num_perm: int, stored_bits: int, bits: int, bands: int, rows: int, signature_bytes: int,
