@@ -31,7 +31,7 @@ class Verification:
     unverifiable_documents: list[str]
 
 
-def _exact_sets(store: StoredSignatures, rows: np.ndarray) -> dict[int, np.ndarray | None]:
+def exact_sets(store: StoredSignatures, rows: np.ndarray) -> dict[int, np.ndarray | None]:
     """The shingle sets of documents ``rows`` as signed; None where a document is gone or changed."""
     params = store.params
     if params.input_kind == "sets":
@@ -58,7 +58,7 @@ def verify_pairs(
 ) -> Verification:
     """Exact resemblance of each pair (first[p], second[p]); each document is read once."""
     exact = np.full(first.size, np.nan)
-    sets = _exact_sets(store, sorted_unique(np.concatenate([first, second])))
+    sets = exact_sets(store, sorted_unique(np.concatenate([first, second])))
     for index, (a, b) in enumerate(zip(first.tolist(), second.tolist(), strict=True)):
         set_a, set_b = sets[a], sets[b]
         if set_a is None or set_b is None or (set_a.size == 0 and set_b.size == 0):
