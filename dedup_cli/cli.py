@@ -30,6 +30,8 @@ from dedup_cli.storage import open_store, write_records_parquet
 from dedup_cli.verification import VERIFY_MODES
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+DEFAULT_STORE = "dedup.parquet"  # in the current directory, so `dedup sign corpus/` and `dedup find` meet
+STORE_VARIABLE = "DEDUP_STORE"  # names the store for every command
 EXIT_DUPLICATES = 3  # find --fail-on-duplicates found at least one record
 MAX_WARNINGS = 20  # warnings listed without -v
 
@@ -61,6 +63,12 @@ def reports_errors(command: F) -> F:
             sys.exit(EXIT_ERROR)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _store(named: str | None) -> str:
+    """The store a command uses: the one named (argument, option or its DEDUP_<COMMAND>_… variable), else
+    $DEDUP_STORE, else ./dedup.parquet."""
+    return named or os.environ.get(STORE_VARIABLE) or DEFAULT_STORE
 
 
 def _show_progress(quiet: bool) -> bool:
@@ -100,9 +108,10 @@ def cli() -> None:
 
     \b
     Example:
-      dedup sign corpus/ -o sigs.parquet
-      dedup find sigs.parquet --threshold 0.5 --bits 2
+      dedup sign corpus/
+      dedup find --threshold 0.5 --bits 2
 
+    The store is ./dedup.parquet unless a command names another (or DEDUP_STORE does).
     Every option can also be set by an environment variable DEDUP_<COMMAND>_<OPTION>,
     e.g. DEDUP_FIND_THRESHOLD=0.8.
     """
@@ -110,8 +119,9 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("inputs", nargs=-1, type=click.Path(path_type=str, allow_dash=True))
-@click.option("-o", "--out", "--output", "out", required=True, type=click.Path(path_type=str),
-              help="The store (a directory of Parquet parts); created, or extended incrementally.")
+@click.option("-o", "--out", "--output", "out", default=None, type=click.Path(path_type=str),
+              help=f"The store (a directory of Parquet parts); created, or extended incrementally.  "
+                   f"[default: ${STORE_VARIABLE}, else {DEFAULT_STORE}]")
 @click.option("--input-format", type=click.Choice((*INPUT_FORMATS, "sets")), default="auto",
               help="auto: by extension (.jsonl, .parquet, else text); lines: one document per line; "
                    "sets: integer sets (JSON Lines or TSV) over --universe.")
@@ -126,6 +136,9 @@ def cli() -> None:
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (path or name); repeatable.")
 @click.option("--max-document-bytes", type=click.IntRange(1), default=None,
               help="Skip (and count) documents larger than this.")
+@click.option("--id-root", type=click.Path(file_okay=False, path_type=str), default=None,
+              help="The directory file ids are relative to; fixed by a store's first run.  "
+                   "[default: the store's, else the deepest directory holding the inputs]")
 @click.option("--shingle-size", "-w", type=click.IntRange(1, 1000), default=5, help="Tokens per shingle (w).")
 @click.option("--shingle-unit", type=click.Choice(SHINGLE_UNITS), default="word", help="Shingle words or characters.")
 @click.option("--num-perm", "-k", type=click.IntRange(1, 65536), default=256,
@@ -144,11 +157,11 @@ def cli() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
 @click.option("-v", "--verbose", is_flag=True, help="List every skipped input, not only the first few.")
 @reports_errors
-def sign(inputs: tuple[str, ...], out: str, input_format: str, id_field: str | None, text_field: str,
+def sign(inputs: tuple[str, ...], out: str | None, input_format: str, id_field: str | None, text_field: str,
          id_column: str | None, text_column: str, files_from: str | None, null_separated: bool,
-         include: tuple[str, ...], exclude: tuple[str, ...], max_document_bytes: int | None, shingle_size: int,
-         shingle_unit: str, num_perm: int, bits: int, seed: int, scheme: str, universe: int | None, jobs: int,
-         prune: bool, wait: float, quiet: bool, verbose: bool) -> None:
+         include: tuple[str, ...], exclude: tuple[str, ...], max_document_bytes: int | None, id_root: str | None,
+         shingle_size: int, shingle_unit: str, num_perm: int, bits: int, seed: int, scheme: str,
+         universe: int | None, jobs: int, prune: bool, wait: float, quiet: bool, verbose: bool) -> None:
     """Shingle and minhash documents into a signature store.
 
     INPUTS are files, directories (read recursively; hidden entries skipped) and - for stdin. Signing into
@@ -156,44 +169,43 @@ def sign(inputs: tuple[str, ...], out: str, input_format: str, id_field: str | N
 
     \b
     Example:
-      dedup sign sample_corpora/bible-editions -o sigs.parquet
+      dedup sign corpus/
       zcat docs.jsonl.gz | dedup sign - --input-format jsonl --id-field url -o sigs.parquet
       dedup sign --input-format sets words.jsonl --universe 100000 -o words.parquet
     """
     from tqdm import tqdm
 
+    out = _store(out)
+    options = InputOptions(
+        input_format=input_format, id_field=id_field, text_field=text_field, id_column=id_column,
+        text_column=text_column, files_from=files_from, null_separated=null_separated, include=include,
+        exclude=exclude, max_document_bytes=max_document_bytes, universe=universe, id_root=id_root,
+    )
     if input_format == "sets":
-        if universe is None:
-            raise UsageError("--input-format sets needs --universe D, the number of possible elements")
+        context = click.get_current_context()
+        for name in ("shingle_size", "shingle_unit", "scheme"):
+            if context.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
+                raise UsageError(f"--{name.replace('_', '-')} applies to text; integer sets are not shingled and are "
+                                 "signed with k permutations of their universe; leave it out")
+        assert universe is not None  # InputOptions checked it
         params = SignatureParams.for_sets(universe, num_perm=num_perm, bits=bits, seed=seed)
-    elif universe is not None:
-        raise UsageError("--universe applies only to --input-format sets; text shingles are hashed into 2^64")
     else:
         params = SignatureParams(num_perm=num_perm, bits=bits, seed=seed, shingle_size=shingle_size,
                                  shingle_unit=shingle_unit, scheme=scheme)
     bar: Any = None
 
-    def on_start(total: int) -> None:
+    def on_start(total: int | None) -> None:
         nonlocal bar
         if _show_progress(quiet):
-            bar = tqdm(total=total or None, unit="doc", file=sys.stderr, desc="signing")
+            bar = tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc="signing")
 
     def advance(count: int) -> None:
         if bar is not None:
             bar.update(count)
 
     try:
-        if input_format == "sets":
-            on_start(0)
-            report = pipeline.sign_sets(inputs, out, params, progress=advance, lock_timeout=wait)
-        else:
-            options = InputOptions(
-                input_format=input_format, id_field=id_field, text_field=text_field, id_column=id_column,
-                text_column=text_column, files_from=files_from, null_separated=null_separated,
-                include=include, exclude=exclude, max_document_bytes=max_document_bytes,
-            )
-            report = pipeline.sign(inputs, out, params, options, progress=advance, on_start=on_start,
-                                   jobs=jobs or os.cpu_count() or 1, prune=prune, lock_timeout=wait)
+        report = pipeline.sign(inputs, out, params, options, progress=advance, on_start=on_start,
+                               jobs=jobs or os.cpu_count() or 1, prune=prune, lock_timeout=wait)
     finally:
         if bar is not None:
             bar.close()
@@ -201,10 +213,8 @@ def sign(inputs: tuple[str, ...], out: str, input_format: str, id_field: str | N
 
 
 def _report_sign(report: pipeline.SignReport, out: str, quiet: bool, verbose: bool) -> None:
-    read, sets = report.read, report.sets
+    read = report.read
     warnings = read.warnings()
-    warnings += [f"skipped {where}: {reason}" for where, reason in sets.malformed]
-    warnings += [f"skipped {where}: its id was already read" for where in sets.duplicate_ids]
     shown = warnings if verbose else warnings[:MAX_WARNINGS]
     for line in shown:
         click.echo(f"warning: {line}", err=True)
@@ -217,7 +227,7 @@ def _report_sign(report: pipeline.SignReport, out: str, quiet: bool, verbose: bo
         run = report.run
         megabytes = read.bytes_read / 1e6
         rate = megabytes / report.seconds if report.seconds > 0 else 0.0
-        skipped = read.skipped + len(sets.malformed) + len(sets.duplicate_ids)
+        skipped = read.skipped
         changes = (f"{run.added} new, {run.changed} changed, {report.unchanged} unchanged, {run.removed} removed"
                    if run is not None else "")
         click.echo(
@@ -231,7 +241,7 @@ def _report_sign(report: pipeline.SignReport, out: str, quiet: bool, verbose: bo
 
 
 @cli.command()
-@click.argument("store", type=click.Path(path_type=str))
+@click.argument("store", type=click.Path(path_type=str), required=False)
 @click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.5,
               help="Report pairs with estimated resemblance R ≥ this (R0).")
 @click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=None,
@@ -261,19 +271,22 @@ def _report_sign(report: pipeline.SignReport, out: str, quiet: bool, verbose: bo
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="A second summary line: the store, its runs and the banding.")
 @reports_errors
-def find(store: str, threshold: float, bits: int | None, ways: int, group_method: str, keep: str, verify: str,
+def find(store: str | None, threshold: float, bits: int | None, ways: int, group_method: str, keep: str, verify: str,
          candidates: str, new_since: int | None, bands: int | None, rows: int | None, kind: str, fmt: str,
          out: str | None, no_header: bool, fail_on_duplicates: bool, quiet: bool, verbose: bool) -> None:
     """Report near-duplicate groups, pairs, triples or members in a signature store.
 
+    STORE defaults to $DEDUP_STORE, else ./dedup.parquet.
+
     \b
     Example:
-      dedup find sigs.parquet --threshold 0.5 --bits 2
+      dedup find --threshold 0.5 --bits 2
       dedup find sigs.parquet --threshold 0.8 --output pairs --format tsv
       dedup find sigs.parquet --group strict --keep longest --output members --format tsv
     """
     if kind == "triples" and ways != 3:
         raise UsageError("--output triples needs --ways 3")
+    store = _store(store)
     result = pipeline.find(store, threshold, bits=bits, bands=bands, rows=rows, ways=ways, group=group_method,
                            keep=keep, verify=verify, candidates=candidates, new_since=new_since)
     with _output_stream(out, binary=fmt == "parquet") as stream:
@@ -282,7 +295,7 @@ def find(store: str, threshold: float, bits: int | None, ways: int, group_method
         else:
             written = write_records(RECORDS[kind](result), kind, fmt, stream, header=not no_header)
     if not quiet:
-        _summarise_find(result)
+        _summarise_find(store, result)
         if verbose:
             params = result.store.params
             click.echo(f"store {store}: k = {params.num_perm}, {params.bits} stored bits, scheme {params.scheme}, "
@@ -298,7 +311,7 @@ def _run_span(result: pipeline.FindResult) -> str:
     return f"{int(runs.min())}–{int(runs.max())}"
 
 
-def _summarise_find(result: pipeline.FindResult) -> None:
+def _summarise_find(store: str, result: pipeline.FindResult) -> None:
     threshold = result.threshold
     documents = len(result.store)
     if result.banding is None:
@@ -308,7 +321,7 @@ def _summarise_find(result: pipeline.FindResult) -> None:
         how = (f"{banding.bands}×{banding.rows} bands on {banding.band_bits} bits "
                f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g})")
     parts = [
-        f"{documents} documents ({documents - result.eligible} with no shingle)",
+        f"{store}: {documents} documents ({documents - result.eligible} with no shingle)",
         how,
         f"{result.candidates} candidates",
         f"{result.pairs.first.size} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
@@ -324,33 +337,61 @@ def _summarise_find(result: pipeline.FindResult) -> None:
         missing = result.verification.unverifiable_documents
         click.echo(f"warning: {len(missing)} document(s) could not be re-read or changed since signing "
                    f"(e.g. {missing[0]}); their pairs keep the estimate", err=True)
+    if result.aliases:
+        click.echo(f"warning: {result.aliases} document(s) are the same file on disk as another document (a link); "
+                   "only the first id of each file is reported", err=True)
     if result.oversized_buckets:
         click.echo(f"warning: {result.oversized_buckets} LSH buckets held more than 1000 documents and were cut",
                    err=True)
 
 
 @cli.command()
-@click.argument("store", type=click.Path(path_type=str))
+@click.argument("store", type=click.Path(path_type=str), required=False)
 @reports_errors
-def info(store: str) -> None:
+def info(store: str | None) -> None:
     """Print a store's parameters, document counts and sign runs as JSON.
+
+    STORE defaults to $DEDUP_STORE, else ./dedup.parquet.
 
     \b
     Example:
       dedup info sigs.parquet
     """
+    store = _store(store)
     opened = open_store(store)
     loaded = opened.read()
     empty = int((loaded.shingle_counts == 0).sum())
     runs = [dataclasses.asdict(record) for record in opened.runs]
     click.echo(json.dumps({"store": store, "documents": len(loaded), "empty": empty,
-                           "params": opened.params.to_dict(), "last_run": opened.last_run, "runs": runs},
-                          indent=2))
+                           "params": opened.params.to_dict(), "id_root": opened.id_root,
+                           "last_run": opened.last_run, "runs": runs}, indent=2))
+
+
+def _is_store(path: str) -> bool:
+    """Whether ``path`` holds a dedup store (so ``estimate STORE A B`` is told from ``estimate A B C``)."""
+    try:
+        open_store(path)
+    except DedupError:
+        return False
+    return True
+
+
+def _estimate_store(store: str | None, arguments: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """Split ``estimate``'s arguments into the store and the ids: ``[STORE] ID ID [ID]``.
+
+    The first argument is the store when ``--store`` is not given and it is a store on disk (a document id
+    never is), or when there are four arguments.
+    """
+    if store is None and arguments and (len(arguments) == 4 or _is_store(arguments[0])):
+        return arguments[0], arguments[1:]
+    return _store(store), arguments
 
 
 @cli.command()
-@click.argument("store", type=click.Path(path_type=str))
-@click.argument("ids", nargs=-1, required=True)
+@click.argument("arguments", nargs=-1, required=True, metavar="[STORE] ID ID [ID]")
+@click.option("--store", "-s", type=click.Path(path_type=str), default=None,
+              help=f"The store.  [default: the first argument when it is a store, else ${STORE_VARIABLE}, "
+                   f"else {DEFAULT_STORE}]")
 @click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=None,
               help="Bits per value (b ≤ stored bits).  [default: all stored]")
 @click.option("--exact", is_flag=True, help="Also re-read the documents and compute the exact resemblance.")
@@ -358,8 +399,11 @@ def info(store: str) -> None:
               help="Confidence level of the interval.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
 @reports_errors
-def estimate(store: str, ids: tuple[str, ...], bits: int | None, exact: bool, level: float, fmt: str) -> None:
+def estimate(arguments: tuple[str, ...], store: str | None, bits: int | None, exact: bool, level: float,
+             fmt: str) -> None:
     """Estimate the resemblance of two or three documents, with its uncertainty.
+
+    With three arguments the first is the store when it is one; --store names it otherwise.
 
     \b
     Example:
@@ -368,6 +412,7 @@ def estimate(store: str, ids: tuple[str, ...], bits: int | None, exact: bool, le
     """
     from dedup_cli.comparison import estimate_documents
 
+    store, ids = _estimate_store(store, arguments)
     record = estimate_documents(store, ids, bits=bits, exact=exact, level=level)
     if fmt == "json":
         click.echo(json.dumps(record))

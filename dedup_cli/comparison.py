@@ -18,7 +18,7 @@ from dedup_cli import estimators
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.finding import DENSE_R
 from dedup_cli.scoring import score_pairs
-from dedup_cli.storage import read_store
+from dedup_cli.storage import open_store
 from dedup_cli.triples import score_triples
 from dedup_cli.verification import exact_sets
 
@@ -35,19 +35,20 @@ def estimate_documents(
     The numbers come from the same scorers ``find`` uses (:func:`dedup_cli.scoring.score_pairs`,
     :func:`dedup_cli.triples.score_triples`), so the two commands always agree.
     """
-    store = read_store(store_path)
-    params = store.params
+    opened = open_store(store_path)  # the manifest only: options are checked before the store is read
+    params = opened.params
     if len(ids) not in (2, 3) or len(set(ids)) != len(ids):
         raise UsageError("name two or three different document ids")
-    position = {identifier: row for row, identifier in enumerate(store.ids)}
-    missing = [identifier for identifier in ids if identifier not in position]
-    if missing:
-        raise UsageError(f"no document {missing[0]!r} in {store_path}; list ids with: dedup find --output pairs")
     bits = params.bits if bits is None else bits
     if not 1 <= bits <= params.bits:
         raise UsageError(f"--bits {bits} exceeds the {params.bits} bits stored in {store_path}; use 1 to {params.bits}")
     if len(ids) == 3 and bits < 2:
         raise UsageError("3-way estimation needs --bits 2 or more; 1-bit values carry no 3-way information")
+    store = opened.read()
+    position = {identifier: row for row, identifier in enumerate(store.ids)}
+    missing = [identifier for identifier in ids if identifier not in position]
+    if missing:
+        raise UsageError(f"no document {missing[0]!r} in {store_path}; list ids with: dedup find --output pairs")
     rows = np.array([position[identifier] for identifier in ids], dtype=np.int64)
     values = store.values(bits)
     counts = store.shingle_counts[rows]

@@ -75,7 +75,7 @@ from dedup_cli.arrays import sorted_unique
 from dedup_cli.errors import InputError, UsageError
 
 BINARY_SNIFF_BYTES = 8192
-INPUT_FORMATS = ("auto", "text", "lines", "jsonl", "parquet")
+INPUT_FORMATS = ("auto", "text", "lines", "jsonl", "parquet", "sets")
 COMPRESSION_SUFFIXES = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
 FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 PARQUET_BATCH_ROWS = 256
@@ -118,6 +118,11 @@ class Document:
     mtime_ns: int
     content_hash: int
 
+    @property
+    def is_empty(self) -> bool:
+        """Empty or white space only: it has no shingle and is never grouped."""
+        return not self.text or self.text.isspace()
+
 
 @dataclass(frozen=True)
 class InputOptions:
@@ -142,12 +147,22 @@ class InputOptions:
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     max_document_bytes: int | None = None
+    universe: int | None = None
+    id_root: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "include", tuple(self.include))
         object.__setattr__(self, "exclude", tuple(self.exclude))
         if self.input_format not in INPUT_FORMATS:
             raise UsageError(f"unknown input format {self.input_format!r}; choose one of {', '.join(INPUT_FORMATS)}")
+        if self.input_format == "sets":
+            if self.universe is None:
+                raise UsageError("--input-format sets needs --universe D, the number of possible elements")
+            if self.text_field != "text" or self.text_column != "text":
+                raise UsageError("--text-field and --text-column do not apply to --input-format sets; "
+                                 "a set line holds an id and its elements")
+        elif self.universe is not None:
+            raise UsageError("--universe applies only to --input-format sets; text shingles are hashed into 2^64")
         if self.max_document_bytes is not None and self.max_document_bytes < 1:
             raise UsageError(f"--max-document-bytes {self.max_document_bytes} must be at least 1")
         if not self.text_field or not self.text_column:
@@ -182,6 +197,9 @@ class ReadReport:
     empty_documents: int = 0  # read, but empty or white space only: no shingle, never grouped
     blank_lines: int = 0  # blank lines of jsonl/lines inputs: not documents
     unchanged: int = 0  # whole files an incremental run skipped by size and mtime, without reading them
+    id_root: str | None = None  # the directory file ids are relative to (None when no file was named)
+    input_bytes: int | None = None  # the inputs' size on disk, for progress (None when stdin is read)
+    input_done: int = 0  # how much of ``input_bytes`` has been read or skipped so far
     max_document_bytes: int | None = None
     max_listed: int = MAX_LISTED
     unlisted: dict[str, int] = field(default_factory=dict)
@@ -293,6 +311,23 @@ def _parse_location(location: str) -> _Location:
             name = None if value is None else urllib.parse.unquote(value, errors="surrogateescape")
             return _Location(_path_of_location(location[: match.start()]), kind, int(number), name)
     return _Location(_path_of_location(location), "file")
+
+
+def infer_id_root(ids: Sequence[str], locations: Sequence[str]) -> str | None:
+    """The directory a store's file ids were made relative to, read off its first row that shows it.
+
+    For stores written before the root was recorded: a whole file's location is ROOT/ID, a record's
+    ``FILE:LINE`` id has the location ROOT/FILE#line=…. None when no row shows it (stdin, named ids).
+    """
+    for identifier, location in zip(ids, locations, strict=True):
+        where = _parse_location(location)
+        if where.path == STDIN:
+            continue
+        relative = identifier if where.kind == "file" else identifier.rpartition(":")[0]
+        path = where.path
+        if relative and display_name(path) == path and path.endswith("/" + relative):
+            return where.path[: len(where.path) - len(relative) - 1] or "/"
+    return None
 
 
 def detect_format(name: str) -> str:
@@ -410,30 +445,36 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
+Position = Callable[[], int]
+"""How many bytes of a file on disk have been consumed so far (compressed bytes for a compressed file)."""
+
+
 @contextmanager
-def _open_decompressed(path: str, compression: str | None) -> Iterator[tuple[Any, os.stat_result | None]]:
-    """The decompressed bytes of ``path`` as a readable stream, and the file's ``stat``."""
+def _open_decompressed(path: str, compression: str | None
+                       ) -> Iterator[tuple[Any, os.stat_result | None, Position]]:
+    """The decompressed bytes of ``path`` as a readable stream, the file's ``stat``, and its :data:`Position`."""
     handle = open(path, "rb")  # noqa: SIM115 - closed below, after any decompressor wrapping it
+    position = handle.tell
     try:
         try:
             status: os.stat_result | None = os.fstat(handle.fileno())
         except (OSError, AttributeError, io.UnsupportedOperation):
             status = None
         if compression is None:
-            yield handle, status
+            yield handle, status, position
         elif compression == "gzip":
             with gzip.GzipFile(fileobj=handle, mode="rb") as stream:
-                yield stream, status
+                yield stream, status, position
         elif compression == "bz2":
             with bz2.BZ2File(handle) as stream:
-                yield stream, status
+                yield stream, status, position
         elif compression == "xz":
             with lzma.LZMAFile(handle) as stream:
-                yield stream, status
+                yield stream, status, position
         else:
             native = pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), compression)
             try:
-                yield native, status
+                yield native, status, position
             finally:
                 native.close()
     finally:
@@ -490,8 +531,9 @@ class _Source:
     id: str  # document id (files) or the FILE part of record ids
     path: str  # OS path to open, or "-"
     display: str  # for messages
-    format: str  # text, lines, jsonl or parquet
+    format: str  # text, lines, jsonl, parquet or sets
     compression: str | None
+    size: int = 0  # bytes on disk (0 for stdin), for progress
 
 
 def _matches(relative: str, patterns: Sequence[str]) -> bool:
@@ -499,12 +541,32 @@ def _matches(relative: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(relative, p) or fnmatch.fnmatchcase(name, p) for p in patterns)
 
 
+def _id_root(paths: Sequence[str], id_root: str | None) -> str:
+    """The directory ids are relative to: ``id_root`` when given (every path must lie under it), else the
+    deepest directory holding every path.
+
+    A store keeps the root of its first run, so a document keeps its id whichever other inputs a later run
+    names; an input outside that root could only get an id that depends on the inputs, so it is refused.
+    """
+    if id_root is None:
+        return os.path.commonpath([p if os.path.isdir(p) else os.path.dirname(p) for p in paths])
+    root = os.path.abspath(id_root)
+    for path in paths:
+        if os.path.commonpath([root, path]) != root:
+            raise UsageError(
+                f"input {display_name(path)} lies outside {display_name(root)}, the directory the store's ids are "
+                "relative to; sign it into another store, or name inputs under that directory"
+            )
+    return root
+
+
 def _find(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
-          report: ReadReport) -> list[SourceFile]:
+          report: ReadReport, id_root: str | None = None) -> list[SourceFile]:
     """Files under ``named`` and ``listed`` paths, sorted by id (see :func:`discover_files`).
 
     A named path that does not exist stops the run; a listed one is reported unreadable and skipped, since
-    a list made by ``find`` may name a file deleted since.
+    a list made by ``find`` may name a file deleted since. Ids are relative to :func:`_id_root`, which is
+    recorded in ``report.id_root``.
     """
     named_absolute = []
     for name in named:
@@ -520,7 +582,8 @@ def _find(named: Sequence[str], listed: Sequence[str], include: Sequence[str], e
     everything = named_absolute + listed_absolute
     if not everything:
         return []
-    root = os.path.commonpath([p if os.path.isdir(p) else os.path.dirname(p) for p in everything])
+    root = _id_root(everything, id_root)
+    report.id_root = root
 
     def record_unreadable(error: OSError) -> None:
         report.note("unreadable", (display_name(str(error.filename)), error.strerror or str(error)))
@@ -604,12 +667,17 @@ def _plan(inputs: Sequence[str], options: InputOptions, report: ReadReport,
     if reads_stdin and stdin_format == "parquet":
         raise UsageError("Parquet cannot be read from stdin (it needs a seekable file); save it to a file first")
     listed = _read_file_list(options.files_from, options.null_separated, stdin) if options.files_from else []
-    files = _find([n for n in named if n != STDIN], listed, options.include, options.exclude, report)
+    files = _find([n for n in named if n != STDIN], listed, options.include, options.exclude, report,
+                  options.id_root)
     sources = [_Source(STDIN, STDIN, STDIN_NAME, stdin_format, None)] if reads_stdin else []
     for file in files:
         file_format = detect_format(file.path) if options.input_format == "auto" else options.input_format
-        compression = _compression(file.path)
-        sources.append(_Source(file.id, file.path, display_name(file.path), file_format, compression))
+        try:
+            size = os.stat(file.path).st_size
+        except OSError:
+            size = 0  # reported when it is read
+        sources.append(_Source(file.id, file.path, display_name(file.path), file_format, _compression(file.path),
+                               size))
     for source in sources:  # stop before any work when a Parquet file lacks a named column
         if source.format == "parquet" and source.compression is None:
             try:
@@ -619,6 +687,7 @@ def _plan(inputs: Sequence[str], options: InputOptions, report: ReadReport,
                 continue  # reported when it is read
             _check_columns(schema, source, options)
     report.files_found += len(sources)
+    report.input_bytes = None if reads_stdin else sum(source.size for source in sources)
     return sources
 
 
@@ -656,7 +725,7 @@ def _read_whole(stream: Any, status: os.stat_result | None, source: _Source, lim
 
 
 def _read_lines(stream: Any, status: os.stat_result | None, source: _Source, options: InputOptions,
-                report: ReadReport) -> Iterator[tuple[str, Document]]:
+                report: ReadReport, position: Position) -> Iterator[tuple[str, Document | IntegerSet]]:
     head = stream.read(BINARY_SNIFF_BYTES)
     if b"\0" in head:
         report.bytes_read += len(head)
@@ -664,15 +733,26 @@ def _read_lines(stream: Any, status: os.stat_result | None, source: _Source, opt
         return
     mtime_ns = status.st_mtime_ns if status is not None else 0
     jsonl = source.format == "jsonl"
+    start = report.input_done
     reader = io.BufferedReader(_Prefixed(head, stream), buffer_size=1 << 16)
     for number, line, consumed in _iter_lines(reader, options.max_document_bytes):
         report.bytes_read += consumed
+        report.input_done = start + position()
         where = f"{source.display}:{number}"
         if line is None:
             report.note("oversized", (where, consumed))
             continue
         if not line or line.isspace():
             report.blank_lines += 1
+            continue
+        if source.format == "sets":
+            try:
+                integer_set = _integer_set(line, record_location(source.path, "line", number), mtime_ns,
+                                           options.universe or 0)
+            except (ValueError, OverflowError) as error:
+                report.note("malformed", (where, str(error).split("\n")[0]))
+                continue
+            yield where, integer_set
             continue
         text, replaced = _decode(line)
         identifier: str | None = None
@@ -744,7 +824,9 @@ def _read_parquet(handle: Any, status: os.stat_result | None, source: _Source, o
     limit = options.max_document_bytes
     mtime_ns = status.st_mtime_ns if status is not None else 0
     row = 0
+    start, rows = report.input_done, max(parquet.metadata.num_rows, 1)
     for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns, use_threads=False):
+        report.input_done = start + source.size * row // rows
         texts = _column_values(batch.column(text_column))
         ids = _column_values(batch.column(id_column)) if id_column is not None else None
         for offset, raw in enumerate(texts):
@@ -778,39 +860,62 @@ Unchanged = Callable[[str, str, os.stat_result], bool]
 """Told (id, location, stat) of a whole text file before it is read; True skips it as already signed."""
 
 
-def _read_source(source: _Source, options: InputOptions, report: ReadReport,
-                 stdin: BinaryIO, unchanged: Unchanged | None = None) -> Iterator[tuple[str, Document]]:
-    """(location for messages, document) of every document in ``source``; problems go to ``report``."""
+def _over_limit(status: os.stat_result, limit: int | None) -> bool:
+    """Whether a plain file is too large, known from ``stat`` alone."""
+    return limit is not None and stat_module.S_ISREG(status.st_mode) and status.st_size > limit
+
+
+def _read_source(source: _Source, options: InputOptions, report: ReadReport, stdin: BinaryIO,
+                 unchanged: Unchanged | None = None) -> Iterator[tuple[str, Document | IntegerSet]]:
+    """(location for messages, document) of every document in ``source``; problems go to ``report``.
+
+    A whole text file that ``unchanged`` accepts is skipped unread, unless this run's rules would skip it
+    anyway (a plain file over the size limit, judged from ``stat``), so that whether a stored document
+    counts as seen (for ``--prune``) never depends on its modification time. Compressed files are read
+    when there is a size limit: their size is only known after decompression.
+    """
+    start = report.input_done
+    try:
+        yield from _read_source_documents(source, options, report, stdin, unchanged)
+    finally:
+        report.input_done = max(report.input_done, start + source.size)
+
+
+def _read_source_documents(source: _Source, options: InputOptions, report: ReadReport, stdin: BinaryIO,
+                           unchanged: Unchanged | None) -> Iterator[tuple[str, Document | IntegerSet]]:
     if source.format == "parquet" and source.compression is not None:
         report.note("unreadable", (source.display, f"Parquet cannot be read through {source.compression} "
                                                    "compression (it compresses its own columns); decompress it"))
         return
-    read = _read_lines if source.format in ("lines", "jsonl") else _read_parquet
+    limit = options.max_document_bytes
     try:
         if source.path == STDIN:
+            consumed = _Counted(stdin)
             if source.format == "text":
-                yield from _read_whole(stdin, None, source, options.max_document_bytes, report)
+                yield from _read_whole(consumed, None, source, limit, report)
+                report.input_done += consumed.consumed
             else:
-                yield from read(stdin, None, source, options, report)
+                yield from _read_records(consumed, None, source, options, report, consumed.position)
             return
         if source.format == "text" and source.compression is None:
             # The common case, many small plain files: opened directly, without the decompression layer.
             with open(source.path, "rb") as plain:
                 plain_status = os.fstat(plain.fileno())
-                if unchanged is not None and unchanged(source.id, _location_path(source.path), plain_status):
+                if (unchanged is not None and not _over_limit(plain_status, limit)
+                        and unchanged(source.id, _location_path(source.path), plain_status)):
                     report.unchanged += 1
                     return
-                yield from _read_whole(plain, plain_status, source, options.max_document_bytes, report)
+                yield from _read_whole(plain, plain_status, source, limit, report)
             return
-        with _open_decompressed(source.path, source.compression) as (stream, status):
-            if (source.format == "text" and unchanged is not None and status is not None
+        with _open_decompressed(source.path, source.compression) as (stream, status, position):
+            if (source.format == "text" and unchanged is not None and status is not None and limit is None
                     and unchanged(source.id, _location_path(source.path), status)):
                 report.unchanged += 1
                 return
             if source.format == "text":
-                yield from _read_whole(stream, status, source, options.max_document_bytes, report)
+                yield from _read_whole(stream, status, source, limit, report)
             else:
-                yield from read(stream, status, source, options, report)
+                yield from _read_records(stream, status, source, options, report, position)
     except _READ_ERRORS as error:
         reason = getattr(error, "strerror", None) or " ".join(str(error).split()) or type(error).__name__
         if source.compression is not None and getattr(error, "errno", None) is None:
@@ -818,8 +923,40 @@ def _read_source(source: _Source, options: InputOptions, report: ReadReport,
         report.note("unreadable", (source.display, reason))
 
 
-def read_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport,
-                stdin: BinaryIO | None = None, unchanged: Unchanged | None = None) -> Iterator[Document]:
+def _read_records(stream: Any, status: os.stat_result | None, source: _Source, options: InputOptions,
+                  report: ReadReport, position: Position) -> Iterator[tuple[str, Document | IntegerSet]]:
+    if source.format == "parquet":
+        return _read_parquet(stream, status, source, options, report)
+    return _read_lines(stream, status, source, options, report, position)
+
+
+class _Counted(io.RawIOBase):
+    """A stream that counts the bytes read through it (stdin has no position to ask)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self._stream = stream
+        self.consumed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.consumed += len(data)
+        return bytes(data)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def position(self) -> int:
+        return self.consumed
+
+
+def read_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport, stdin: BinaryIO | None = None,
+                unchanged: Unchanged | None = None) -> Iterator[Document | IntegerSet]:
     """Stream the documents of ``inputs`` (paths, directories and ``-``) read as ``options`` say.
 
     Inputs are checked and listed now (raising :class:`InputError` for a named input that does not exist or
@@ -838,7 +975,7 @@ def read_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport
 
 
 def _read_planned(sources: Sequence[_Source], options: InputOptions, report: ReadReport,
-                  stdin: BinaryIO, unchanged: Unchanged | None) -> Iterator[Document]:
+                  stdin: BinaryIO, unchanged: Unchanged | None) -> Iterator[Document | IntegerSet]:
     seen: set[str] = set()
     for source in sources:
         for where, document in _read_source(source, options, report, stdin, unchanged):
@@ -847,7 +984,7 @@ def _read_planned(sources: Sequence[_Source], options: InputOptions, report: Rea
                 continue
             seen.add(document.id)
             report.documents += 1
-            if not document.text or document.text.isspace():
+            if document.is_empty:
                 report.empty_documents += 1
             yield document
 
@@ -860,6 +997,7 @@ def read_documents(files: Sequence[SourceFile], report: ReadReport) -> Iterator[
     for file in files:
         source = _Source(file.id, file.path, display_name(file.path), "text", _compression(file.path))
         for _, document in _read_source(source, InputOptions(input_format="text"), report, sys.stdin.buffer):
+            assert isinstance(document, Document)
             report.documents += 1
             yield document
 
@@ -871,7 +1009,7 @@ def _reread_lines(path: str, numbers: set[int], field_name: str | None) -> dict[
     """Texts of lines ``numbers`` of ``path``, one pass; a line that is blank or no longer a record is absent."""
     found: dict[int, str] = {}
     last = max(numbers)
-    with _open_decompressed(path, _compression(path)) as (stream, _):
+    with _open_decompressed(path, _compression(path)) as (stream, _, _):
         reader = io.BufferedReader(_Prefixed(b"", stream), buffer_size=1 << 16)
         for number, line, _ in _iter_lines(reader, None):
             if number in numbers and line is not None:
@@ -913,7 +1051,7 @@ def _reread_group(path: str, kind: str, name: str | None, numbers: set[int]) -> 
         raise InputError("the document was read from stdin and cannot be re-read; sign files to verify exactly")
     try:
         if kind == "file":
-            with _open_decompressed(path, _compression(path)) as (stream, _):
+            with _open_decompressed(path, _compression(path)) as (stream, _, _):
                 raw = _read_capped(stream, b"", None)
             assert raw is not None
             return {0: _whole_text(raw)[0]}
@@ -923,6 +1061,31 @@ def _reread_group(path: str, kind: str, name: str | None, numbers: set[int]) -> 
     except _READ_ERRORS as error:
         reason = getattr(error, "strerror", None) or " ".join(str(error).split())
         raise InputError(f"cannot read {display_name(path)}: {reason}") from error
+
+
+def same_file_aliases(locations: Sequence[str], rows: np.ndarray) -> np.ndarray:
+    """The ``rows`` (int64 positions into ``locations``) whose document is a whole file that another of ``rows``
+    with a lower position also is, on disk (the same device and inode: a hard or symbolic link).
+
+    Such a pair is one file under two ids, never a duplicate to delete. Files that cannot be found are
+    taken to be distinct. Returns int64[m], ascending.
+    """
+    first_row: dict[tuple[int, int], int] = {}
+    aliases: list[int] = []
+    for row in np.sort(rows).tolist():
+        where = _parse_location(locations[row])
+        if where.kind != "file" or where.path == STDIN:
+            continue
+        try:
+            status = os.stat(where.path)
+        except OSError:
+            continue
+        key = (status.st_dev, status.st_ino)
+        if key in first_row:
+            aliases.append(row)
+        else:
+            first_row[key] = row
+    return np.array(aliases, dtype=np.int64)
 
 
 def reread_documents(locations: Sequence[str], content_hashes: Sequence[int] | None = None) -> list[str | None]:
@@ -976,83 +1139,109 @@ def read_text(path: str | Path) -> str:
 
 @dataclass(frozen=True)
 class IntegerSet:
-    """One set of integers over a stated universe (e.g. a word as the set of documents containing it)."""
+    """One set of integers over a stated universe (e.g. a word as the set of documents containing it).
+
+    Read from one line of a JSON Lines (``{"id": "w", "elements": [3, 17]}``) or TSV (``w<TAB>3 17``) file;
+    ``path`` is that line's location (``PATH#line=N``), ``size`` the line's bytes, ``content_hash`` xxh3-64 of
+    the distinct elements (:func:`set_hash`), so an edited line is noticed and a reordered one is not.
+    """
 
     id: str
+    path: str
     elements: np.ndarray  # uint64[f], sorted, distinct, each < universe
-    source: str  # "FILE:LINE"
+    size: int
+    mtime_ns: int
+    content_hash: int
+
+    @property
+    def is_empty(self) -> bool:
+        return self.elements.size == 0
 
 
-@dataclass
-class SetReadReport:
-    """Records skipped while reading set files: ``(FILE:LINE, reason)``."""
-
-    malformed: list[tuple[str, str]] = field(default_factory=list)
-    duplicate_ids: list[str] = field(default_factory=list)
-    bytes_read: int = 0
+def set_hash(elements: np.ndarray) -> int:
+    """``IntegerSet.content_hash``: xxh3-64 of the sorted distinct elements as little-endian uint64."""
+    return xxhash.xxh3_64_intdigest(np.ascontiguousarray(elements, dtype="<u8").tobytes())
 
 
-def _parse_set_line(line: str, json_lines: bool) -> tuple[str, list[int]]:
-    """Parse ``{"id": ..., "elements": [...]}`` or ``id<TAB>int int ...``; raise ValueError when malformed."""
-    if json_lines:
-        record = json.loads(line)
+def _parse_set_line(line: str) -> tuple[str, np.ndarray]:
+    """(id, distinct elements as int64, sorted) of ``{"id": ..., "elements": [...]}`` or ``id<TAB>int int ...``.
+
+    A line is JSON when it starts with ``{``, TSV otherwise, so one reader serves both. Raises ValueError
+    with a one-line reason when the line is malformed.
+    """
+    if line.startswith("{"):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"invalid JSON ({error.msg}: column {error.colno})") from None
         if not isinstance(record, dict) or "id" not in record or "elements" not in record:
             raise ValueError('expected an object with "id" and "elements"')
-        elements = record["elements"]
-        if not isinstance(elements, list) or not all(isinstance(e, int) and not isinstance(e, bool) for e in elements):
+        identifier, elements = record["id"], record["elements"]
+        # One type test per element, in C (map), so booleans and floats are refused without a Python loop.
+        if not isinstance(elements, list) or not set(map(type, elements)) <= {int}:
             raise ValueError('"elements" must be a list of integers')
-        return str(record["id"]), elements
-    identifier, separator, rest = line.partition("\t")
-    if not separator or not identifier:
-        raise ValueError("expected an id, a tab, then integers separated by spaces")
-    return identifier, [int(token) for token in rest.split()]
-
-
-def read_integer_sets(paths: Sequence[str], universe: int, report: SetReadReport) -> Iterator[IntegerSet]:
-    """Read sets from JSON Lines or TSV files; malformed lines and repeated ids are skipped and recorded.
-
-    A line is JSON when it starts with ``{``, TSV otherwise, so one reader serves both. Elements must lie
-    in [0, universe).
-    """
-    seen: set[str] = set()
-    for path in paths:
+        if isinstance(identifier, bool) or not isinstance(identifier, (str, int)) or identifier == "":
+            raise ValueError('"id" must be a non-empty string or an integer')
+        values = np.array(elements, dtype=np.int64)
+        identifier = str(identifier)
+    else:
+        identifier, separator, rest = line.partition("\t")
+        if not separator or not identifier:
+            raise ValueError("expected an id, a tab, then integers separated by spaces")
         try:
-            handle = open(path, encoding="utf-8", errors="replace")
-        except OSError as error:
-            raise InputError(f"cannot read {path}: {error.strerror or error}") from error
-        with handle:
-            for number, raw in enumerate(handle, start=1):
-                report.bytes_read += len(raw)
-                line = raw.strip()
-                if not line:
-                    continue
-                where = f"{path}:{number}"
-                try:
-                    identifier, elements = _parse_set_line(line, line.startswith("{"))
-                    values = sorted_unique(np.array(elements, dtype=np.int64)) if elements else np.empty(0, np.int64)
-                except (ValueError, OverflowError) as error:
-                    report.malformed.append((where, str(error).split("\n")[0]))
-                    continue
-                if values.size and (values[0] < 0 or values[-1] >= universe):
-                    bad = int(values[0] if values[0] < 0 else values[-1])
-                    report.malformed.append((where, f"element {bad} outside the universe [0, {universe})"))
-                    continue
-                if identifier in seen:
-                    report.duplicate_ids.append(where)
-                    continue
-                seen.add(identifier)
-                yield IntegerSet(identifier, values.astype(np.uint64), where)
+            values = np.array(rest.split(), dtype=np.int64)
+        except ValueError:
+            raise ValueError("elements must be integers separated by spaces") from None
+    return display_name(identifier), sorted_unique(values)
 
 
-def reread_set(source: str) -> np.ndarray:
-    """The elements of the set recorded at ``FILE:LINE`` (a set store's ``path``), for exact checks."""
-    path, _, number = source.rpartition(":")
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for current, line in enumerate(handle, start=1):
-                if current == int(number):
-                    _, elements = _parse_set_line(line.strip(), line.lstrip().startswith("{"))
-                    return sorted_unique(np.array(elements, dtype=np.int64))
-    except (OSError, ValueError) as error:
-        raise InputError(f"cannot re-read the set at {source}: {error}") from error
-    raise InputError(f"cannot re-read the set at {source}: the file is shorter now")
+def _integer_set(line: bytes, location: str, mtime_ns: int, universe: int) -> IntegerSet:
+    identifier, values = _parse_set_line(_decode(line)[0].strip())
+    if values.size and (values[0] < 0 or values[-1] >= universe):
+        bad = int(values[0] if values[0] < 0 else values[-1])
+        raise ValueError(f"element {bad} outside the universe [0, {universe})")
+    elements = values.astype(np.uint64)
+    return IntegerSet(identifier, location, elements, len(line), mtime_ns, set_hash(elements))
+
+
+_LEGACY_SET_LOCATION = re.compile(r"(.*):(\d+)\Z")
+
+
+def reread_sets(locations: Sequence[str], content_hashes: Sequence[int] | None = None) -> list[np.ndarray | None]:
+    """The elements (uint64, sorted) of the sets at ``locations`` (a set store's ``path`` values), each file
+    read once; None where a set is gone, malformed now, or (given ``content_hashes``) changed since signed.
+
+    Stores written before set rows had locations hold ``FILE:LINE`` (relative to where ``sign`` ran) and a
+    content hash of 0; those are read as they are, unchecked.
+    """
+    wanted: list[tuple[str, int]] = []
+    for location in locations:
+        where = _parse_location(location)
+        legacy = _LEGACY_SET_LOCATION.match(location) if where.kind == "file" else None
+        if legacy is not None:
+            wanted.append((legacy.group(1), int(legacy.group(2))))
+        else:
+            wanted.append((where.path, where.number if where.kind == "line" else 0))
+    numbers: dict[str, set[int]] = {}
+    for path, number in wanted:
+        numbers.setdefault(path, set()).add(number)
+    lines: dict[str, dict[int, str]] = {}
+    for path, wanted_numbers in numbers.items():
+        try:
+            lines[path] = {} if path == STDIN else _reread_lines(path, wanted_numbers, None)
+        except _READ_ERRORS:
+            lines[path] = {}
+    result: list[np.ndarray | None] = []
+    for index, (path, number) in enumerate(wanted):
+        line = lines[path].get(number)
+        elements: np.ndarray | None = None
+        if line is not None:
+            try:
+                elements = _parse_set_line(line.strip())[1].astype(np.uint64)
+            except (ValueError, OverflowError):
+                elements = None
+        expected = 0 if content_hashes is None else int(content_hashes[index])
+        if elements is not None and expected and set_hash(elements) != expected:
+            elements = None
+        result.append(elements)
+    return result

@@ -15,14 +15,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from dedup_cli import allpairs, triples
+from dedup_cli.arrays import sorted_unique
+from dedup_cli.corpus import same_file_aliases
 from dedup_cli.errors import UsageError
-from dedup_cli.grouping import Groups, group_components, representatives, strict_groups, weakest_estimates
+from dedup_cli.grouping import (
+    GROUP_METHODS,
+    KEEP_CHOICES,
+    Groups,
+    group_components,
+    representatives,
+    strict_groups,
+    weakest_estimates,
+)
 from dedup_cli.lsh import Banding, candidate_pairs, resolve_banding
 from dedup_cli.scoring import ScoredPairs, score_pairs
 from dedup_cli.signatures import SignatureParams, lowest_bits
 from dedup_cli.storage import StoredSignatures, open_store
 from dedup_cli.triples import ScoredTriples
-from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
+from dedup_cli.verification import VERIFY_MODES, Verification, pairs_to_verify, verify_pairs
 
 # Above this r = f/D the sparse-limit coefficients are visibly off; find says it used the precise ones.
 DENSE_R = 1e-4
@@ -47,12 +57,13 @@ class FindResult:
     oversized_buckets: int
     eligible: int
     verification: Verification | None
+    aliases: int  # documents left out because they are another document's file under a second name
     seconds: float
     estimator: str
 
 
 def _check_options(store_path: str | os.PathLike[str], params: SignatureParams, threshold: float, bits: int,
-                   ways: int, candidates: str) -> None:
+                   ways: int, candidates: str, group: str, keep: str, verify: str) -> None:
     if not 1 <= bits <= params.bits:
         raise UsageError(
             f"--bits {bits} exceeds the {params.bits} bits stored in {store_path}; "
@@ -66,6 +77,12 @@ def _check_options(store_path: str | os.PathLike[str], params: SignatureParams, 
         raise UsageError("--ways 3 needs --bits 2 or more; 1-bit values carry no 3-way information")
     if candidates not in CANDIDATE_METHODS:
         raise UsageError(f"--candidates {candidates!r}: choose lsh or all")
+    if group not in GROUP_METHODS:
+        raise UsageError(f"--group {group!r}: choose {' or '.join(GROUP_METHODS)}")
+    if keep not in KEEP_CHOICES:
+        raise UsageError(f"--keep {keep!r} is not a policy; choose one of {', '.join(KEEP_CHOICES)}")
+    if verify not in VERIFY_MODES:
+        raise UsageError(f"--verify {verify!r}: choose one of {', '.join(VERIFY_MODES)}")
 
 
 def find(
@@ -79,7 +96,7 @@ def find(
     ways: int = 2,
     group: str = "components",
     keep: str = "first",
-    verify: str = "none",
+    verify: str = "borderline",
     candidates: str = "lsh",
     new_since: int | None = None,
     progress: Callable[[int], None] | None = None,
@@ -104,13 +121,15 @@ def find(
         progress: called with the number of documents processed by the all-pairs kernel.
     """
     started = time.perf_counter()
-    opened = open_store(store_path)
+    opened = open_store(store_path)  # the manifest only: options are checked before the store is read
+    params = opened.params
+    bits = params.bits if bits is None else bits
+    _check_options(store_path, params, threshold, bits, ways, candidates, group, keep, verify)
+    if candidates == "lsh" and (bands is not None or rows is not None):
+        resolve_banding(threshold, params.num_perm, params.bits, recall, bands, rows)
     if new_since is not None:
         opened.check_run(new_since)
     store = opened.read()
-    params = store.params
-    bits = params.bits if bits is None else bits
-    _check_options(store_path, params, threshold, bits, ways, candidates)
     eligible = store.shingle_counts > 0  # a document with no shingle resembles nothing
     stored_values = store.values()
     values = lowest_bits(stored_values, bits)
@@ -144,12 +163,19 @@ def find(
         exact_all[check] = verification.exact
         known = ~np.isnan(exact_all)
         decided = np.where(known, exact_all >= threshold, decided)
+    # One file under two names (a link) is one document, not a duplicate pair: only its first id stays.
+    aliases = same_file_aliases(store.paths,
+                                sorted_unique(np.concatenate([scored.first[decided], scored.second[decided]])))
+    if aliases.size:
+        decided &= ~(np.isin(scored.first, aliases) | np.isin(scored.second, aliases))
     accepted = scored.select(decided)
     exact = exact_all[decided]
 
     found_triples = None
     if ways == 3:
         found_triples = triples.find_triples(values, scored, r, threshold, bits)
+        if aliases.size:
+            found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new_since is not None:
             # Triangles need the old-old pairs too, so triples are filtered only now.
             new = _new_documents(store, new_since)
@@ -167,10 +193,8 @@ def find(
             def triple_ok(docs: np.ndarray) -> np.ndarray:
                 return triples.score_triples(values, docs, r, bits).estimate >= threshold
         groups = strict_groups(len(store), accepted.first, accepted.second, similarity, triple_ok)
-    elif group == "components":
-        groups = group_components(len(store), accepted.first, accepted.second)
     else:
-        raise UsageError(f"--group {group!r}: choose components or strict")
+        groups = group_components(len(store), accepted.first, accepted.second)
     return FindResult(
         store=store,
         bits=bits,
@@ -186,6 +210,7 @@ def find(
         oversized_buckets=oversized,
         eligible=int(np.count_nonzero(eligible)),
         verification=verification,
+        aliases=int(aliases.size),
         seconds=time.perf_counter() - started,
         estimator=(
             f"b-bit with precise r = f/D (max r = {r.max():.3g})" if r.size and r.max() > DENSE_R

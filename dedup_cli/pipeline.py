@@ -10,6 +10,6 @@ They take plain arguments and an optional progress callback, so they are usable 
 from __future__ import annotations
 
 from dedup_cli.finding import DENSE_R, FindResult, find
-from dedup_cli.signing import SignReport, sign, sign_batch, sign_set_batch, sign_sets
+from dedup_cli.signing import SignReport, sign, sign_batch, sign_set_batch
 
-__all__ = ["DENSE_R", "FindResult", "SignReport", "find", "sign", "sign_batch", "sign_set_batch", "sign_sets"]
+__all__ = ["DENSE_R", "FindResult", "SignReport", "find", "sign", "sign_batch", "sign_set_batch"]

@@ -9,6 +9,7 @@ documents are signed and written as one more part of the store (see :mod:`dedup_
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import multiprocessing
 import os
 import time
@@ -25,24 +26,26 @@ from dedup_cli.corpus import (
     InputOptions,
     IntegerSet,
     ReadReport,
-    SetReadReport,
+    infer_id_root,
     read_inputs,
-    read_integer_sets,
 )
-from dedup_cli.errors import DedupError, InputError, UsageError
+from dedup_cli.errors import DedupError, StoreError, UsageError
 from dedup_cli.hashing import HashFamily, min_hash_values, min_hash_values_oph
 from dedup_cli.permutation import UniversePermutations
 from dedup_cli.shingling import batch_shingles
 from dedup_cli.signatures import SignatureParams, pack_values
-from dedup_cli.storage import DocumentBatch, DocumentIndex, RunRecord, StoreRun, create_store
+from dedup_cli.storage import DocumentBatch, DocumentIndex, RunRecord, StoreRun, create_store, open_store
 
 Progress = Callable[[int], None]
-"""Called with the number of documents just finished."""
+"""Called with the number of input bytes (on disk) just read or skipped."""
 
 # Small enough that two workers get several batches of a 10 MB corpus, large enough that numpy's per-call
 # overhead stays small (1 MB vs 8 MB batches: 0.27 s vs 0.30 s for 16 MB on 2 workers).
 BATCH_BYTES = 1 << 20
 BATCH_DOCUMENTS = 4096
+
+Record = Document | IntegerSet
+Hasher = HashFamily | UniversePermutations
 
 
 @dataclass
@@ -53,19 +56,18 @@ class SignReport:
     empty: int = 0  # of those, documents with no shingle
     unchanged: int = 0  # documents already in the store as they are now (skipped)
     read: ReadReport = field(default_factory=ReadReport)
-    sets: SetReadReport = field(default_factory=SetReadReport)
     seconds: float = 0.0
     files_found: int = 0
     run: RunRecord | None = None  # the committed run: its number and added/changed/removed counts
     prune_skipped: bool = False  # --prune was asked for but some input could not be read
 
 
-def _batches(documents: Iterable[Document] | Iterable[IntegerSet]) -> Iterator[list[Any]]:
-    batch: list[Any] = []
+def _batches(documents: Iterable[Record]) -> Iterator[list[Record]]:
+    batch: list[Record] = []
     size = 0
     for document in documents:
         batch.append(document)
-        size += document.size if isinstance(document, Document) else 8 * document.elements.size
+        size += document.size
         if size >= BATCH_BYTES or len(batch) >= BATCH_DOCUMENTS:
             yield batch
             batch, size = [], 0
@@ -103,42 +105,55 @@ def sign_set_batch(sets: Sequence[IntegerSet], params: SignatureParams,
     values[counts == 0] = 0
     return DocumentBatch(
         ids=[s.id for s in sets],
-        paths=[s.source for s in sets],
-        sizes=counts * 8,
-        mtimes_ns=np.zeros(len(sets), dtype=np.int64),
-        content_hashes=np.zeros(len(sets), dtype=np.uint64),
+        paths=[s.path for s in sets],
+        sizes=np.array([s.size for s in sets], dtype=np.int64),
+        mtimes_ns=np.array([s.mtime_ns for s in sets], dtype=np.int64),
+        content_hashes=np.array([s.content_hash for s in sets], dtype=np.uint64),
         shingle_counts=counts,
         signatures=pack_values(values, params.bits),
     )
 
 
-def _sign_in_parallel(batches: Iterable[list[Document]], params: SignatureParams, jobs: int
-                      ) -> Iterator[tuple[list[Document], DocumentBatch]]:
+def _hasher(params: SignatureParams) -> Hasher:
+    if params.input_kind == "sets":
+        return UniversePermutations(params.universe, params.num_perm, params.seed)
+    return HashFamily.from_seed(params.seed, params.num_perm)
+
+
+def _sign_records(batch: Sequence[Record], params: SignatureParams, hasher: Hasher) -> DocumentBatch:
+    """Sign one batch of documents (text) or integer sets, as ``params.input_kind`` says."""
+    if isinstance(hasher, UniversePermutations):
+        return sign_set_batch(batch, params, hasher)  # type: ignore[arg-type]
+    return sign_batch(batch, params, hasher)  # type: ignore[arg-type]
+
+
+def _sign_in_parallel(batches: Iterable[list[Record]], params: SignatureParams, jobs: int
+                      ) -> Iterator[tuple[list[Record], DocumentBatch]]:
     """Sign batches in order, with ``jobs`` worker processes once there is more than one batch.
 
     Results come back in input order, so the store is byte-identical whatever ``jobs`` is; at most two
     batches per worker are in flight, so memory stays bounded.
     """
-    family = HashFamily.from_seed(params.seed, params.num_perm)
+    hasher = _hasher(params)
     iterator = iter(batches)
     first = next(iterator, None)
     if first is None:
         return
     second = next(iterator, None)
     if jobs <= 1 or second is None:  # one batch: a pool would only add start-up time
-        yield first, sign_batch(first, params, family)
+        yield first, _sign_records(first, params, hasher)
         if second is not None:
-            yield second, sign_batch(second, params, family)
+            yield second, _sign_records(second, params, hasher)
             for batch in iterator:
-                yield batch, sign_batch(batch, params, family)
+                yield batch, _sign_records(batch, params, hasher)
         return
     # fork: workers inherit the imported modules, so they start in milliseconds; they only run numpy.
     context = multiprocessing.get_context("fork")
     try:
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            pending: deque[tuple[list[Document], concurrent.futures.Future[DocumentBatch]]] = deque()
+            pending: deque[tuple[list[Record], concurrent.futures.Future[DocumentBatch]]] = deque()
             for batch in _chain(first, second, iterator):
-                pending.append((batch, pool.submit(sign_batch, batch, params, family)))
+                pending.append((batch, pool.submit(_sign_records, batch, params, hasher)))
                 if len(pending) >= 2 * jobs:
                     done_batch, future = pending.popleft()
                     yield done_batch, future.result()
@@ -151,8 +166,7 @@ def _sign_in_parallel(batches: Iterable[list[Document]], params: SignatureParams
                          "(with --jobs 1 to sign in one process)") from error
 
 
-def _chain(first: list[Document], second: list[Document],
-           rest: Iterator[list[Document]]) -> Iterator[list[Document]]:
+def _chain(first: list[Record], second: list[Record], rest: Iterator[list[Record]]) -> Iterator[list[Record]]:
     yield first
     yield second
     yield from rest
@@ -183,50 +197,44 @@ class _ChangeFilter:
             self.seen.append(identifier)
         return same
 
-    def document_changed(self, document: Document) -> bool:
+    def document_changed(self, document: Record) -> bool:
         """After reading: new, or its content hash differs from the stored one."""
         row = self.rows.get(document.id)
         return row is None or self.index is None or int(self.index.content_hashes[row]) != document.content_hash
 
 
-def _write_batches(run: StoreRun, signed: Iterable[tuple[list[Any], DocumentBatch]], report: SignReport,
+def _write_batches(run: StoreRun, signed: Iterable[tuple[list[Record], DocumentBatch]], report: SignReport,
                    progress: Progress | None) -> None:
+    done = 0
     for batch, result in signed:
         run.write(result)
         report.documents += len(batch)
         report.empty += int(np.count_nonzero(result.shingle_counts == 0))
-        if progress is not None:
-            progress(len(batch))
+        if progress is not None and report.read.input_done > done:
+            progress(report.read.input_done - done)
+            done = report.read.input_done
+    if progress is not None and report.read.input_done > done:
+        progress(report.read.input_done - done)  # the unchanged files read after the last signed batch
 
 
-def sign_sets(
-    inputs: Sequence[str],
-    output: str | os.PathLike[str],
-    params: SignatureParams,
-    progress: Progress | None = None,
-    lock_timeout: float | None = 0.0,
-) -> SignReport:
-    """Sign integer sets (JSON Lines or TSV files, see :func:`read_integer_sets`) into ``output``.
+def _check_input_kind(params: SignatureParams, options: InputOptions) -> None:
+    if params.input_kind == "sets":
+        if options.input_format != "sets" or options.universe != params.universe:
+            raise UsageError("integer-set parameters need --input-format sets with the same --universe")
+    elif options.input_format == "sets":
+        raise UsageError("--input-format sets needs SignatureParams.for_sets(universe=...)")
 
-    Set files carry no modification times per set, so every run replaces the store's contents (atomically).
-    """
-    started = time.perf_counter()
-    if params.input_kind != "sets":
-        raise UsageError("sign_sets needs SignatureParams.for_sets(universe=...)")
-    report = SignReport()
-    for name in inputs:
-        if not os.path.isfile(name):
-            raise InputError(f"input {name} is not a file; --input-format sets reads JSON Lines or TSV files")
-    store = create_store(output, params, exist_ok=True, lock_timeout=lock_timeout)
-    with store.begin_run(params, lock_timeout=lock_timeout, replace=True) as run:
-        sets = read_integer_sets(inputs, params.universe, report.sets)
-        permutations = UniversePermutations(params.universe, params.num_perm, params.seed)
-        signed = ((batch, sign_set_batch(batch, params, permutations)) for batch in _batches(sets))
-        _write_batches(run, signed, report, progress)
-    report.run = run.record
-    report.read.bytes_read = report.sets.bytes_read
-    report.seconds = time.perf_counter() - started
-    return report
+
+def _stored_id_root(output: str | os.PathLike[str]) -> str | None:
+    """The id root recorded in the store at ``output``, or inferred from its rows (stores from before
+    roots were recorded); None when there is no store or it has no file documents."""
+    if not os.path.isdir(output) or not os.path.exists(os.path.join(output, "_dedup_manifest.json")):
+        return None
+    store = open_store(output)
+    if store.id_root is not None or store.documents == 0:
+        return store.id_root
+    index = store.document_index()
+    return infer_id_root(index.ids, index.paths)
 
 
 def sign(
@@ -235,41 +243,58 @@ def sign(
     params: SignatureParams,
     options: InputOptions | None = None,
     progress: Progress | None = None,
-    on_start: Callable[[int], None] | None = None,
+    on_start: Callable[[int | None], None] | None = None,
     jobs: int = 1,
     prune: bool = False,
     lock_timeout: float | None = 0.0,
     stdin: Any = None,
 ) -> SignReport:
-    """Sign the documents of ``inputs`` into the store ``output``, incrementally.
+    """Sign the documents (or, with ``SignatureParams.for_sets``, the integer sets) of ``inputs`` into the
+    store ``output``, incrementally.
 
     Args:
         inputs: files, directories and ``-`` (stdin), read as ``options`` say.
         output: the store; created if missing, else extended by one run (atomically, under a lock).
         params: must equal the store's parameters.
-        options: input format and filters (:class:`dedup_cli.corpus.InputOptions`).
-        progress: told how many documents were just signed.
-        on_start: told how many inputs were found, before reading (to size a progress bar).
+        options: input format and filters (:class:`dedup_cli.corpus.InputOptions`); integer sets need
+            ``input_format="sets"`` and the universe of ``params``.
+        progress: told how many bytes of the inputs (on disk) were just read or skipped.
+        on_start: told the inputs' total size on disk (None when reading stdin), before reading.
         jobs: worker processes for signing; the store is the same whatever the number.
         prune: also remove stored documents this run did not see (skipped when an input was unreadable,
-            so a passing read error never deletes anything).
+            so a passing read error never deletes anything). Without it nothing is ever removed.
         lock_timeout: seconds to wait for another run on the same store (0: fail at once; None: forever).
         stdin: a binary stream for ``-`` (default: the process's stdin).
+
+    Ids of files are relative to the store's id root: the root a ``options.id_root`` names on the first run,
+    else the deepest directory holding the first run's inputs; later runs keep it, and refuse an input
+    outside it (:class:`UsageError`) rather than give a document a second id.
     """
     started = time.perf_counter()
     options = options if options is not None else InputOptions()
+    _check_input_kind(params, options)
     report = SignReport()
     changes = _ChangeFilter()
+    recorded = _stored_id_root(output)
+    if options.id_root is not None and recorded is not None and os.path.abspath(options.id_root) != recorded:
+        raise UsageError(f"--id-root {options.id_root} differs from {recorded}, the directory the ids of {output} "
+                         "are relative to; leave --id-root out, or sign into another store")
+    root = recorded if recorded is not None else options.id_root
     # Inputs are checked (a missing one is an error) before the store is created or locked.
-    documents = read_inputs(inputs, options, report.read, stdin, unchanged=changes.file_unchanged)
+    documents = read_inputs(inputs, dataclasses.replace(options, id_root=root), report.read, stdin,
+                            unchanged=changes.file_unchanged)
     store = create_store(output, params, exist_ok=True, lock_timeout=lock_timeout)
     with store.begin_run(params, lock_timeout=lock_timeout) as run:
+        if run.id_root is None:
+            run.id_root = report.read.id_root
+        elif report.read.id_root is not None and report.read.id_root != run.id_root:
+            raise StoreError(f"another run fixed the id root of {output} while this one started; run again")
         changes.load(run.document_index())
         report.files_found = report.read.files_found
         if on_start is not None:
-            on_start(report.files_found)
+            on_start(report.read.input_bytes)
 
-        def to_sign() -> Iterator[Document]:
+        def to_sign() -> Iterator[Record]:
             for document in documents:
                 changes.seen.append(document.id)
                 if changes.document_changed(document):

@@ -332,6 +332,7 @@ class Manifest:
     runs: tuple[RunRecord, ...] = ()
     next_file: int = 1  # file numbers are never reused by committed files
     documents: int = 0  # live documents
+    id_root: str | None = None  # the directory file ids are relative to, fixed by the first run that named files
 
     @property
     def rows(self) -> int:
@@ -347,6 +348,7 @@ class Manifest:
             "dedup_version": __version__,
             "params": self.params.to_dict(),
             "live_row_rule": LIVE_ROW_RULE,
+            "id_root": self.id_root,
             "documents": self.documents,
             "next_file": self.next_file,
             "parts": [vars(part) for part in self.parts],
@@ -388,6 +390,7 @@ class Manifest:
                 runs=tuple(RunRecord(**run) for run in document["runs"]),
                 next_file=int(document["next_file"]),
                 documents=int(document["documents"]),
+                id_root=None if document.get("id_root") is None else str(document["id_root"]),
             )
             for part in manifest.parts:
                 if not PART_NAME.fullmatch(part.file) or part.rows < 0:
@@ -726,6 +729,11 @@ class Store:
     def documents(self) -> int:
         return self._legacy_rows if self._manifest is None else self._manifest.documents
 
+    @property
+    def id_root(self) -> str | None:
+        """The directory file ids are relative to, as recorded (None before a run named files)."""
+        return None if self._manifest is None else self._manifest.id_root
+
     def refresh(self) -> None:
         """Read the manifest again (another run may have committed since this store was opened)."""
         if self._manifest is not None:
@@ -1010,6 +1018,7 @@ class StoreRun:
         self.params = params
         self.replace = replace
         self.number = manifest.last_run + 1
+        self.id_root = manifest.id_root  # set it to record the root of a store's first run that names files
         self.rows_written = 0
         self.record: RunRecord | None = None
         self._lock = lock
@@ -1147,7 +1156,8 @@ class StoreRun:
         self.record = RunRecord(run=self.number, time=_utc_now(), added=added, changed=changed, removed=removed,
                                 documents=documents, compacted=compacting, replaced=self.replace)
         manifest = Manifest(params=self.params, parts=parts, removals=listed_removals,
-                            runs=(*before.runs, self.record), next_file=self._counter.next, documents=documents)
+                            runs=(*before.runs, self.record), next_file=self._counter.next, documents=documents,
+                            id_root=self.id_root)
         _write_manifest(path, manifest)
         # Committed. Files no longer listed (and unused temporaries) are garbage now; a failure to delete
         # them is harmless (the next run does it).

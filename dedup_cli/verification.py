@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dedup_cli.arrays import sorted_unique
-from dedup_cli.corpus import reread_documents, reread_set
-from dedup_cli.errors import InputError
+from dedup_cli.corpus import reread_documents, reread_sets
 from dedup_cli.shingling import document_shingles
 from dedup_cli.storage import StoredSignatures
 
@@ -34,16 +33,11 @@ class Verification:
 def exact_sets(store: StoredSignatures, rows: np.ndarray) -> dict[int, np.ndarray | None]:
     """The shingle sets of documents ``rows`` as signed; None where a document is gone or changed."""
     params = store.params
-    if params.input_kind == "sets":
-        sets: dict[int, np.ndarray | None] = {}
-        for row in rows.tolist():
-            try:
-                sets[row] = reread_set(store.paths[row]).astype(np.uint64)
-            except InputError:
-                sets[row] = None
-        return sets
     hashes = None if store.content_hashes is None else [int(store.content_hashes[row]) for row in rows]
-    texts = reread_documents([store.paths[row] for row in rows], hashes)
+    locations = [store.paths[row] for row in rows]
+    if params.input_kind == "sets":
+        return dict(zip(rows.tolist(), reread_sets(locations, hashes), strict=True))
+    texts = reread_documents(locations, hashes)
     return {
         row: None if text is None else document_shingles(text, params.shingle_size, params.shingle_unit)
         for row, text in zip(rows.tolist(), texts, strict=True)

@@ -36,7 +36,7 @@ def dense_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                           "-k", "1024")
     assert code == 0, stderr
     assert f"skipped {source}:4" in stderr and f"skipped {source}:5: element 5000 outside" in stderr
-    assert f"skipped {source}:6: its id was already read" in stderr
+    assert f"skipped {source}:6: id 'a' was already read" in stderr
     assert "signed 4 documents" in stderr and "3 inputs skipped" in stderr
     return store
 

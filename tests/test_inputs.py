@@ -308,7 +308,8 @@ def test_files_from_problems(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="-0/--null applies to --files-from"):
         read([tmp_path], null_separated=True)
     (tmp_path / "empty").write_bytes(b"")
-    assert read([], files_from=str(tmp_path / "empty")) == ([], ReadReport())  # an empty list is no error
+    # an empty list is no error
+    assert read([], files_from=str(tmp_path / "empty")) == ([], ReadReport(input_bytes=0))
 
 
 # --- bad input --------------------------------------------------------------------------------------------
