@@ -15,23 +15,24 @@ from pathlib import Path
 
 import numpy as np
 
-from dedup_cli import pipeline
-from dedup_cli.corpus import InputOptions, ReadReport, discover_files, read_documents
-from dedup_cli.shingling import document_shingles
-from dedup_cli.signatures import SignatureParams
+import dedup_cli as dedup
+from dedup_cli.estimates.exact import pair_resemblances
+from dedup_cli.inputs.reading import read_inputs
+from dedup_cli.text.shingles import document_shingles
 
 
-def exact_pairs(corpus: Path, params: SignatureParams) -> dict[tuple[str, str], float]:
+def exact_pairs(corpus: Path, options: dedup.SignOptions) -> dict[tuple[str, str], float]:
     """Exact resemblance of every pair of non-empty documents (quadratic: small corpora only)."""
-    documents = list(read_documents(discover_files([str(corpus)], exclude=["SOURCE"]), ReadReport()))
-    sets = {d.id: document_shingles(d.text, params.shingle_size, params.shingle_unit) for d in documents}
+    documents = list(read_inputs([str(corpus)], options.input, dedup.ReadReport()))
+    sets = {d.id: document_shingles(d.text, options.shingle_size, options.shingle_unit) for d in documents}
     ids = sorted(i for i, s in sets.items() if s.size)
-    result = {}
-    for a, b in itertools.combinations(ids, 2):
-        shared = np.intersect1d(sets[a], sets[b], assume_unique=True).size
-        if shared:
-            result[(a, b)] = shared / (sets[a].size + sets[b].size - shared)
-    return result
+    first, second = np.triu_indices(len(ids), 1)
+    resemblance = pair_resemblances([sets[i] for i in ids], first, second)
+    return {
+        (ids[a], ids[b]): float(value)
+        for a, b, value in zip(first.tolist(), second.tolist(), resemblance.tolist(), strict=True)
+        if value > 0
+    }
 
 
 def main() -> None:
@@ -41,18 +42,18 @@ def main() -> None:
     parser.add_argument("--bits", nargs="+", type=int, default=[1, 2, 4, 8])
     parser.add_argument("--verify", nargs="+", default=["none", "borderline"])
     arguments = parser.parse_args()
-    params = SignatureParams()
+    options = dedup.SignOptions(input=dedup.InputOptions(exclude=("SOURCE",)))
     print("| corpus | R0 | b | verify | true pairs | reported | precision | recall | candidates | verified |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for corpus in map(Path, arguments.corpora):
-        truth = exact_pairs(corpus, params)
+        truth = exact_pairs(corpus, options)
         with tempfile.TemporaryDirectory() as scratch:
             store = Path(scratch) / "sigs.parquet"
             started = time.perf_counter()
-            report = pipeline.sign([str(corpus)], store, params, InputOptions(exclude=("SOURCE",)))
+            report = dedup.sign([str(corpus)], store, options)
             elapsed = time.perf_counter() - started
             for threshold, bits, verify in itertools.product(arguments.thresholds, arguments.bits, arguments.verify):
-                found = pipeline.find(store, threshold, bits=bits, verify=verify)
+                found = dedup.find(store, dedup.FindOptions(threshold=threshold, bits=bits, verify=verify))
                 ids = found.store.ids
                 reported = {(ids[i], ids[j]) for i, j in zip(found.pairs.first, found.pairs.second, strict=True)}
                 true = {pair for pair, jaccard in truth.items() if jaccard >= threshold}

@@ -4,7 +4,7 @@ Usage: python bench/allpairs_speed.py [--docs 20000] [--num-perm 256] [--bits 2 
 Random b-bit values stand for unrelated documents (the bulk of any corpus); one document in fifty gets a
 near-copy (90 % of positions shared). Prints a markdown table: pairs compared per second by ``all_pairs``,
 its peak traced allocation (tracemalloc, which numpy reports to) and the process's peak RSS, then the speed
-of ``count_matches_packed`` against ``scoring.count_matches`` on random candidate pairs.
+of ``count_matches_packed`` against ``estimates.pairs.count_matches`` on random candidate pairs.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import tracemalloc
 
 import numpy as np
 
-from dedup_cli.allpairs import all_pairs, count_matches_packed, min_matches_for_threshold, pack_blocks
-from dedup_cli.scoring import count_matches
-from dedup_cli.signatures import value_dtype
+from dedup_cli.candidates.allpairs import all_pairs, count_matches_packed, pack_blocks
+from dedup_cli.candidates.match_bounds import min_matches_for_threshold
+from dedup_cli.estimates.pairs import count_matches
+from dedup_cli.minhash.packing import value_dtype
 
 
 def synthetic_values(n_docs: int, num_perm: int, bits: int, seed: int = 0) -> np.ndarray:

@@ -9,10 +9,10 @@ RSS it reports (``resource.getrusage``) is that tool's own; wall time (``time.pe
 (user + system of the process and of its finished children, from ``resource.getrusage``) are measured for
 signing and for each find separately.
 
-* dedup, through its library: ``pipeline.sign`` (k = --num-perm, 8 stored bits) once per scheme, then
-  ``pipeline.find(store, R0, bits=b, verify=...)`` for each R0, b in --bits and verify "none" and
-  "borderline". The "oph" scheme is run only once ``SignatureParams(scheme="oph")`` signs differently from
-  "kperm" (otherwise its rows say "not available"); when ``pipeline.sign`` accepts ``jobs``, signing is also
+* dedup, through its library: ``dedup_cli.sign`` (k = --num-perm, 8 stored bits) once per scheme, then
+  ``dedup_cli.find(store, FindOptions(threshold=R0, bits=b, verify=...))`` for each R0, b in --bits and verify
+  "none" and "borderline". The "oph" scheme is run only once ``SignOptions(scheme="oph")`` signs differently
+  from "kperm" (otherwise its rows say "not available"); when ``SignOptions`` has ``jobs``, signing is also
   run with ``jobs = nproc``.
 * datasketch: per document, the usual Python shingling (lower-case, split on non-word characters, 5 consecutive
   words joined by spaces) and ``MinHash(num_perm=k).update_batch(encoded shingles)``; for each R0 a
@@ -30,7 +30,6 @@ would be counted, not assumed false). Writes a markdown report; asserts nothing 
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import os
@@ -118,8 +117,7 @@ def remove_store(path: Path) -> None:
 
 
 def child_dedup(spec: dict[str, Any]) -> dict[str, Any]:
-    from dedup_cli import pipeline
-    from dedup_cli.signatures import SignatureParams
+    import dedup_cli as dedup
 
     baseline = peak_rss_mb()["self"]
     corpus, work = Path(spec["corpus"]), Path(spec["work"])
@@ -127,10 +125,10 @@ def child_dedup(spec: dict[str, Any]) -> dict[str, Any]:
     n = len(ids)
     store = work / f"dedup-{spec['scheme']}-jobs{spec['jobs']}.parquet"
     remove_store(store)
-    params = SignatureParams(num_perm=spec["num_perm"], bits=8, seed=SEED, scheme=spec["scheme"])
     extra = {"jobs": spec["jobs"]} if spec["jobs_supported"] else {}
+    options = dedup.SignOptions(num_perm=spec["num_perm"], bits=8, seed=SEED, scheme=spec["scheme"], **extra)
     with Timer() as timer:
-        report = pipeline.sign([str(corpus / "docs")], store, params, **extra)
+        report = dedup.sign([str(corpus / "docs")], store, options)
     result: dict[str, Any] = {
         "sign": {"wall": timer.wall, "cpu": timer.cpu, "documents": report.documents,
                  "bytes": report.read.bytes_read, "rss": peak_rss_mb()},
@@ -141,7 +139,7 @@ def child_dedup(spec: dict[str, Any]) -> dict[str, Any]:
         for bits in spec["bits"]:
             for verify in spec["verify"]:
                 with Timer() as timer:
-                    found = pipeline.find(store, threshold, bits=bits, verify=verify)
+                    found = dedup.find(store, dedup.FindOptions(threshold=threshold, bits=bits, verify=verify))
                 store_ids = found.store.ids
                 if store_ids != ids:
                     position = {identifier: i for i, identifier in enumerate(ids)}
@@ -266,7 +264,7 @@ def child(spec: dict[str, Any]) -> None:
 
 def same_signatures(stores: list[str | None]) -> bool:
     """Whether every store holds the same ids and signatures (signing in parallel must not change them)."""
-    from dedup_cli.storage import read_store
+    from dedup_cli import read_store
 
     paths = [Path(store) for store in stores if store is not None]
     if len(paths) < len(stores):
@@ -280,9 +278,7 @@ def same_signatures(stores: list[str | None]) -> bool:
 
 def oph_status(num_perm: int) -> tuple[bool, str]:
     """Whether ``scheme="oph"`` is implemented: it signs without error and differently from "kperm"."""
-    from dedup_cli import pipeline
-    from dedup_cli.signatures import SignatureParams
-    from dedup_cli.storage import read_store
+    import dedup_cli as dedup
 
     words = ("the quick brown fox jumps over a lazy dog while seven wise men count their gold coins "
              "under an old oak tree near the river bank").split()
@@ -296,20 +292,22 @@ def oph_status(num_perm: int) -> tuple[bool, str]:
         for scheme in ("kperm", "oph"):
             store = Path(scratch) / f"{scheme}.parquet"
             try:
-                params = SignatureParams(num_perm=num_perm, bits=8, seed=SEED, scheme=scheme)
-                pipeline.sign([str(docs)], store, params)
-                packed[scheme] = read_store(store).packed
+                options = dedup.SignOptions(num_perm=num_perm, bits=8, seed=SEED, scheme=scheme)
+                dedup.sign([str(docs)], store, options)
+                packed[scheme] = dedup.read_store(store).packed
             except Exception as error:  # noqa: BLE001 - any failure means "not available"
                 return False, f"signing with scheme='{scheme}' failed: {type(error).__name__}: {error}"
     if np.array_equal(packed["kperm"], packed["oph"]):
-        return False, "SignatureParams(scheme='oph') signs exactly like 'kperm' (not implemented yet)"
+        return False, "SignOptions(scheme='oph') signs exactly like 'kperm' (not implemented yet)"
     return True, "available"
 
 
 def jobs_supported() -> bool:
-    from dedup_cli import pipeline
+    import dataclasses
 
-    return "jobs" in inspect.signature(pipeline.sign).parameters
+    import dedup_cli as dedup
+
+    return "jobs" in {field.name for field in dataclasses.fields(dedup.SignOptions)}
 
 
 def run_repeated(spec: dict[str, Any], repeat: int) -> dict[str, Any]:
@@ -374,7 +372,8 @@ class Truth:
 
     def judge(self, codes: np.ndarray) -> np.ndarray:
         """Exact Jaccard of each pair: from truth.tsv, else computed from the documents (and remembered)."""
-        from dedup_cli.shingling import document_shingles
+        from dedup_cli.estimates.exact import pair_resemblances
+        from dedup_cli.text.shingles import document_shingles
 
         n = len(self.ids)
         where = np.searchsorted(self.codes, codes)
@@ -389,14 +388,16 @@ class Truth:
                 cache[i] = document_shingles(text, SHINGLE_SIZE, "word")
             return cache[i]
 
+        unknown = sorted({int(code) for code in codes[~known].tolist()} - set(self.extra))
+        if unknown:
+            documents = sorted({code // n for code in unknown} | {code % n for code in unknown})
+            local = {document: i for i, document in enumerate(documents)}
+            exact = pair_resemblances([shingles(document) for document in documents],
+                                      np.array([local[code // n] for code in unknown], np.int64),
+                                      np.array([local[code % n] for code in unknown], np.int64))
+            self.extra.update(zip(unknown, np.nan_to_num(exact, nan=0.0).tolist(), strict=True))
         for p in np.flatnonzero(~known).tolist():
-            code = int(codes[p])
-            if code not in self.extra:
-                a, b = shingles(code // n), shingles(code % n)
-                shared = np.intersect1d(a, b, assume_unique=True).size
-                union = a.size + b.size - shared
-                self.extra[code] = shared / union if union else 0.0
-            result[p] = self.extra[code]
+            result[p] = self.extra[int(codes[p])]
         return result
 
     def true_codes(self, threshold: float) -> np.ndarray:
@@ -719,14 +720,14 @@ def write_report(benches: list[dict[str, Any]], arguments: argparse.Namespace, o
         "",
         f"Machine: {info['nproc']} cores ({info['cpu']}), {info['memory']}, {info['platform']}. "
         + ", ".join(f"{k} {v}" for k, v in found.items()) + f"; dedup commit {info['commit']}.",
-        f"dedup scheme oph: {oph[1]}; `pipeline.sign(jobs=...)`: {'available' if jobs else 'not available yet'}.",
+        f"dedup scheme oph: {oph[1]}; `SignOptions(jobs=...)`: {'available' if jobs else 'not available yet'}.",
         f"Total time of this comparison: {seconds:.0f} s. Each tool ran {arguments.repeat} time(s); the table keeps "
         "the fastest signing and the fastest of each find. \"load avg\" is the machine's 1-minute load average "
         f"when the tool started: above 0 means other work shared the {info['nproc']} cores and inflated wall "
         "times (CPU times are less affected).",
         "",
-        "How each tool is driven: dedup through `pipeline.sign` (8 stored bits) and `pipeline.find(threshold, bits, "
-        "verify)`, its banding chosen by dedup for 0.99 recall at R0; datasketch `MinHash(num_perm=k)` + "
+        "How each tool is driven: dedup through `dedup_cli.sign` (8 stored bits) and "
+        "`dedup_cli.find(FindOptions(threshold, bits, verify))`, its banding chosen by dedup for 0.99 recall at R0; datasketch `MinHash(num_perm=k)` + "
         "`update_batch` of the UTF-8 shingles and `MinHashLSH(threshold=R0, num_perm=k)` (its own optimal "
         "bands × rows); rensa `RMinHash(k, 1).update(shingles)` and `RMinHashLSH(R0, k, bands)` with bands the "
         "divisor of k best by datasketch's criterion (rensa needs bands | k). Peers tokenise with "

@@ -24,13 +24,14 @@ DATA = Path(__file__).resolve().parent / "data"
 
 def build_store(num_docs: int, path: Path, seed: int = 0) -> None:
     """A store of ``num_docs`` synthetic signatures, 1 % of them in planted families of 2–5 members."""
-    from dedup_cli.signatures import SignatureParams
-    from dedup_cli.storage import DocumentBatch, StoreWriter
+    from dedup_cli.params import SignatureParams
+    from dedup_cli.store.format import DocumentBatch
+    from dedup_cli.store.store import create_store
 
     params = SignatureParams(num_perm=256, bits=8)
     generator = np.random.default_rng(seed)
     batch = 100_000
-    with StoreWriter(path, params) as writer:
+    with create_store(path, params).begin_run(params) as writer:
         for start in range(0, num_docs, batch):
             count = min(batch, num_docs - start)
             values = generator.integers(0, 256, size=(count, 256), dtype=np.uint8)
@@ -57,10 +58,10 @@ def build_store(num_docs: int, path: Path, seed: int = 0) -> None:
 
 def measure(store: Path, threshold: float, bits: int) -> dict[str, float]:
     """Run find in this process and report its time, peak RSS and counts."""
-    from dedup_cli import pipeline
+    import dedup_cli as dedup
 
     started = time.perf_counter()
-    result = pipeline.find(store, threshold, bits=bits)
+    result = dedup.find(store, dedup.FindOptions(threshold=threshold, bits=bits))
     seconds = time.perf_counter() - started
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec from the parent.
     with open("/proc/self/status") as status:

@@ -23,11 +23,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dedup_cli import shingling
-from dedup_cli.corpus import Document
-from dedup_cli.hashing import HashFamily
-from dedup_cli.signatures import SignatureParams
-from dedup_cli.signing import BATCH_BYTES, BATCH_DOCUMENTS, sign_batch
+from dedup_cli.commands.sign import BATCH_BYTES, BATCH_DOCUMENTS
+from dedup_cli.engine.sign_stage import sign_batch
+from dedup_cli.inputs.records import Document
+from dedup_cli.minhash.kperm import HashFamily
+from dedup_cli.params import SignatureParams
+from dedup_cli.text import shingles as shingling
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -58,7 +59,7 @@ def load_corpus(megabytes: float, shape: str) -> list[Document]:
 
 
 def batches(documents: list[Document]) -> list[list[Document]]:
-    """Cut like ``signing._batches``: at 8 MB or 4096 documents."""
+    """Cut like ``commands.sign._batches``: at 1 MB or 4096 documents."""
     out: list[list[Document]] = [[]]
     size = 0
     for document in documents:

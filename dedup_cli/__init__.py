@@ -1,3 +1,116 @@
-"""dedup: near-duplicate detection with b-bit minwise hashing and LSH banding."""
+"""dedup: near-duplicate detection with b-bit minwise hashing and LSH banding.
 
-__version__ = "0.1.0"
+The public API, one function per command, each taking one frozen dataclass of options whose defaults are the
+command line's::
+
+    import dedup_cli as dedup
+
+    dedup.sign(["corpus/"], "sigs.parquet", dedup.SignOptions(num_perm=128))
+    result = dedup.find("sigs.parquet", dedup.FindOptions(threshold=0.5, bits=2))
+    for group in result.groups.members: ...
+
+``sign``, ``find``, ``estimate``, ``plan``, ``info``; ``open_store`` and ``read_store`` to read a store
+directly; their options (``SignOptions`` with ``InputOptions``, ``FindOptions``, ``EstimateOptions``,
+``PlanOptions``), results (``SignReport`` with ``ReadReport``, ``FindResult``, ``EstimateResult``,
+``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``, ``SignatureParams``) and errors (``DedupError``
+and its subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``).
+
+Names are resolved when first used, so ``import dedup_cli`` (and ``dedup --help``) loads neither numpy nor
+pyarrow.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from dedup_cli.version import __version__
+
+if TYPE_CHECKING:
+    from dedup_cli.commands.estimate import EstimateResult, estimate
+    from dedup_cli.commands.find import find
+    from dedup_cli.commands.info import StoreInfo, info
+    from dedup_cli.commands.plan import Plan, plan
+    from dedup_cli.commands.sign import SignReport, sign
+    from dedup_cli.engine.results import FindResult
+    from dedup_cli.errors import DedupError, InputError, OptionError, StoreError, UsageError
+    from dedup_cli.inputs.report import ReadReport
+    from dedup_cli.options import EstimateOptions, FindOptions, InputOptions, PlanOptions, SignOptions
+    from dedup_cli.params import SignatureParams
+    from dedup_cli.store.snapshot import StoredSignatures
+    from dedup_cli.store.store import Store, open_store, read_store
+
+# Each public name and the module that defines it.
+_PUBLIC = {
+    "sign": "dedup_cli.commands.sign",
+    "SignOptions": "dedup_cli.options",
+    "InputOptions": "dedup_cli.options",
+    "SignReport": "dedup_cli.commands.sign",
+    "ReadReport": "dedup_cli.inputs.report",
+    "find": "dedup_cli.commands.find",
+    "FindOptions": "dedup_cli.options",
+    "FindResult": "dedup_cli.engine.results",
+    "estimate": "dedup_cli.commands.estimate",
+    "EstimateOptions": "dedup_cli.options",
+    "EstimateResult": "dedup_cli.commands.estimate",
+    "plan": "dedup_cli.commands.plan",
+    "PlanOptions": "dedup_cli.options",
+    "Plan": "dedup_cli.commands.plan",
+    "info": "dedup_cli.commands.info",
+    "StoreInfo": "dedup_cli.commands.info",
+    "open_store": "dedup_cli.store.store",
+    "read_store": "dedup_cli.store.store",
+    "Store": "dedup_cli.store.store",
+    "StoredSignatures": "dedup_cli.store.snapshot",
+    "SignatureParams": "dedup_cli.params",
+    "DedupError": "dedup_cli.errors",
+    "UsageError": "dedup_cli.errors",
+    "OptionError": "dedup_cli.errors",
+    "InputError": "dedup_cli.errors",
+    "StoreError": "dedup_cli.errors",
+}
+
+__all__ = [
+    "DedupError",
+    "EstimateOptions",
+    "EstimateResult",
+    "FindOptions",
+    "FindResult",
+    "InputError",
+    "InputOptions",
+    "OptionError",
+    "Plan",
+    "PlanOptions",
+    "ReadReport",
+    "SignOptions",
+    "SignReport",
+    "SignatureParams",
+    "Store",
+    "StoreError",
+    "StoreInfo",
+    "StoredSignatures",
+    "UsageError",
+    "__version__",
+    "estimate",
+    "find",
+    "info",
+    "open_store",
+    "plan",
+    "read_store",
+    "sign",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on first use (PEP 562)."""
+    try:
+        module = _PUBLIC[name]
+    except KeyError:
+        raise AttributeError(f"module 'dedup_cli' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

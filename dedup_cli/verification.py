@@ -1,24 +1,25 @@
 """Exact verification: re-read the documents of uncertain pairs and compute their true resemblance.
 
 A pair whose confidence interval straddles the threshold is the one worth an exact check (Dembele & Lo
-2017: the estimate is a random variable; SPEC, "The law of the estimate"). Documents are re-read from the
-paths the store recorded, shingled exactly as when signed, and compared as sets. A document that cannot be
-read, or whose bytes changed since it was signed (content hash), is left unverified rather than guessed.
+2017: the estimate is a random variable; docs/estimators.md, "Intervals"). Documents are re-read from the
+locations the store recorded, each file once, shingled exactly as when signed, and compared as sets, all pairs
+at once. A document that cannot be read, or whose bytes changed since it was signed (content hash), is left
+unverified rather than guessed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.arrays import sorted_unique
-from dedup_cli.corpus import reread_documents, reread_sets
-from dedup_cli.shingling import document_shingles
-from dedup_cli.storage import StoredSignatures
-
-VERIFY_MODES = ("borderline", "all", "none")
+from dedup_cli.estimates.exact import pair_resemblances
+from dedup_cli.inputs.reread import reread_documents
+from dedup_cli.inputs.sets import reread_sets
+from dedup_cli.options import VERIFY_MODES
+from dedup_cli.primitives import sorted_unique
+from dedup_cli.store.snapshot import StoredSignatures
+from dedup_cli.text.shingles import batch_shingles
 
 
 @dataclass
@@ -30,38 +31,30 @@ class Verification:
     unverifiable_documents: list[str]
 
 
-def exact_sets(store: StoredSignatures, rows: np.ndarray) -> dict[int, np.ndarray | None]:
-    """The shingle sets of documents ``rows`` as signed; None where a document is gone or changed."""
+def exact_sets(store: StoredSignatures, rows: np.ndarray) -> list[np.ndarray | None]:
+    """The shingle sets (or integer sets) of documents ``rows`` as signed, aligned with ``rows``; None where a
+    document is gone or changed."""
     params = store.params
     hashes = None if store.content_hashes is None else [int(store.content_hashes[row]) for row in rows]
     locations = [store.paths[row] for row in rows]
     if params.input_kind == "sets":
-        return dict(zip(rows.tolist(), reread_sets(locations, hashes), strict=True))
+        return reread_sets(locations, hashes)
     texts = reread_documents(locations, hashes)
-    return {
-        row: None if text is None else document_shingles(text, params.shingle_size, params.shingle_unit)
-        for row, text in zip(rows.tolist(), texts, strict=True)
-    }
+    readable = [index for index, text in enumerate(texts) if text is not None]
+    shingles, offsets = batch_shingles([text for text in texts if text is not None], params.shingle_size,
+                                       params.shingle_unit)
+    sets: list[np.ndarray | None] = [None] * len(texts)
+    for place, index in enumerate(readable):
+        sets[index] = shingles[offsets[place] : offsets[place + 1]]
+    return sets
 
 
-def verify_pairs(
-    store: StoredSignatures,
-    first: np.ndarray,
-    second: np.ndarray,
-    progress: Callable[[int], None] | None = None,
-) -> Verification:
+def verify_pairs(store: StoredSignatures, first: np.ndarray, second: np.ndarray) -> Verification:
     """Exact resemblance of each pair (first[p], second[p]); each document is read once."""
-    exact = np.full(first.size, np.nan)
-    sets = exact_sets(store, sorted_unique(np.concatenate([first, second])))
-    for index, (a, b) in enumerate(zip(first.tolist(), second.tolist(), strict=True)):
-        set_a, set_b = sets[a], sets[b]
-        if set_a is None or set_b is None or (set_a.size == 0 and set_b.size == 0):
-            continue
-        shared = np.intersect1d(set_a, set_b, assume_unique=True).size
-        exact[index] = shared / (set_a.size + set_b.size - shared)
-        if progress is not None:
-            progress(1)
-    unverifiable = sorted(store.ids[row] for row, value in sets.items() if value is None)
+    rows = sorted_unique(np.concatenate([first, second]))
+    sets = exact_sets(store, rows)
+    exact = pair_resemblances(sets, np.searchsorted(rows, first), np.searchsorted(rows, second))
+    unverifiable = sorted(store.ids[row] for row, members in zip(rows.tolist(), sets, strict=True) if members is None)
     return Verification(exact=exact, checked=int(np.count_nonzero(~np.isnan(exact))),
                         unverifiable_documents=unverifiable)
 

@@ -14,19 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli import allpairs
-from dedup_cli.allpairs import (
+from dedup_cli.candidates import allpairs, match_bounds
+from dedup_cli.candidates.allpairs import (
     _MismatchBits,
     all_pairs,
     block_capacity,
     count_matches_packed,
-    min_matches_for_threshold,
     pack_blocks,
 )
-from dedup_cli.errors import UsageError
-from dedup_cli.estimators import estimate_2way
-from dedup_cli.scoring import count_matches
-from dedup_cli.signatures import lowest_bits, value_dtype
+from dedup_cli.candidates.match_bounds import min_matches_for_threshold
+from dedup_cli.estimates.pairs import count_matches
+from dedup_cli.estimates.two_way import estimate_2way
+from dedup_cli.minhash.packing import lowest_bits, value_dtype
 
 ALL_BITS = [1, 2, 3, 4, 5, 7, 8, 16, 32, 64]
 
@@ -151,7 +150,7 @@ def test_packed_counts_property(bits: int, k: int, n_docs: int, seed: int) -> No
 def test_bad_arguments() -> None:
     values = np.zeros((3, 8), dtype=np.uint8)
     for bits in (0, 65, 2.5, True):
-        with pytest.raises(UsageError):
+        with pytest.raises(ValueError):
             pack_blocks(values, bits)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         pack_blocks(np.zeros(8, dtype=np.uint8), 2)
@@ -161,7 +160,7 @@ def test_bad_arguments() -> None:
         all_pairs(values, 2, np.zeros(2, dtype=np.int64))
     with pytest.raises(ValueError):
         all_pairs(values, 2, 0, eligible=np.ones(2, dtype=bool))
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError):
         min_matches_for_threshold(0.5, 0, 2)
 
 
@@ -325,7 +324,7 @@ def test_per_document_minimum_is_conservative_for_every_partner(
     elif spread == "many":  # more distinct r than runs: partners are grouped, the bound may be a count low
         r = np.concatenate([rng.random(400) ** 4, [0.0, 1.0, 9e-4, 1e-3]])
     else:  # three wide runs: only the corners of each run's (w, β) box keep the bound conservative
-        monkeypatch.setattr(allpairs, "_PARTNER_GROUPS", 3)
+        monkeypatch.setattr(match_bounds, "_PARTNER_GROUPS", 3)
         r = np.concatenate([rng.random(300) ** 4, 10 ** rng.uniform(-7, 0, 100)])
     needed = min_matches_for_threshold(threshold, k, bits, r)
     assert needed.dtype == np.int64 and needed.shape == r.shape

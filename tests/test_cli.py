@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from helpers import read_corpus
 
 from dedup_cli.cli import cli
-from dedup_cli.corpus import ReadReport, discover_files, read_documents
-from dedup_cli.shingling import document_shingles
+from dedup_cli.text.shingles import document_shingles
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -28,7 +28,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
 
 
 def exact_resemblances(corpus: Path) -> dict[tuple[str, str], float]:
-    documents = list(read_documents(discover_files([str(corpus)], exclude=["SOURCE"]), ReadReport()))
+    documents = read_corpus(corpus)
     sets = {d.id: document_shingles(d.text, 5, "word") for d in documents}
     result = {}
     for a, b in itertools.combinations(sorted(sets), 2):

@@ -1,21 +1,22 @@
-"""Tests for exact b-bit collision probabilities of dense sets (SPEC 3-way "Dense data")."""
+"""Tests for exact b-bit collision probabilities of dense sets (docs/estimators.md, "Dense sets")."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import markov_chain_collision_probability
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from dedup_cli.collisions import (
+from dedup_cli.estimates import three_way, two_way
+from dedup_cli.estimates.dense import (
     collision_probability_2way,
     collision_probability_3way,
-    first_hit_multiple,
+    estimate_3way_dense,
     intersection_bounds,
-    markov_chain_collision_probability,
     solve_3way_intersection,
 )
-from dedup_cli.errors import UsageError
+from dedup_cli.estimates.two_way import a_coefficient
 
 # Venn regions are indexed by bit mask (bit i−1 set ⇔ the element is in S_i); index 0 is "in no set".
 MASKS = np.arange(1, 8)
@@ -104,15 +105,14 @@ def test_reproduces_li_konig_theorem_1(bits: int) -> None:
 
 
 @pytest.mark.parametrize("bits", [1, 2, 4, 8])
-def test_agrees_with_estimators_expected_match_2way(bits: int) -> None:
-    estimators = pytest.importorskip("dedup_cli.estimators")
+def test_agrees_with_the_2way_expected_match(bits: int) -> None:
     rng = np.random.default_rng(13)
     r1, r2 = rng.uniform(0.01, 0.99, size=(2, 200))
     s12 = rng.uniform(0, 1, 200) * (np.minimum(r1, r2) - np.maximum(0, r1 + r2 - 1)) + np.maximum(0, r1 + r2 - 1)
     resemblance = s12 / (r1 + r2 - s12)
     np.testing.assert_allclose(
         collision_probability_2way(r1, r2, s12, bits),
-        estimators.expected_match_2way(resemblance, r1, r2, bits),
+        two_way.expected_match_2way(resemblance, r1, r2, bits),
         rtol=0,
         atol=1e-12,
     )
@@ -121,13 +121,13 @@ def test_agrees_with_estimators_expected_match_2way(bits: int) -> None:
 def test_first_hit_multiple_limits() -> None:
     # x → 0 is the sparse 1/2^b, with full precision down to hashed-text rates (f / 2^64).
     for bits in (1, 2, 8, 64):
-        assert first_hit_multiple(0.0, bits) == 2.0**-bits
+        assert a_coefficient(0.0, bits) == 2.0**-bits
         tiny = 1e-12 * 2.0**-bits  # 2^b x ≪ 1; f / 2^64 is that small for b ≤ 24
-        np.testing.assert_allclose(first_hit_multiple(tiny, bits), 2.0**-bits, rtol=1e-9)
+        np.testing.assert_allclose(a_coefficient(tiny, bits), 2.0**-bits, rtol=1e-9)
     # x = 1: the next position always hits, one step later, never a multiple of 2^b ≥ 2.
-    assert first_hit_multiple(1.0, 3) == 0.0
+    assert a_coefficient(1.0, 3) == 0.0
     # Hand value: b = 1, x = 1/2: Σ_{j≥1} (1/2)^{2j} = 1/3.
-    np.testing.assert_allclose(first_hit_multiple(0.5, 1), 1 / 3, rtol=1e-15)
+    np.testing.assert_allclose(a_coefficient(0.5, 1), 1 / 3, rtol=1e-15)
 
 
 @pytest.mark.parametrize("bits", [1, 2, 3, 4, 6, 8])
@@ -259,7 +259,6 @@ def test_sequential_draws_match_shuffling() -> None:
 
 def test_dense_3way_estimate_is_nearly_unbiased_where_sparse_is_not() -> None:
     """Li, König & Gui 2010, Sec. 4 / Fig. 5: at r ≈ 0.5 the precise procedure is unbiased, eq. 8 is not."""
-    estimators = pytest.importorskip("dedup_cli.estimators")
     sizes = {1: 300, 2: 350, 3: 300, 4: 400, 5: 250, 6: 200, 7: 1200}  # r_i = 2050/4096 ≈ 0.5, R = 0.4
     counts = region_counts(sizes, UNIVERSE)
     r1, r2, r3, s12, s13, s23, s = summaries(counts / UNIVERSE)
@@ -269,7 +268,7 @@ def test_dense_3way_estimate_is_nearly_unbiased_where_sparse_is_not() -> None:
     observed = match_fractions(minima.reshape(repetitions, num_perm, 3), bits)
     # Precise 2-way estimates of s_ij (Li & König eq. 9), then the exact inversion of P_b.
     pairwise = {
-        key: np.clip(estimators.estimate_2way(observed[key], ri, rj, bits), 0.0, 1.0)
+        key: np.clip(two_way.estimate_2way(observed[key], ri, rj, bits), 0.0, 1.0)
         for key, ri, rj in (("12", r1, r2), ("13", r1, r3), ("23", r2, r3))
     }
     s_hat = {
@@ -278,15 +277,15 @@ def test_dense_3way_estimate_is_nearly_unbiased_where_sparse_is_not() -> None:
     }
     s_dense = solve_3way_intersection(observed["123"], r1, r2, r3, s_hat["12"], s_hat["13"], s_hat["23"], bits)
     dense = s_dense / (r1 + r2 + r3 - s_hat["12"] - s_hat["13"] - s_hat["23"] + s_dense)
-    sparse = estimators.estimate_3way(observed["123"], observed["12"], observed["13"], observed["23"], bits)
+    sparse = three_way.estimate_3way(observed["123"], observed["12"], observed["13"], observed["23"], bits)
     dense_error = dense.std() / np.sqrt(repetitions)
     assert np.all(np.isfinite(dense))
     assert abs(dense.mean() - resemblance) < 4 * dense_error, (dense.mean(), resemblance, dense_error)
     # The sparse estimator is off by about 0.095 here, over 50 of its standard errors.
     assert resemblance - sparse.mean() > 0.05
-    # estimators.estimate_3way_dense is this same procedure.
+    # dense.estimate_3way_dense is this same procedure.
     np.testing.assert_allclose(
-        estimators.estimate_3way_dense(
+        estimate_3way_dense(
             observed["123"], observed["12"], observed["13"], observed["23"], r1, r2, r3, bits
         ),
         dense,
@@ -339,7 +338,7 @@ def bisection(
     bits: int,
     iterations: int = 60,
 ) -> np.ndarray:
-    """Reference: vectorised bisection on the bracket (SPEC), P_b increasing in s."""
+    """Reference: vectorised bisection on the bracket of docs/estimators.md, P_b increasing in s."""
     lower, upper = intersection_bounds(r1, r2, r3, s12, s13, s23)
     for _ in range(iterations):
         middle = 0.5 * (lower + upper)
@@ -429,15 +428,15 @@ def test_broadcasting_and_shapes() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def test_negative_region_is_a_usage_error() -> None:
+def test_negative_region_is_refused() -> None:
     # s12 + s13 − r1 + s < 0: "S1 only" would be negative.
-    with pytest.raises(UsageError, match=r"r1 - s12 - s13 \+ s"):
+    with pytest.raises(ValueError, match=r"r1 - s12 - s13 \+ s"):
         collision_probability_3way(0.3, 0.4, 0.4, 0.2, 0.2, 0.2, 0.05, 2)
-    with pytest.raises(UsageError, match="s12 - s"):
+    with pytest.raises(ValueError, match="s12 - s"):
         collision_probability_3way(0.3, 0.3, 0.3, 0.1, 0.2, 0.2, 0.15, 2)
-    with pytest.raises(UsageError, match="1 - "):
+    with pytest.raises(ValueError, match="1 - "):
         collision_probability_3way(0.6, 0.6, 0.6, 0.1, 0.1, 0.1, 0.0, 2)
-    with pytest.raises(UsageError, match="r1 - s12"):
+    with pytest.raises(ValueError, match="r1 - s12"):
         collision_probability_2way(0.2, 0.5, 0.3, 2)
 
 
@@ -449,22 +448,22 @@ def test_rounding_is_not_an_error() -> None:
 
 def test_relative_tolerance_at_text_scale() -> None:
     # At hashed-text scale (r ~ 1e-17) an absolute tolerance would accept a region of −100 % of a set.
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError):
         collision_probability_2way(1e-17, 1e-17, 2e-17, 2)
 
 
 @pytest.mark.parametrize("r1", [0.0, -0.1, 1.5, np.nan])
 def test_rates_outside_unit_interval(r1: float) -> None:
-    with pytest.raises(UsageError, match=r"r1 = .* must be in \(0, 1\]"):
+    with pytest.raises(ValueError, match=r"r1 = .* must be in \(0, 1\]"):
         collision_probability_3way(r1, 0.3, 0.3, 0.0, 0.0, 0.0, 0.0, 2)
-    with pytest.raises(UsageError, match="r1"):
+    with pytest.raises(ValueError, match="r1"):
         solve_3way_intersection(0.3, r1, 0.3, 0.3, 0.0, 0.0, 0.0, 2)
 
 
 def test_bits_validation() -> None:
-    with pytest.raises(UsageError, match="bits >= 2"):
+    with pytest.raises(ValueError, match="bits >= 2"):
         solve_3way_intersection(0.3, 0.3, 0.3, 0.3, 0.1, 0.1, 0.1, 1)
-    with pytest.raises(UsageError, match="out of range"):
+    with pytest.raises(ValueError, match="out of range"):
         collision_probability_2way(0.3, 0.3, 0.1, 0)
-    with pytest.raises(UsageError, match="integer"):
+    with pytest.raises(ValueError, match="integer"):
         collision_probability_2way(0.3, 0.3, 0.1, 2.5)

@@ -1,4 +1,4 @@
-"""Tests for dedup_cli.estimators.
+"""Tests for the estimators of dedup_cli.estimates.
 
 Four kinds: hand-computed values; Table 1 of Li & König 2010; Monte-Carlo over true random
 permutations of small universes (fixed seeds, statistical tolerances derived from the variance
@@ -17,8 +17,6 @@ checked against each other in ``test_fast_sampler_matches_literal_random_ranks``
 from __future__ import annotations
 
 import math
-import sys
-import types
 from fractions import Fraction
 from functools import cache
 from typing import Any
@@ -28,26 +26,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli.errors import UsageError
-from dedup_cli.estimators import (
+from dedup_cli.estimates import dense
+from dedup_cli.estimates.dense import estimate_3way_dense
+from dedup_cli.estimates.exact import exact_resemblance
+from dedup_cli.estimates.intervals import confidence_interval_2way, confidence_interval_3way, wilson_interval
+from dedup_cli.estimates.three_way import estimate_3way, estimate_pairwise_sparse, expected_match_3way, variance_3way
+from dedup_cli.estimates.two_way import (
     a_coefficient,
     coefficients_2way,
-    confidence_interval_2way,
-    confidence_interval_3way,
     estimate_2way,
-    estimate_3way,
-    estimate_3way_dense,
     estimate_half_bit,
-    estimate_pairwise_sparse,
-    exact_resemblance,
     expected_match_2way,
-    expected_match_3way,
     standard_error_2way,
     storage_factor,
     variance_2way,
-    variance_3way,
     variance_half_bit,
-    wilson_interval,
 )
 
 pytestmark = pytest.mark.filterwarnings("error")  # no RuntimeWarning (overflow, 0/0) anywhere
@@ -159,7 +152,7 @@ def ratios(regions: Regions, n_sets: int, D: int) -> list[float]:
 def exact_match_probability(region_probs: dict[int, float], n_sets: int, bits: int) -> float:
     """Large-D Pr(all minima agree mod 2^b), from a Markov chain over one block of 2^b positions.
 
-    Independent of the closed forms under test (SPEC, 3-way "Dense data"): in the large-D limit
+    Independent of the closed forms under test (docs/estimators.md, "Dense sets"): in the large-D limit
     each position holds an element of Venn region X with probability p_X, independently. The
     state is (which sets have found their minimum, residue of the first minimum mod 2^b); a block
     of 2^b positions is one transition matrix, summed as a geometric series.
@@ -220,7 +213,7 @@ def pair_region_probs(region_probs: dict[int, float], i: int, j: int) -> dict[in
 def reference_solve_3way_intersection(
     p123: Any, r1: Any, r2: Any, r3: Any, s12: Any, s13: Any, s23: Any, bits: Any
 ) -> np.ndarray:
-    """Test stand-in for ``collisions.solve_3way_intersection``: scalar bisection on the chain."""
+    """Test stand-in for ``dense.solve_3way_intersection``: scalar bisection on the chain."""
     arrays = (p123, r1, r2, r3, s12, s13, s23, bits)
     args = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in arrays))
     out = np.empty(args[0].shape)
@@ -372,7 +365,7 @@ def test_variance_2way_hand_values() -> None:
 
 
 def test_two_way_formula_matches_exact_markov_chain_on_dense_sets() -> None:
-    # An independent derivation of Theorem 1 (eq. 4-7): the large-D chain of the SPEC.
+    # An independent derivation of Theorem 1 (eq. 4-7): the large-D chain of docs/estimators.md, "Dense sets".
     for r1, r2, R in [(0.57, 0.554, 0.771), (0.596, 0.035, 0.052), (0.2, 0.1, 0.3), (0.01, 0.005, 0.5)]:
         a = R / (1 + R) * (r1 + r2)
         for bits in (1, 2, 3, 4):
@@ -409,7 +402,7 @@ def test_table_1_storage_ratios(row: tuple[str, str, float, float, float, float,
     assert round(ratio_32, 1) == printed_32
     assert ratio_64 == pytest.approx(2 * ratio_32, rel=1e-12)  # A_32 = A_64 = 0 to double precision
     if (word1, word2) == ("RIGHTS", "RESERVED"):
-        assert round(ratio_64, 1) == 33.2  # the paper prints 32.2: a misprint of 33.2 (SPEC)
+        assert round(ratio_64, 1) == 33.2  # the paper prints 32.2: a misprint of 33.2 (docs/estimators.md, "Misprints")
     else:
         assert abs(ratio_64 - printed_64) <= 0.1 + 1e-9  # the paper doubled its rounded B(32) column
 
@@ -518,7 +511,7 @@ def test_three_way_estimator_inverts_theorem_2() -> None:
     ids=["estimate", "variance", "array", "dense", "interval"],
 )
 def test_three_way_with_bits_below_two_is_refused(call: Any) -> None:
-    with pytest.raises(UsageError, match="--bits 2 or more") as caught:
+    with pytest.raises(ValueError, match="bits 2 or more") as caught:
         call()
     assert isinstance(caught.value, ValueError)
     assert "\n" not in str(caught.value)
@@ -537,17 +530,15 @@ def test_three_way_with_bits_below_two_is_refused(call: Any) -> None:
         lambda: wilson_interval(5, 10, level=1.0),
     ],
 )
-def test_bad_parameters_raise_usage_error(call: Any) -> None:
-    with pytest.raises(UsageError):
+def test_bad_parameters_are_refused(call: Any) -> None:
+    with pytest.raises(ValueError):
         call()
 
 
 def test_dense_estimator_recovers_exact_resemblance_with_reference_solver(monkeypatch: pytest.MonkeyPatch) -> None:
     # Plumbing of estimate_3way_dense (s_ij from eq. 9, the union, R = s/union), with exact inputs
-    # and a test-local bisection standing in for collisions.solve_3way_intersection.
-    fake = types.ModuleType("dedup_cli.collisions")
-    fake.solve_3way_intersection = reference_solve_3way_intersection  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "dedup_cli.collisions", fake)
+    # and a test-local bisection standing in for dense.solve_3way_intersection.
+    monkeypatch.setattr(dense, "solve_3way_intersection", reference_solve_3way_intersection)
     cases = [
         (0.08, 0.07, 0.02, 0.14, 0.02, 0.01, 0.33),  # r ~ 0.5: Li, König & Gui's OF/AND/OR-like
         (0.05, 0.10, 0.20, 0.05, 0.02, 0.03, 0.10),
@@ -620,7 +611,7 @@ def test_exact_resemblance() -> None:
     assert exact_resemblance(big, big[:2]) == pytest.approx(2 / 3)
     assert exact_resemblance(big, np.array([1, 2], dtype=np.int64)) == 0.0  # no float64 promotion
     assert exact_resemblance({2**64 - 1, 5}, big) == 0.25
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError):
         exact_resemblance(np.zeros((2, 2), dtype=int), np.zeros(2, dtype=int))
 
 
@@ -820,7 +811,6 @@ def test_three_way_dense_estimator_removes_the_bias_on_dense_sets(bits: int) -> 
     # The precise procedure (Sec. 4) is consistent, not exactly unbiased: it plugs noisy s_ij into
     # nonlinear maps, which leaves a bias of order 1/k (about -0.45/k here). Check that the bias is
     # small, shrinks like 1/k (k = 32 -> 128), and is within 3 SE once that 1/k term is allowed.
-    pytest.importorskip("dedup_cli.collisions")
     k, reps = 128, 4_000
     z = three_way_simulation(True, k, reps)
     R, _, r, _ = three_way_truth(True)

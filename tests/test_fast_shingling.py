@@ -9,23 +9,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import WORD_PATTERN, normalise, read_corpus, shingle_hashes, token_hashes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli import shingling
-from dedup_cli.corpus import ReadReport, discover_files, read_documents
-from dedup_cli.hashing import mix64
-from dedup_cli.shingling import (
-    WORD_PATTERN,
-    batch_shingles,
-    document_shingles,
-    normalise,
-    shingle_hashes,
-    token_hashes,
-)
+from dedup_cli.primitives import mix64
+from dedup_cli.text import normalise as normalisation
+from dedup_cli.text import shingles as shingling
+from dedup_cli.text.shingles import batch_shingles, document_shingles
 
 MASK64 = (1 << 64) - 1
-# The word token hash as documented in dedup_cli/shingling.py (SignatureParams.token_hash
+# The word token hash as documented in dedup_cli/text/tokens.py (SignatureParams.token_hash
 # "utf8-chunk-poly64-mix64"), pinned here so a change to it is a visible decision.
 CHUNK_START = 0x8CB92BA72F3D8DD7
 CHUNK_MULTIPLIER = 0xD6E8FEB86659FD93
@@ -116,9 +110,9 @@ def test_code_point_tables_match_str_methods() -> None:
     word = np.fromiter((chr(c).isalnum() or c == ord("_") for c in every), dtype=bool, count=every.size)
     space = np.fromiter((chr(c).isspace() for c in every), dtype=bool, count=every.size)
     folded = np.fromiter((chr(c) != chr(c).casefold() for c in every), dtype=bool, count=every.size)
-    assert np.array_equal(shingling._word_code_points(), word)
-    assert np.array_equal(shingling._space_code_points(), space)
-    assert np.array_equal(shingling._case_folded_code_points(), folded)
+    assert np.array_equal(normalisation.word_code_points(), word)
+    assert np.array_equal(normalisation.space_code_points(), space)
+    assert np.array_equal(normalisation.case_folded_code_points(), folded)
 
 
 def test_case_folding_outside_ascii_matches_str_casefold() -> None:
@@ -212,7 +206,7 @@ def test_batch_shingles_shapes_and_types() -> None:
 
 
 def test_shingle_counts_match_the_regex_tokeniser_on_the_sample_corpora() -> None:
-    documents = list(read_documents(discover_files([str(SAMPLE_CORPORA)], exclude=["SOURCE"]), ReadReport()))
+    documents = read_corpus(SAMPLE_CORPORA)
     shingles, offsets = batch_shingles([d.text for d in documents], 5, "word")
     for index, document in enumerate(documents):
         tokens = WORD_PATTERN.findall(normalise(document.text))

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from dedup_cli import pipeline
+import dedup_cli as dedup
 from dedup_cli.cli import cli
-from dedup_cli.signatures import SignatureParams
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpora"
 
@@ -42,7 +41,7 @@ def near_threshold_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path
         (corpus / f"{index:02d}b.txt").write_text(" ".join(words_b))
         truth[(f"{index:02d}a.txt", f"{index:02d}b.txt")] = shared / (400 - shared)
     store = corpus.parent / "near.parquet"
-    pipeline.sign([str(corpus)], store, SignatureParams(num_perm=64, bits=8, shingle_size=1))
+    dedup.sign([str(corpus)], store, dedup.SignOptions(num_perm=64, bits=8, shingle_size=1))
     return store, truth
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli.grouping import Groups, connected_components, group_components
+from dedup_cli.groups.components import Groups, connected_components, group_components
 
 
 def _union_find_labels(num_docs: int, edges: list[tuple[int, int]]) -> np.ndarray:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dedup_cli import hashing
-from dedup_cli.hashing import HashFamily, min_hash_values, mix64
+from dedup_cli.minhash import kperm
+from dedup_cli.minhash.kperm import HashFamily, min_hash_values
+from dedup_cli.primitives import mix64
 
 
 def _brute_force(shingles: np.ndarray, family: HashFamily) -> np.ndarray:
@@ -19,7 +20,7 @@ def _brute_force(shingles: np.ndarray, family: HashFamily) -> np.ndarray:
 @pytest.mark.parametrize("elements_per_chunk", [7, 64, 1 << 21])
 def test_batched_kernel_equals_brute_force(monkeypatch: pytest.MonkeyPatch, elements_per_chunk: int) -> None:
     # Tiny chunks force documents to straddle chunk boundaries.
-    monkeypatch.setattr(hashing, "_ELEMENTS_PER_CHUNK", elements_per_chunk)
+    monkeypatch.setattr(kperm, "_ELEMENTS_PER_CHUNK", elements_per_chunk)
     rng = np.random.default_rng(7)
     sizes = np.array([0, 5, 0, 0, 1, 37, 3, 0])
     offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)

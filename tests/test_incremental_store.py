@@ -17,25 +17,16 @@ import numpy as np
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
+from helpers import StoreWriter, compact, lookup, read_store_params, unchanged
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dedup_cli import storage
 from dedup_cli.errors import StoreError, UsageError
-from dedup_cli.signatures import SignatureParams
-from dedup_cli.storage import (
-    FORMAT_VERSION,
-    LOCK_NAME,
-    MANIFEST_NAME,
-    DocumentBatch,
-    StoredSignatures,
-    StoreWriter,
-    compact,
-    create_store,
-    open_store,
-    read_store,
-    read_store_params,
-)
+from dedup_cli.params import SignatureParams
+from dedup_cli.store import compaction, parts
+from dedup_cli.store.format import FORMAT_VERSION, LOCK_NAME, MANIFEST_NAME, DocumentBatch
+from dedup_cli.store.snapshot import StoredSignatures
+from dedup_cli.store.store import create_store, open_store, read_store
 
 REPO = Path(__file__).resolve().parent.parent
 PARAMS = SignatureParams(num_perm=8, bits=8)  # 8 bytes a signature
@@ -200,9 +191,10 @@ def test_document_index_for_the_incremental_comparison(store_path: Path) -> None
     assert index.sizes.tolist() == [11, 22] and index.mtimes_ns.tolist() == [1001, 2002]
     assert index.content_hashes.dtype == np.uint64 and index.content_hashes.tolist() == [7920, 7919 * 2 + 2]
     assert index.runs.tolist() == [1, 2]
-    assert index.lookup(ids([2, 9, 1, 3])).tolist() == [1, -1, 0, -1]
-    assert index.lookup([]).tolist() == []
-    assert index.unchanged(
+    assert lookup(index, ids([2, 9, 1, 3])).tolist() == [1, -1, 0, -1]
+    assert lookup(index, []).tolist() == []
+    assert unchanged(
+        index,
         ids([1, 2, 2, 2, 9]),
         ["/corpus/doc-001.txt", "/corpus/doc-002.txt", "/moved/doc-002.txt", "/corpus/doc-002.txt", "/corpus/x"],
         np.array([11, 22, 22, 22, 0]), np.array([1001, 2002, 2002, 2003, 0]),
@@ -265,8 +257,8 @@ def test_a_dataset_reader_sees_exactly_the_parts(store_path: Path) -> None:
 
 _HOLDER = """
 import sys
-from dedup_cli.signatures import SignatureParams
-from dedup_cli.storage import open_store
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.store import open_store
 with open_store(sys.argv[1]).begin_run(SignatureParams(num_perm=8, bits=8)) as run:
     print("locked", flush=True)
     sys.stdin.readline()
@@ -340,7 +332,7 @@ class Crash(Exception):
 
 
 def _crash_at(monkeypatch: pytest.MonkeyPatch, step: int) -> list[str]:
-    """Make the ``step``-th os.replace or os.fsync of storage raise Crash; returns the steps seen."""
+    """Make the ``step``-th os.replace or os.fsync of the store raise Crash; returns the steps seen."""
     seen: list[str] = []
     real_replace, real_fsync = os.replace, os.fsync
 
@@ -352,8 +344,8 @@ def _crash_at(monkeypatch: pytest.MonkeyPatch, step: int) -> list[str]:
             return real(*args)
         return call
 
-    monkeypatch.setattr(storage.os, "replace", counted("replace", real_replace))
-    monkeypatch.setattr(storage.os, "fsync", counted("fsync", real_fsync))
+    monkeypatch.setattr(os, "replace", counted("replace", real_replace))
+    monkeypatch.setattr(os, "fsync", counted("fsync", real_fsync))
     return seen
 
 
@@ -367,7 +359,7 @@ def test_a_crash_before_the_manifest_replace_leaves_the_store_as_before(store_pa
             raise OSError("simulated crash before the commit point")
         return real_replace(source, destination)
 
-    monkeypatch.setattr(storage.os, "replace", failing_replace)
+    monkeypatch.setattr(os, "replace", failing_replace)
     with pytest.raises(OSError, match="simulated crash"):
         do_run(store_path, ids([4, 2]), removed=ids([1]))
     monkeypatch.undo()
@@ -386,8 +378,8 @@ def test_a_crash_before_the_manifest_replace_leaves_the_store_as_before(store_pa
 def test_a_crash_at_every_step_of_a_commit_leaves_before_or_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   compacting: bool) -> None:
     if compacting:
-        monkeypatch.setattr(storage, "MAX_DELTA_FILES", 2)
-    monkeypatch.setattr(storage, "PART_ROWS", 2)  # several parts a run
+        monkeypatch.setattr(compaction, "MAX_DELTA_FILES", 2)
+    monkeypatch.setattr(parts, "PART_ROWS", 2)  # several parts a run
     history = [([1, 2, 3], []), ([4, 5], [1])]
     last = ([2, 6, 7], [3, 5])
     before: dict[str, int] = {}
@@ -396,7 +388,7 @@ def test_a_crash_at_every_step_of_a_commit_leaves_before_or_after(tmp_path: Path
     after = apply(before, 3, ids(last[0]), ids(last[1]))
     outcomes = []
     step = 0
-    real_replace, real_fsync = os.replace, os.fsync  # storage.os is os: keep the originals to restore
+    real_replace, real_fsync = os.replace, os.fsync  # keep the originals to restore
     while True:
         path = tmp_path / f"store-{step}"
         create_store(path, PARAMS)
@@ -408,8 +400,8 @@ def test_a_crash_at_every_step_of_a_commit_leaves_before_or_after(tmp_path: Path
             crashed = None
         except Crash as crash:
             crashed = str(crash)
-        monkeypatch.setattr(storage.os, "replace", real_replace)
-        monkeypatch.setattr(storage.os, "fsync", real_fsync)
+        monkeypatch.setattr(os, "replace", real_replace)
+        monkeypatch.setattr(os, "fsync", real_fsync)
         state = read_store(path)
         expected = after if open_store(path).last_run == 3 else before
         assert_store_is(state, expected)
@@ -446,12 +438,13 @@ import sys
 
 # Ctrl-C is a KeyboardInterrupt even when this process inherited SIGINT ignored (a background job).
 signal.signal(signal.SIGINT, signal.default_int_handler)
-from dedup_cli import storage
-from dedup_cli.signatures import SignatureParams
-from dedup_cli.storage import DocumentBatch, open_store
+from dedup_cli.params import SignatureParams
+from dedup_cli.store import compaction, parts
+from dedup_cli.store.format import DocumentBatch
+from dedup_cli.store.store import open_store
 
-storage.MAX_DELTA_FILES = 3  # compactions happen too
-storage.PART_ROWS = 4  # and runs write several parts
+compaction.MAX_DELTA_FILES = 3  # compactions happen too
+parts.PART_ROWS = 4  # and runs write several parts
 path = sys.argv[1]
 print("ready", flush=True)
 while True:
@@ -531,9 +524,9 @@ def test_the_single_file_writer_refuses_a_directory_store(store_path: Path) -> N
 
 
 def test_compaction_keeps_every_document_id_and_run(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(storage, "MAX_DELTA_FILES", 1000)  # only explicit compaction here
-    monkeypatch.setattr(storage, "ROW_GROUP_ROWS", 3)
-    monkeypatch.setattr(storage, "PART_ROWS", 10)
+    monkeypatch.setattr(compaction, "MAX_DELTA_FILES", 1000)  # only explicit compaction here
+    monkeypatch.setattr(compaction, "ROW_GROUP_ROWS", 3)
+    monkeypatch.setattr(parts, "PART_ROWS", 10)
     model: dict[str, int] = {}
     for k in range(1, 9):
         written, removed = run_content(k)
@@ -556,7 +549,7 @@ def test_compaction_keeps_every_document_id_and_run(store_path: Path, monkeypatc
 
 
 def test_a_commit_compacts_when_too_many_parts(store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(storage, "MAX_DELTA_FILES", 4)
+    monkeypatch.setattr(compaction, "MAX_DELTA_FILES", 4)
     for k in range(1, 5):
         assert not do_run(store_path, ids([k])).compacted
     record = do_run(store_path, ids([5]))
@@ -583,8 +576,8 @@ def test_a_commit_compacts_when_most_rows_are_dead(store_path: Path) -> None:
        st.integers(1, 4), st.integers(1, 5))
 def test_any_sequence_of_runs_reads_like_a_dictionary(runs: list[tuple[set[int], set[int]]], max_delta: int,
                                                       part_rows: int) -> None:
-    saved = storage.MAX_DELTA_FILES, storage.PART_ROWS
-    storage.MAX_DELTA_FILES, storage.PART_ROWS = max_delta, part_rows
+    saved = compaction.MAX_DELTA_FILES, parts.PART_ROWS
+    compaction.MAX_DELTA_FILES, parts.PART_ROWS = max_delta, part_rows
     try:
         with tempfile.TemporaryDirectory() as directory:
             path = Path(directory) / "store"
@@ -600,7 +593,7 @@ def test_any_sequence_of_runs_reads_like_a_dictionary(runs: list[tuple[set[int],
                 assert newer.ids == sorted(i for i, r in model.items() if r > since)
             assert_no_garbage(path)
     finally:
-        storage.MAX_DELTA_FILES, storage.PART_ROWS = saved
+        compaction.MAX_DELTA_FILES, parts.PART_ROWS = saved
 
 
 # --- selecting the rows of later runs ------------------------------------------------------------------------
@@ -632,11 +625,11 @@ def test_single_file_store_is_still_read_but_not_signed_into(tmp_path: Path) -> 
     with StoreWriter(path, PARAMS) as writer:
         writer.write(batch_of(ids([1, 2]), 0))
     store = open_store(path)
-    assert store.is_legacy and store.format_version == 1 and store.documents == 2 and store.runs == ()
+    assert store.format_version == 1 and store.documents == 2 and store.runs == ()
     stored = read_store(path)
     assert stored.ids == ids([1, 2]) and stored.runs.tolist() == [0, 0]
     assert np.array_equal(stored.packed, batch_of(ids([1, 2]), 0).signatures)
-    assert store.document_index().lookup(ids([2])).tolist() == [1]
+    assert lookup(store.document_index(), ids([2])).tolist() == [1]
     before = path.read_bytes()
     with pytest.raises(StoreError) as caught:
         create_store(path, PARAMS, exist_ok=True).begin_run(PARAMS)
@@ -785,7 +778,7 @@ def test_document_index_of_a_hundred_thousand_documents_is_fast(tmp_path: Path) 
     index = open_store(path).document_index()
     index_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    rows = index.lookup([f"corpus/dir{n % 97:02d}/doc-{n:07d}.txt" for n in range(count)])
+    rows = lookup(index, [f"corpus/dir{n % 97:02d}/doc-{n:07d}.txt" for n in range(count)])
     lookup_seconds = time.perf_counter() - started
     started = time.perf_counter()
     stored = read_store(path)

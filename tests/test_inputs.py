@@ -1,4 +1,4 @@
-"""Reading inputs (corpus.read_inputs): formats, compression, stdin, --files-from, ids, locations, bad input."""
+"""Reading inputs (inputs.reading.read_inputs): formats, compression, stdin, --files-from, ids, locations, bad input."""
 
 from __future__ import annotations
 
@@ -17,22 +17,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import xxhash
+from helpers import raises_worded, read_text, reread_document, summary
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli import corpus
-from dedup_cli.corpus import (
-    Document,
-    InputOptions,
-    ReadReport,
-    detect_format,
-    read_inputs,
-    read_text,
-    reread_document,
-    reread_documents,
-    text_hash,
-)
+from dedup_cli.cli import flag, message
 from dedup_cli.errors import InputError, UsageError
+from dedup_cli.inputs import decoding, files, parquet, reading, streams
+from dedup_cli.inputs.discovery import detect_format
+from dedup_cli.inputs.reading import read_inputs
+from dedup_cli.inputs.records import Document, text_hash
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.reread import reread_documents
+from dedup_cli.options import InputOptions
+from dedup_cli.output.summaries import read_warnings
 
 
 def read(inputs: list[Any], stdin: bytes | None = None, **options: Any) -> tuple[list[Document], ReadReport]:
@@ -106,7 +104,7 @@ def test_text_files_keep_their_ids_paths_and_hash_of_bytes(tmp_path: Path) -> No
     assert documents[1].content_hash == xxhash.xxh3_64_intdigest((corpus_dir / "sub" / "b.md").read_bytes())
     assert documents[1].size == (corpus_dir / "sub" / "b.md").stat().st_size
     assert report.documents == 2 and report.files_found == 2 and report.skipped == 0
-    assert report.summary() == "read 2 documents from 2 inputs (0.0 MB); nothing skipped"
+    assert summary(report) == "read 2 documents from 2 inputs (0.0 MB); nothing skipped"
     assert_round_trips(documents)
 
 
@@ -174,7 +172,7 @@ def write_parquet(path: Path, columns: dict[str, list[Any]], row_group_size: int
 
 
 def test_parquet_rows_in_batches_across_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(corpus, "PARQUET_BATCH_ROWS", 3)
+    monkeypatch.setattr(parquet, "PARQUET_BATCH_ROWS", 3)
     path = tmp_path / "docs.parquet"
     bodies = [f"document number {n}" for n in range(7)]
     write_parquet(path, {"key": list(range(100, 107)), "body": bodies, "other": [1.5] * 7})
@@ -206,11 +204,11 @@ def test_parquet_large_string_dictionary_and_binary_text_columns(tmp_path: Path)
 def test_parquet_without_the_named_column_stops_before_reading(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("read first")
     write_parquet(tmp_path / "b.parquet", {"body": ["x"], "id": ["1"]})
-    with pytest.raises(InputError) as error:
+    with raises_worded(InputError, "") as error:
         read_inputs([str(tmp_path)], InputOptions(), ReadReport())  # raised by the call, not while iterating
-    assert str(error.value) == (f"{tmp_path / 'b.parquet'} has no column 'text' (its columns: body, id); "
-                                "name the column with --text-column")
-    with pytest.raises(InputError, match="no column 'key' .*--id-column"):
+    assert message(error.value) == (f"{tmp_path / 'b.parquet'} has no column 'text' (its columns: body, id); "
+                                    "name the column with --text-column")
+    with raises_worded(InputError, "no column 'key' .*--id-column"):
         read([tmp_path / "b.parquet"], text_column="body", id_column="key")
 
 
@@ -272,7 +270,7 @@ def test_stdin_mistakes_are_usage_errors(tmp_path: Path) -> None:
         read(["-"], input_format="parquet")
     with pytest.raises(UsageError, match="named more than once"):
         read(["-", "-"])
-    with pytest.raises(UsageError, match="both documents"):
+    with raises_worded(UsageError, "both documents"):
         read(["-"], files_from="-")
 
 
@@ -303,9 +301,9 @@ def test_files_from_stdin_nul_separated_names_with_newlines(tmp_path: Path) -> N
 
 
 def test_files_from_problems(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"cannot read --files-from .*nope: No such file or directory"):
+    with raises_worded(InputError, r"cannot read --files-from .*nope: No such file or directory"):
         read([], files_from=str(tmp_path / "nope"))
-    with pytest.raises(UsageError, match="-0/--null applies to --files-from"):
+    with raises_worded(UsageError, "-0/--null applies to --files-from"):
         read([tmp_path], null_separated=True)
     (tmp_path / "empty").write_bytes(b"")
     # an empty list is no error
@@ -332,7 +330,7 @@ def test_missing_named_input_and_no_input_stop(tmp_path: Path) -> None:
      ({"text_field": ""}, "must name a field")],
 )
 def test_contradictory_options_are_usage_errors(options: dict[str, Any], message: str) -> None:
-    with pytest.raises(UsageError, match=message):
+    with raises_worded(UsageError, message):
         InputOptions(**options)
 
 
@@ -345,7 +343,7 @@ def test_binary_files_are_skipped_whatever_the_format(tmp_path: Path) -> None:
     assert ids(documents) == ["late-nul.txt"]
     assert report.binary == [str(tmp_path / n) for n in ("archive.txt.gz", "image.png", "packed.jsonl")]
     assert read(["-"], stdin=b"\x00\x01")[1].binary == ["<stdin>"]
-    assert f"skipped binary file {tmp_path / 'image.png'}" in report.warnings()
+    assert f"skipped binary file {tmp_path / 'image.png'}" in read_warnings(report, flag)
 
 
 def test_invalid_utf8_is_replaced_read_and_listed(tmp_path: Path) -> None:
@@ -356,7 +354,7 @@ def test_invalid_utf8_is_replaced_read_and_listed(tmp_path: Path) -> None:
                                 "r.jsonl:2": "lone \ufffd surrogate"}
     records = tmp_path / "r.jsonl"
     assert report.invalid_utf8 == [str(tmp_path / "latin1.txt"), f"{records}:1", f"{records}:2"]
-    assert "3 with invalid UTF-8 replaced" in report.summary()
+    assert "3 with invalid UTF-8 replaced" in summary(report)
     assert_round_trips(documents)  # the hash is of the repaired text, so re-reading agrees
 
 
@@ -367,7 +365,7 @@ def test_empty_and_whitespace_documents_are_read_and_counted(tmp_path: Path) -> 
     documents, report = read([tmp_path])
     assert ids(documents) == ["blank.txt", "empty.txt", "r.jsonl:1", "r.jsonl:2", "r.jsonl:3"]
     assert report.empty_documents == 4 and report.blank_lines == 1
-    assert report.summary().endswith("; 4 empty")
+    assert summary(report).endswith("; 4 empty")
 
 
 def test_malformed_jsonl_lines_are_skipped_with_file_and_line(tmp_path: Path) -> None:
@@ -402,8 +400,9 @@ def test_malformed_jsonl_lines_are_skipped_with_file_and_line(tmp_path: Path) ->
         (where(11), '"id" is empty'),
     ]
     assert report.count("malformed") == 10
-    assert report.summary() == "read 2 documents from 1 inputs (0.0 MB); skipped 10 malformed"
-    assert report.warnings()[0] == f"skipped {where(2)}: invalid JSON (Unterminated string starting at: column 21)"
+    assert summary(report) == "read 2 documents from 1 inputs (0.0 MB); skipped 10 malformed"
+    assert read_warnings(report, flag)[0] == (f"skipped {where(2)}: invalid JSON (Unterminated string starting at: "
+                                              "column 21)")
 
 
 def test_duplicate_ids_keep_the_first_and_report_the_rest(tmp_path: Path) -> None:
@@ -412,8 +411,8 @@ def test_duplicate_ids_keep_the_first_and_report_the_rest(tmp_path: Path) -> Non
     documents, report = read([tmp_path], id_field="id")
     assert texts(documents) == {"1": "first", "2": "two"}
     assert report.duplicate_ids == [(f"{tmp_path / 'a.jsonl'}:2", "1"), (f"{tmp_path / 'b.jsonl'}:2", "1")]
-    assert f"skipped {tmp_path / 'a.jsonl'}:2: id '1' was already read" in report.warnings()
-    assert "skipped 2 duplicate id" in report.summary()
+    assert f"skipped {tmp_path / 'a.jsonl'}:2: id '1' was already read" in read_warnings(report, flag)
+    assert "skipped 2 duplicate id" in summary(report)
 
 
 def test_a_large_file_is_skipped_from_its_size_without_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -426,7 +425,7 @@ def test_a_large_file_is_skipped_from_its_size_without_reading(tmp_path: Path, m
     assert report.oversized == [(str(tmp_path / "big.txt"), 5000), (str(tmp_path / "big.txt.gz"), 1001)]
     assert report.bytes_read == 100 + 1001
     assert (f"skipped {tmp_path / 'big.txt'}: 5000 bytes or more exceed --max-document-bytes 1000; raise the limit "
-            "to read it") in report.warnings()
+            "to read it") in read_warnings(report, flag)
 
 
 class Endless(io.RawIOBase):
@@ -450,7 +449,7 @@ def test_an_endless_stdin_document_stops_at_the_limit() -> None:
     report = ReadReport()
     documents = list(read_inputs(["-"], InputOptions(max_document_bytes=10_000), report, stdin=stream))  # type: ignore[arg-type]
     assert documents == [] and report.oversized == [("<stdin>", 10_001)]
-    assert stream.served <= corpus.BINARY_SNIFF_BYTES + (1 << 20)
+    assert stream.served <= files.BINARY_SNIFF_BYTES + (1 << 20)
 
 
 def test_long_lines_are_skipped_in_chunks_and_numbering_continues(tmp_path: Path) -> None:
@@ -472,7 +471,7 @@ def test_long_lines_are_skipped_in_chunks_and_numbering_continues(tmp_path: Path
         return line
 
     reader.readline = recording  # type: ignore[method-assign]
-    assert [(n, line) for n, line, _ in corpus._iter_lines(reader, 1000)] == [(1, None), (2, b"next")]
+    assert [(n, line) for n, line, _ in streams.iter_lines(reader, 1000)] == [(1, None), (2, b"next")]
     assert max(sizes) <= 1 << 20
 
 
@@ -496,12 +495,12 @@ def test_unreadable_files_dangling_links_and_failing_open(tmp_path: Path, monkey
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(corpus, "open", guarded, raising=False)
+    monkeypatch.setattr(reading, "open", guarded, raising=False)
     documents, report = read([tmp_path])
     assert ids(documents) == ["ok.txt"]
     assert report.unreadable == [(str(tmp_path / "dangling.txt"), "No such file or directory"),
                                  (str(tmp_path / "locked.txt"), "Permission denied")]
-    assert "skipped 2 unreadable" in report.summary()
+    assert "skipped 2 unreadable" in summary(report)
 
 
 def test_a_directory_replaced_by_a_file_mid_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -602,7 +601,7 @@ def test_report_lists_at_most_max_listed_items(tmp_path: Path) -> None:
     report = ReadReport(max_listed=2)
     assert list(read_inputs([str(tmp_path)], InputOptions(), report)) == []
     assert len(report.malformed) == 2 and report.count("malformed") == 5 and report.skipped == 5
-    assert report.warnings()[-1] == "... and 3 more malformed records"
+    assert read_warnings(report, flag)[-1] == "... and 3 more malformed records"
 
 
 # --- re-reading -------------------------------------------------------------------------------------------
@@ -640,6 +639,6 @@ def test_jsonl_and_lines_round_trip_any_text(tmp_path_factory: pytest.TempPathFa
     directory = tmp_path_factory.mktemp("prop")
     (directory / "r.jsonl").write_bytes(jsonl(*({"text": t} for t in items)))
     documents, report = read([directory / "r.jsonl"])
-    expected = [corpus._clean(t)[0] for t in items]
+    expected = [decoding.clean(t)[0] for t in items]
     assert [d.text for d in documents] == expected and report.skipped == 0
     assert_round_trips(documents)

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from dedup_cli import lsh
-from dedup_cli.errors import UsageError
-from dedup_cli.lsh import Banding, band_keys, candidate_pairs, candidate_probability, choose_banding
+from dedup_cli.candidates import buckets
+from dedup_cli.candidates.banding import Banding, candidate_probability, choose_banding
+from dedup_cli.candidates.buckets import band_keys, candidate_pairs
 
 THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 NUM_PERMS = (64, 128, 256)
@@ -94,7 +94,7 @@ def test_threshold_one_warns_nothing(recwarn: pytest.WarningsRecorder) -> None:
 
 
 def test_choose_banding_on_two_bits_is_unselective() -> None:
-    # SPEC, LSH banding: at R0 = 0.5, b = 2, k = 256, recall 0.99 leaves about 5 % of unrelated pairs.
+    # docs/estimators.md, "Banding": at R0 = 0.5, b = 2, k = 256, recall 0.99 leaves about 5 % of unrelated pairs.
     banding = choose_banding(0.5, 256, 2)
     assert 0.03 <= banding.recall_at(0.0) <= 0.07
     # Eight bits separate the same threshold from unrelated pairs far better.
@@ -107,7 +107,8 @@ def _simulate_pairs(
     """Signatures of ``num_pairs`` pairs (rows 2i, 2i + 1) agreeing per position with probability E_b exactly.
 
     Document B copies each value of A with probability R and otherwise draws a fresh uniform b-bit value,
-    which agrees by chance with probability 2^-b: E_b = 2^-b + (1 − 2^-b)·R (SPEC, 2-way, sparse limit).
+    which agrees by chance with probability 2^-b: E_b = 2^-b + (1 − 2^-b)·R (docs/estimators.md, "Two-way",
+    sparse limit).
     """
     high = 1 << band_bits
     a = rng.integers(0, high, size=(num_pairs, num_perm), dtype=np.uint8 if band_bits <= 8 else np.uint64)
@@ -212,9 +213,9 @@ def test_band_keys_equal_exactly_when_bands_equal(layout: tuple[type, int], n_do
 
 def test_band_keys_refuse_more_values_than_the_signature_holds() -> None:
     values = np.zeros((3, 10), dtype=np.uint8)
-    with pytest.raises(UsageError, match=r"--bands 4 × --rows 3 exceeds the 10 values"):
+    with pytest.raises(ValueError, match=r"bands 4 × rows 3 exceeds the 10 values"):
         band_keys(values, bands=4, rows=3)
-    with pytest.raises(UsageError, match="exceeds the 10 values"):
+    with pytest.raises(ValueError, match="exceeds the 10 values"):
         candidate_pairs(values, bands=11, rows=1)
     # Exactly k values is fine.
     assert band_keys(values, bands=5, rows=2).shape == (5, 3)
@@ -253,7 +254,7 @@ def banded_signatures(draw: st.DrawFn) -> tuple[np.ndarray, int, int, np.ndarray
     return values, bands, rows, eligible
 
 
-def _as_pairs(result: lsh.CandidateResult) -> list[tuple[int, int]]:
+def _as_pairs(result: buckets.CandidateResult) -> list[tuple[int, int]]:
     return list(zip(result.first.tolist(), result.second.tolist(), strict=True))
 
 
@@ -330,6 +331,6 @@ def test_max_bucket_counts_each_oversized_bucket() -> None:
 def test_periodic_deduplication_does_not_change_the_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
     values = np.random.default_rng(11).integers(0, 2, size=(60, 12), dtype=np.uint8)
     expected = _as_pairs(candidate_pairs(values, 6, 2))
-    monkeypatch.setattr(lsh, "_DEDUPLICATE_EVERY", 5)
+    monkeypatch.setattr(buckets, "DEDUPLICATE_EVERY", 5)
     assert _as_pairs(candidate_pairs(values, 6, 2)) == expected
     assert len(expected) > 100

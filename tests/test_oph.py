@@ -7,14 +7,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import raises_worded
 
-from dedup_cli import hashing
-from dedup_cli.corpus import Document
+from dedup_cli.engine.sign_stage import sign_batch
 from dedup_cli.errors import UsageError
-from dedup_cli.estimators import estimate_2way, estimate_3way, variance_2way, variance_3way
-from dedup_cli.hashing import HashFamily, _BinOrders, _oph_keys, min_hash_values_oph, mix64
-from dedup_cli.signatures import SignatureParams, unpack_values
-from dedup_cli.signing import sign_batch
+from dedup_cli.estimates.three_way import estimate_3way, variance_3way
+from dedup_cli.estimates.two_way import estimate_2way, variance_2way
+from dedup_cli.inputs.records import Document
+from dedup_cli.minhash import oph as oph_kernel
+from dedup_cli.minhash.feistel import feistel
+from dedup_cli.minhash.kperm import HashFamily
+from dedup_cli.minhash.oph import _BinOrders, _oph_keys, min_hash_values_oph
+from dedup_cli.minhash.packing import unpack_values
+from dedup_cli.params import SignatureParams
+from dedup_cli.primitives import mix64
 
 
 def reference_oph(shingles: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
@@ -35,7 +41,8 @@ def reference_oph(shingles: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
     chosen = []
     for j in range(k):
         # Bin j's draws σ_j(0), σ_j(1), …; the first that is a filled bin (< k) supplies the minimum.
-        draws = orders._feistel(np.arange(steps, dtype=np.uint64), np.full(steps, j), inverse=False).tolist()
+        draws = feistel(np.arange(steps, dtype=np.uint64), round_keys, orders.half_bits,
+                        rows=np.full(steps, j)).tolist()
         source = j if j in minima else next(b for b in draws if b < k and b in minima)
         chosen.append(minima[source])
     return mix64(np.array(chosen, dtype=np.uint64) ^ salts)
@@ -54,13 +61,13 @@ def documents() -> tuple[np.ndarray, np.ndarray]:
 def test_kernel_equals_reference(monkeypatch: pytest.MonkeyPatch, documents: tuple[np.ndarray, np.ndarray],
                                  num_perm: int, tabulated: bool) -> None:
     shingles, offsets = documents
-    hashing._bin_orders.cache_clear()
+    oph_kernel._bin_orders.cache_clear()
     if not tabulated:  # σ_j computed on the fly, as for k > 2048
-        monkeypatch.setattr(hashing, "_TABULATED_BINS", 0)
-    monkeypatch.setattr(hashing, "_DENSIFY_ELEMENTS", 64)  # many chunks in both densification paths
-    monkeypatch.setattr(hashing, "_ELEMENTS_PER_CHUNK", 37)  # documents straddle the shingle chunks
+        monkeypatch.setattr(oph_kernel, "_TABULATED_BINS", 0)
+    monkeypatch.setattr(oph_kernel, "_DENSIFY_ELEMENTS", 64)  # many chunks in both densification paths
+    monkeypatch.setattr(oph_kernel, "_ELEMENTS_PER_CHUNK", 37)  # documents straddle the shingle chunks
     values = min_hash_values_oph(shingles, offsets, num_perm, seed=9)
-    hashing._bin_orders.cache_clear()
+    oph_kernel._bin_orders.cache_clear()
     for doc in range(offsets.size - 1):
         expected = reference_oph(shingles[offsets[doc] : offsets[doc + 1]], num_perm, 9)
         assert values[doc].tolist() == expected.tolist(), doc
@@ -167,9 +174,9 @@ def test_three_way_sparse_estimator_is_unbiased(regime: str, bits: int) -> None:
 
 def test_scheme_is_validated() -> None:
     assert SignatureParams(scheme="oph").scheme == "oph"
-    with pytest.raises(UsageError, match="choose kperm or oph"):
+    with raises_worded(UsageError, "choose kperm or oph"):
         SignatureParams(scheme="minhash")
-    with pytest.raises(UsageError, match="use --scheme kperm"):
+    with raises_worded(UsageError, "use --scheme kperm"):
         SignatureParams(universe=1000, shingle_unit="element", input_kind="sets", scheme="oph")
 
 

@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli import permutation
-from dedup_cli.collisions import collision_probability_2way, collision_probability_3way
-from dedup_cli.errors import UsageError
-from dedup_cli.permutation import UniversePermutations
+from dedup_cli.estimates.dense import collision_probability_2way, collision_probability_3way
+from dedup_cli.minhash import universe as permutation
+from dedup_cli.minhash.universe import UniversePermutations
 
 
 def min_law(universe: int, size: int) -> np.ndarray:
@@ -202,13 +201,13 @@ def test_accepts_any_integer_dtype() -> None:
 
 def test_value_outside_universe_is_named() -> None:
     family = UniversePermutations(1000, num_perm=2, seed=1)
-    with pytest.raises(UsageError, match=r"value 1000 is outside the universe \[0, 1000\)"):
+    with pytest.raises(ValueError, match=r"value 1000 is outside the universe \[0, 1000\)"):
         family.permute(np.array([3, 1000, 7], dtype=np.uint64))
-    with pytest.raises(UsageError, match=r"value 5000 is outside the universe"):
+    with pytest.raises(ValueError, match=r"value 5000 is outside the universe"):
         family.min_values(np.array([1, 5000]), np.array([0, 1, 2]))
-    with pytest.raises(UsageError, match=r"value -1 is outside the universe"):
+    with pytest.raises(ValueError, match=r"value -1 is outside the universe"):
         family.permute(np.array([-1, 3]))
-    with pytest.raises(UsageError, match="integers"):
+    with pytest.raises(ValueError, match="integers"):
         family.permute(np.array([0.5]))
 
 
@@ -216,7 +215,7 @@ def test_malformed_offsets() -> None:
     family = UniversePermutations(1000, num_perm=2, seed=1)
     values = np.arange(5)
     for offsets in ([1, 5], [0, 4], [0, 3, 2, 5], []):
-        with pytest.raises(UsageError, match="offsets"):
+        with pytest.raises(ValueError, match="offsets"):
             family.min_values(values, np.array(offsets, dtype=np.int64))
 
 
@@ -224,5 +223,5 @@ def test_malformed_offsets() -> None:
     ("universe", "num_perm", "seed"), [(1, 4, 0), ((1 << 62) + 1, 4, 0), (100, 0, 0), (100, 4, -1), (100.0, 4, 0)]
 )
 def test_bad_parameters(universe: int, num_perm: int, seed: int) -> None:
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError):
         UniversePermutations(universe, num_perm, seed)

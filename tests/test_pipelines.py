@@ -15,11 +15,12 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from dedup_cli import pipeline, signing
+import dedup_cli as dedup
 from dedup_cli.cli import EXIT_DUPLICATES, cli
-from dedup_cli.corpus import InputOptions
-from dedup_cli.signatures import SignatureParams
-from dedup_cli.storage import open_store, read_store
+from dedup_cli.commands import sign as signing
+from dedup_cli.engine import sign_stage
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.store import open_store, read_store
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -175,7 +176,7 @@ def test_jobs_give_a_byte_identical_store(tmp_path: Path, monkeypatch: pytest.Mo
     parts = {}
     for jobs in (1, 2):
         store = tmp_path / f"jobs{jobs}.parquet"
-        report = pipeline.sign([str(corpus)], store, SignatureParams(num_perm=64), InputOptions(), jobs=jobs)
+        report = dedup.sign([str(corpus)], store, dedup.SignOptions(num_perm=64, jobs=jobs))
         assert report.documents == 120
         parts[jobs] = {p.name: p.read_bytes() for p in sorted(store.glob("part-*.parquet"))}
     assert parts[1] and parts[1] == parts[2]
@@ -230,7 +231,7 @@ def test_a_dead_worker_fails_the_run_cleanly(tmp_path: Path, small_corpus: Path,
     for index in range(40):
         (small_corpus / f"more{index}.txt").write_text(words(f"m{index}w"))
     monkeypatch.setattr(signing, "BATCH_DOCUMENTS", 4)
-    monkeypatch.setattr(signing, "sign_batch", _worker_dies)
+    monkeypatch.setattr(sign_stage, "sign_batch", _worker_dies)
     code, _, stderr = run("sign", str(small_corpus), "-o", str(store), "--jobs", "2")
     assert code == 1 and "a signing worker process died" in stderr and "Traceback" not in stderr
     assert snapshot(store) == before

@@ -1,4 +1,4 @@
-"""Tests for dedup_cli.planning: ``dedup plan``'s numbers, report and record.
+"""Tests for dedup plan: ``dedup plan``'s numbers, report and record.
 
 Hand-computed values for R0 = 0.5, b = 2, k = 256, B = 8; storage factors against Li & König 2010's
 figures; warnings and usage errors; the rendered text; and the promise that matters: the recall the
@@ -14,19 +14,30 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dedup_cli import cli
+from dedup_cli.candidates.banding import choose_banding
+from dedup_cli.candidates.buckets import candidate_pairs
+from dedup_cli.commands import plan as planning
+from dedup_cli.commands.plan import ROW_OVERHEAD_BYTES, Plan
 from dedup_cli.errors import UsageError
-from dedup_cli.lsh import candidate_pairs, choose_banding
-from dedup_cli.planning import ROW_OVERHEAD_BYTES, Plan, make_plan, plan_record, render_plan
+from dedup_cli.options import PlanOptions
+from dedup_cli.output.plan_report import plan_record, render_plan
 
 pytestmark = pytest.mark.filterwarnings("error")  # no RuntimeWarning (overflow, 0/0) anywhere
 
 PROPERTY = settings(derandomize=True, deadline=None, max_examples=40)
+
+
+def make_plan(*arguments: Any, **options: Any) -> Plan:
+    """The plan for these options, in PlanOptions' order: threshold, bits, num_perm, stored_bits, recall, …."""
+    return planning.plan(PlanOptions(*arguments, **options))
 
 
 def report(line: str) -> None:
@@ -35,7 +46,7 @@ def report(line: str) -> None:
 
 
 def s_curve(resemblance: float, bands: int, rows: int, band_bits: int) -> float:
-    """1 − (1 − E^rows)^bands with E = 2^-B + (1 − 2^-B)·R, written out independently of lsh."""
+    """1 − (1 − E^rows)^bands with E = 2^-B + (1 − 2^-B)·R, written out independently of banding."""
     agreement = 2.0**-band_bits + (1.0 - 2.0**-band_bits) * resemblance
     return 1.0 - (1.0 - agreement**rows) ** bands
 
@@ -84,7 +95,8 @@ def test_curve_is_tabulated_at_tenths_and_at_the_threshold() -> None:
 
 
 def test_storage_factors_match_li_and_koenig() -> None:
-    # r → 0, R = 0.5, b = 1: B(64)/B(1) = 64 · R(1 − R) / (E(1 − E)/(1 − C)²) = 16 / 0.75 = 64/3 (SPEC, 2-way).
+    # r → 0, R = 0.5, b = 1: B(64)/B(1) = 64 · R(1 − R) / (E(1 − E)/(1 − C)²) = 16 / 0.75 = 64/3
+    # (docs/estimators.md, "Two-way").
     plan = make_plan(0.5, 1)
     assert plan.storage_factor_64 == pytest.approx(64 / 3, rel=1e-6)
     assert plan.storage_factor_32 == pytest.approx(32 / 3, rel=1e-6)
@@ -112,8 +124,8 @@ def test_threshold_one_has_no_storage_factor_and_no_error() -> None:
 def test_store_row_overhead_follows_the_store_schema() -> None:
     import pyarrow as pa
 
-    from dedup_cli.signatures import SignatureParams
-    from dedup_cli.storage import part_schema
+    from dedup_cli.params import SignatureParams
+    from dedup_cli.store.format import part_schema
 
     for num_perm, bits in ((256, 8), (128, 2), (100, 3), (64, 64)):
         params = SignatureParams(num_perm=num_perm, bits=bits)
@@ -155,7 +167,7 @@ def test_one_of_bands_or_rows_takes_as_many_of_the_other_as_fit() -> None:
 def test_recall_below_target_and_unselective_banding_warn() -> None:
     low = make_plan(0.5, 2, bands=2, rows=10)
     assert any("below the target 0.99" in w and "more --bands" in w for w in low.warnings)
-    # SPEC, LSH banding: banding 2-bit values at R0 = 0.5, k = 256, recall 0.99 leaves about 5 % of the
+    # docs/estimators.md, "Banding": banding 2-bit values at R0 = 0.5, k = 256, recall 0.99 leaves about 5 % of the
     # unrelated pairs as candidates.
     loose = make_plan(0.5, 2, stored_bits=2)
     assert 0.04 < loose.candidate_probability_unrelated < 0.05
@@ -188,8 +200,8 @@ def test_recall_below_target_and_unselective_banding_warn() -> None:
 def test_usage_errors_name_the_option(arguments: dict[str, object], message: str) -> None:
     call: dict[str, object] = {"threshold": 0.5, "bits": 2, **arguments}
     with pytest.raises(UsageError) as caught:
-        make_plan(**call)  # type: ignore[arg-type]
-    text = str(caught.value)
+        make_plan(**call)
+    text = cli.message(caught.value)
     assert message in text
     assert "\n" not in text
 
@@ -323,7 +335,7 @@ def test_render_without_documents_and_other_widths() -> None:
     assert "Corpus of" not in text and "memory" not in text
     plot = [line for line in text.splitlines() if line[7:8] == "|"]
     assert len(plot) == 8 and all(len(line) == 8 + 30 for line in plot)
-    with pytest.raises(UsageError, match="plot width 10 is too narrow"):
+    with pytest.raises(ValueError, match="plot width 10 is too narrow"):
         render_plan(plan, width=10)
 
 
@@ -366,8 +378,8 @@ def test_plan_properties(threshold: float, bits: int, extra_bits: int, num_perm:
 
 _MEASURE = """
 import sys
-from dedup_cli import pipeline
-result = pipeline.find(sys.argv[1], 0.5, bits=2)
+import dedup_cli as dedup
+result = dedup.find(sys.argv[1], dedup.FindOptions(threshold=0.5, bits=2))
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent (pytest, large by now) across exec.
 with open("/proc/self/status") as status:
     peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
@@ -379,8 +391,10 @@ print(result.candidates, peak)
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc/self/status")
 def test_memory_estimate_matches_a_real_find(tmp_path: Path) -> None:
     """Peak RSS of ``find`` in a fresh process against the plan's estimate (unrelated documents)."""
-    from dedup_cli.signatures import SignatureParams
-    from dedup_cli.storage import DocumentBatch, StoreWriter
+    from helpers import StoreWriter
+
+    from dedup_cli.params import SignatureParams
+    from dedup_cli.store.format import DocumentBatch
 
     docs, batch = 100_000, 4096
     store = tmp_path / "synthetic.parquet"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
-import inspect
 import json
 import os
 import shutil
@@ -14,13 +14,14 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from helpers import raises_worded
 
-from dedup_cli import finding, pipeline
+import dedup_cli as dedup
 from dedup_cli.cli import cli
-from dedup_cli.corpus import InputOptions
 from dedup_cli.errors import UsageError
-from dedup_cli.signatures import SignatureParams
-from dedup_cli.storage import MANIFEST_NAME, open_store, read_store
+from dedup_cli.options import FindOptions, InputOptions, SignOptions
+from dedup_cli.store.format import MANIFEST_NAME
+from dedup_cli.store.store import open_store, read_store
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -301,8 +302,8 @@ def test_progress_counts_input_bytes_and_reaches_the_total(tmp_path: Path, kind:
     for run_number in (1, 2):  # the second run finds everything unchanged
         totals: list[int | None] = []
         advanced: list[int] = []
-        pipeline.sign(inputs, tmp_path / "s", SignatureParams(num_perm=16), progress=advanced.append,
-                      on_start=totals.append)
+        dedup.sign(inputs, tmp_path / "s", SignOptions(num_perm=16), progress=advanced.append,
+                   on_start=totals.append)
         on_disk = sum(path.stat().st_size for path in corpus.iterdir())
         assert totals == [on_disk], run_number
         assert sum(advanced) == on_disk, run_number
@@ -310,12 +311,12 @@ def test_progress_counts_input_bytes_and_reaches_the_total(tmp_path: Path, kind:
 
 def test_the_library_and_the_cli_share_their_defaults() -> None:
     command = cli.commands["find"]
-    library = inspect.signature(finding.find).parameters
+    library = {field.name: field.default for field in dataclasses.fields(FindOptions)}
     names = {"group_method": "group", "candidates": "candidates", "verify": "verify", "keep": "keep",
              "ways": "ways", "bits": "bits", "bands": "bands", "rows": "rows", "new_since": "new_since"}
     for parameter in command.params:
         if isinstance(parameter, click.Option) and parameter.name in names:
-            assert library[names[parameter.name]].default == parameter.default, parameter.name
+            assert library[names[parameter.name]] == parameter.default, parameter.name
 
 
 def test_options_are_checked_before_the_store_is_read(tmp_path: Path, small_corpus: Path) -> None:
@@ -329,18 +330,18 @@ def test_options_are_checked_before_the_store_is_read(tmp_path: Path, small_corp
     assert code == 2 and "needs 300 values" in stderr
     code, _, stderr = run("estimate", str(store), "a.txt", "b.txt", "c.txt", "--bits", "1")
     assert code == 2 and "needs --bits 2 or more" in stderr
-    with pytest.raises(UsageError, match="--group 'nope'"):
-        finding.find(store, 0.5, group="nope")
-    with pytest.raises(UsageError, match="--keep 'nope'"):
-        finding.find(store, 0.5, keep="nope")
-    with pytest.raises(UsageError, match="--verify 'nope'"):
-        finding.find(store, 0.5, verify="nope")
+    with raises_worded(UsageError, "--group 'nope'"):
+        dedup.find(store, FindOptions(threshold=0.5, group="nope"))
+    with raises_worded(UsageError, "--keep 'nope'"):
+        dedup.find(store, FindOptions(threshold=0.5, keep="nope"))
+    with raises_worded(UsageError, "--verify 'nope'"):
+        dedup.find(store, FindOptions(threshold=0.5, verify="nope"))
     code, _, stderr = run("find", str(store))
     assert code == 1 and "damaged" in stderr
 
 
 def test_input_options_refuse_contradictions() -> None:
-    with pytest.raises(UsageError, match="needs --universe"):
+    with raises_worded(UsageError, "needs --universe"):
         InputOptions(input_format="sets")
-    with pytest.raises(UsageError, match="--universe applies only"):
+    with raises_worded(UsageError, "--universe applies only"):
         InputOptions(universe=10)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+from helpers import normalise, shingle_hashes, token_hashes
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup_cli.shingling import document_shingles, normalise, shingle_hashes, token_hashes
+from dedup_cli.primitives import mix64
+from dedup_cli.text.shingles import document_shingles
 
 
 def test_normalise_folds_case_width_and_whitespace() -> None:
@@ -39,8 +41,6 @@ def test_char_shingles_include_spaces() -> None:
 
 
 def test_shingle_hashes_match_hand_combination() -> None:
-    from dedup_cli.hashing import mix64
-
     tokens = np.array([3, 5, 7], dtype=np.uint64)
     multiplier = 0x9E3779B97F4A7C15
     expected = ((3 * multiplier + 5) * multiplier + 7) % 2**64

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from dedup_cli.errors import UsageError
-from dedup_cli.signatures import SignatureParams, lowest_bits, pack_values, unpack_values
+from dedup_cli.minhash.packing import lowest_bits, pack_values, unpack_values
+from dedup_cli.params import SignatureParams
 
 
 @given(

@@ -13,18 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers import StoreWriter, read_store_params
 
 from dedup_cli.errors import StoreError
-from dedup_cli.signatures import SignatureParams, lowest_bits, pack_values
-from dedup_cli.storage import (
-    FORMAT_VERSION,
-    LEGACY_FORMAT_VERSION,
-    METADATA_KEY,
-    DocumentBatch,
-    StoreWriter,
-    read_store,
-    read_store_params,
-)
+from dedup_cli.minhash.packing import lowest_bits, pack_values
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.format import FORMAT_VERSION, LEGACY_FORMAT_VERSION, METADATA_KEY, DocumentBatch
+from dedup_cli.store.store import read_store
 
 
 def make_batch(

@@ -14,18 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli import grouping
-from dedup_cli.errors import UsageError
-from dedup_cli.grouping import (
-    GROUP_METHODS,
-    KEEP_CHOICES,
-    Groups,
-    connected_components,
-    group_components,
-    representatives,
-    strict_groups,
-    weakest_estimates,
-)
+from dedup_cli.groups import strict
+from dedup_cli.groups.components import Groups, connected_components, group_components
+from dedup_cli.groups.representatives import representatives, weakest_estimates
+from dedup_cli.groups.strict import strict_groups
+from dedup_cli.options import GROUP_METHODS, KEEP_CHOICES
 
 
 def as_sets(groups: Groups) -> list[list[int]]:
@@ -137,7 +130,7 @@ def test_rejected_triple_splits_the_clique() -> None:
 
 
 def test_triples_are_batched_and_all_spanning_triples_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grouping, "TRIPLE_BATCH", 4)
+    monkeypatch.setattr(strict, "TRIPLE_BATCH", 4)
     size = 8
     edges = [(i, j, 0.9) for i, j in itertools.combinations(range(size), 2)]
     checked: set[tuple[int, int, int]] = set()
@@ -297,10 +290,10 @@ def test_representatives_of_no_groups() -> None:
 
 
 def test_unknown_keep_names_option_and_choices(three_groups: Groups) -> None:
-    with pytest.raises(UsageError) as raised:
+    with pytest.raises(ValueError) as raised:
         representatives(three_groups, "newest", np.ones(8))
     message = str(raised.value)
-    assert "--keep" in message and "newest" in message
+    assert "keep" in message and "newest" in message
     assert all(choice in message for choice in KEEP_CHOICES)
 
 

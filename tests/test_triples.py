@@ -1,4 +1,4 @@
-"""Tests for dedup_cli.triples: triangle enumeration, 3-way scoring, and finding planted triples.
+"""Triples: triangle enumeration, 3-way scoring, and finding planted triples.
 
 Planted triples are integer shingle sets with an exact, known Venn layout, signed with the real hash family
 (``HashFamily`` + ``min_hash_values``, k = 256), banded with ``choose_banding(..., recall=PAIR_RECALL_FOR_TRIPLES)``
@@ -15,26 +15,24 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers import wedge_count
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli import estimators, triples
-from dedup_cli.errors import UsageError
-from dedup_cli.hashing import HashFamily, min_hash_values
-from dedup_cli.lsh import candidate_pairs, choose_banding
-from dedup_cli.scoring import score_pairs
-from dedup_cli.signatures import lowest_bits
-from dedup_cli.triples import (
-    PAIR_RECALL_FOR_TRIPLES,
-    ScoredTriples,
-    candidate_triples,
-    find_triples,
-    pair_margin,
-    pair_recall_for_triples,
-    score_triples,
-    triangles,
-    wedge_count,
-)
+from dedup_cli.candidates import triangles as triangle_module
+from dedup_cli.candidates.banding import choose_banding
+from dedup_cli.candidates.buckets import candidate_pairs
+from dedup_cli.candidates.triangles import WEDGE_BATCH, triangles
+from dedup_cli.candidates.triple_recall import PAIR_RECALL_FOR_TRIPLES, pair_recall_for_triples
+from dedup_cli.candidates.triples import candidate_triples, pair_margin
+from dedup_cli.engine import find_stages
+from dedup_cli.engine.find_stages import find_triples
+from dedup_cli.estimates import dense, intervals, three_way, two_way
+from dedup_cli.estimates import triples as triple_scoring
+from dedup_cli.estimates.pairs import score_pairs
+from dedup_cli.estimates.triples import ScoredTriples, score_triples
+from dedup_cli.minhash.kperm import HashFamily, min_hash_values
+from dedup_cli.minhash.packing import lowest_bits
 
 pytestmark = pytest.mark.filterwarnings("error")  # no RuntimeWarning (overflow, 0/0) anywhere
 
@@ -72,7 +70,7 @@ def clique_edges(members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @given(
     num_docs=st.integers(1, 18),
     data=st.data(),
-    max_wedges=st.sampled_from([1, 2, 7, triples.WEDGE_BATCH]),
+    max_wedges=st.sampled_from([1, 2, 7, WEDGE_BATCH]),
 )
 def test_triangles_match_brute_force(num_docs: int, data: st.DataObject, max_wedges: int) -> None:
     edges = data.draw(st.lists(st.tuples(st.integers(0, num_docs - 1), st.integers(0, num_docs - 1)), max_size=90))
@@ -108,7 +106,7 @@ def test_triangles_of_empty_and_triangle_free_graphs() -> None:
 
 
 @pytest.mark.parametrize("size", [3, 4, 10, 45])
-@pytest.mark.parametrize("max_wedges", [1, 5, triples.WEDGE_BATCH])
+@pytest.mark.parametrize("max_wedges", [1, 5, WEDGE_BATCH])
 def test_clique_gives_every_triple(size: int, max_wedges: int) -> None:
     # Scatter the clique over a larger index range so that ranks and indices differ.
     members = np.sort(np.random.default_rng(size).choice(10 * size, size, replace=False))
@@ -142,7 +140,7 @@ def test_pair_positions_are_exact_for_huge_lists() -> None:
     """The t-th pair of a forward list of degree d ~ 10^6 (t ~ 5·10^11) is recovered exactly."""
     y = np.array([1, 2, 3, 999_999, 1_000_000, 1_414_213], dtype=np.int64)
     x = np.array([0, 1, 0, 999_998, 0, 1_414_212], dtype=np.int64)
-    got_x, got_y = triples._pair_positions(y * (y - 1) // 2 + x)
+    got_x, got_y = triangle_module._pair_positions(y * (y - 1) // 2 + x)
     np.testing.assert_array_equal(got_x, x)
     np.testing.assert_array_equal(got_y, y)
 
@@ -167,7 +165,7 @@ def test_pair_margin_is_z_sparse_standard_errors_at_threshold() -> None:
     assert pair_margin(0.5, 256, 2) == pytest.approx(expected, rel=1e-12)
     assert pair_margin(0.5, 256, 2, z=0.0) == 0.0
     assert pair_margin(1.0, 256, 4) == pytest.approx(0.0, abs=1e-12)
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError):
         pair_margin(0.0, 256, 2)
 
 
@@ -175,19 +173,17 @@ def test_pair_recall_budget() -> None:
     # (1 − 0.99)/3 minus the margin's one-sided loss Φ(−3) = 0.0013499.
     assert PAIR_RECALL_FOR_TRIPLES == pytest.approx(1.0 - (0.01 / 3 - 0.0013498980316301), abs=1e-12)
     assert pair_recall_for_triples(0.9, z=4.0) == pytest.approx(1.0 - (0.1 / 3 - 3.167124183e-05), abs=1e-10)
-    with pytest.raises(UsageError, match=r"--recall 0\.999 is out of reach .* use --recall 0\.9317 or lower"):
+    with pytest.raises(ValueError, match=r"recall 0\.999 is out of reach .* use recall 0\.9317 or lower"):
         pair_recall_for_triples(0.999, z=2.0)
-    with pytest.raises(UsageError, match=r"use --recall 0\.9959 or lower"):
+    with pytest.raises(ValueError, match=r"use recall 0\.9959 or lower"):
         pair_recall_for_triples(0.9999)
     assert pair_recall_for_triples(0.9959) < 1.0  # the advice works
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError):
         pair_recall_for_triples(1.0)
 
 
 def test_dense_cutoff_matches_pipeline() -> None:
-    from dedup_cli.pipeline import DENSE_R
-
-    assert triples.DENSE_R == DENSE_R
+    assert triple_scoring.DENSE_R is dense.DENSE_R and find_stages.DENSE_R is dense.DENSE_R
 
 
 # ----------------------------------------------------------------------------------------------
@@ -203,21 +199,21 @@ def direct_score(values: np.ndarray, triple: tuple[int, int, int], r: np.ndarray
     m12, m13, m23 = int(np.sum(a == b)), int(np.sum(a == c)), int(np.sum(b == c))
     pair_matches = [m12, m13, m23]
     r1, r2, r3 = (float(r[i]) for i in triple)
-    pairwise = [float(estimators.estimate_2way(m12 / k, r1, r2, bits)),
-                float(estimators.estimate_2way(m13 / k, r1, r3, bits)),
-                float(estimators.estimate_2way(m23 / k, r2, r3, bits))]
+    pairwise = [float(two_way.estimate_2way(m12 / k, r1, r2, bits)),
+                float(two_way.estimate_2way(m13 / k, r1, r3, bits)),
+                float(two_way.estimate_2way(m23 / k, r2, r3, bits))]
     p12, p13, p23 = m12 / k, m13 / k, m23 / k
     if max(r1, r2, r3) > 1e-4:
-        estimate = float(estimators.estimate_3way_dense(matches / k, p12, p13, p23, r1, r2, r3, bits))
-        p_low, p_high = estimators.wilson_interval(matches, k)
-        low, high = (float(np.clip(estimators.estimate_3way_dense(p, p12, p13, p23, r1, r2, r3, bits), 0, 1))
+        estimate = float(dense.estimate_3way_dense(matches / k, p12, p13, p23, r1, r2, r3, bits))
+        p_low, p_high = intervals.wilson_interval(matches, k)
+        low, high = (float(np.clip(dense.estimate_3way_dense(p, p12, p13, p23, r1, r2, r3, bits), 0, 1))
                      for p in (p_low, p_high))
     else:
-        estimate = float(estimators.estimate_3way(matches / k, p12, p13, p23, bits))
-        low, high = (float(x) for x in estimators.confidence_interval_3way(matches, m12, m13, m23, k, bits))
+        estimate = float(three_way.estimate_3way(matches / k, p12, p13, p23, bits))
+        low, high = (float(x) for x in intervals.confidence_interval_3way(matches, m12, m13, m23, k, bits))
     clipped = min(max(estimate, 0.0), 1.0)
     total = max(sum(min(max(p, 0.0), 1.0) for p in pairwise), 3 * clipped)
-    stderr = math.sqrt(max(float(estimators.variance_3way(clipped, total, bits, k)), 0.0))
+    stderr = math.sqrt(max(float(three_way.variance_3way(clipped, total, bits, k)), 0.0))
     return dict(matches=matches, pair_matches=pair_matches, pairwise=pairwise, estimate=estimate, stderr=stderr,
                 ci_low=low, ci_high=high)
 
@@ -235,7 +231,7 @@ def test_score_triples_equals_direct_computation(bits: int, dense: bool, monkeyp
     values = lowest_bits(values, bits)
     r = rng.uniform(0.05, 0.4, num_docs) if dense else np.full(num_docs, 300 / 2.0**64)
     docs = np.array(list(itertools.combinations(range(9), 3)), dtype=np.int64)
-    monkeypatch.setattr(triples, "_COMPARISON_BYTES", 3000)  # several chunks
+    monkeypatch.setattr(triple_scoring, "_COMPARISON_BYTES", 3000)  # several chunks
     scored = score_triples(values, docs, r, bits)
     assert len(scored) == docs.shape[0]
     np.testing.assert_array_equal(scored.docs, docs)
@@ -263,7 +259,7 @@ def test_find_triples_equals_scoring_every_candidate(dense: bool, monkeypatch: p
     r = rng.uniform(0.05, 0.4, num_docs) if dense else np.full(num_docs, 300 / 2.0**64)
     first, second = np.triu_indices(num_docs, 1)
     pairs = score_pairs(values, first.astype(np.int64), second.astype(np.int64), r, bits)
-    monkeypatch.setattr(triples, "_COMPARISON_BYTES", 20_000)  # several chunks
+    monkeypatch.setattr(triple_scoring, "_COMPARISON_BYTES", 20_000)  # several chunks
     found = find_triples(values, pairs, r, threshold, bits)
     everything = score_triples(values, candidate_triples(pairs, num_docs, threshold, bits, k), r, bits)
     expected = everything.select(everything.estimate >= threshold)
@@ -295,12 +291,12 @@ def test_select_keeps_arrays_aligned() -> None:
 
 def test_one_bit_is_refused() -> None:
     values = np.zeros((3, 8), dtype=np.uint8)
-    message = "3-way estimation needs --bits 2 or more; 1-bit values carry no 3-way information"
-    with pytest.raises(UsageError) as error:
+    message = "3-way estimation needs bits 2 or more; 1-bit values carry no 3-way information"
+    with pytest.raises(ValueError) as error:
         score_triples(values, np.array([[0, 1, 2]]), np.zeros(3), 1)
     assert str(error.value) == message
     pairs = score_pairs(values, np.array([0]), np.array([1]), np.zeros(3), 1)
-    with pytest.raises(UsageError) as error:
+    with pytest.raises(ValueError) as error:
         find_triples(values, pairs, np.zeros(3), 0.5, 1)
     assert str(error.value) == message
 
@@ -457,11 +453,11 @@ def test_planted_estimates_are_unbiased(threshold: float, bits: int) -> None:
     data = planted(threshold)
     scored = score_triples(lowest_bits(data.values, bits), data.docs, data.r, bits)
     error = scored.estimate - data.resemblance
-    variance = estimators.variance_3way(data.resemblance, data.pairwise.sum(axis=1), bits, NUM_PERM)
+    variance = three_way.variance_3way(data.resemblance, data.pairwise.sum(axis=1), bits, NUM_PERM)
     standard_error = math.sqrt(float(np.sum(variance))) / error.size
     # The pairwise estimates are unbiased too (eq. 9).
     pair_error = (scored.pairwise - data.pairwise).mean()
-    pair_variance = estimators.variance_2way(data.pairwise, 0.0, 0.0, bits, NUM_PERM)
+    pair_variance = two_way.variance_2way(data.pairwise, 0.0, 0.0, bits, NUM_PERM)
     pair_standard_error = math.sqrt(float(np.sum(pair_variance))) / pair_variance.size
     # The reported standard errors match the spread, and the intervals cover the truth about 95 % of the time.
     spread = float(np.mean(error**2) / np.mean(scored.stderr**2))

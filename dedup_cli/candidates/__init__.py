@@ -1,0 +1,1 @@
+"""Candidates: which pairs (and triples) are worth estimating — LSH banding, every pair, triangles."""

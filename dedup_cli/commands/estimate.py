@@ -1,0 +1,128 @@
+"""``estimate``: the resemblance of two or three named documents of a store, with its uncertainty.
+
+The detail view: match fractions, the 2-way (Li & König 2010, eq. 9) or 3-way (Li, König & Gui 2010, eq. 8,
+or the dense procedure of its Sec. 4) estimate, its standard error, a confidence interval from the binomial
+law of the match counts (Dembele & Lo 2017), and optionally the exact resemblance from the documents
+themselves. The numbers come from the scorers ``find`` uses, so the two commands always agree; only the named
+documents' rows of the store are read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dedup_cli.errors import InputError, UsageError
+from dedup_cli.estimates.dense import DENSE_R
+from dedup_cli.estimates.exact import exact_resemblance
+from dedup_cli.estimates.pairs import score_pairs
+from dedup_cli.estimates.triples import score_triples
+from dedup_cli.options import EstimateOptions, default_store
+from dedup_cli.store.store import open_store
+from dedup_cli.verification import exact_sets
+
+_RECORD_ORDER = ("ids", "bits", "num_perm", "shingle_counts", "r", "estimator", "matches", "match_fraction",
+                 "pair_matches", "pair_match_fractions", "pairwise_estimates", "estimate", "stderr", "ci_low",
+                 "ci_high", "level", "exact", "exact_pairwise")
+
+
+@dataclass
+class EstimateResult:
+    """The resemblance of two or three documents: the estimate, its law, and what it was computed from.
+
+    With three documents, ``pair_*`` and ``pairwise_estimates`` are for the pairs (1, 2), (1, 3), (2, 3);
+    ``matches`` counts the positions where all three agree. Fields that do not apply are None.
+    """
+
+    ids: list[str]
+    bits: int
+    num_perm: int
+    shingle_counts: list[int]
+    r: list[float]  # f/D of each document
+    estimator: str
+    estimate: float
+    stderr: float
+    ci_low: float
+    ci_high: float
+    level: float
+    matches: int | None = None
+    match_fraction: float | None = None
+    pair_matches: list[int] | None = None
+    pair_match_fractions: list[float] | None = None
+    pairwise_estimates: list[float] | None = None
+    exact: float | None = None
+    exact_pairwise: list[float] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The fields that apply, in the order ``dedup estimate`` prints them."""
+        return {name: getattr(self, name) for name in _RECORD_ORDER if getattr(self, name) is not None}
+
+
+def estimate(ids: Sequence[str], store: str | os.PathLike[str] | None = None,
+             options: EstimateOptions | None = None) -> EstimateResult:
+    """Estimate R for two or three documents of the store.
+
+    Args:
+        ids: two or three different document ids.
+        store: the store (default: ``$DEDUP_STORE``, else ``./dedup.parquet``).
+        options: b, the confidence level, and whether to compute the exact resemblance too.
+    """
+    options = EstimateOptions() if options is None else options
+    ids = tuple(ids)
+    options.check_ids(ids)
+    path = default_store(store)
+    opened = open_store(path)  # the manifest only: options are checked before the store is read
+    params = opened.params
+    bits = options.check_store(ids, params.bits, path)
+    named, missing = opened.read_documents(ids)
+    if missing:
+        raise UsageError(f"no document {missing[0]!r} in {path}; list ids with: dedup find --output pairs")
+    rows = np.arange(len(ids), dtype=np.int64)
+    values = named.values(bits)
+    counts = named.shingle_counts
+    r = named.shingle_counts / float(params.universe)
+    k = params.num_perm
+    level = options.level
+    dense = bool(r.max() > DENSE_R)
+    pair_index = [(0, 1)] if len(ids) == 2 else [(0, 1), (0, 2), (1, 2)]
+    first = np.array([rows[i] for i, _ in pair_index])
+    second = np.array([rows[j] for _, j in pair_index])
+    pairs = score_pairs(values, first, second, r, bits, level=level)
+    common: dict[str, Any] = {"ids": list(ids), "bits": bits, "num_perm": k, "shingle_counts": counts.tolist(),
+                              "r": r.tolist(), "level": level}
+    if np.any(counts == 0):
+        result = EstimateResult(estimator="none: a document has no shingle, so it resembles nothing", estimate=0.0,
+                                stderr=0.0, ci_low=0.0, ci_high=0.0, **common)
+    elif len(ids) == 2:
+        result = EstimateResult(
+            estimator=f"2-way b-bit, {'precise r = f/D' if dense else 'sparse limit'} (Li & König eq. 9)",
+            matches=int(pairs.matches[0]), match_fraction=int(pairs.matches[0]) / k,
+            estimate=float(pairs.estimate[0]), stderr=float(pairs.stderr[0]),
+            ci_low=float(pairs.ci_low[0]), ci_high=float(pairs.ci_high[0]), **common,
+        )
+    else:
+        # score_triples takes the triple in any order and reports pairs (1,2), (1,3), (2,3) of that order.
+        triple = score_triples(values, rows.reshape(1, 3), r, bits, level=level)
+        name = ("3-way b-bit, dense data (Li, König & Gui Sec. 4, exact P_b solved for s)" if dense
+                else "3-way b-bit, sparse (Li, König & Gui eq. 8)")
+        result = EstimateResult(
+            estimator=name, matches=int(triple.matches[0]), match_fraction=int(triple.matches[0]) / k,
+            pair_matches=pairs.matches.tolist(), pair_match_fractions=(pairs.matches / k).tolist(),
+            pairwise_estimates=pairs.estimate.tolist(), estimate=float(triple.estimate[0]),
+            stderr=float(triple.stderr[0]), ci_low=float(triple.ci_low[0]), ci_high=float(triple.ci_high[0]),
+            **common,
+        )
+    if options.exact:
+        sets = exact_sets(named, rows)
+        gone = [named.ids[row] for row, elements in zip(rows.tolist(), sets, strict=True) if elements is None]
+        if gone:
+            raise InputError(f"cannot compute the exact resemblance: {gone[0]} cannot be re-read or changed "
+                             "since it was signed; sign it again")
+        result.exact = float(exact_resemblance(*sets))
+        if len(ids) == 3:
+            result.exact_pairwise = [float(exact_resemblance(sets[i], sets[j])) for i, j in pair_index]
+    return result

@@ -1,0 +1,46 @@
+"""``find``: signatures → candidate pairs (and triples) → estimates → exact checks → groups.
+
+Candidates come from LSH banding on all stored bits (or from comparing every pair); every candidate is
+scored with the b-bit estimator (Li & König 2010, eq. 9), pairs whose interval straddles R0 may be checked
+exactly, and accepted pairs (and with ``ways=3`` triples, Li, König & Gui 2010, eq. 8) become groups. The
+options are checked against the store's parameters, read from its manifest alone, before the store is read;
+the stages run in the local engine (:mod:`dedup_cli.engine.local`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+
+from dedup_cli.engine import local
+from dedup_cli.engine.results import FindResult
+from dedup_cli.options import FindOptions, default_store
+from dedup_cli.store.store import open_store
+
+
+def find(store: str | os.PathLike[str] | None = None, options: FindOptions | None = None,
+         progress: Callable[[int], None] | None = None) -> FindResult:
+    """Find near-duplicate pairs (and triples) with R̂ ≥ ``options.threshold`` in a store and group them.
+
+    Args:
+        store: a store written by ``sign`` (default: ``$DEDUP_STORE``, else ``./dedup.parquet``).
+        options: what to find and report (default: ``FindOptions()``, the command line's defaults).
+        progress: told the number of documents the all-pairs kernel has processed.
+
+    Raises:
+        dedup_cli.errors.OptionError: ``bits`` above the stored bits, ``ways=3`` with 1-bit values, or a
+            banding that does not fit in the signatures; a ``new_since`` run the store never had is a
+            :class:`dedup_cli.errors.UsageError`.
+    """
+    started = time.perf_counter()
+    options = FindOptions() if options is None else options
+    path = default_store(store)
+    opened = open_store(path)  # the manifest only: options are checked before the store is read
+    params = opened.params
+    options.check_store(params.bits, params.num_perm, path)
+    if options.new_since is not None:
+        opened.check_run(options.new_since)
+    result = local.find(opened.read(), options, progress)
+    result.seconds = time.perf_counter() - started
+    return result

@@ -1,0 +1,174 @@
+"""``sign``: documents (or integer sets) → shingles → minwise signatures → the store, incrementally.
+
+Reads in batches and writes one Parquet row group per batch, so memory does not grow with the corpus. A run
+into an existing store is incremental: whole files whose location, size and modification time match the
+store are skipped unread, documents whose content hash matches are skipped after reading, and only new or
+changed documents are signed and written as one more part of the store (docs/store-format.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dedup_cli.engine.local import sign_batches
+from dedup_cli.engine.sign_stage import Record
+from dedup_cli.errors import OptionError, StoreError
+from dedup_cli.inputs.locations import infer_id_root
+from dedup_cli.inputs.reading import read_inputs
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.options import SignOptions, default_store, literal
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.format import MANIFEST_NAME, DocumentBatch
+from dedup_cli.store.manifest import RunRecord
+from dedup_cli.store.runs import StoreRun
+from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.store import create_store, open_store
+
+Progress = Callable[[int], None]
+"""Called with the number of input bytes (on disk) just read or skipped."""
+
+# Small enough that two workers get several batches of a 10 MB corpus, large enough that numpy's per-call
+# overhead stays small (1 MB vs 8 MB batches: 0.27 s vs 0.30 s for 16 MB on 2 workers).
+BATCH_BYTES = 1 << 20
+BATCH_DOCUMENTS = 4096
+
+
+@dataclass
+class SignReport:
+    """What a sign run did."""
+
+    store: str = ""  # the store signed into
+    documents: int = 0  # documents signed in this run
+    empty: int = 0  # of those, documents with no shingle
+    unchanged: int = 0  # documents already in the store as they are now (skipped)
+    read: ReadReport = field(default_factory=ReadReport)
+    seconds: float = 0.0
+    files_found: int = 0
+    run: RunRecord | None = None  # the committed run: its number and added/changed/removed counts
+    prune_skipped: bool = False  # prune was asked for but some input could not be read
+
+
+def _batches(documents: Iterable[Record]) -> Iterator[list[Record]]:
+    batch: list[Record] = []
+    size = 0
+    for document in documents:
+        batch.append(document)
+        size += document.size
+        if size >= BATCH_BYTES or len(batch) >= BATCH_DOCUMENTS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _write_batches(run: StoreRun, signed: Iterable[tuple[Sequence[Record], DocumentBatch]], report: SignReport,
+                   progress: Progress | None) -> None:
+    done = 0
+    for batch, result in signed:
+        run.write(result)
+        report.documents += len(batch)
+        report.empty += int(np.count_nonzero(result.shingle_counts == 0))
+        if progress is not None and report.read.input_done > done:
+            progress(report.read.input_done - done)
+            done = report.read.input_done
+    if progress is not None and report.read.input_done > done:
+        progress(report.read.input_done - done)  # the unchanged files read after the last signed batch
+
+
+def _stored_id_root(output: str) -> str | None:
+    """The id root recorded in the store at ``output``, or inferred from its rows (stores from before
+    roots were recorded); None when there is no store or it has no file documents."""
+    if not os.path.isdir(output) or not os.path.exists(os.path.join(output, MANIFEST_NAME)):
+        return None
+    store = open_store(output)
+    if store.id_root is not None or store.documents == 0:
+        return store.id_root
+    index = store.document_index()
+    return infer_id_root(index.ids, index.paths)
+
+
+def sign(
+    inputs: Sequence[str],
+    store: str | os.PathLike[str] | None = None,
+    options: SignOptions | None = None,
+    progress: Progress | None = None,
+    on_start: Callable[[int | None], None] | None = None,
+    stdin: Any = None,
+) -> SignReport:
+    """Sign the documents (or integer sets) of ``inputs`` into ``store``, incrementally.
+
+    Args:
+        inputs: files, directories and ``-`` (stdin), read as ``options.input`` says.
+        store: the store; created if missing, else extended by one run (atomically, under a lock). Default:
+            ``$DEDUP_STORE``, else ``./dedup.parquet``.
+        options: what to read, the signature parameters (they must equal the store's), and the run's
+            behaviour: workers, prune, wait (default: ``SignOptions()``, the command line's defaults).
+        progress: told how many bytes of the inputs (on disk) were just read or skipped.
+        on_start: told the inputs' total size on disk (None when reading stdin), before reading.
+        stdin: a binary stream for ``-`` (default: the process's stdin).
+
+    Ids of files are relative to the store's id root: the root ``options.input.id_root`` names on the first
+    run, else the deepest directory holding the first run's inputs; later runs keep it, and refuse an input
+    outside it (:class:`dedup_cli.errors.UsageError`) rather than give a document a second id.
+    """
+    started = time.perf_counter()
+    options = SignOptions() if options is None else options
+    output = default_store(store)
+    params = SignatureParams.from_options(options)
+    report = SignReport(store=output)
+    recorded = _stored_id_root(output)
+    asked = options.input.id_root
+    if asked is not None and recorded is not None and os.path.abspath(asked) != recorded:
+        raise OptionError("id_root", asked, f"{{id_root}} {literal(asked)} differs from {literal(recorded)}, the "
+                          f"directory the ids of {literal(output)} are relative to; leave {{id_root}} out, or sign "
+                          "into another store")
+    root = recorded if recorded is not None else asked
+    index: DocumentIndex | None = None
+    seen: list[str] = []  # ids this run read or found unchanged: the others are what a prune removes
+
+    def file_unchanged(identifier: str, location: str, status: os.stat_result) -> bool:
+        unchanged = index is not None and index.file_unchanged(identifier, location, status.st_size,
+                                                               status.st_mtime_ns)
+        if unchanged:
+            seen.append(identifier)
+        return unchanged
+
+    # Inputs are checked (a missing one is an error) before the store is created or locked.
+    documents = read_inputs(inputs, dataclasses.replace(options.input, id_root=root), report.read, stdin,
+                            unchanged=file_unchanged)
+    created = create_store(output, params, exist_ok=True, lock_timeout=options.wait)
+    with created.begin_run(params, lock_timeout=options.wait) as run:
+        if run.id_root is None:
+            run.id_root = report.read.id_root
+        elif report.read.id_root is not None and report.read.id_root != run.id_root:
+            raise StoreError(f"another run fixed the id root of {output} while this one started; run again")
+        index = run.document_index()
+        report.files_found = report.read.files_found
+        if on_start is not None:
+            on_start(report.read.input_bytes)
+
+        def to_sign(index: DocumentIndex) -> Iterator[Record]:
+            for document in documents:
+                seen.append(document.id)
+                if index.content_changed(document.id, document.content_hash):
+                    yield document
+                else:
+                    report.unchanged += 1
+
+        _write_batches(run, sign_batches(_batches(to_sign(index)), params, options.workers), report, progress)
+        if options.prune:
+            if report.read.count("unreadable"):
+                report.prune_skipped = True
+            else:
+                run.remove(index.ids_at(index.absent(seen)))
+    report.unchanged += report.read.unchanged
+    report.run = run.record
+    report.seconds = time.perf_counter() - started
+    return report

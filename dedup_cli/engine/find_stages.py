@@ -1,0 +1,152 @@
+"""The stages of ``find``, each a function from arrays to arrays, so that engines can compose them.
+
+read → eligible documents and set-size ratios → candidate pairs (LSH banding or every pair) → scores →
+exact checks of the borderline pairs → accepted pairs (less the same-file aliases) → triples → groups →
+representatives. :mod:`dedup_cli.engine.local` runs them in order on the whole store in memory; a distributed
+engine runs the per-document stages on partitions and the per-pair stages on shuffled pair lists, with the
+same functions (docs/architecture.md, "Engines").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from dedup_cli.candidates.allpairs import all_pairs
+from dedup_cli.candidates.banding import Banding
+from dedup_cli.candidates.buckets import candidate_pairs
+from dedup_cli.candidates.match_bounds import min_matches_for_threshold
+from dedup_cli.candidates.triangles import WEDGE_BATCH
+from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
+from dedup_cli.candidates.triples import EstimatedPairs, candidate_triples, pair_margin
+from dedup_cli.estimates.dense import DENSE_R
+from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
+from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.estimates.triples import ScoredTriples, score_triples
+from dedup_cli.groups.components import Groups, group_components
+from dedup_cli.groups.strict import strict_groups
+from dedup_cli.inputs.reread import same_file_aliases
+from dedup_cli.primitives import sorted_unique
+from dedup_cli.store.snapshot import StoredSignatures
+from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
+
+
+def set_size_ratios(shingle_counts: np.ndarray, universe: int) -> np.ndarray:
+    """r = f/D of every document: float64[n_docs] (≈ 0 for hashed text; it enters C_1,b and C_2,b)."""
+    return shingle_counts.astype(np.float64) / float(universe)
+
+
+def estimator_name(r: np.ndarray) -> str:
+    """Which coefficients the 2-way estimates used, for the summary."""
+    if r.size and r.max() > DENSE_R:
+        return f"b-bit with precise r = f/D (max r = {r.max():.3g})"
+    return "b-bit, sparse limit (r ≈ 0)"
+
+
+def lsh_candidates(stored_values: np.ndarray, banding: Banding, eligible: np.ndarray,
+                   max_bucket: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Candidate pairs of banding the stored B-bit values: (int64[m] first, int64[m] second, buckets cut)."""
+    found = candidate_pairs(stored_values, banding.bands, banding.rows, eligible, max_bucket)
+    return found.first, found.second, found.oversized_buckets
+
+
+def every_pair_candidates(values: np.ndarray, bits: int, threshold: float, r: np.ndarray, eligible: np.ndarray,
+                          progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Every eligible pair whose b-bit match count can reach R0 − margin: (int64[m] first, int64[m] second).
+
+    The margin keeps the pairs a triple or an exact check may still need (:func:`pair_margin`).
+    """
+    num_perm = values.shape[1]
+    floor = max(threshold - pair_margin(threshold, num_perm, bits), 1e-9)
+    needed = min_matches_for_threshold(floor, num_perm, bits, r)
+    first, second, _ = all_pairs(values, bits, needed, eligible, progress=progress)
+    return first, second
+
+
+def involves(new: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """bool[m]: pairs with at least one document marked in ``new`` (bool[n_docs])."""
+    return new[first] | new[second]
+
+
+def verify_borderline(store: StoredSignatures, scored: ScoredPairs, threshold: float,
+                      mode: str) -> tuple[np.ndarray, Verification | None]:
+    """Exact resemblance of the pairs ``mode`` selects (NaN elsewhere): float64[m], and what was checked."""
+    exact = np.full(scored.first.size, np.nan)
+    if mode == "none":
+        return exact, None
+    check = pairs_to_verify(mode, threshold, scored.estimate, scored.ci_low, scored.ci_high)
+    verification = verify_pairs(store, scored.first[check], scored.second[check])
+    exact[check] = verification.exact
+    return exact, verification
+
+
+def decide(estimate: np.ndarray, exact: np.ndarray, threshold: float) -> np.ndarray:
+    """bool[m]: accepted pairs, by the exact resemblance where it is known, else by the estimate."""
+    return np.where(~np.isnan(exact), exact >= threshold, estimate >= threshold)
+
+
+def alias_documents(paths: list[str], first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """int64[a]: documents of these pairs that are a lower document's file under another name (a link).
+
+    One file under two names is one document, not a duplicate pair: only its first id is reported.
+    """
+    return same_file_aliases(paths, sorted_unique(np.concatenate([first, second])))
+
+
+def without(documents: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """bool[m]: pairs touching none of ``documents``."""
+    return ~(np.isin(first, documents) | np.isin(second, documents))
+
+
+def find_triples(
+    values: np.ndarray,
+    pairs: EstimatedPairs,
+    r: np.ndarray,
+    threshold: float,
+    bits: int,
+    z: float = TRIPLE_MARGIN_Z,
+    level: float = 0.95,
+    max_wedges: int = WEDGE_BATCH,
+) -> ScoredTriples:
+    """Triples with 3-way estimate R̂ ≥ R0, sorted by descending estimate, then by documents.
+
+    The whole 3-way step after the candidate pairs: keep candidate pairs with R̂_ij ≥ R0 − margin, take the
+    triangles (:func:`dedup_cli.candidates.triples.candidate_triples`), score them
+    (:func:`dedup_cli.estimates.triples.score_triples`), keep R̂ ≥ R0. For ≥ 0.99 of triples with R ≥ R0 to
+    become candidates, the banding must have been chosen with the per-pair recall of
+    :func:`dedup_cli.candidates.triple_recall.pair_recall_for_triples`.
+
+    Cost: about 1.5 µs per candidate triple (counting, estimates; intervals only for the kept ones), e.g.
+    5 s for 3.3·10^6 candidates from 50 000 documents at R0 = 0.5, b = 2. A cluster of d mutual
+    near-duplicates yields C(d, 3) candidates (1.7·10^8 for d = 1000).
+
+    Args:
+        values: uint[n_docs, k], the lowest ``bits`` bits of each minwise value.
+        pairs: every candidate pair, scored on ``values`` (``dedup_cli.estimates.pairs.score_pairs``).
+        r: float64[n_docs], r = f/D.
+        threshold: R0 in (0, 1].
+        bits: b ≥ 2.
+        z: the pair margin in standard errors.
+        level: confidence level of the intervals.
+        max_wedges: wedges per batch of :func:`dedup_cli.candidates.triangles.triangles`.
+
+    Raises:
+        ValueError: bits < 2, or a threshold outside (0, 1].
+    """
+    if bits < 2:
+        raise ValueError(THREE_WAY_BITS_MESSAGE)
+    num_docs, num_perm = values.shape
+    candidates = candidate_triples(pairs, num_docs, threshold, bits, num_perm, z=z, max_wedges=max_wedges)
+    accepted = score_triples(values, candidates, r, bits, level, threshold=threshold)
+    order = np.lexsort((accepted.docs[:, 2], accepted.docs[:, 1], accepted.docs[:, 0], -accepted.estimate))
+    return accepted.select(order)
+
+
+def group(num_docs: int, first: np.ndarray, second: np.ndarray, similarity: np.ndarray, method: str,
+          triple_ok: Callable[[np.ndarray], np.ndarray] | None = None) -> Groups:
+    """Groups of the accepted pairs: connected components, or strict groups (every pair, and with
+    ``triple_ok`` every triple, accepted)."""
+    if method == "strict":
+        return strict_groups(num_docs, first, second, similarity, triple_ok)
+    return group_components(num_docs, first, second)

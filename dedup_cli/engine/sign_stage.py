@@ -1,0 +1,91 @@
+"""The signing stage: a batch of documents (or integer sets) → shingle counts and packed b-bit signatures.
+
+This is the one function a compiled kernel replaces (texts → counts and packed values, byte-identical) and a
+distributed engine maps over partitions; :mod:`dedup_cli.engine.local` runs it in worker processes. The
+result is the row batch a store writes (:class:`dedup_cli.store.format.DocumentBatch`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dedup_cli.inputs.records import Document, IntegerSet
+from dedup_cli.minhash.kperm import HashFamily, min_hash_values
+from dedup_cli.minhash.oph import min_hash_values_oph
+from dedup_cli.minhash.packing import pack_values
+from dedup_cli.minhash.universe import UniversePermutations
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.format import DocumentBatch
+from dedup_cli.text.shingles import batch_shingles
+
+Record = Document | IntegerSet
+Hasher = HashFamily | UniversePermutations
+
+
+def hasher_for(params: SignatureParams) -> Hasher:
+    """The hash family a run needs: k permutations of the universe for integer sets, else k hash functions
+    (only kperm uses them; oph derives its keys from the seed)."""
+    if params.input_kind == "sets":
+        return UniversePermutations(params.universe, params.num_perm, params.seed)
+    return HashFamily.from_seed(params.seed, params.num_perm)
+
+
+def sign_texts(texts: Sequence[str], params: SignatureParams, family: HashFamily) -> tuple[np.ndarray, np.ndarray]:
+    """Shingle, minhash (``params.scheme``: k hash functions ``family``, or one permutation) and pack texts.
+
+    Returns:
+        (int64[n] shingle counts f, uint8[n, signature_bytes] packed signatures).
+    """
+    shingles, offsets = batch_shingles(texts, params.shingle_size, params.shingle_unit)
+    if params.scheme == "oph":
+        values = min_hash_values_oph(shingles, offsets, params.num_perm, params.seed)
+    else:
+        values = min_hash_values(shingles, offsets, family)
+    return np.diff(offsets), pack_values(values, params.bits)
+
+
+def sign_sets(sets: Sequence[np.ndarray], params: SignatureParams,
+              permutations: UniversePermutations) -> tuple[np.ndarray, np.ndarray]:
+    """Minhash integer sets under true permutations of Ω (the minima themselves are stored) and pack them.
+
+    Returns:
+        (int64[n] set sizes f, uint8[n, signature_bytes] packed signatures; an empty set's values are 0).
+    """
+    counts = np.array([elements.size for elements in sets], dtype=np.int64)
+    offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    elements = np.concatenate(list(sets)) if len(sets) else np.empty(0, dtype=np.uint64)
+    values = permutations.min_values(elements, offsets)
+    values[counts == 0] = 0
+    return counts, pack_values(values, params.bits)
+
+
+def _batch(records: Sequence[Record], counts: np.ndarray, signatures: np.ndarray) -> DocumentBatch:
+    return DocumentBatch(
+        ids=[record.id for record in records],
+        paths=[record.path for record in records],
+        sizes=np.array([record.size for record in records], dtype=np.int64),
+        mtimes_ns=np.array([record.mtime_ns for record in records], dtype=np.int64),
+        content_hashes=np.array([record.content_hash for record in records], dtype=np.uint64),
+        shingle_counts=counts,
+        signatures=signatures,
+    )
+
+
+def sign_batch(documents: Sequence[Document], params: SignatureParams, family: HashFamily) -> DocumentBatch:
+    """One batch of documents as the rows a store writes."""
+    return _batch(documents, *sign_texts([document.text for document in documents], params, family))
+
+
+def sign_set_batch(sets: Sequence[IntegerSet], params: SignatureParams,
+                   permutations: UniversePermutations) -> DocumentBatch:
+    """One batch of integer sets as the rows a store writes."""
+    return _batch(sets, *sign_sets([integer_set.elements for integer_set in sets], params, permutations))
+
+
+def sign_records(batch: Sequence[Record], params: SignatureParams, hasher: Hasher) -> DocumentBatch:
+    """Sign one batch of documents (text) or integer sets, as ``params.input_kind`` says."""
+    if isinstance(hasher, UniversePermutations):
+        return sign_set_batch(batch, params, hasher)  # type: ignore[arg-type]
+    return sign_batch(batch, params, hasher)  # type: ignore[arg-type]

@@ -1,0 +1,79 @@
+"""Scoring candidate pairs: count b-bit matches and apply the 2-way estimator.
+
+Ê_b is the fraction of the k positions whose b-bit values agree (Li & König 2010, Sec. 2); the estimate,
+its standard error and a confidence interval follow from :mod:`dedup_cli.estimates.two_way` and
+:mod:`dedup_cli.estimates.intervals`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dedup_cli.estimates.intervals import confidence_interval_2way
+from dedup_cli.estimates.two_way import estimate_2way, standard_error_2way
+
+# Bounds the [pairs, k] comparison temporaries to about 32 MB (``plan`` models it).
+COMPARISON_BYTES = 1 << 25
+def count_matches(values: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Number of positions where documents ``first[p]`` and ``second[p]`` agree: int64[n_pairs].
+
+    ``values`` is uint[n_docs, k], already reduced to the b bits being compared.
+    """
+    k = values.shape[1]
+    counts = np.empty(first.size, dtype=np.int64)
+    chunk = max(1, COMPARISON_BYTES // max(1, k * values.dtype.itemsize))
+    for start in range(0, first.size, chunk):
+        stop = start + chunk
+        counts[start:stop] = np.count_nonzero(values[first[start:stop]] == values[second[start:stop]], axis=1)
+    return counts
+
+
+@dataclass
+class ScoredPairs:
+    """Pairs with their b-bit match counts and resemblance estimates; arrays aligned by pair."""
+
+    first: np.ndarray  # int64[n]
+    second: np.ndarray  # int64[n]
+    matches: np.ndarray  # int64[n]
+    estimate: np.ndarray  # float64[n], Li & König eq. 9
+    stderr: np.ndarray  # float64[n], plug-in eq. 11
+    ci_low: np.ndarray  # float64[n]
+    ci_high: np.ndarray  # float64[n]
+
+    def select(self, keep: np.ndarray) -> ScoredPairs:
+        return ScoredPairs(**{name: getattr(self, name)[keep] for name in self.__dataclass_fields__})
+
+
+def score_pairs(
+    values: np.ndarray,
+    first: np.ndarray,
+    second: np.ndarray,
+    resemblance_r: np.ndarray,
+    bits: int,
+    level: float = 0.95,
+) -> ScoredPairs:
+    """Estimate R for each pair from b-bit values.
+
+    Args:
+        values: uint[n_docs, k], lowest ``bits`` bits of each minwise value.
+        first, second: int64[n_pairs] document indices.
+        resemblance_r: float64[n_docs], r = f/D per document (enters C_1,b and C_2,b, eq. 5–7).
+        bits: b.
+        level: confidence level of the interval.
+    """
+    k = values.shape[1]
+    matches = count_matches(values, first, second)
+    r1, r2 = resemblance_r[first], resemblance_r[second]
+    fraction = matches / k
+    low, high = confidence_interval_2way(matches, k, r1, r2, bits, level=level)
+    return ScoredPairs(
+        first=first,
+        second=second,
+        matches=matches,
+        estimate=estimate_2way(fraction, r1, r2, bits),
+        stderr=standard_error_2way(fraction, r1, r2, bits, k),
+        ci_low=np.asarray(low, dtype=np.float64),
+        ci_high=np.asarray(high, dtype=np.float64),
+    )

@@ -1,0 +1,1 @@
+"""Groups: accepted pairs (and triples) turned into groups, each with its weakest link and representative."""

@@ -1,0 +1,77 @@
+"""Decoding bytes into text, and JSON Lines records into (id, text).
+
+UTF-8; a byte-order mark at the start of a file is dropped; invalid bytes (and lone surrogates in JSON strings)
+become U+FFFD and the document is still read, but listed in ``ReadReport.invalid_utf8``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from dedup_cli.inputs.locations import display_name
+
+BOM = b"\xef\xbb\xbf"
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def decode(raw: bytes | bytearray | memoryview) -> tuple[str, bool]:
+    """UTF-8 text of ``raw``, and whether invalid bytes had to be replaced by U+FFFD."""
+    try:
+        return str(raw, "utf-8"), False
+    except UnicodeDecodeError:
+        return str(raw, "utf-8", "replace"), True
+
+
+def clean(text: str) -> tuple[str, bool]:
+    """Replace lone surrogates (JSON can hold ``"\\ud800"``; UTF-8 cannot) with U+FFFD."""
+    if _SURROGATES.search(text) is None:
+        return text, False
+    return _SURROGATES.sub("\ufffd", text), True
+
+
+def whole_text(raw: bytearray | bytes) -> tuple[str, bool, memoryview]:
+    view = memoryview(raw)
+    if bytes(view[:3]) == BOM:
+        view = view[3:]
+    text, replaced = decode(view)
+    return text, replaced, view
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    names: dict[type, str] = {str: "a string", list: "an array", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
+
+
+def json_record(line: str, id_field: str | None, text_field: str) -> tuple[str | None, str]:
+    """(id or None, text) of one JSON Lines record; ValueError with a one-line reason when malformed."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"invalid JSON ({error.msg}: column {error.colno})") from None
+    except RecursionError:
+        raise ValueError("invalid JSON (nested too deeply)") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, found {_json_type(record)}")
+    if text_field not in record:
+        raise ValueError(f'no "{text_field}" field; name the text field with --text-field')
+    text = record[text_field]
+    if not isinstance(text, str):
+        raise ValueError(f'"{text_field}" is {_json_type(text)}, not a string')
+    if id_field is None:
+        return None, text
+    if id_field not in record:
+        raise ValueError(f'no "{id_field}" field (--id-field)')
+    value = record[id_field]
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f'"{id_field}" is {_json_type(value)}; ids must be strings or integers')
+    if value == "":
+        raise ValueError(f'"{id_field}" is empty')
+    return display_name(str(value)), text

@@ -1,0 +1,103 @@
+"""Reading whole files (one document each) and line files (lines, JSON Lines, integer sets).
+
+A file (or stdin) with a NUL byte in its first :data:`BINARY_SNIFF_BYTES` bytes, after decompression, is
+binary and skipped. With ``max_document_bytes``, a document whose bytes exceed it (a whole file after
+decompression, or one line) is skipped and reported; at most limit + 1 bytes of it are held (an uncompressed
+file's size is taken from ``stat`` without reading it). Without a limit one document is held at a time, twice
+over while it is decoded. Blank lines are not documents.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat as stat_module
+from collections.abc import Iterator
+from typing import Any
+
+from dedup_cli.inputs.decoding import clean, decode, json_record, whole_text
+from dedup_cli.inputs.locations import STDIN, Source, location_path, record_location
+from dedup_cli.inputs.records import Document, IntegerSet, make_document
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.sets import integer_set
+from dedup_cli.inputs.streams import Position, Prefixed, iter_lines, read_capped
+from dedup_cli.options import InputOptions
+
+BINARY_SNIFF_BYTES = 8192
+
+
+def read_whole(stream: Any, status: os.stat_result | None, source: Source, limit: int | None,
+                report: ReadReport) -> Iterator[tuple[str, Document]]:
+    where = source.display
+    if (limit is not None and source.compression is None and status is not None
+            and stat_module.S_ISREG(status.st_mode) and status.st_size > limit):
+        report.note("oversized", (where, status.st_size))  # known from stat: nothing read
+        return
+    head = stream.read(BINARY_SNIFF_BYTES)
+    if b"\0" in head:
+        report.bytes_read += len(head)
+        report.note("binary", where)
+        return
+    whole_file = (status is not None and stat_module.S_ISREG(status.st_mode) and source.compression is None
+                  and len(head) == status.st_size)
+    raw = head if whole_file else read_capped(stream, head, limit)  # a small file is all in ``head``
+    if raw is None:
+        report.bytes_read += (limit or 0) + 1
+        report.note("oversized", (where, (limit or 0) + 1))
+        return
+    report.bytes_read += len(raw)
+    text, replaced, view = whole_text(raw)
+    if replaced:
+        report.note("invalid_utf8", where)
+    location = STDIN if source.path == STDIN else location_path(source.path)
+    mtime_ns = status.st_mtime_ns if status is not None else 0
+    # The size on disk, as stat reports it, so an incremental run can compare it without reading.
+    size = status.st_size if status is not None and stat_module.S_ISREG(status.st_mode) else len(raw)
+    yield where, make_document(source.id, location, text, mtime_ns, None if replaced else view, size)
+
+
+def read_lines(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
+                report: ReadReport, position: Position) -> Iterator[tuple[str, Document | IntegerSet]]:
+    head = stream.read(BINARY_SNIFF_BYTES)
+    if b"\0" in head:
+        report.bytes_read += len(head)
+        report.note("binary", source.display)
+        return
+    mtime_ns = status.st_mtime_ns if status is not None else 0
+    jsonl = source.format == "jsonl"
+    start = report.input_done
+    reader = io.BufferedReader(Prefixed(head, stream), buffer_size=1 << 16)
+    for number, line, consumed in iter_lines(reader, options.max_document_bytes):
+        report.bytes_read += consumed
+        report.input_done = start + position()
+        where = f"{source.display}:{number}"
+        if line is None:
+            report.note("oversized", (where, consumed))
+            continue
+        if not line or line.isspace():
+            report.blank_lines += 1
+            continue
+        if source.format == "sets":
+            try:
+                parsed = integer_set(line, record_location(source.path, "line", number), mtime_ns,
+                                     options.universe or 0)
+            except (ValueError, OverflowError) as error:
+                report.note("malformed", (where, str(error).split("\n")[0]))
+                continue
+            yield where, parsed
+            continue
+        text, replaced = decode(line)
+        identifier: str | None = None
+        if jsonl:
+            try:
+                identifier, text = json_record(text, options.id_field, options.text_field)
+            except ValueError as error:
+                report.note("malformed", (where, str(error)))
+                continue
+            text, surrogates = clean(text)
+            replaced = replaced or surrogates
+        if replaced:
+            report.note("invalid_utf8", where)
+        location = record_location(source.path, "line", number, options.text_field if jsonl else None)
+        utf8 = None if replaced or jsonl else line
+        yield where, make_document(identifier or f"{source.id}:{number}", location, text, mtime_ns, utf8)

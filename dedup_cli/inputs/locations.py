@@ -1,0 +1,109 @@
+"""Where a document was read (its location, recorded by the store) and the names shown for files.
+
+Locations (``Document.path``, what a store records and :mod:`dedup_cli.inputs.reread` resolves)
+    ``PATH`` for a whole file, ``PATH#line=N`` (lines), ``PATH#line=N&field=NAME`` (jsonl),
+    ``PATH#row=N&column=NAME`` (parquet), NAME percent-encoded. PATH is absolute; when it is not valid UTF-8
+    or contains ``#`` it is written as a ``file://`` URI with every other byte percent-encoded, which
+    round-trips exactly. Stdin is ``-`` or ``-#line=N…`` and cannot be re-read.
+
+Names
+    File names that are not UTF-8 are decoded with surrogateescape (:func:`os.fsdecode`) and their
+    undecodable bytes are written ``\\xNN`` in ids and messages (``caf\\xe9.txt``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+STDIN = "-"
+STDIN_NAME = "<stdin>"
+
+_FRAGMENT = re.compile(r"#(line|row)=(\d+)(?:&(field|column)=([^&#]*))?\Z")
+_URI_PREFIX = "file://"
+
+
+def display_name(name: str) -> str:
+    """``name`` as a valid Unicode string: bytes that are not UTF-8 (surrogate-escaped) written ``\\xNN``."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        pass
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that is not an escaped byte, e.g. from JSON "\ud800"
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def location_path(path: str) -> str:
+    """A path as a store can hold it: itself, or a ``file://`` URI when it is not UTF-8 or holds ``#``."""
+    if "#" not in path and display_name(path) == path:
+        return path
+    return _URI_PREFIX + urllib.parse.quote(path.encode("utf-8", "surrogateescape"), safe="/")
+
+
+def path_of_location(text: str) -> str:
+    if text.startswith(_URI_PREFIX):
+        return os.fsdecode(urllib.parse.unquote_to_bytes(text[len(_URI_PREFIX):]))
+    return text
+
+
+def _quote(name: str) -> str:
+    return urllib.parse.quote(name, safe="", errors="surrogateescape")
+
+
+def record_location(path: str, kind: str, number: int, name: str | None = None) -> str:
+    """The location of line/row ``number`` of ``path`` (``-`` for stdin); ``name`` is the field or column."""
+    base = STDIN if path == STDIN else location_path(path)
+    if kind == "row":
+        return f"{base}#row={number}&column={_quote(name or '')}"
+    return f"{base}#line={number}" + (f"&field={_quote(name)}" if name is not None else "")
+
+
+@dataclass(frozen=True)
+class Location:
+    path: str  # an OS path, or "-"
+    kind: str  # "file", "line" or "row"
+    number: int = 0
+    name: str | None = None  # jsonl field or parquet column
+
+
+def parse_location(location: str) -> Location:
+    match = _FRAGMENT.search(location)
+    if match is not None:
+        kind, number, key, value = match.groups()
+        if (kind, key) in (("line", None), ("line", "field"), ("row", "column")):
+            name = None if value is None else urllib.parse.unquote(value, errors="surrogateescape")
+            return Location(path_of_location(location[: match.start()]), kind, int(number), name)
+    return Location(path_of_location(location), "file")
+
+
+def infer_id_root(ids: Sequence[str], locations: Sequence[str]) -> str | None:
+    """The directory a store's file ids were made relative to, read off its first row that shows it.
+
+    For stores written before the root was recorded: a whole file's location is ROOT/ID, a record's
+    ``FILE:LINE`` id has the location ROOT/FILE#line=…. None when no row shows it (stdin, named ids).
+    """
+    for identifier, location in zip(ids, locations, strict=True):
+        where = parse_location(location)
+        if where.path == STDIN:
+            continue
+        relative = identifier if where.kind == "file" else identifier.rpartition(":")[0]
+        path = where.path
+        if relative and display_name(path) == path and path.endswith("/" + relative):
+            return where.path[: len(where.path) - len(relative) - 1] or "/"
+    return None
+
+
+@dataclass(frozen=True)
+class Source:
+    id: str  # document id (files) or the FILE part of record ids
+    path: str  # OS path to open, or "-"
+    display: str  # for messages
+    format: str  # text, lines, jsonl, parquet or sets
+    compression: str | None
+    size: int = 0  # bytes on disk (0 for stdin), for progress

@@ -1,0 +1,59 @@
+"""What reading did: the documents and bytes read, and every input skipped or repaired, for the summary.
+
+One report serves every input format, text and integer sets alike; ``dedup_cli.output.summaries`` words it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_LISTED = 1000
+"""How many items of each kind a :class:`ReadReport` lists; beyond that it only counts them."""
+
+
+@dataclass
+class ReadReport:
+    """What was read and what was skipped, for the summary and the exit code.
+
+    Each list holds at most ``max_listed`` items (locations as in messages: ``FILE``, ``FILE:LINE``,
+    ``FILE row N``); :meth:`count` gives the true number.
+    """
+
+    binary: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    malformed: list[tuple[str, str]] = field(default_factory=list)  # (location, reason)
+    duplicate_ids: list[tuple[str, str]] = field(default_factory=list)  # (location, id)
+    oversized: list[tuple[str, int]] = field(default_factory=list)  # (location, bytes: at least this many)
+    invalid_utf8: list[str] = field(default_factory=list)  # read, with U+FFFD for the invalid bytes
+    bytes_read: int = 0
+    files_found: int = 0
+    documents: int = 0
+    empty_documents: int = 0  # read, but empty or white space only: no shingle, never grouped
+    blank_lines: int = 0  # blank lines of jsonl/lines inputs: not documents
+    unchanged: int = 0  # whole files an incremental run skipped by size and mtime, without reading them
+    id_root: str | None = None  # the directory file ids are relative to (None when no file was named)
+    input_bytes: int | None = None  # the inputs' size on disk, for progress (None when stdin is read)
+    input_done: int = 0  # how much of ``input_bytes`` has been read or skipped so far
+    max_document_bytes: int | None = None
+    max_listed: int = MAX_LISTED
+    unlisted: dict[str, int] = field(default_factory=dict)
+
+    SKIPPED_KINDS = ("binary", "unreadable", "malformed", "duplicate_ids", "oversized")
+
+    def note(self, kind: str, item: Any) -> None:
+        """Record one item of ``kind`` (a list attribute), or only count it once the list is full."""
+        items = getattr(self, kind)
+        if len(items) < self.max_listed:
+            items.append(item)
+        else:
+            self.unlisted[kind] = self.unlisted.get(kind, 0) + 1
+
+    def count(self, kind: str) -> int:
+        """How many items of ``kind`` there were, listed or not."""
+        return len(getattr(self, kind)) + self.unlisted.get(kind, 0)
+
+    @property
+    def skipped(self) -> int:
+        """Inputs skipped for any reason (binary, unreadable, malformed, duplicate id, too large)."""
+        return sum(self.count(kind) for kind in self.SKIPPED_KINDS)

@@ -1,0 +1,129 @@
+"""Re-reading documents from their recorded locations, each file once, for exact checks.
+
+A document is read again with the same decoding as when it was signed; one that cannot be read (stdin, a
+missing file, a line that is gone) or whose content hash changed is None rather than guessed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from dedup_cli.errors import InputError
+from dedup_cli.inputs.decoding import clean, decode, json_record, whole_text
+from dedup_cli.inputs.locations import STDIN, display_name, parse_location
+from dedup_cli.inputs.parquet import column_values
+from dedup_cli.inputs.records import text_hash
+from dedup_cli.inputs.streams import READ_ERRORS, Prefixed, compression, iter_lines, open_decompressed, read_capped
+
+
+def reread_lines(path: str, numbers: set[int], field_name: str | None) -> dict[int, str]:
+    """Texts of lines ``numbers`` of ``path``, one pass; a line that is blank or no longer a record is absent."""
+    found: dict[int, str] = {}
+    last = max(numbers)
+    with open_decompressed(path, compression(path)) as (stream, _, _):
+        reader = io.BufferedReader(Prefixed(b"", stream), buffer_size=1 << 16)
+        for number, line, _ in iter_lines(reader, None):
+            if number in numbers and line is not None:
+                text, _ = decode(line)
+                if field_name is None:
+                    found[number] = text
+                else:
+                    try:
+                        found[number] = clean(json_record(text, None, field_name)[1])[0]
+                    except ValueError:
+                        pass
+            if number >= last:
+                break
+    return found
+
+
+def reread_rows(path: str, numbers: set[int], column: str) -> dict[int, str]:
+    """Texts of rows ``numbers`` (from 0) of column ``column`` of the Parquet file ``path``."""
+    found: dict[int, str] = {}
+    with open(path, "rb") as handle:
+        parquet = pq.ParquetFile(handle)
+        if column not in parquet.schema_arrow.names:
+            raise InputError(f"{display_name(path)} no longer has a column {column!r}")
+        start = 0
+        for group in range(parquet.metadata.num_row_groups):
+            size = parquet.metadata.row_group(group).num_rows
+            wanted = sorted(n - start for n in numbers if start <= n < start + size)
+            if wanted:
+                values = column_values(parquet.read_row_group(group, columns=[column]).column(column))
+                for offset in wanted:
+                    if values[offset] is not None:
+                        found[start + offset] = decode(values[offset])[0]
+            start += size
+    return found
+
+
+def reread_group(path: str, kind: str, name: str | None, numbers: set[int]) -> dict[int, str]:
+    if path == STDIN:
+        raise InputError("the document was read from stdin and cannot be re-read; sign files to verify exactly")
+    try:
+        if kind == "file":
+            with open_decompressed(path, compression(path)) as (stream, _, _):
+                raw = read_capped(stream, b"", None)
+            assert raw is not None
+            return {0: whole_text(raw)[0]}
+        if kind == "line":
+            return reread_lines(path, numbers, name)
+        return reread_rows(path, numbers, name or "")
+    except READ_ERRORS as error:
+        reason = getattr(error, "strerror", None) or " ".join(str(error).split())
+        raise InputError(f"cannot read {display_name(path)}: {reason}") from error
+
+
+def same_file_aliases(locations: Sequence[str], rows: np.ndarray) -> np.ndarray:
+    """The ``rows`` (int64 positions into ``locations``) whose document is a whole file that another of ``rows``
+    with a lower position also is, on disk (the same device and inode: a hard or symbolic link).
+
+    Such a pair is one file under two ids, never a duplicate to delete. Files that cannot be found are
+    taken to be distinct. Returns int64[m], ascending.
+    """
+    first_row: dict[tuple[int, int], int] = {}
+    aliases: list[int] = []
+    for row in np.sort(rows).tolist():
+        where = parse_location(locations[row])
+        if where.kind != "file" or where.path == STDIN:
+            continue
+        try:
+            status = os.stat(where.path)
+        except OSError:
+            continue
+        key = (status.st_dev, status.st_ino)
+        if key in first_row:
+            aliases.append(row)
+        else:
+            first_row[key] = row
+    return np.array(aliases, dtype=np.int64)
+
+
+def reread_documents(locations: Sequence[str], content_hashes: Sequence[int] | None = None) -> list[str | None]:
+    """The texts at ``locations`` (``Document.path`` values), reading each file once; None where one is gone.
+
+    With ``content_hashes`` (``Document.content_hash``, aligned with ``locations``) a text that changed since
+    it was read is None too. Stdin documents are always None.
+    """
+    parsed = [parse_location(location) for location in locations]
+    groups: dict[tuple[str, str, str | None], set[int]] = {}
+    for where in parsed:
+        groups.setdefault((where.path, where.kind, where.name), set()).add(where.number)
+    texts: dict[tuple[str, str, str | None], dict[int, str]] = {}
+    for key, numbers in groups.items():
+        try:
+            texts[key] = reread_group(*key, numbers)
+        except InputError:
+            texts[key] = {}
+    result: list[str | None] = []
+    for index, where in enumerate(parsed):
+        text = texts[(where.path, where.kind, where.name)].get(where.number)
+        if text is not None and content_hashes is not None and text_hash(text) != int(content_hashes[index]):
+            text = None
+        result.append(text)
+    return result

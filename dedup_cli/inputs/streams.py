@@ -1,0 +1,156 @@
+"""Byte streams of inputs: transparent decompression, counting what was consumed, reading capped, and lines.
+
+``.gz``, ``.bz2``, ``.xz`` and ``.zst`` files are decompressed while reading; the format is chosen from the
+name inside the suffix (``x.jsonl.gz`` is JSON Lines). Line formats split on ``\\n`` and drop a trailing
+``\\r``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+
+from dedup_cli.inputs.decoding import BOM
+
+COMPRESSION_SUFFIXES = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
+_CHUNK = 1 << 20
+# What reading a damaged or vanished file can raise: OS errors, truncated or corrupt compressed data.
+READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, pa.ArrowException)
+
+
+def compression(name: str) -> str | None:
+    return COMPRESSION_SUFFIXES.get(os.path.splitext(name)[1].lower())
+
+
+class Prefixed(io.RawIOBase):
+    """A raw stream that yields ``head`` (already read, to sniff for binary) and then the rest of ``stream``."""
+
+    def __init__(self, head: bytes, stream: Any) -> None:
+        super().__init__()
+        self._head = head
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            count = min(len(buffer), len(self._head))
+            buffer[:count] = self._head[:count]
+            self._head = self._head[count:]
+            return count
+        data = self._stream.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+Position = Callable[[], int]
+"""How many bytes of a file on disk have been consumed so far (compressed bytes for a compressed file)."""
+
+
+@contextmanager
+def open_decompressed(path: str, compression: str | None
+                       ) -> Iterator[tuple[Any, os.stat_result | None, Position]]:
+    """The decompressed bytes of ``path`` as a readable stream, the file's ``stat``, and its :data:`Position`."""
+    handle = open(path, "rb")  # noqa: SIM115 - closed below, after any decompressor wrapping it
+    position = handle.tell
+    try:
+        try:
+            status: os.stat_result | None = os.fstat(handle.fileno())
+        except (OSError, AttributeError, io.UnsupportedOperation):
+            status = None
+        if compression is None:
+            yield handle, status, position
+        elif compression == "gzip":
+            with gzip.GzipFile(fileobj=handle, mode="rb") as stream:
+                yield stream, status, position
+        elif compression == "bz2":
+            with bz2.BZ2File(handle) as stream:
+                yield stream, status, position
+        elif compression == "xz":
+            with lzma.LZMAFile(handle) as stream:
+                yield stream, status, position
+        else:
+            native = pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), compression)
+            try:
+                yield native, status, position
+            finally:
+                native.close()
+    finally:
+        handle.close()
+
+
+def read_capped(stream: Any, head: bytes, limit: int | None) -> bytearray | None:
+    """``head`` and the rest of ``stream``; None as soon as more than ``limit`` bytes have been seen."""
+    raw = bytearray(head)
+    while limit is None or len(raw) <= limit:
+        chunk = stream.read(_CHUNK)
+        if not chunk:
+            return raw
+        raw += chunk
+    return None
+
+
+def iter_lines(stream: Any, limit: int | None) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number from 1, the line without ``\\n``/``\\r\\n`` or None when over ``limit``, bytes consumed).
+
+    A line over the limit is consumed in chunks and never held whole. A byte-order mark opening line 1 is
+    dropped. Reading and re-reading both count lines here, so their numbers agree.
+    """
+    number = 0
+    while True:
+        line = stream.readline() if limit is None else stream.readline(limit + 2)
+        if not line:
+            return
+        number += 1
+        consumed = len(line)
+        if limit is not None and consumed == limit + 2 and not line.endswith(b"\n"):
+            while True:
+                chunk = stream.readline(_CHUNK)
+                consumed += len(chunk)
+                if not chunk or chunk.endswith(b"\n"):
+                    break
+            yield number, None, consumed
+            continue
+        if line.endswith(b"\n"):
+            line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+        if number == 1 and line.startswith(BOM):
+            line = line[3:]
+        if limit is not None and len(line) > limit:
+            yield number, None, consumed
+            continue
+        yield number, line, consumed
+
+
+class Counted(io.RawIOBase):
+    """A stream that counts the bytes read through it (stdin has no position to ask)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__()
+        self._stream = stream
+        self.consumed = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self.consumed += len(data)
+        return bytes(data)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def position(self) -> int:
+        return self.consumed

@@ -1,0 +1,56 @@
+"""Keeping the lowest b bits of minwise values and packing them into bytes.
+
+b-bit minwise hashing (Li & König 2010) stores only the lowest b bits of each of the k minwise values.
+A store keeps ``bits`` B of them so that ``find`` can use any b ≤ B; k values of B bits pack into
+ceil(k·B/8) bytes per document, little-endian bit order within each value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def value_dtype(bits: int) -> np.dtype:
+    """The smallest unsigned integer dtype holding ``bits`` bits."""
+    for dtype in (np.uint8, np.uint16, np.uint32, np.uint64):
+        if bits <= np.iinfo(dtype).bits:
+            return np.dtype(dtype)
+    raise ValueError(f"bits {bits} exceeds 64")
+
+
+def lowest_bits(values: np.ndarray, bits: int) -> np.ndarray:
+    """Keep the lowest ``bits`` bits of each value, in the smallest dtype that holds them."""
+    if bits >= 64:
+        return values.astype(np.uint64, copy=False)
+    if bits >= values.dtype.itemsize * 8:
+        return values  # nothing to drop: no copy
+    mask = (1 << bits) - 1
+    return (values & values.dtype.type(mask)).astype(value_dtype(bits), copy=False)
+
+
+def pack_values(values: np.ndarray, bits: int) -> np.ndarray:
+    """Pack the lowest ``bits`` bits of uint[n_docs, k] values into uint8[n_docs, ceil(k·bits/8)]."""
+    values = np.asarray(values)
+    n_docs, k = values.shape
+    kept = lowest_bits(values, bits)
+    if bits in (8, 16, 32, 64):
+        # Whole bytes: the little-endian byte view is the packed form.
+        little = np.ascontiguousarray(kept, dtype=kept.dtype.newbyteorder("<"))
+        return little.view(np.uint8).reshape(n_docs, k * little.dtype.itemsize)
+    shifts = np.arange(bits, dtype=kept.dtype)
+    bit_planes = ((kept[:, :, None] >> shifts) & kept.dtype.type(1)).astype(np.uint8)
+    return np.packbits(bit_planes.reshape(n_docs, k * bits), axis=1, bitorder="little")
+
+
+def unpack_values(packed: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
+    """Inverse of :func:`pack_values`: uint8[n_docs, nbytes] → uint[n_docs, k] in the smallest dtype."""
+    packed = np.ascontiguousarray(packed, dtype=np.uint8)
+    n_docs = packed.shape[0]
+    dtype = value_dtype(bits)
+    if bits in (8, 16, 32, 64):
+        # No copy when the stored bytes already are the values (8 bits, or little-endian wider ones).
+        return packed.view(dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(n_docs, num_perm)
+    bit_planes = np.unpackbits(packed, axis=1, count=num_perm * bits, bitorder="little")
+    bit_planes = bit_planes.reshape(n_docs, num_perm, bits).astype(dtype)
+    weights = (np.ones(1, dtype=dtype) << np.arange(bits, dtype=dtype)).astype(dtype)
+    return (bit_planes * weights).sum(axis=2, dtype=dtype)

@@ -1,0 +1,99 @@
+"""The records ``find`` reports: one dict per group, pair, triple or grouped document, with stable fields.
+
+Field names are stable and documented in the README; scripts may rely on them. Document indices are in
+store order, which is id order, so sorting by index sorts by id.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from dedup_cli.engine.results import FindResult
+
+FIELDS = {
+    "pairs": ("id_a", "id_b", "estimate", "stderr", "ci_low", "ci_high", "matches", "exact"),
+    "triples": ("id_a", "id_b", "id_c", "estimate", "stderr", "ci_low", "ci_high", "matches",
+                "estimate_ab", "estimate_ac", "estimate_bc"),
+    "members": ("id", "group", "action", "group_size", "representative"),
+    # Groups in TSV/CSV: one row per member (JSON Lines and Parquet keep the member list in one record).
+    "groups": ("group", "size", "id"),
+}
+# Columns of JSON Lines records and Parquet output, in order.
+RECORD_FIELDS = {**FIELDS, "groups": ("group", "size", "weakest", "representative", "members")}
+
+
+def _round(value: float) -> float | None:
+    return None if math.isnan(value) else round(float(value), 6)
+
+
+def pair_records(result: FindResult) -> Iterator[dict[str, Any]]:
+    """One record per accepted pair, most similar first, ties in id order."""
+    pairs, ids = result.pairs, result.store.ids
+    for p in np.lexsort((pairs.second, pairs.first, -pairs.estimate)):
+        yield {
+            "id_a": ids[pairs.first[p]],
+            "id_b": ids[pairs.second[p]],
+            "estimate": _round(pairs.estimate[p]),
+            "stderr": _round(pairs.stderr[p]),
+            "ci_low": _round(pairs.ci_low[p]),
+            "ci_high": _round(pairs.ci_high[p]),
+            "matches": int(pairs.matches[p]),
+            "exact": _round(result.exact[p]),
+        }
+
+
+def triple_records(result: FindResult) -> Iterator[dict[str, Any]]:
+    """One record per accepted triple (already ordered by descending estimate)."""
+    found, ids = result.triples, result.store.ids
+    if found is None:
+        return
+    for t in range(found.docs.shape[0]):
+        a, b, c = (ids[d] for d in found.docs[t])
+        yield {
+            "id_a": a, "id_b": b, "id_c": c,
+            "estimate": _round(found.estimate[t]),
+            "stderr": _round(found.stderr[t]),
+            "ci_low": _round(found.ci_low[t]),
+            "ci_high": _round(found.ci_high[t]),
+            "matches": int(found.matches[t]),
+            "estimate_ab": _round(found.pairwise[t, 0]),
+            "estimate_ac": _round(found.pairwise[t, 1]),
+            "estimate_bc": _round(found.pairwise[t, 2]),
+        }
+
+
+def group_records(result: FindResult) -> Iterator[dict[str, Any]]:
+    """One record per group: id (from 1), size, weakest internal estimate, representative, members."""
+    groups, ids = result.groups, result.store.ids
+    for index in range(len(groups)):
+        members = groups.group(index)
+        yield {
+            "group": index + 1,
+            "size": int(members.size),
+            "weakest": _round(result.weakest[index]),
+            "representative": ids[result.kept[index]],
+            "members": [ids[m] for m in members],
+        }
+
+
+def member_records(result: FindResult) -> Iterator[dict[str, Any]]:
+    """One record per grouped document: its group and whether it is kept or may be dropped."""
+    groups, ids = result.groups, result.store.ids
+    for index in range(len(groups)):
+        members = groups.group(index)
+        kept = int(result.kept[index])
+        for member in members:
+            yield {
+                "id": ids[member],
+                "group": index + 1,
+                "action": "keep" if member == kept else "drop",
+                "group_size": int(members.size),
+                "representative": ids[kept],
+            }
+
+
+RECORDS = {"pairs": pair_records, "triples": triple_records, "groups": group_records, "members": member_records}

@@ -1,0 +1,109 @@
+"""The lines the commands print on stderr (sign's and find's summaries, warnings) and estimate's text view.
+
+Options are named as the command line spells them, through ``flag`` (e.g. ``--max-document-bytes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dedup_cli.commands.sign import SignReport
+from dedup_cli.engine.results import FindResult
+from dedup_cli.inputs.report import ReadReport
+
+Flag = Callable[[str], str]
+"""Spells an option's name as the command line does: ``max_document_bytes`` → ``--max-document-bytes``."""
+
+
+def read_warnings(report: ReadReport, flag: Flag) -> list[str]:
+    """One line per listed skipped or repaired input; then how many more of each kind were not listed."""
+    limit = report.max_document_bytes
+    lines = [f"skipped binary file {path}" for path in report.binary]
+    lines += [f"cannot read {path}: {reason}" for path, reason in report.unreadable]
+    lines += [f"skipped {where}: {reason}" for where, reason in report.malformed]
+    lines += [f"skipped {where}: id {identifier!r} was already read" for where, identifier in report.duplicate_ids]
+    lines += [f"skipped {where}: {size} bytes or more exceed {flag('max_document_bytes')} {limit}; raise the "
+              "limit to read it" for where, size in report.oversized]
+    lines += [f"read {where} with U+FFFD in place of invalid UTF-8" for where in report.invalid_utf8]
+    names = {"binary": "binary files", "unreadable": "unreadable files", "malformed": "malformed records",
+             "duplicate_ids": "duplicate ids", "oversized": "documents too large", "invalid_utf8":
+             "documents with invalid UTF-8"}
+    lines += [f"... and {count} more {names[kind]}" for kind, count in sorted(report.unlisted.items())]
+    return lines
+
+
+def sign_summary(report: SignReport) -> str:
+    """``signed N documents (…) from X MB in T s (R MB/s) into STORE, run K, M documents stored``."""
+    read, run = report.read, report.run
+    megabytes = read.bytes_read / 1e6
+    rate = megabytes / report.seconds if report.seconds > 0 else 0.0
+    changes = (f"{run.added} new, {run.changed} changed, {report.unchanged} unchanged, {run.removed} removed"
+               if run is not None else "")
+    return (
+        f"signed {report.documents} documents ({changes}; {report.empty} with no shingle; "
+        f"{read.skipped} inputs skipped) from {megabytes:.1f} MB in {report.seconds:.2f} s ({rate:.1f} MB/s) "
+        f"into {report.store}" + (f", run {run.run}, {run.documents} documents stored" if run is not None else "")
+    )
+
+
+def find_summary(store: str, result: FindResult) -> str:
+    """One line: documents, banding, candidates, pairs, triples, groups, checks, time and estimator."""
+    threshold = result.threshold
+    documents = len(result.store)
+    if result.banding is None:
+        how = "all pairs compared"
+    else:
+        banding = result.banding
+        how = (f"{banding.bands}×{banding.rows} bands on {banding.band_bits} bits "
+               f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g})")
+    parts = [
+        f"{store}: {documents} documents ({documents - result.eligible} with no shingle)",
+        how,
+        f"{result.candidates} candidates",
+        f"{result.pairs.first.size} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
+    ]
+    if result.triples is not None:
+        parts.append(f"{result.triples.docs.shape[0]} triples")
+    parts.append(f"{len(result.groups)} groups")
+    if result.verification is not None:
+        parts.append(f"{result.verification.checked} pairs verified exactly")
+    parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")
+    return ", ".join(parts)
+
+
+def find_warnings(result: FindResult) -> list[str]:
+    """Documents that could not be re-read, same-file aliases left out, LSH buckets cut."""
+    lines = []
+    if result.verification is not None and result.verification.unverifiable_documents:
+        missing = result.verification.unverifiable_documents
+        lines.append(f"{len(missing)} document(s) could not be re-read or changed since signing "
+                     f"(e.g. {missing[0]}); their pairs keep the estimate")
+    if result.aliases:
+        lines.append(f"{result.aliases} document(s) are the same file on disk as another document (a link); "
+                     "only the first id of each file is reported")
+    if result.oversized_buckets:
+        lines.append(f"{result.oversized_buckets} LSH buckets held more than 1000 documents and were cut")
+    return lines
+
+
+def find_store_line(store: str, result: FindResult) -> str:
+    """The second summary line of ``find -v``: the store's parameters and the runs its documents came from."""
+    params = result.store.params
+    runs = result.store.runs
+    span = "none" if runs is None or runs.size == 0 else f"{int(runs.min())}–{int(runs.max())}"
+    return (f"store {store}: k = {params.num_perm}, {params.bits} stored bits, scheme {params.scheme}, "
+            f"seed {params.seed}; documents of runs {span}")
+
+
+def estimate_lines(record: dict[str, Any]) -> list[str]:
+    """``dedup estimate``'s text view: one aligned ``name  value`` line per field."""
+    width = max(len(name) for name in record)
+    lines = []
+    for name, value in record.items():
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        elif isinstance(value, list):
+            value = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in value)
+        lines.append(f"{name.ljust(width)}  {value}")
+    return lines

@@ -1,0 +1,79 @@
+"""Signature parameters: everything two signatures must share to be comparable, as the store records them.
+
+A frozen dataclass that travels with the signatures: ``sign`` derives it from its options, the store writes it
+into its manifest (and each part's metadata), and ``find``, ``estimate`` and ``info`` read it back. The rules
+its fields obey are :func:`dedup_cli.options.check_signature`, applied at construction, so a store whose
+metadata breaks them is refused as damaged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from dedup_cli.options import TEXT_UNIVERSE, SignOptions, check_signature
+
+
+@dataclass(frozen=True)
+class SignatureParams:
+    """Everything that must agree for two signatures to be comparable; stored in the Parquet metadata."""
+
+    num_perm: int = 256
+    bits: int = 8
+    seed: int = 1
+    shingle_size: int = 5
+    shingle_unit: str = "word"
+    scheme: str = "oph"
+    universe: int = TEXT_UNIVERSE
+    # Versions of the text pipeline: changing normalisation or token hashing changes every signature.
+    normalisation: str = "nfkc-casefold-whitespace"
+    token_hash: str = "utf8-chunk-poly64-mix64"
+    # "text": shingled documents hashed into 2^64 (mul-add family, mixed minima);
+    # "sets": integer sets over ``universe``, permuted by keyed Feistel networks, minima stored as is.
+    input_kind: str = "text"
+    hash_family: str = "muladd64-mix64"
+
+    @classmethod
+    def for_sets(cls, universe: int, num_perm: int = 256, bits: int = 8, seed: int = 1) -> SignatureParams:
+        """Parameters for integer sets over {0 … universe − 1}: no shingling, a true permutation of Ω."""
+        return cls(num_perm=num_perm, bits=bits, seed=seed, shingle_size=1, shingle_unit="element",
+                   universe=universe, normalisation="none", token_hash="none", input_kind="sets", scheme="kperm",
+                   hash_family="feistel")
+
+    @classmethod
+    def from_options(cls, options: SignOptions) -> SignatureParams:
+        """The parameters ``sign`` writes with ``options``: text, or integer sets over the input's universe."""
+        if options.input.input_format == "sets":
+            assert options.input.universe is not None  # InputOptions requires it
+            return cls.for_sets(options.input.universe, num_perm=options.num_perm, bits=options.bits,
+                                seed=options.seed)
+        return cls(num_perm=options.num_perm, bits=options.bits, seed=options.seed,
+                   shingle_size=options.shingle_size, shingle_unit=options.shingle_unit, scheme=options.scheme)
+
+    def __post_init__(self) -> None:
+        check_signature(self.num_perm, self.bits, self.seed, self.shingle_size, self.shingle_unit, self.scheme,
+                        self.universe, self.input_kind)
+
+    @property
+    def signature_bytes(self) -> int:
+        return (self.num_perm * self.bits + 7) // 8
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, fields: dict[str, Any]) -> SignatureParams:
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = set(fields) - known
+        if unknown:
+            raise ValueError(f"unknown signature parameters: {', '.join(sorted(unknown))}")
+        return cls(**fields)
+
+    def differences(self, other: SignatureParams) -> list[str]:
+        """Names and values of the parameters that differ, e.g. ``['num_perm: 128 vs 256']``."""
+        return [
+            f"{name}: {value} vs {getattr(other, name)}"
+            for name, value in self.to_dict().items()
+            if getattr(other, name) != value
+        ]

@@ -1,0 +1,44 @@
+"""Numpy primitives every stage shares: distinct sorted values and the splitmix64 mixer.
+
+The lowest layer of the package with :mod:`dedup_cli.errors` and :mod:`dedup_cli.files`: it imports numpy
+and nothing of dedup, so the text, minhash, candidate and grouping stages can all use it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_MIX_1, _MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def first_of_runs(ordered: np.ndarray) -> np.ndarray:
+    """bool[n]: True where a sorted array's value differs from the one before (and at position 0)."""
+    first = np.ones(ordered.size, dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return first
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values in ascending order.
+
+    Same result as ``np.unique`` on 1-D integer arrays, by sort and mask: numpy 2.4's ``np.unique`` took
+    about 1 s for 10^6 uint64 values here, against 6 ms for this.
+    """
+    ordered = np.sort(values)
+    return ordered[first_of_runs(ordered)]
+
+
+def mix64(values: np.ndarray) -> np.ndarray:
+    """The splitmix64 finaliser, a bijection of uint64 with full avalanche; returns a new array."""
+    return mix64_inplace(np.array(values, dtype=np.uint64, copy=True))
+
+
+def mix64_inplace(z: np.ndarray) -> np.ndarray:
+    """:func:`mix64` of a uint64 array, overwriting it (no temporaries beyond one shift); returns it."""
+    z ^= z >> _SHIFT_30
+    z *= _MIX_1
+    z ^= z >> _SHIFT_27
+    z *= _MIX_2
+    z ^= z >> _SHIFT_31
+    return z

@@ -1,0 +1,153 @@
+"""The store's file format: names, the Parquet schema of its parts, the row batches runs write, metadata.
+
+Layout (format 2, docs/store-format.md): the store path (e.g. ``sigs.parquet``) is a directory in the
+Parquet-dataset convention that pyarrow.dataset, Dask and Spark read; files starting with ``_`` or ``.`` are not
+data. It holds ``_dedup_manifest.json`` (the commit point), ``_dedup.lock``, parts ``part-NNNNNN.parquet`` and
+removal files ``_removed-NNNNNN.parquet``. Format 1 was a single Parquet file with the parameters in its
+metadata; it is still read (:mod:`dedup_cli.store.legacy`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.ma  # noqa: F401 - pa.array(ndarray) imports it at first use; a Ctrl-C landing in an import can be lost
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dedup_cli.errors import StoreError
+from dedup_cli.params import SignatureParams
+from dedup_cli.version import __version__
+
+FORMAT_VERSION = 2
+LEGACY_FORMAT_VERSION = 1
+METADATA_KEY = b"dedup"
+
+MANIFEST_NAME = "_dedup_manifest.json"
+LOCK_NAME = "_dedup.lock"
+PART_NAME = re.compile(r"part-\d{6,}\.parquet")
+REMOVAL_NAME = re.compile(r"_removed-\d{6,}\.parquet")
+TEMPORARY_NAME = re.compile(r"\.(part-\d{6,}\.parquet|_removed-\d{6,}\.parquet|_dedup_manifest\.json)\.tmp")
+
+LIVE_ROW_RULE = (
+    "per id, the row with the highest run wins; it is live unless a removal of that id has a higher run"
+)
+
+# Compaction policy and file sizes (module constants so that tests can make them small).
+PART_COLUMNS = ("id", "path", "size", "mtime_ns", "content_hash", "shingle_count", "signature", "run")
+
+
+def store_schema(params: SignatureParams, format_version: int = LEGACY_FORMAT_VERSION) -> pa.Schema:
+    """The Arrow schema of a single-file store (format 1), or with ``FORMAT_VERSION`` of a part (with ``run``)."""
+    columns = [
+        ("id", pa.string()),
+        ("path", pa.string()),
+        ("size", pa.int64()),
+        ("mtime_ns", pa.int64()),
+        ("content_hash", pa.uint64()),
+        ("shingle_count", pa.int64()),
+        ("signature", pa.binary(params.signature_bytes)),
+    ]
+    if format_version >= 2:
+        columns.append(("run", pa.int64()))
+    header = {"format_version": format_version, "dedup_version": __version__, "params": params.to_dict()}
+    return pa.schema(columns, metadata={METADATA_KEY: json.dumps(header).encode()})
+
+
+def part_schema(params: SignatureParams) -> pa.Schema:
+    """The Arrow schema of a format 2 part: the format 1 columns and ``run``."""
+    return store_schema(params, FORMAT_VERSION)
+
+
+@dataclass
+class DocumentBatch:
+    """Signed documents ready to be written; arrays are aligned by row."""
+
+    ids: list[str]
+    paths: list[str]
+    sizes: np.ndarray  # int64[n]
+    mtimes_ns: np.ndarray  # int64[n]
+    content_hashes: np.ndarray  # uint64[n]
+    shingle_counts: np.ndarray  # int64[n]
+    signatures: np.ndarray  # uint8[n, signature_bytes]
+
+
+def batch_table(batch: DocumentBatch, params: SignatureParams, schema: pa.Schema, run: int | None) -> pa.Table:
+    count = len(batch.ids)
+    signatures = np.ascontiguousarray(batch.signatures, dtype=np.uint8)
+    if signatures.shape != (count, params.signature_bytes):
+        raise ValueError(
+            f"signatures are uint8{list(signatures.shape)}; {count} documents at these parameters need "
+            f"uint8[{count}, {params.signature_bytes}]"
+        )
+    signature_array = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(params.signature_bytes), count, [None, pa.py_buffer(signatures.tobytes())]
+    )
+    arrays = [
+        pa.array(batch.ids, pa.string()),
+        pa.array(batch.paths, pa.string()),
+        pa.array(batch.sizes, pa.int64()),
+        pa.array(batch.mtimes_ns, pa.int64()),
+        pa.array(batch.content_hashes, pa.uint64()),
+        pa.array(batch.shingle_counts, pa.int64()),
+        signature_array,
+    ]
+    if run is not None:
+        arrays.append(pa.array(np.full(count, run, dtype=np.int64)))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def one_line(error: BaseException) -> str:
+    """Arrow's messages can span lines; a StoreError is one line (errors.py)."""
+    return " ".join(str(error).split())
+
+
+def parse_metadata(path: Path, metadata: dict[bytes, bytes] | None) -> tuple[int, SignatureParams]:
+    if not metadata or METADATA_KEY not in metadata:
+        raise StoreError(f"{path} is a Parquet file but not a dedup store; create one with: dedup sign INPUT -o {path}")
+    try:
+        header: dict[str, Any] = json.loads(metadata[METADATA_KEY])
+        version = int(header["format_version"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise StoreError(f"{path} has damaged dedup metadata ({error}); sign the corpus again") from error
+    if version > FORMAT_VERSION:
+        raise StoreError(
+            f"{path} uses store format {version}, newer than this dedup ({__version__}) reads "
+            f"(format {FORMAT_VERSION}); upgrade dedup"
+        )
+    try:
+        return version, SignatureParams.from_dict(header["params"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise StoreError(f"{path} has damaged dedup metadata ({error}); sign the corpus again") from error
+
+
+def open_parquet(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as error:
+        raise StoreError(
+            f"{path} is not a readable Parquet file ({one_line(error)}); pass a store written by dedup sign"
+        ) from error
+
+
+def packed_signatures(column: pa.ChunkedArray | pa.Array, params: SignatureParams, path: Path) -> np.ndarray:
+    """uint8[n, signature_bytes], a view of the Arrow buffer."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.type != pa.binary(params.signature_bytes):
+        raise StoreError(f"{path}: signature column does not match its parameters; sign the corpus again")
+    width = params.signature_bytes
+    if len(column) == 0:
+        return np.empty((0, width), dtype=np.uint8)
+    data = np.frombuffer(column.buffers()[1], dtype=np.uint8)
+    offset = column.offset * width
+    return data[offset : offset + len(column) * width].reshape(len(column), width)
+
+
+def removal_schema() -> pa.Schema:
+    return pa.schema([("id", pa.string()), ("run", pa.int64())])

@@ -1,0 +1,177 @@
+"""The manifest, ``_dedup_manifest.json``: the whole state of a format 2 store, and the commit point.
+
+It lists the live parts and removal files, every committed run, the parameters, the id root and the live-row
+rule (docs/store-format.md). A run commits by replacing it atomically; files it does not list are garbage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dedup_cli.errors import StoreError
+from dedup_cli.files import atomic_write, unlink_quietly
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.format import (
+    FORMAT_VERSION,
+    LIVE_ROW_RULE,
+    LOCK_NAME,
+    MANIFEST_NAME,
+    PART_NAME,
+    REMOVAL_NAME,
+    TEMPORARY_NAME,
+    one_line,
+)
+from dedup_cli.version import __version__
+
+
+@dataclass(frozen=True)
+class PartFile:
+    """A live part: its file name in the store directory and its row count."""
+
+    file: str
+    rows: int
+    compacted: bool = False  # written by a compaction or a replacing run, not counted as a delta
+
+
+@dataclass(frozen=True)
+class RemovalFile:
+    """Ids removed by one run: a Parquet file with columns ``id`` and ``run``."""
+
+    file: str
+    rows: int
+    run: int
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One committed sign run."""
+
+    run: int
+    time: str  # UTC, ISO 8601, e.g. 2024-05-01T03:00:00Z
+    added: int  # ids not live before the run
+    changed: int  # live ids written again
+    removed: int  # live ids removed (and not written again)
+    documents: int  # live documents after the run
+    compacted: bool = False
+    replaced: bool = False  # the run replaced every row (a whole-store rewrite)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What ``_dedup_manifest.json`` holds: the whole state of a format 2 store."""
+
+    params: SignatureParams
+    parts: tuple[PartFile, ...] = ()
+    removals: tuple[RemovalFile, ...] = ()
+    runs: tuple[RunRecord, ...] = ()
+    next_file: int = 1  # file numbers are never reused by committed files
+    documents: int = 0  # live documents
+    id_root: str | None = None  # the directory file ids are relative to, fixed by the first run that named files
+
+    @property
+    def rows(self) -> int:
+        return sum(part.rows for part in self.parts)
+
+    @property
+    def last_run(self) -> int:
+        return self.runs[-1].run if self.runs else 0
+
+    def to_json(self) -> bytes:
+        document = {
+            "format_version": FORMAT_VERSION,
+            "dedup_version": __version__,
+            "params": self.params.to_dict(),
+            "live_row_rule": LIVE_ROW_RULE,
+            "id_root": self.id_root,
+            "documents": self.documents,
+            "next_file": self.next_file,
+            "parts": [vars(part) for part in self.parts],
+            "removals": [vars(removal) for removal in self.removals],
+            "runs": [vars(run) for run in self.runs],
+        }
+        # One line per part, removal and run, so that the file stays readable and diffs stay small.
+        lines = []
+        for key, value in document.items():
+            if isinstance(value, list) and value:
+                items = ",\n".join(f"  {json.dumps(item)}" for item in value)
+                lines.append(f' "{key}": [\n{items}\n ]')
+            else:
+                lines.append(f" {json.dumps(key)}: {json.dumps(value)}")
+        return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
+
+    @classmethod
+    def from_json(cls, path: Path, data: bytes) -> Manifest:
+        damaged = f"{path} has a damaged manifest ({MANIFEST_NAME}: {{}}); sign the corpus again into a new store"
+        try:
+            document = json.loads(data)
+            version = int(document["format_version"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise StoreError(damaged.format(one_line(error))) from error
+        if version > FORMAT_VERSION:
+            raise StoreError(
+                f"{path} uses store format {version}, newer than this dedup ({__version__}) reads "
+                f"(format {FORMAT_VERSION}); upgrade dedup"
+            )
+        try:
+            if version != FORMAT_VERSION:
+                raise ValueError(f"format_version {version} is not a directory store format")
+            manifest = cls(
+                params=SignatureParams.from_dict(document["params"]),
+                parts=tuple(PartFile(str(p["file"]), int(p["rows"]), bool(p["compacted"])) for p in document["parts"]),
+                removals=tuple(
+                    RemovalFile(str(r["file"]), int(r["rows"]), int(r["run"])) for r in document["removals"]
+                ),
+                runs=tuple(RunRecord(**run) for run in document["runs"]),
+                next_file=int(document["next_file"]),
+                documents=int(document["documents"]),
+                id_root=None if document.get("id_root") is None else str(document["id_root"]),
+            )
+            for part in manifest.parts:
+                if not PART_NAME.fullmatch(part.file) or part.rows < 0:
+                    raise ValueError(f"bad part {part.file!r}")
+            for removal in manifest.removals:
+                if not REMOVAL_NAME.fullmatch(removal.file) or removal.rows < 0:
+                    raise ValueError(f"bad removal file {removal.file!r}")
+        except (ValueError, KeyError, TypeError) as error:
+            raise StoreError(damaged.format(one_line(error))) from error
+        return manifest
+
+
+def read_manifest_bytes(path: Path) -> bytes:
+    try:
+        return (path / MANIFEST_NAME).read_bytes()
+    except FileNotFoundError:
+        raise StoreError(
+            f"store {path} is a directory without a dedup manifest ({MANIFEST_NAME}); "
+            "pass a store written by dedup sign"
+        ) from None
+    except OSError as error:
+        raise StoreError(f"cannot read store {path}: {error.strerror or error}") from error
+
+
+def write_manifest(path: Path, manifest: Manifest) -> None:
+    """The commit point: temporary file, fsync, atomic replace, fsync of the directory."""
+    with atomic_write(path / MANIFEST_NAME, temporary=path / f".{MANIFEST_NAME}.tmp") as handle:
+        handle.write(manifest.to_json())
+
+
+def is_ours(name: str) -> bool:
+    return (
+        name in (MANIFEST_NAME, LOCK_NAME)
+        or bool(PART_NAME.fullmatch(name) or REMOVAL_NAME.fullmatch(name) or TEMPORARY_NAME.fullmatch(name))
+    )
+
+
+def clean_garbage(path: Path, manifest: Manifest | None) -> list[str]:
+    """Delete parts, removal files and temporary files that ``manifest`` does not list; under the lock."""
+    listed = set() if manifest is None else {p.file for p in manifest.parts} | {r.file for r in manifest.removals}
+    deleted = []
+    for name in sorted(os.listdir(path)):
+        if name in listed or name in (MANIFEST_NAME, LOCK_NAME) or not is_ours(name):
+            continue
+        unlink_quietly(path / name)
+        deleted.append(name)
+    return deleted

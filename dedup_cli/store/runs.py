@@ -1,0 +1,209 @@
+"""One sign run: new and changed rows written as parts, removals recorded, committed by one manifest replace.
+
+Commit protocol (docs/store-format.md): under the writer lock, new parts and the removal file are written
+under temporary names (``.part-000007.parquet.tmp``), fsynced and renamed; then the manifest is written to a
+temporary file, fsynced, ``os.replace``d and the directory fsynced. The manifest replace is the only commit
+point, so a run killed at any moment leaves the store as it was before the run or as after it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dedup_cli.errors import StoreError
+from dedup_cli.files import fsync_path, unlink_quietly
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.compaction import compact_parts, compaction_due
+from dedup_cli.store.format import DocumentBatch, batch_table, part_schema, removal_schema
+from dedup_cli.store.lock import WriterLock
+from dedup_cli.store.manifest import Manifest, PartFile, RemovalFile, RunRecord, clean_garbage, write_manifest
+from dedup_cli.store.parts import FileCounter, PartWriter, WrittenFile, commit_files
+from dedup_cli.store.snapshot import DocumentIndex, index_of_rows, read_files, read_snapshot
+
+
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class StoreRun:
+    """One sign run: write new or changed documents, remove gone ones; commit on a clean exit.
+
+    Hold it in a ``with`` block: leaving it normally commits (parts, then the manifest, atomically);
+    an exception discards everything written and the store stays as it was. The writer lock is held
+    from ``Store.begin_run`` to the end of the block.
+
+    Args:
+        path: the store directory.
+        lock: the writer lock, held.
+        manifest: the store as the run found it (read under the lock).
+        params: the run's parameters (equal to the store's).
+        replace: the run's rows replace every stored row.
+        on_commit: told the new manifest once the run is committed.
+    """
+
+    def __init__(self, path: Path, lock: WriterLock, manifest: Manifest, params: SignatureParams,
+                 replace: bool, on_commit: Callable[[Manifest], None] | None = None) -> None:
+        self.path = path
+        self.params = params
+        self.replace = replace
+        self.number = manifest.last_run + 1
+        self.id_root = manifest.id_root  # set it to record the root of a store's first run that names files
+        self.rows_written = 0
+        self.record: RunRecord | None = None
+        self._lock = lock
+        self._manifest = manifest
+        self._counter = FileCounter(manifest.next_file)
+        self._schema = part_schema(params)
+        self._parts = PartWriter(path, self._schema, self._counter)
+        self._on_commit = on_commit
+        self._written_ids: list[pa.Array] = []
+        self._removed: list[str] = []
+        self._index: DocumentIndex | None = None
+        self._temporaries: list[Path] = []
+        self._open = True
+
+    def __enter__(self) -> StoreRun:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if kind is None and self._open:
+            self.commit()
+        else:
+            self.abort()
+
+    def document_index(self) -> DocumentIndex:
+        """The store as this run found it (read under the lock, so no other run can change it)."""
+        if self._index is None:
+            self._index = index_of_rows(
+                *read_snapshot(self.path, self._manifest, ["id", "path", "size", "mtime_ns", "content_hash"])
+            )
+        return self._index
+
+    def write(self, batch: DocumentBatch) -> None:
+        """Add new or changed documents; a changed document's older row stops being live at commit."""
+        assert self._open, "the run is over"
+        if not batch.ids:
+            return
+        table = batch_table(batch, self.params, self._schema, self.number)
+        try:
+            self._parts.write(table)
+        except OSError as error:
+            raise StoreError(f"cannot write {self.path}: {error.strerror or error}") from error
+        self._written_ids.append(table.column("id").combine_chunks())
+        self.rows_written += len(batch.ids)
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Remove documents (those gone from the corpus); ids not stored are ignored, ids written in this run win."""
+        assert self._open, "the run is over"
+        self._removed.extend(ids)
+
+    def abort(self) -> None:
+        """Discard what this run wrote and release the lock (also on KeyboardInterrupt)."""
+        if not self._open:
+            return
+        self._open = False
+        try:
+            self._parts.discard()
+            for temporary in self._temporaries:
+                unlink_quietly(temporary)
+        finally:
+            self._lock.release()
+
+    def commit(self) -> RunRecord:
+        """Make the run durable and visible: one atomic manifest replace; compacts when due."""
+        assert self._open, "the run is over"
+        try:
+            record = self._commit()
+        except BaseException:
+            self.abort()
+            raise
+        self._open = False
+        self._lock.release()
+        return record
+
+    def _commit(self) -> RunRecord:
+        path, before = self.path, self._manifest
+        try:
+            new_parts = self._parts.close()
+        except OSError as error:
+            raise StoreError(f"cannot write {path}: {error.strerror or error}") from error
+        written = pa.chunked_array(self._written_ids, pa.string())
+        if len(written) > 1:
+            unique = pc.unique(written)
+            if len(unique) < len(written):
+                counts = pc.value_counts(written)
+                repeated = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))[0].as_py()
+                raise ValueError(f"run {self.number} wrote document id {repeated!r} more than once")
+        touched = len(written) > 0 or bool(self._removed) or self.replace
+        live_before = self.document_index().id_array if touched else pa.array([], pa.string())
+        changed = int(pc.sum(pc.is_in(written, value_set=live_before)).as_py() or 0) if len(written) else 0
+        added = len(written) - changed
+        removals = pa.table({"id": pa.array([], pa.string()), "run": pa.array([], pa.int64())})
+        if self.replace:
+            removed = before.documents - changed
+        else:
+            requested = pc.unique(pa.array(self._removed, pa.string())) if self._removed else pa.array([], pa.string())
+            effective = pc.and_(pc.is_in(requested, value_set=live_before),
+                                pc.invert(pc.is_in(requested, value_set=written)))
+            removed_ids = requested.filter(effective)
+            removed = len(removed_ids)
+            if removed:
+                removals = pa.table({"id": removed_ids, "run": pa.array(np.full(removed, self.number, np.int64))})
+        documents = before.documents + added - removed if not self.replace else len(written)
+
+        old_parts = () if self.replace else before.parts
+        old_removals = () if self.replace else before.removals
+        removal_files: list[WrittenFile] = []
+        if removals.num_rows:
+            name = f"_removed-{self._counter():06d}.parquet"
+            temporary = path / f".{name}.tmp"
+            self._temporaries.append(temporary)
+            pq.write_table(removals, temporary, compression="zstd")
+            fsync_path(temporary)
+            removal_files.append(WrittenFile(temporary, name, removals.num_rows))
+        parts = old_parts + tuple(PartFile(w.name, w.rows, self.replace) for w in new_parts)
+        listed_removals = old_removals + tuple(RemovalFile(w.name, w.rows, self.number) for w in removal_files)
+        rows = sum(part.rows for part in parts)
+        deltas = sum(not part.compacted for part in parts) + len(listed_removals)
+        compacting = not self.replace and compaction_due(deltas, rows, documents)
+        if compacting:
+            all_removals = pa.concat_tables([
+                read_files(path, [r.file for r in old_removals], ["id", "run"], removal_schema()), removals,
+            ])
+            sources = [path / p.file for p in old_parts] + [w.temporary for w in new_parts]
+            compacted = compact_parts(path, self.params, sources, all_removals, self._counter)
+            self._temporaries.extend(w.temporary for w in compacted)
+            commit_files(path, compacted)
+            parts = tuple(PartFile(w.name, w.rows, True) for w in compacted)
+            listed_removals = ()
+            documents = sum(w.rows for w in compacted)
+        else:
+            commit_files(path, [*new_parts, *removal_files])
+        self.record = RunRecord(run=self.number, time=_utc_now(), added=added, changed=changed, removed=removed,
+                                documents=documents, compacted=compacting, replaced=self.replace)
+        manifest = Manifest(params=self.params, parts=parts, removals=listed_removals,
+                            runs=(*before.runs, self.record), next_file=self._counter.next, documents=documents,
+                            id_root=self.id_root)
+        write_manifest(path, manifest)
+        # Committed. Files no longer listed (and unused temporaries) are garbage now; a failure to delete
+        # them is harmless (the next run does it).
+        if self._on_commit is not None:
+            self._on_commit(manifest)
+        self._parts.discard()
+        for temporary in self._temporaries:
+            unlink_quietly(temporary)
+        try:
+            clean_garbage(path, manifest)
+        except OSError:
+            pass
+        return self.record

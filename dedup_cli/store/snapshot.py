@@ -1,0 +1,266 @@
+"""Reading a snapshot: the parts and removals one manifest lists, and which of their rows are live.
+
+The live-row rule (docs/store-format.md): among the rows of the listed parts with one id, the row with the
+highest ``run`` wins (an id is written at most once per run); it is live unless a listed removal of that id has
+a higher run. Readers take no lock: they read one manifest and its parts.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dedup_cli.errors import StoreError
+from dedup_cli.minhash.packing import lowest_bits, unpack_values
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.format import one_line, packed_signatures, part_schema, removal_schema
+from dedup_cli.store.manifest import Manifest
+
+
+def live_rows(ids: pa.ChunkedArray, runs: pa.ChunkedArray, removals: pa.Table | None) -> np.ndarray:
+    """Positions of the live rows (see the module docstring), ordered by ascending id: int64[n_live].
+
+    Args:
+        ids, runs: the ``id`` and ``run`` columns of the parts, concatenated in manifest order.
+        removals: a table with columns ``id`` and ``run``, or None.
+    """
+    count = len(ids)
+    if count == 0:
+        return np.empty(0, dtype=np.int64)
+    no_removals = removals is None or removals.num_rows == 0
+    if no_removals and (count == 1 or pc.all(pc.less(ids.slice(0, count - 1), ids.slice(1))).as_py()):
+        return np.arange(count, dtype=np.int64)  # already unique and in id order (e.g. one sorted part)
+    order = pc.sort_indices(pa.table({"id": ids, "run": runs}), sort_keys=[("id", "ascending"), ("run", "descending")])
+    sorted_ids = ids.take(order)
+    first = np.ones(count, dtype=bool)
+    first[1:] = pc.not_equal(sorted_ids.slice(1), sorted_ids.slice(0, count - 1)).to_numpy()
+    keep = order.to_numpy()[first]
+    if not no_removals:
+        assert removals is not None
+        # The latest removal of each id, by the same sort (Table.group_by would import pyarrow.acero at the
+        # first removal, and a Ctrl-C that lands in a first import can be swallowed).
+        removal_order = pc.sort_indices(removals, sort_keys=[("id", "ascending"), ("run", "descending")])
+        removal_ids = removals.column("id").take(removal_order)
+        latest = np.ones(len(removal_ids), dtype=bool)
+        latest[1:] = pc.not_equal(removal_ids.slice(1), removal_ids.slice(0, len(removal_ids) - 1)).to_numpy()
+        latest_positions = pa.array(removal_order.to_numpy()[latest], pa.int64())
+        where = pc.fill_null(
+            pc.index_in(ids.take(keep), value_set=removals.column("id").take(latest_positions)), -1
+        ).to_numpy()
+        removed = where >= 0
+        removal_runs = removals.column("run").take(latest_positions).to_numpy()
+        row_runs = runs.take(keep[removed]).to_numpy()
+        dead = np.zeros(keep.size, dtype=bool)
+        dead[removed] = removal_runs[where[removed]] > row_runs
+        keep = keep[~dead]
+    return keep.astype(np.int64, copy=False)
+
+
+def open_part(path: Path, name: str) -> pq.ParquetFile:
+    """Open one listed file; FileNotFoundError passes through (a compaction may have deleted it)."""
+    # Arrow's own file, not a Python file object: a KeyboardInterrupt raised inside a Python read
+    # callback can leave Arrow's reader waiting for ever.
+    try:
+        return pq.ParquetFile(str(path / name))
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "listed but missing", name) from None
+    except (pa.ArrowException, OSError) as error:
+        raise StoreError(
+            f"{path} is damaged ({name}: {one_line(error)}); sign the corpus again into a new store"
+        ) from error
+
+
+def read_files(path: Path, names: Sequence[str], columns: Sequence[str], schema: pa.Schema) -> pa.Table:
+    tables = []
+    for name in names:
+        parquet = open_part(path, name)
+        try:
+            tables.append(parquet.read(columns=list(columns)))
+        except (pa.ArrowException, OSError, KeyError) as error:
+            raise StoreError(
+                f"{path} is damaged ({name}: {one_line(error)}); sign the corpus again into a new store"
+            ) from error
+        finally:
+            parquet.close()
+    if not tables:
+        return schema.empty_table().select(list(columns))
+    try:
+        return pa.concat_tables([table.replace_schema_metadata(None) for table in tables])
+    except pa.ArrowInvalid as error:
+        raise StoreError(f"{path} is damaged (parts disagree: {one_line(error)}); sign the corpus again") from error
+
+
+def read_snapshot(path: Path, manifest: Manifest, columns: Sequence[str]) -> tuple[pa.Table, np.ndarray]:
+    """The listed parts' ``columns`` (plus id and run) and the positions of their live rows, in id order."""
+    wanted = list(dict.fromkeys([*columns, "id", "run"]))
+    table = read_files(path, [p.file for p in manifest.parts], wanted, part_schema(manifest.params))
+    removals = read_files(path, [r.file for r in manifest.removals], ["id", "run"], removal_schema())
+    return table, live_rows(table.column("id"), table.column("run"), removals)
+
+
+# --- stores --------------------------------------------------------------------------------------------------
+
+
+def selected_rows(files: Sequence[Path], positions: np.ndarray, columns: Sequence[str]) -> Iterator[pa.Table]:
+    """The rows at ``positions`` (int64, ascending, numbered across ``files`` in order) of ``columns``, one table
+    per row group that holds some of them; the other row groups are not read."""
+    offset = 0
+    for file in files:
+        parquet = open_part(file.parent, file.name)
+        try:
+            for group in range(parquet.num_row_groups):
+                rows = parquet.metadata.row_group(group).num_rows
+                low, high = np.searchsorted(positions, [offset, offset + rows])
+                if high > low:
+                    table = parquet.read_row_group(group, columns=list(columns))
+                    if high - low < rows:
+                        table = table.take(pa.array(positions[low:high] - offset, pa.int64()))
+                    yield table.replace_schema_metadata(None)
+                offset += rows
+        finally:
+            parquet.close()
+
+
+def read_rows(path: Path, manifest: Manifest, rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
+    """``columns`` of the rows at ``rows`` (int64 positions in the listed parts, concatenated in manifest order,
+    as :func:`read_snapshot` numbers them), in the order given; only the row groups holding them are read."""
+    order = np.argsort(rows, kind="stable")
+    try:
+        pieces = list(selected_rows([path / part.file for part in manifest.parts], rows[order], columns))
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError, KeyError) as error:
+        raise StoreError(f"{path} is damaged ({one_line(error)}); sign the corpus again into a new store") from error
+    if not pieces:
+        return part_schema(manifest.params).empty_table().select(list(columns))
+    inverse = np.empty(order.size, dtype=np.int64)
+    inverse[order] = np.arange(order.size)
+    return pa.concat_tables(pieces).take(pa.array(inverse, pa.int64()))
+
+
+SIGNATURE_COLUMNS = ("id", "path", "content_hash", "shingle_count", "signature", "run")
+"""The columns a :class:`StoredSignatures` holds."""
+
+
+@dataclass
+class StoredSignatures:
+    """A store read into memory: ids in ascending order, packed signatures and their parameters."""
+
+    params: SignatureParams
+    ids: list[str]
+    paths: list[str]
+    shingle_counts: np.ndarray  # int64[n_docs]
+    packed: np.ndarray  # uint8[n_docs, signature_bytes]
+    content_hashes: np.ndarray | None = None  # uint64[n_docs], xxh3-64 of the bytes that were signed
+    runs: np.ndarray | None = None  # int64[n_docs], the sign run that wrote each row (0 in format 1 stores)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def values(self, bits: int | None = None) -> np.ndarray:
+        """The stored minwise values, or only their lowest ``bits`` bits: uint[n_docs, k]."""
+        values = unpack_values(self.packed, self.params.bits, self.params.num_perm)
+        return values if bits is None else lowest_bits(values, bits)
+
+
+@dataclass
+class DocumentIndex:
+    """The live documents of a store without their signatures, in ascending id order.
+
+    What an incremental run compares the corpus against: whether a file is unchanged before reading it
+    (same location, size and modification time), whether a document read changed (its content hash), and the
+    stored documents that are gone (:meth:`absent`). This is the one place change detection is decided.
+    """
+
+    sizes: np.ndarray  # int64[n]
+    mtimes_ns: np.ndarray  # int64[n]
+    content_hashes: np.ndarray  # uint64[n]
+    runs: np.ndarray  # int64[n]
+    id_array: pa.Array = field(repr=False)  # string[n]
+    path_array: pa.Array = field(repr=False)  # string[n]
+    _rows: dict[str, int] | None = field(default=None, repr=False)
+    _paths: list[str] | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.id_array)
+
+    @property
+    def ids(self) -> list[str]:
+        return self.id_array.to_pylist()
+
+    @property
+    def paths(self) -> list[str]:
+        return self.path_array.to_pylist()
+
+    def ids_at(self, rows: np.ndarray) -> list[str]:
+        """The ids of ``rows`` (int64[m] positions, or bool[n])."""
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        return self.id_array.take(pa.array(rows, pa.int64())).to_pylist()
+
+    def row(self, identifier: str) -> int | None:
+        """The row of ``identifier``, or None when it is not stored.
+
+        Files are looked up one at a time as they are listed, so the ids are put in a dict once, at the first
+        look-up, rather than searched each time.
+        """
+        if self._rows is None:
+            self._rows = {stored: row for row, stored in enumerate(self.ids)}
+        return self._rows.get(identifier)
+
+    def file_unchanged(self, identifier: str, location: str, size: int, mtime_ns: int) -> bool:
+        """Before reading: stored under ``identifier`` with the same location, size and modification time.
+
+        The cheap first test of an incremental run; a file that fails it is read, and
+        :meth:`content_changed` then decides whether it must be signed again.
+        """
+        row = self.row(identifier)
+        if row is None:
+            return False
+        if self._paths is None:
+            self._paths = self.paths
+        return (self._paths[row] == location and int(self.sizes[row]) == size
+                and int(self.mtimes_ns[row]) == mtime_ns)
+
+    def content_changed(self, identifier: str, content_hash: int) -> bool:
+        """After reading: new, or its content hash differs from the stored one."""
+        row = self.row(identifier)
+        return row is None or int(self.content_hashes[row]) != content_hash
+
+    def absent(self, ids: Sequence[str]) -> np.ndarray:
+        """bool[n]: the stored documents whose id is not among ``ids`` (the ones a prune removes)."""
+        return ~pc.is_in(self.id_array, value_set=pa.array(ids, pa.string())).to_numpy(zero_copy_only=False)
+
+
+def index_of_rows(table: pa.Table, keep: np.ndarray) -> DocumentIndex:
+    taken = table.take(pa.array(keep, pa.int64())) if keep.size != table.num_rows else table
+    columns = {name: taken.column(name).combine_chunks() for name in taken.column_names}
+    return DocumentIndex(
+        sizes=columns["size"].to_numpy(),
+        mtimes_ns=columns["mtime_ns"].to_numpy(),
+        content_hashes=columns["content_hash"].to_numpy(),
+        runs=columns["run"].to_numpy(),
+        id_array=columns["id"],
+        path_array=columns["path"],
+    )
+
+
+def stored_signatures(table: pa.Table, params: SignatureParams, path: Path) -> StoredSignatures:
+    """A table of :data:`SIGNATURE_COLUMNS`, one row per document, as :class:`StoredSignatures`."""
+    return StoredSignatures(
+        params=params,
+        ids=table.column("id").to_pylist(),
+        paths=table.column("path").to_pylist(),
+        shingle_counts=table.column("shingle_count").to_numpy().astype(np.int64),
+        packed=packed_signatures(table.column("signature"), params, path),
+        content_hashes=table.column("content_hash").to_numpy(),
+        runs=table.column("run").to_numpy().astype(np.int64),
+    )

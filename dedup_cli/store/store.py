@@ -1,0 +1,320 @@
+"""Opening, creating and reading a store; a store object hands out snapshots, runs and compactions.
+
+A store is a directory (format 2) of Parquet parts and a manifest, grown by sign runs and read as a snapshot
+(docs/store-format.md); a single Parquet file (format 1) is still read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dedup_cli.errors import StoreError, UsageError
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.compaction import compact_parts
+from dedup_cli.store.format import (
+    FORMAT_VERSION,
+    LEGACY_FORMAT_VERSION,
+    MANIFEST_NAME,
+    open_parquet,
+    parse_metadata,
+    removal_schema,
+)
+from dedup_cli.store.legacy import legacy_error, read_legacy_table
+from dedup_cli.store.lock import WriterLock
+from dedup_cli.store.manifest import (
+    Manifest,
+    PartFile,
+    RunRecord,
+    clean_garbage,
+    is_ours,
+    read_manifest_bytes,
+    write_manifest,
+)
+from dedup_cli.store.parts import FileCounter, commit_files
+from dedup_cli.store.runs import StoreRun
+from dedup_cli.store.snapshot import (
+    SIGNATURE_COLUMNS,
+    DocumentIndex,
+    StoredSignatures,
+    index_of_rows,
+    read_files,
+    read_rows,
+    read_snapshot,
+    stored_signatures,
+)
+
+READ_ATTEMPTS = 8
+T = TypeVar("T")
+
+
+def _named_rows(ids: pa.ChunkedArray, keep: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """The positions (among all rows) of the live rows named by ``names``, in that order, and the names that
+    are not live ids."""
+    found = pc.index_in(pa.array(list(names), pa.string()), value_set=ids.take(pa.array(keep, pa.int64())))
+    present = pc.is_valid(found).to_numpy(zero_copy_only=False)
+    missing = [name for name, here in zip(names, present.tolist(), strict=True) if not here]
+    return keep[pc.fill_null(found, 0).to_numpy()[present]], missing
+
+
+class Store:
+    """An opened store: its parameters and a snapshot of its manifest (format 2) or footer (format 1).
+
+    Reading needs no lock; :meth:`begin_run` and :meth:`compact` take the writer lock.
+    """
+
+    def __init__(self, path: Path, format_version: int, params: SignatureParams, manifest: Manifest | None,
+                 legacy_rows: int = 0) -> None:
+        self.path = path
+        self.format_version = format_version
+        self.params = params
+        self._manifest = manifest
+        self._legacy_rows = legacy_rows
+
+    @property
+    def manifest(self) -> Manifest | None:
+        return self._manifest
+
+    @property
+    def runs(self) -> tuple[RunRecord, ...]:
+        return () if self._manifest is None else self._manifest.runs
+
+    @property
+    def last_run(self) -> int:
+        """The number of the last committed run; 0 before the first (and for format 1 stores)."""
+        return 0 if self._manifest is None else self._manifest.last_run
+
+    @property
+    def documents(self) -> int:
+        return self._legacy_rows if self._manifest is None else self._manifest.documents
+
+    @property
+    def id_root(self) -> str | None:
+        """The directory file ids are relative to, as recorded (None before a run named files)."""
+        return None if self._manifest is None else self._manifest.id_root
+
+    def refresh(self) -> None:
+        """Read the manifest again (another run may have committed since this store was opened)."""
+        if self._manifest is not None:
+            self._manifest = Manifest.from_json(self.path, read_manifest_bytes(self.path))
+            self.params = self._manifest.params
+
+    def _committed(self, manifest: Manifest) -> None:
+        self._manifest = manifest
+
+    def _reading(self, read: Callable[[Manifest], T]) -> T:
+        """``read(manifest)``; when a listed file vanished (a compaction committed), again with the newer one."""
+        assert self._manifest is not None
+        for _ in range(READ_ATTEMPTS):
+            try:
+                return read(self._manifest)
+            except FileNotFoundError as missing:
+                before = self._manifest
+                self.refresh()
+                if self._manifest == before:
+                    raise StoreError(
+                        f"{self.path} is damaged ({Path(str(missing.filename)).name} is listed in its manifest but "
+                        "missing); sign the corpus again into a new store"
+                    ) from None
+        raise StoreError(f"{self.path} kept changing while it was read; try again")
+
+    def _live(self, columns: Sequence[str]) -> tuple[pa.Table, np.ndarray]:
+        """``columns`` of the stored rows (with ``id`` and ``run``) and the positions of the live ones, in id
+        order."""
+        if self._manifest is None:
+            table = read_legacy_table(self.path, list(dict.fromkeys([*columns, "id", "run"])))
+            return table, np.arange(table.num_rows, dtype=np.int64)
+        return self._reading(lambda manifest: read_snapshot(self.path, manifest, columns))
+
+    def document_index(self) -> DocumentIndex:
+        """The live documents' ids, paths, sizes, modification times, content hashes and runs, in id order."""
+        return index_of_rows(*self._live(["id", "path", "size", "mtime_ns", "content_hash", "run"]))
+
+    def check_run(self, run: int) -> None:
+        """Raise a UsageError unless ``run`` is 0 or a committed run (for ``find --new-since``)."""
+        if run == 0 or any(record.run == run for record in self.runs):
+            return
+        if not self.runs:
+            raise UsageError(f"run {run} is not in {self.path}: it has no sign runs yet (only run 0, before any)")
+        raise UsageError(
+            f"run {run} is not in {self.path}: its runs are 1 to {self.last_run} (0 means before the first); "
+            "dedup info lists them"
+        )
+
+    def read(self, since_run: int | None = None) -> StoredSignatures:
+        """The live rows in ascending id order; with ``since_run``, only those written by later runs."""
+        if since_run is not None:
+            self.check_run(since_run)
+        table, keep = self._live(SIGNATURE_COLUMNS)
+        if since_run is not None:
+            keep = keep[table.column("run").take(pa.array(keep, pa.int64())).to_numpy() > since_run]
+        if keep.size != table.num_rows or not np.array_equal(keep, np.arange(keep.size)):
+            table = table.take(pa.array(keep, pa.int64()))
+        return stored_signatures(table, self.params, self.path)
+
+    def shingle_counts(self) -> np.ndarray:
+        """int64[n_live]: the live documents' shingle counts in id order; no signature is read."""
+        table, keep = self._live(["shingle_count"])
+        return table.column("shingle_count").take(pa.array(keep, pa.int64())).to_numpy().astype(np.int64)
+
+    def read_documents(self, ids: Sequence[str]) -> tuple[StoredSignatures, list[str]]:
+        """The live documents named by ``ids``, in that order, and the ids that are not stored.
+
+        Only the ids (and runs) of the whole store are read; the signatures and other columns only from the
+        row groups that hold the named documents.
+        """
+        if self._manifest is None:
+            table = read_legacy_table(self.path, SIGNATURE_COLUMNS)
+            rows, missing = _named_rows(table.column("id"), np.arange(table.num_rows, dtype=np.int64), ids)
+            return stored_signatures(table.take(pa.array(rows, pa.int64())), self.params, self.path), missing
+
+        def read(manifest: Manifest) -> tuple[pa.Table, list[str]]:
+            # The positions refer to this manifest's parts, so both reads use it (a compaction restarts both).
+            table, keep = read_snapshot(self.path, manifest, ["id"])
+            rows, missing = _named_rows(table.column("id"), keep, ids)
+            return read_rows(self.path, manifest, rows, SIGNATURE_COLUMNS), missing
+
+        chosen, missing = self._reading(read)
+        return stored_signatures(chosen, self.params, self.path), missing
+
+    def begin_run(self, params: SignatureParams, lock_timeout: float | None = 0.0, replace: bool = False) -> StoreRun:
+        """Take the writer lock and start run ``last_run + 1``; use the result as a context manager.
+
+        Args:
+            params: must equal the store's (a :class:`UsageError` names each differing parameter); a store
+                keeps its parameters for life.
+            lock_timeout: seconds to wait for another run to finish (None waits for ever); 0 fails at once
+                with a :class:`StoreError` naming the other run's pid.
+            replace: the run's rows replace every stored row (a whole re-sign, e.g. of integer sets, which
+                have no modification times), in one commit like any run.
+        """
+        lock, manifest = self._lock(lock_timeout)
+        try:
+            differences = manifest.params.differences(params)
+            if differences:
+                raise UsageError(
+                    f"{self.path} was signed with other parameters ({'; '.join(differences)}, stored vs requested); "
+                    f"sign into a new store or remove {self.path}"
+                )
+            return StoreRun(self.path, lock, manifest, params, replace, on_commit=self._committed)
+        except BaseException:
+            lock.release()
+            raise
+
+    def _lock(self, lock_timeout: float | None) -> tuple[WriterLock, Manifest]:
+        """Take the writer lock, read the manifest again under it and delete what killed runs left behind."""
+        if self._manifest is None:
+            raise legacy_error(self.path)
+        lock = WriterLock(self.path, lock_timeout)
+        lock.acquire()
+        try:
+            self.refresh()
+            assert self._manifest is not None
+            clean_garbage(self.path, self._manifest)
+        except BaseException:
+            lock.release()
+            raise
+        return lock, self._manifest
+
+    def compact(self, lock_timeout: float | None = 0.0) -> bool:
+        """Rewrite the live rows into fresh parts and drop the removal files; False when already compact."""
+        lock, manifest = self._lock(lock_timeout)
+        try:
+            if not manifest.removals and sum(not p.compacted for p in manifest.parts) == 0:
+                return False
+            counter = FileCounter(manifest.next_file)
+            written = compact_parts(self.path, manifest.params, [self.path / p.file for p in manifest.parts],
+                               read_files(self.path, [r.file for r in manifest.removals], ["id", "run"],
+                                           removal_schema()), counter)
+            commit_files(self.path, written)
+            new = dataclasses.replace(
+                manifest, parts=tuple(PartFile(w.name, w.rows, True) for w in written), removals=(),
+                next_file=counter.next, documents=sum(w.rows for w in written),
+            )
+            write_manifest(self.path, new)
+            self._manifest = new
+            clean_garbage(self.path, new)
+            return True
+        finally:
+            lock.release()
+
+
+def open_store(path: str | os.PathLike[str]) -> Store:
+    """Open the store at ``path`` (a format 2 directory or a format 1 file), reading only its manifest or footer."""
+    path = Path(path)
+    if path.is_dir():
+        manifest = Manifest.from_json(path, read_manifest_bytes(path))
+        return Store(path, FORMAT_VERSION, manifest.params, manifest)
+    if not path.exists():
+        raise StoreError(f"store {path} does not exist; create it with: dedup sign INPUT -o {path}")
+    parquet = open_parquet(path)
+    version, params = parse_metadata(path, parquet.schema_arrow.metadata)
+    if version != LEGACY_FORMAT_VERSION:
+        raise StoreError(f"{path} is one part of a directory store; pass the directory {path.parent}")
+    return Store(path, version, params, None, legacy_rows=parquet.metadata.num_rows)
+
+
+def refuse_foreign_directory(path: Path) -> None:
+    foreign = [name for name in sorted(os.listdir(path)) if not is_ours(name)]
+    if foreign:
+        raise StoreError(
+            f"refusing to overwrite {path}: it is a directory holding other files ({foreign[0]}); choose another path"
+        )
+
+
+def create_store(path: str | os.PathLike[str], params: SignatureParams, exist_ok: bool = False,
+                 lock_timeout: float | None = 0.0) -> Store:
+    """Create an empty store (a directory with a manifest and no run) at ``path``; its parent must exist.
+
+    With ``exist_ok``, a store already at ``path`` (or one created concurrently) is opened instead; its
+    parameters are checked by :meth:`Store.begin_run`. A file or directory that is not a dedup store is
+    never overwritten.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        try:
+            existing = open_store(path)
+        except StoreError as error:
+            raise StoreError(f"refusing to overwrite {path}: {error}") from None
+        if exist_ok:
+            return existing
+        raise StoreError(f"store {path} already exists; sign into it, or choose another path")
+    if (path / MANIFEST_NAME).exists():
+        if exist_ok:
+            return open_store(path)
+        raise StoreError(f"store {path} already exists; sign into it, or choose another path")
+    try:
+        path.mkdir(exist_ok=True)
+        refuse_foreign_directory(path)  # before the lock file is added to someone else's directory
+    except OSError as error:
+        raise StoreError(f"cannot write {path}: {error.strerror or error}") from error
+    lock = WriterLock(path, lock_timeout)
+    lock.acquire()
+    try:
+        if (path / MANIFEST_NAME).exists():  # created by a concurrent run between our check and the lock
+            if exist_ok:
+                return open_store(path)
+            raise StoreError(f"store {path} already exists; sign into it, or choose another path")
+        refuse_foreign_directory(path)
+        clean_garbage(path, None)
+        write_manifest(path, Manifest(params=params))
+    finally:
+        lock.release()
+    return open_store(path)
+
+
+def read_store(path: str | os.PathLike[str], since_run: int | None = None) -> StoredSignatures:
+    """Read the live rows of a store in ascending id order, checking that this version understands it.
+
+    Args:
+        since_run: keep only the rows written by runs after this one (0: every row of a format 2 store);
+            a run the store never had is a :class:`UsageError`.
+    """
+    return open_store(path).read(since_run)

@@ -1,0 +1,1 @@
+"""Text to shingle sets: normalisation, tokens and their hashes, w-shingles."""
