@@ -24,12 +24,6 @@ def _pair_positions(local: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return local - y * (y - 1) // 2, y
 
 
-def wedge_count(first: np.ndarray, second: np.ndarray, num_docs: int) -> int:
-    """The number of wedges :func:`triangles` will test: Σ_u d⁺(u)(d⁺(u) − 1)/2 (see there)."""
-    _, _, _, forward_degree = _forward_graph(first, second, num_docs)
-    return int(np.sum(forward_degree * (forward_degree - 1) // 2))
-
-
 def _forward_graph(
     first: np.ndarray, second: np.ndarray, num_docs: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -82,7 +76,7 @@ def triangles(first: np.ndarray, second: np.ndarray, num_docs: int, max_wedges: 
     (v, w) of a forward list, whether the closing edge v → w exists — a binary search (np.searchsorted)
     over the sorted edge codes.
 
-    Cost: W = Σ_u d⁺(u)(d⁺(u) − 1)/2 wedges (:func:`wedge_count`), each an O(log m) search. Degree ranking
+    Cost: W = Σ_u d⁺(u)(d⁺(u) − 1)/2 wedges, each an O(log m) search. Degree ranking
     gives d⁺(u) ≤ sqrt(2m), so W ≤ m·sqrt(2m)/2 in the worst case, and a hub of degree d that is not in a
     clique costs far less than the d²/2 of index order. A clique of d documents (d mutual near-duplicates)
     has C(d, 3) triangles and costs C(d, 3) wedges, all closing: the output itself is that large.

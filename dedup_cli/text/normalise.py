@@ -6,8 +6,8 @@ A document's text is normalised before it is cut into tokens (Mining of Massive 
 cheaply on a whole batch (:mod:`dedup_cli.text.tokens`), with the tables below telling which non-ASCII code
 points are word characters, white space, or changed by case folding.
 
-Words are the runs of ``\\w`` of the normalised text, exactly as ``re.findall(r"\\w+", text)`` finds them
-(``WORD_PATTERN``, the tokeniser before batching).
+Words are the runs of ``\\w`` of the normalised text, exactly as ``re.findall(r"\\w+", text)`` finds them (the
+tests hold that per-document definition and check the batched tokeniser against it).
 """
 
 from __future__ import annotations
@@ -21,18 +21,10 @@ import numpy as np
 
 from dedup_cli.options import SHINGLE_UNITS
 
-WORD_PATTERN = re.compile(r"\w+")
-
-
-def normalise(text: str) -> str:
-    """Unicode NFKC, case-folded, with every run of white space collapsed to one space."""
-    return " ".join(fold(text).split())
-
 
 def fold(text: str) -> str:
-    """NFKC then case folding; white space is left alone (word tokens do not see it).
-
-    Word tokens get the same folding more cheaply (:mod:`dedup_cli.text.tokens`)."""
+    """NFKC then case folding; white space is left alone (character tokens collapse it, word tokens do not see
+    it). Word tokens get the same folding more cheaply (:mod:`dedup_cli.text.tokens`)."""
     return unicodedata.normalize("NFKC", text).casefold()
 
 
@@ -57,7 +49,7 @@ def _code_point_table(pattern: str) -> np.ndarray:
 
 @functools.cache
 def word_code_points() -> np.ndarray:
-    """bool[0x110000]: the code points ``\\w`` matches (what ``WORD_PATTERN`` finds runs of)."""
+    """bool[0x110000]: the code points ``\\w`` matches (words are the runs of them)."""
     return _code_point_table(r"\w")
 
 

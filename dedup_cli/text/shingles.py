@@ -42,20 +42,6 @@ def _window_hashes(tokens: np.ndarray, size: int) -> np.ndarray:
     return mix64_inplace(combined)
 
 
-def shingle_hashes(tokens: np.ndarray, size: int) -> np.ndarray:
-    """Combine each window of ``size`` consecutive token hashes into one 64-bit shingle hash.
-
-    Args:
-        tokens: uint64[n_tokens] token hashes.
-        size: w, the shingle size.
-
-    Returns:
-        uint64[n_shingles], the distinct shingle hashes in ascending order (a set: repeats removed);
-        empty when the document has fewer than ``size`` tokens.
-    """
-    return sorted_unique(_window_hashes(tokens, size))
-
-
 def _shingle_sets(tokens: np.ndarray, offsets: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Shingle sets of several token streams stored end to end.
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dedup_cli.primitives import mix64_inplace
-from dedup_cli.text.normalise import case_folded_code_points, check_unit, fold, space_code_points, word_code_points
+from dedup_cli.text.normalise import case_folded_code_points, fold, space_code_points, word_code_points
 
 _MASK64 = (1 << 64) - 1
 # Word tokens: Horner's rule over 8-byte chunks, h ← h·Q + chunk from h = K (odd Q; arbitrary fixed K).
@@ -234,17 +234,3 @@ def token_streams(texts: Sequence[str], unit: str) -> tuple[np.ndarray, np.ndarr
     if unit == "word":
         return _word_token_streams(texts, fold=True)
     return _char_token_streams([fold(text) for text in texts])
-
-
-def token_hashes(text: str, unit: str) -> np.ndarray:
-    """Hash the tokens of an already normalised text.
-
-    Returns uint64[n_tokens]: the word token hash (module docstring) of each run of ``\\w``
-    (``unit="word"``), or mix64(code point + C) of each character (``unit="char"``, spaces included).
-    """
-    check_unit(unit)
-    if unit == "word":
-        return _word_token_streams([text], fold=False)[0]
-    return char_hashes(_code_points(text))
-
-
