@@ -77,8 +77,11 @@ def _id_root(paths: Sequence[str], id_root: str | None) -> str:
 
 
 def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
-          report: ReadReport, id_root: str | None = None) -> list[SourceFile]:
-    """Files under ``named`` and ``listed`` paths, sorted by id (see :func:`discover_files`).
+               report: ReadReport, id_root: str | None = None) -> list[SourceFile]:
+    """Files under ``named`` and ``listed`` paths, sorted by id.
+
+    ``include``/``exclude`` are glob patterns matched against the path relative to the id root or the file
+    name; they filter the files found in directories and the listed ones (a file named itself is always read).
 
     A named path that does not exist stops the run; a listed one is reported unreadable and skipped, since
     a list made by ``find`` may name a file deleted since. Ids are relative to :func:`_id_root`, which is
@@ -178,7 +181,7 @@ def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
         except OSError:
             size = 0  # reported when it is read
         sources.append(Source(file.id, file.path, display_name(file.path), file_format, compression(file.path),
-                               size))
+                              size))
     for source in sources:  # stop before any work when a Parquet file lacks a named column
         if source.format == "parquet" and source.compression is None:
             try:

@@ -27,7 +27,7 @@ BINARY_SNIFF_BYTES = 8192
 
 
 def read_whole(stream: Any, status: os.stat_result | None, source: Source, limit: int | None,
-                report: ReadReport) -> Iterator[tuple[str, Document]]:
+               report: ReadReport) -> Iterator[tuple[str, Document]]:
     where = source.display
     if (limit is not None and source.compression is None and status is not None
             and stat_module.S_ISREG(status.st_mode) and status.st_size > limit):
@@ -57,7 +57,7 @@ def read_whole(stream: Any, status: os.stat_result | None, source: Source, limit
 
 
 def read_lines(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
-                report: ReadReport, position: Position) -> Iterator[tuple[str, Document | IntegerSet]]:
+               report: ReadReport, position: Position) -> Iterator[tuple[str, Document | IntegerSet]]:
     head = stream.read(BINARY_SNIFF_BYTES)
     if b"\0" in head:
         report.bytes_read += len(head)

@@ -64,7 +64,7 @@ def column_values(array: pa.Array | pa.ChunkedArray) -> list[Any]:
 
 
 def read_parquet(handle: Any, status: os.stat_result | None, source: Source, options: InputOptions,
-                  report: ReadReport) -> Iterator[tuple[str, Document]]:
+                 report: ReadReport) -> Iterator[tuple[str, Document]]:
     try:
         parquet = pq.ParquetFile(handle)
     except (pa.ArrowException, OSError) as error:

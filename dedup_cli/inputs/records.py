@@ -72,7 +72,7 @@ def text_hash(text: str) -> int:
 
 
 def make_document(identifier: str, location: str, text: str, mtime_ns: int, utf8: Any = None,
-              size: int | None = None) -> Document:
+                  size: int | None = None) -> Document:
     """``utf8``: the text's UTF-8 bytes when already at hand (saves encoding a large document again);
     ``size``: the file's size, for a whole file (default: the length of the UTF-8 text)."""
     encoded = text.encode("utf-8") if utf8 is None else utf8

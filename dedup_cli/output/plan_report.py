@@ -68,7 +68,7 @@ def render_plan(plan: Plan, width: int = 60) -> str:
     """A human-readable report of ``plan``: parameters, S-curve table and plot, accuracy, cost, warnings.
 
     Args:
-        plan: from :func:`make_plan`.
+        plan: from :func:`dedup_cli.commands.plan.plan`.
         width: columns of the S-curve plot, at least 20 (its height is a fifth of that, at least 8 rows).
     """
     if width < 20:

@@ -230,9 +230,9 @@ class Store:
             if not manifest.removals and sum(not p.compacted for p in manifest.parts) == 0:
                 return False
             counter = FileCounter(manifest.next_file)
+            removals = read_files(self.path, [r.file for r in manifest.removals], ["id", "run"], removal_schema())
             written = compact_parts(self.path, manifest.params, [self.path / p.file for p in manifest.parts],
-                               read_files(self.path, [r.file for r in manifest.removals], ["id", "run"],
-                                           removal_schema()), counter)
+                                    removals, counter)
             commit_files(self.path, written)
             new = dataclasses.replace(
                 manifest, parts=tuple(PartFile(w.name, w.rows, True) for w in written), removals=(),
