@@ -114,6 +114,87 @@ def _output_stream(path: str | None, binary: bool = False) -> Iterator[Any]:
         raise DedupError(f"cannot write {path}: {error.strerror or error}") from error
 
 
+def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Several Click options as one decorator, so that commands share them."""
+    def apply(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return apply
+
+
+_reading_options = _options(
+    click.option("--input-format", type=click.Choice(INPUT_FORMATS), default=InputOptions.input_format,
+                 help="auto: by extension (.jsonl, .parquet, else text); lines: one document per line; "
+                      "sets: integer sets (JSON Lines or TSV) over --universe."),
+    click.option("--id-field", default=InputOptions.id_field,
+                 help="JSON Lines: the field holding the id (default: FILE:LINE)."),
+    click.option("--text-field", default=InputOptions.text_field, help="JSON Lines: the field holding the text."),
+    click.option("--id-column", default=InputOptions.id_column,
+                 help="Parquet: the column holding the id (default: FILE:ROW)."),
+    click.option("--text-column", default=InputOptions.text_column, help="Parquet: the column holding the text."),
+    click.option("--files-from", type=click.Path(path_type=str, allow_dash=True), default=InputOptions.files_from,
+                 help="Read input paths from FILE (or - for stdin), one per line."),
+    click.option("-0", "--null", "null_separated", is_flag=True, help="--files-from paths are NUL-separated."),
+    click.option("--include", multiple=True, metavar="GLOB",
+                 help="Only files matching GLOB (path or name); repeatable."),
+    click.option("--exclude", multiple=True, metavar="GLOB",
+                 help="Skip files matching GLOB (path or name); repeatable."),
+)
+
+_find_options = _options(
+    click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=FindOptions.threshold,
+                 help="Report pairs with estimated resemblance R ≥ this (R0)."),
+    click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=FindOptions.bits,
+                 help="Bits per value for the estimator (b ≤ stored bits).  [default: all stored]"),
+    click.option("--ways", type=click.IntRange(2, 3), default=FindOptions.ways,
+                 help="3: also find triples with 3-way R̂ ≥ R0."),
+    click.option("--group", "group_method", type=click.Choice(GROUP_METHODS), default=FindOptions.group,
+                 help="components: linked pairs; strict: every pair (and triple) inside a group ≥ R0."),
+    click.option("--keep", type=click.Choice(KEEP_CHOICES), default=FindOptions.keep,
+                 help="Which member represents a group: first = id order; longest/shortest by shingles; "
+                      "oldest/newest by sign run, then modification time."),
+    click.option("--keep-field", metavar="FIELD", default=FindOptions.keep_field,
+                 help="Keep the member whose numeric JSON field or Parquet column FIELD is highest (ties by id)."),
+    click.option("--verify", type=click.Choice(VERIFY_MODES), default=FindOptions.verify,
+                 help="Re-read documents and decide pairs by exact resemblance: those whose interval "
+                      "straddles R0, all, or none."),
+    click.option("--candidates", type=click.Choice(CANDIDATE_METHODS), default=FindOptions.candidates,
+                 help="lsh: banding; all: compare every pair (exact, quadratic; fine for ~10^4–10^5 documents)."),
+    click.option("--new-since", type=click.IntRange(0), default=FindOptions.new_since, metavar="RUN",
+                 help="Only pairs, triples and groups involving documents signed after sign run RUN "
+                      "(see dedup info)."),
+    click.option("--bands", type=click.IntRange(1), default=FindOptions.bands,
+                 help="LSH bands (default: chosen for 0.99 recall at R0)."),
+    click.option("--rows", type=click.IntRange(1), default=FindOptions.rows, help="Values per LSH band."),
+    click.option("--against", metavar="REF", type=click.Path(path_type=str), default=FindOptions.against,
+                 help="Also compare with the reference store REF (read only); its documents are always kept."),
+    click.option("--only-across", is_flag=True, help="With --against: only pairs across the two stores."),
+)
+
+
+def _write_records(records: Iterator[dict[str, Any]], kind: str, fields: tuple[tuple[str, ...], tuple[str, ...]],
+                   fmt: str, out: str | None, header: bool) -> int:
+    """Write records to ``out`` (stdout when None) in ``fmt``; ``fields``: (TSV/CSV columns, the others)."""
+    with _output_stream(out, binary=fmt == "parquet") as stream:
+        if fmt == "parquet":
+            from dedup_cli.output.parquet import write_records_parquet
+
+            return write_records_parquet(records, fields[1], stream)
+        from dedup_cli.output.delimited import write_records
+
+        return write_records(records, kind, fmt, stream, header=header, fields=fields[0])
+
+
+def _print_warnings(warnings: list[str], verbose: bool) -> None:
+    shown = warnings if verbose else warnings[:MAX_WARNINGS]
+    for line in shown:
+        click.echo(f"warning: {line}", err=True)
+    if len(warnings) > len(shown):
+        click.echo(f"warning: … and {len(warnings) - len(shown)} more (-v lists them all)", err=True)
+
+
 CONTEXT_SETTINGS: dict[str, Any] = {
     "help_option_names": ["-h", "--help"],
     "auto_envvar_prefix": "DEDUP",
@@ -142,20 +223,7 @@ def cli() -> None:
 @click.option("-o", "--out", "--output", "out", default=None, type=click.Path(path_type=str),
               help=f"The store (a directory of Parquet parts); created, or extended incrementally.  "
                    f"[default: ${STORE_VARIABLE}, else {DEFAULT_STORE}]")
-@click.option("--input-format", type=click.Choice(INPUT_FORMATS), default=InputOptions.input_format,
-              help="auto: by extension (.jsonl, .parquet, else text); lines: one document per line; "
-                   "sets: integer sets (JSON Lines or TSV) over --universe.")
-@click.option("--id-field", default=InputOptions.id_field,
-              help="JSON Lines: the field holding the id (default: FILE:LINE).")
-@click.option("--text-field", default=InputOptions.text_field, help="JSON Lines: the field holding the text.")
-@click.option("--id-column", default=InputOptions.id_column,
-              help="Parquet: the column holding the id (default: FILE:ROW).")
-@click.option("--text-column", default=InputOptions.text_column, help="Parquet: the column holding the text.")
-@click.option("--files-from", type=click.Path(path_type=str, allow_dash=True), default=InputOptions.files_from,
-              help="Read input paths from FILE (or - for stdin), one per line.")
-@click.option("-0", "--null", "null_separated", is_flag=True, help="--files-from paths are NUL-separated.")
-@click.option("--include", multiple=True, metavar="GLOB", help="Only files matching GLOB (path or name); repeatable.")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip files matching GLOB (path or name); repeatable.")
+@_reading_options
 @click.option("--max-document-bytes", type=click.IntRange(1), default=InputOptions.max_document_bytes,
               help="Skip (and count) documents larger than this.")
 @click.option("--id-root", type=click.Path(file_okay=False, path_type=str), default=InputOptions.id_root,
@@ -223,12 +291,7 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
     finally:
         if bar is not None:
             bar.close()
-    warnings = read_warnings(report.read, flag)
-    shown = warnings if verbose else warnings[:MAX_WARNINGS]
-    for line in shown:
-        click.echo(f"warning: {line}", err=True)
-    if len(warnings) > len(shown):
-        click.echo(f"warning: … and {len(warnings) - len(shown)} more (-v lists them all)", err=True)
+    _print_warnings(read_warnings(report.read, flag), verbose)
     if report.prune_skipped:
         click.echo("warning: --prune skipped: some inputs could not be read, so nothing was removed", err=True)
     if not quiet:
@@ -240,26 +303,7 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
 
 @cli.command()
 @click.argument("store", type=click.Path(path_type=str), required=False)
-@click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=FindOptions.threshold,
-              help="Report pairs with estimated resemblance R ≥ this (R0).")
-@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=FindOptions.bits,
-              help="Bits per value for the estimator (b ≤ stored bits).  [default: all stored]")
-@click.option("--ways", type=click.IntRange(2, 3), default=FindOptions.ways,
-              help="3: also find triples with 3-way R̂ ≥ R0.")
-@click.option("--group", "group_method", type=click.Choice(GROUP_METHODS), default=FindOptions.group,
-              help="components: linked pairs; strict: every pair (and triple) inside a group ≥ R0.")
-@click.option("--keep", type=click.Choice(KEEP_CHOICES), default=FindOptions.keep,
-              help="Which member represents a group (first = id order; longest/shortest by shingles).")
-@click.option("--verify", type=click.Choice(VERIFY_MODES), default=FindOptions.verify,
-              help="Re-read documents and decide pairs by exact resemblance: those whose interval "
-                   "straddles R0, all, or none.")
-@click.option("--candidates", type=click.Choice(CANDIDATE_METHODS), default=FindOptions.candidates,
-              help="lsh: banding; all: compare every pair (exact, quadratic; fine for ~10^4–10^5 documents).")
-@click.option("--new-since", type=click.IntRange(0), default=FindOptions.new_since, metavar="RUN",
-              help="Only pairs, triples and groups involving documents signed after sign run RUN (see dedup info).")
-@click.option("--bands", type=click.IntRange(1), default=FindOptions.bands,
-              help="LSH bands (default: chosen for 0.99 recall at R0).")
-@click.option("--rows", type=click.IntRange(1), default=FindOptions.rows, help="Values per LSH band.")
+@_find_options
 @click.option("--output", "kind", type=click.Choice(OUTPUT_KINDS), default="groups", help="What to print.")
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="jsonl", help="Output format.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str), default=None,
@@ -281,9 +325,10 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
       dedup find --threshold 0.5 --bits 2
       dedup find sigs.parquet --threshold 0.8 --output pairs --format tsv
       dedup find sigs.parquet --group strict --keep longest --output members --format tsv
+      dedup find train.parquet --against test.parquet --only-across --output pairs
     """
     import dedup_cli as api
-    from dedup_cli.output.records import RECORD_FIELDS, RECORDS
+    from dedup_cli.output.records import RECORDS, fields_of
     from dedup_cli.output.summaries import find_store_line, find_summary, find_warnings
 
     if kind == "triples" and given["ways"] != 3:
@@ -291,15 +336,8 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
     options = FindOptions(group=group_method, **given)
     store = default_store(store)
     result = api.find(store, options)
-    with _output_stream(out, binary=fmt == "parquet") as stream:
-        if fmt == "parquet":
-            from dedup_cli.output.parquet import write_records_parquet
-
-            written = write_records_parquet(RECORDS[kind](result), RECORD_FIELDS[kind], stream)
-        else:
-            from dedup_cli.output.delimited import write_records
-
-            written = write_records(RECORDS[kind](result), kind, fmt, stream, header=not no_header)
+    fields = (fields_of(kind, result, True), fields_of(kind, result, False))
+    written = _write_records(RECORDS[kind](result), kind, fields, fmt, out, not no_header)
     if not quiet:
         click.echo(find_summary(store, result), err=True)
         for line in find_warnings(result):

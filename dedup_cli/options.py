@@ -32,11 +32,14 @@ SHINGLE_UNITS = ("word", "char")
 # (Li, Owen & Zhang 2012; Shrivastava 2017).
 SIGNATURE_SCHEMES = ("kperm", "oph")
 GROUP_METHODS = ("components", "strict")
-KEEP_CHOICES = ("first", "longest", "shortest", "id")
+KEEP_CHOICES = ("first", "longest", "shortest", "id", "oldest", "newest")
+KEEP_FIELD = "field"  # the policy of ``keep_field``: the highest value of a numeric field wins
 VERIFY_MODES = ("borderline", "all", "none")
 CANDIDATE_METHODS = ("lsh", "all")
 OUTPUT_KINDS = ("groups", "pairs", "triples", "members")
 OUTPUT_FORMATS = ("jsonl", "tsv", "csv", "parquet")
+READING_OPTIONS = ("input_format", "id_field", "text_field", "id_column", "text_column")
+"""The input options that decide documents' ids and texts: a store records them per sign run, for ``filter``."""
 
 MAX_STORED_BITS = 64
 MAX_NUM_PERM = 1 << 16
@@ -302,13 +305,19 @@ class FindOptions:
         bits: b, bits per value for the estimator (None: all stored bits).
         ways: 2 for pairs; 3 also finds triples with 3-way R̂ ≥ R0 (needs b ≥ 2).
         group: ``components`` or ``strict`` (every internal pair, and with ``ways=3`` triple, ≥ R0).
-        keep: each group's representative: ``first``/``id`` (smallest id), ``longest``, ``shortest``.
+        keep: each group's representative: ``first``/``id`` (smallest id), ``longest``, ``shortest`` (by
+            shingles), ``oldest``/``newest`` (by sign run, then modification time); ties go to the smallest id.
+        keep_field: instead of ``keep``, the member whose numeric JSON field or Parquet column of this name is
+            highest (ties by id; a missing or non-numeric value ranks lowest and is reported).
         verify: ``borderline``, ``all`` or ``none``: which pairs to decide by their exact resemblance.
         candidates: ``lsh`` (banding) or ``all`` (every pair, exact and quadratic).
         new_since: report only what involves documents written after this sign run.
         bands, rows: the LSH banding (None: chosen for ``recall`` at R0).
         recall: the banding's target recall at R0 (raised per pair with ``ways=3``, so triples reach it).
         max_bucket: LSH buckets with more documents are cut to this many.
+        against: a reference store: report near-duplicates of this store's documents among its documents too
+            (it is only read, and its signatures must have the same parameters).
+        only_across: with ``against``, only pairs (and triples, groups) across the two stores.
     """
 
     threshold: float = 0.5
@@ -323,11 +332,24 @@ class FindOptions:
     rows: int | None = None
     recall: float = 0.99
     max_bucket: int = 1000
+    keep_field: str | None = None
+    against: str | None = None
+    only_across: bool = False
 
     def __post_init__(self) -> None:
         _set(self, threshold=_threshold(self.threshold))
         if self.bits is not None:
             _set(self, bits=_in_range("bits", self.bits, 1, MAX_STORED_BITS))
+        if self.keep_field is not None:
+            if not self.keep_field:
+                raise OptionError("keep_field", self.keep_field, "{keep_field} must name a field or column")
+            if self.keep != "first":
+                raise OptionError("keep", self.keep, f"{{keep_field}} chooses the kept member by its value; leave "
+                                  f"out {{keep}} {literal(self.keep)}")
+        if self.against is not None:
+            _set(self, against=os.fspath(self.against))
+        elif self.only_across:
+            raise OptionError("only_across", True, "{only_across} needs {against} REF, the reference store")
         if self.ways not in (2, 3):
             raise OptionError("ways", self.ways, f"{{ways}} {literal(self.ways)}: choose 2 (pairs) or 3 (pairs and "
                               "triples)")
@@ -347,12 +369,20 @@ class FindOptions:
                 raise OptionError("recall", self.recall, problem)
         _set(self, max_bucket=_at_least("max_bucket", self.max_bucket, 1))
 
+    @property
+    def keep_policy(self) -> str:
+        """``keep``, or :data:`KEEP_FIELD` when ``keep_field`` names a field."""
+        return self.keep if self.keep_field is None else KEEP_FIELD
+
     def bits_for(self, stored_bits: int) -> int:
         """b: the bits asked for, or all the stored ones."""
         return stored_bits if self.bits is None else self.bits
 
-    def check_store(self, stored_bits: int, num_perm: int, store: str) -> None:
+    def check_store(self, stored_bits: int, num_perm: int, store: str, input_kind: str = "text") -> None:
         """What depends on the store (read from its manifest alone): b ≤ stored bits, the banding fits in k."""
+        if self.keep_field is not None and input_kind == "sets":
+            raise OptionError("keep_field", self.keep_field, f"{{keep_field}} reads a field of JSON Lines or Parquet "
+                              f"records; {literal(store)} holds integer sets")
         bits = self.bits_for(stored_bits)
         check_bits(bits, stored_bits, store)
         if self.ways == 3:
@@ -430,3 +460,40 @@ class PlanOptions:
         _banding_values(self)
         check_banding(self.bands, self.rows, self.num_perm)
 
+
+
+# --- filter ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """What ``filter`` reads, how it decides which documents to drop, and what it writes.
+
+    Attributes:
+        input: how to find and read the inputs. When every one of :data:`READING_OPTIONS` is at its default,
+            the inputs are read as the store's sign runs recorded they read them (``auto`` for older stores).
+        find: the ``find`` whose groups decide what to drop (its ``keep`` policy chooses the kept member).
+        members: instead of running ``find``, a ``find --output members`` file (JSON Lines, TSV, CSV or
+            Parquet) whose ``drop`` rows are the documents to drop; ``find`` must then keep its defaults.
+        annotate: keep every record and add ``dedup_group``, ``dedup_keep`` and ``dedup_representative``.
+    """
+
+    input: InputOptions = InputOptions()
+    find: FindOptions = FindOptions()
+    members: str | None = None
+    annotate: bool = False
+
+    def __post_init__(self) -> None:
+        if self.input.id_root is not None:
+            raise OptionError("id_root", self.input.id_root, "{id_root} is the store's for filter; leave it out")
+        if self.members is None:
+            return
+        if not os.fspath(self.members):
+            raise OptionError("members", self.members, "{members} must name a file")
+        _set(self, members=os.fspath(self.members))
+        default = FindOptions()
+        for name in FindOptions.__dataclass_fields__:
+            value = getattr(self.find, name)
+            if value != getattr(default, name):
+                raise OptionError(name, value, f"{{members}} FILE says what to drop, so {{{name}}} does not "
+                                  "apply; leave it out (or leave out {members} to run find)")

@@ -152,7 +152,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report"], ["inputs.decoding"], ["inputs.streams"],
-        ["inputs.parquet"], ["inputs.discovery", "inputs.reread"], ["inputs.sets"], ["inputs.files"],
+        ["inputs.parquet"], ["inputs.discovery", "inputs.reread"], ["inputs.sets", "inputs.fields"], ["inputs.files"],
         ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [

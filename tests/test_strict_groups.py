@@ -58,7 +58,7 @@ def reference_strict(
 
 def test_choices_are_exported() -> None:
     assert GROUP_METHODS == ("components", "strict")
-    assert KEEP_CHOICES == ("first", "longest", "shortest", "id")
+    assert KEEP_CHOICES == ("first", "longest", "shortest", "id", "oldest", "newest")
 
 
 @pytest.mark.parametrize(
@@ -291,9 +291,9 @@ def test_representatives_of_no_groups() -> None:
 
 def test_unknown_keep_names_option_and_choices(three_groups: Groups) -> None:
     with pytest.raises(ValueError) as raised:
-        representatives(three_groups, "newest", np.ones(8))
+        representatives(three_groups, "largest", np.ones(8))
     message = str(raised.value)
-    assert "keep" in message and "newest" in message
+    assert "keep" in message and "largest" in message
     assert all(choice in message for choice in KEEP_CHOICES)
 
 

@@ -14,9 +14,11 @@ import time
 from collections.abc import Callable
 
 from dedup_cli.engine import local
+from dedup_cli.engine.find_stages import combine_stores
 from dedup_cli.engine.results import FindResult
-from dedup_cli.options import FindOptions, default_store
-from dedup_cli.store.store import open_store
+from dedup_cli.errors import OptionError, UsageError
+from dedup_cli.options import FindOptions, default_store, literal
+from dedup_cli.store.store import Store, open_store
 
 
 def find(store: str | os.PathLike[str] | None = None, options: FindOptions | None = None,
@@ -30,17 +32,34 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
 
     Raises:
         dedup_cli.errors.OptionError: ``bits`` above the stored bits, ``ways=3`` with 1-bit values, or a
-            banding that does not fit in the signatures; a ``new_since`` run the store never had is a
-            :class:`dedup_cli.errors.UsageError`.
+            banding that does not fit in the signatures; a ``new_since`` run the store never had, or an
+            ``against`` store signed with other parameters, is a :class:`dedup_cli.errors.UsageError`.
     """
     started = time.perf_counter()
     options = FindOptions() if options is None else options
     path = default_store(store)
     opened = open_store(path)  # the manifest only: options are checked before the store is read
     params = opened.params
-    options.check_store(params.bits, params.num_perm, path)
+    options.check_store(params.bits, params.num_perm, path, params.input_kind)
     if options.new_since is not None:
         opened.check_run(options.new_since)
-    result = local.find(opened.read(), options, progress)
+    against = None if options.against is None else open_reference(opened, options.against)
+    stored, reference = opened.read(), None
+    if against is not None:
+        stored, reference = combine_stores(stored, against.read())
+    result = local.find(stored, options, progress, reference)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def open_reference(store: Store, against: str) -> Store:
+    """The reference store ``against`` (its manifest), checked against ``store``: another store, same parameters."""
+    reference = open_store(against)
+    if os.path.exists(store.path) and os.path.samefile(store.path, reference.path):
+        raise OptionError("against", against, f"{{against}} {literal(against)} is the store itself; name another "
+                          "store to compare with")
+    differences = store.params.differences(reference.params)
+    if differences:
+        raise UsageError(f"{against} was signed with other parameters than {store.path} ({'; '.join(differences)}, "
+                         f"new vs reference); sign both with the same parameters")
+    return reference

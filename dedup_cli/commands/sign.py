@@ -20,16 +20,15 @@ import numpy as np
 from dedup_cli.engine.local import sign_batches
 from dedup_cli.engine.sign_stage import Record
 from dedup_cli.errors import OptionError, StoreError
-from dedup_cli.inputs.locations import infer_id_root
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.options import SignOptions, default_store, literal
+from dedup_cli.options import READING_OPTIONS, SignOptions, default_store, literal
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.format import MANIFEST_NAME, DocumentBatch
-from dedup_cli.store.manifest import RunRecord
+from dedup_cli.store.format import DocumentBatch
+from dedup_cli.store.manifest import RunInput, RunRecord
 from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex
-from dedup_cli.store.store import create_store, open_store
+from dedup_cli.store.store import create_store, stored_id_root
 
 Progress = Callable[[int], None]
 """Called with the number of input bytes (on disk) just read or skipped."""
@@ -82,18 +81,6 @@ def _write_batches(run: StoreRun, signed: Iterable[tuple[Sequence[Record], Docum
         progress(report.read.input_done - done)  # the unchanged files read after the last signed batch
 
 
-def _stored_id_root(output: str) -> str | None:
-    """The id root recorded in the store at ``output``, or inferred from its rows (stores from before
-    roots were recorded); None when there is no store or it has no file documents."""
-    if not os.path.isdir(output) or not os.path.exists(os.path.join(output, MANIFEST_NAME)):
-        return None
-    store = open_store(output)
-    if store.id_root is not None or store.documents == 0:
-        return store.id_root
-    index = store.document_index()
-    return infer_id_root(index.ids, index.paths)
-
-
 def sign(
     inputs: Sequence[str],
     store: str | os.PathLike[str] | None = None,
@@ -123,7 +110,7 @@ def sign(
     output = default_store(store)
     params = SignatureParams.from_options(options)
     report = SignReport(store=output)
-    recorded = _stored_id_root(output)
+    recorded = stored_id_root(output)
     asked = options.input.id_root
     if asked is not None and recorded is not None and os.path.abspath(asked) != recorded:
         raise OptionError("id_root", asked, f"{{id_root}} {literal(asked)} differs from {literal(recorded)}, the "
@@ -149,6 +136,7 @@ def sign(
             run.id_root = report.read.id_root
         elif report.read.id_root is not None and report.read.id_root != run.id_root:
             raise StoreError(f"another run fixed the id root of {output} while this one started; run again")
+        run.input = RunInput(run.number, **{name: getattr(options.input, name) for name in READING_OPTIONS})
         index = run.document_index()
         report.files_found = report.read.files_found
         if on_start is not None:

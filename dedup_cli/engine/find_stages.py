@@ -26,6 +26,7 @@ from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.triples import ScoredTriples, score_triples
 from dedup_cli.groups.components import Groups, group_components
 from dedup_cli.groups.strict import strict_groups
+from dedup_cli.inputs.fields import field_values
 from dedup_cli.inputs.reread import same_file_aliases
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
@@ -67,6 +68,33 @@ def every_pair_candidates(values: np.ndarray, bits: int, threshold: float, r: np
 def involves(new: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """bool[m]: pairs with at least one document marked in ``new`` (bool[n_docs])."""
     return new[first] | new[second]
+
+
+def combine_stores(new: StoredSignatures, reference: StoredSignatures) -> tuple[StoredSignatures, np.ndarray]:
+    """One store of ``new``'s documents followed by ``reference``'s (same parameters), and bool[n_docs]: True for
+    the reference's documents. Documents are then in (store, id) order."""
+    def joined(name: str) -> np.ndarray | None:
+        mine, theirs = getattr(new, name), getattr(reference, name)
+        return None if mine is None or theirs is None else np.concatenate([mine, theirs])
+
+    combined = StoredSignatures(
+        params=new.params, ids=new.ids + reference.ids, paths=new.paths + reference.paths,
+        shingle_counts=np.concatenate([new.shingle_counts, reference.shingle_counts]),
+        packed=np.concatenate([new.packed, reference.packed]), content_hashes=joined("content_hashes"),
+        runs=joined("runs"), mtimes_ns=joined("mtimes_ns"),
+    )
+    return combined, np.r_[np.zeros(len(new), bool), np.ones(len(reference), bool)]
+
+
+def keep_field_values(store: StoredSignatures, rows: np.ndarray, field: str
+                      ) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """The numeric ``field`` of documents ``rows`` (int64[m]), re-read: float64[n_docs], NaN where missing or
+    not asked; and (id, reason) of each document asked for that has no value."""
+    hashes = None if store.content_hashes is None else store.content_hashes[rows]
+    read, problems = field_values([store.paths[row] for row in rows.tolist()], hashes, field)
+    scores = np.full(len(store), np.nan)
+    scores[rows] = read
+    return scores, [(store.ids[int(rows[index])], reason) for index, reason in problems]
 
 
 def verify_borderline(store: StoredSignatures, scored: ScoredPairs, threshold: float,

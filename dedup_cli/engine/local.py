@@ -77,8 +77,8 @@ def _chain(first: Sequence[Record], second: Sequence[Record], rest: Iterator[Seq
     yield from rest
 
 
-def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int], None] | None = None
-         ) -> FindResult:
+def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int], None] | None = None,
+         reference: np.ndarray | None = None) -> FindResult:
     """Find near-duplicate pairs (and triples) with R̂ ≥ R0 in ``store`` and group them.
 
     Args:
@@ -86,6 +86,9 @@ def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int]
             against the store's parameters).
         options: what to find and report.
         progress: told the number of documents the all-pairs kernel has processed.
+        reference: bool[n_docs], with ``options.against``: True for the reference store's documents (see
+            :func:`dedup_cli.engine.find_stages.combine_stores`). Pairs inside the reference are left out
+            (and with ``only_across``, pairs inside the new store too); a group keeps a reference document.
     """
     params = store.params
     threshold = options.threshold
@@ -95,6 +98,16 @@ def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int]
     values = lowest_bits(stored_values, bits)
     r = stages.set_size_ratios(store.shingle_counts, params.universe)
     new = None if options.new_since is None else store_runs(store) > options.new_since
+    if reference is not None:
+        new = ~reference if new is None else new & ~reference
+
+    def wanted(docs: np.ndarray) -> np.ndarray:
+        """bool[m]: pairs or triples (int64[m, 2 or 3]) to report: touching a new document, and with
+        ``only_across`` holding documents of both stores."""
+        keep = np.ones(docs.shape[0], bool) if new is None else new[docs].any(axis=1)
+        if reference is not None and options.only_across:
+            keep &= reference[docs].any(axis=1) & ~reference[docs].all(axis=1)
+        return keep
 
     # Candidates below R0 matter too: a triple's pairs only need R0 − margin, and verification may rescue
     # a pair the estimate put just under R0.
@@ -108,13 +121,15 @@ def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int]
         first, second, oversized = stages.lsh_candidates(stored_values, banding, eligible, options.max_bucket)
     if new is not None and options.ways == 2:
         # Only pairs touching a new document matter; dropping the others before scoring saves the work.
-        touching = stages.involves(new, first, second)
+        touching = wanted(np.c_[first, second])
         first, second = first[touching], second[touching]
     scored = score_pairs(values, first, second, r, bits)
 
     exact_all, verification = stages.verify_borderline(store, scored, threshold, options.verify)
     decided = stages.decide(scored.estimate, exact_all, threshold)
-    aliases = stages.alias_documents(store.paths, scored.first[decided], scored.second[decided])
+    # One file under two names is one document; across two stores it is a duplicate to report.
+    same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
+    aliases = stages.alias_documents(store.paths, scored.first[same], scored.second[same])
     if aliases.size:
         decided &= stages.without(aliases, scored.first, scored.second)
     accepted = scored.select(decided)
@@ -127,8 +142,8 @@ def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int]
             found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new is not None:
             # Triangles need the old-old pairs too, so triples are filtered only now.
-            found_triples = found_triples.select(new[found_triples.docs].any(axis=1))
-            accepted_new = stages.involves(new, accepted.first, accepted.second)
+            found_triples = found_triples.select(wanted(found_triples.docs))
+            accepted_new = wanted(np.c_[accepted.first, accepted.second])
             exact = exact[accepted_new]
             accepted = accepted.select(accepted_new)
 
@@ -139,6 +154,9 @@ def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int]
         def triple_ok(docs: np.ndarray) -> np.ndarray:
             return score_triples(values, docs, r, bits).estimate >= threshold
     groups = stages.group(len(store), accepted.first, accepted.second, similarity, options.group, triple_ok)
+    scores, problems = None, list[tuple[str, str]]()
+    if options.keep_field is not None:
+        scores, problems = stages.keep_field_values(store, groups.members, options.keep_field)
     return FindResult(
         store=store,
         bits=bits,
@@ -150,13 +168,17 @@ def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int]
         triples=found_triples,
         groups=groups,
         weakest=weakest_estimates(groups, accepted.first, accepted.second, similarity),
-        kept=representatives(groups, options.keep, store.shingle_counts),
+        kept=representatives(groups, options.keep_policy, store.shingle_counts, store_runs(store), store.mtimes_ns,
+                             scores, reference),
         oversized_buckets=oversized,
         eligible=int(np.count_nonzero(eligible)),
         verification=verification,
         aliases=int(aliases.size),
         seconds=0.0,
         estimator=stages.estimator_name(r),
+        reference=reference,
+        against=options.against,
+        keep_field_problems=problems,
     )
 
 

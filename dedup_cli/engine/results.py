@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -35,3 +35,6 @@ class FindResult:
     aliases: int  # documents left out because they are another document's file under a second name
     seconds: float
     estimator: str
+    reference: np.ndarray | None = None  # bool[n_docs] with ``against``: True for the reference store's documents
+    against: str | None = None  # the reference store
+    keep_field_problems: list[tuple[str, str]] = field(default_factory=list)  # (id, reason): no value to rank by

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from dedup_cli.groups.components import Groups
-from dedup_cli.options import KEEP_CHOICES
+from dedup_cli.options import KEEP_CHOICES, KEEP_FIELD
+
+KEEP_POLICIES = (*KEEP_CHOICES, KEEP_FIELD)
 
 
 def _group_labels(groups: Groups, num_docs: int) -> np.ndarray:
@@ -50,34 +52,61 @@ def weakest_estimates(groups: Groups, first: np.ndarray, second: np.ndarray, est
     return weakest
 
 
-def representatives(groups: Groups, keep: str, shingle_counts: np.ndarray) -> np.ndarray:
+def representatives(groups: Groups, keep: str, shingle_counts: np.ndarray, runs: np.ndarray | None = None,
+                    mtimes_ns: np.ndarray | None = None, scores: np.ndarray | None = None,
+                    preferred: np.ndarray | None = None) -> np.ndarray:
     """The member each group keeps (the others are the duplicates to delete): int64[n_groups].
 
-    ``keep`` is one of :data:`KEEP_CHOICES`:
+    ``keep`` is one of :data:`KEEP_POLICIES`:
 
     - ``id``: the member with the smallest id. Documents are indexed in store order, which is ascending id.
     - ``first``: the first member in document order. The store keeps documents in id order and records no
       other input order, so this is the same member as ``id``; both names exist because users ask for either.
-    - ``longest``: the member with the most shingles; ties go to the smallest id.
-    - ``shortest``: the member with the fewest shingles; ties go to the smallest id.
+    - ``longest``: the member with the most shingles; ``shortest``: the fewest.
+    - ``oldest``: the member written by the earliest sign run, then with the earliest modification time;
+      ``newest``: the latest run, then the latest modification time.
+    - ``field``: the member with the highest ``scores`` value; NaN (a missing value) ranks lowest.
+
+    Ties go to the smallest index (id). With ``preferred``, a group's preferred members (a reference store's
+    documents) come before all others, and the policy chooses among them.
 
     Args:
         groups: the groups (members ascending within each group).
-        keep: the policy, one of :data:`KEEP_CHOICES`.
+        keep: the policy, one of :data:`KEEP_POLICIES`.
         shingle_counts: int[num_docs], distinct shingles (set size) of each document.
+        runs, mtimes_ns: int64[num_docs], the sign run and modification time of each (``oldest``, ``newest``).
+        scores: float64[num_docs], the values ``field`` compares (NaN where missing).
+        preferred: bool[num_docs], documents a group keeps before any other.
 
     Raises:
-        ValueError: if ``keep`` is not one of :data:`KEEP_CHOICES` (the option is checked before).
+        ValueError: if ``keep`` is not one of :data:`KEEP_POLICIES` (the option is checked before), or the
+            arrays its policy needs are missing.
     """
-    if keep not in KEEP_CHOICES:
-        raise ValueError(f"keep {keep!r} is not a policy; choose one of {', '.join(KEEP_CHOICES)}")
+    if keep not in KEEP_POLICIES:
+        raise ValueError(f"keep {keep!r} is not a policy; choose one of {', '.join(KEEP_POLICIES)}")
     starts = groups.offsets[:-1]
-    if keep in ("first", "id"):
-        return groups.members[starts].astype(np.int64)
-    counts = np.asarray(shingle_counts, dtype=np.int64)[groups.members]
-    group_ids = np.repeat(np.arange(len(groups), dtype=np.int64), np.diff(groups.offsets))
-    key = -counts if keep == "longest" else counts
-    # Within each group (primary key) the best count comes first, ties in member (id) order; groups stay in
+    members = groups.members
+    if (keep in ("first", "id") and preferred is None) or members.size == 0:
+        return members[starts].astype(np.int64)
+    keys: list[np.ndarray] = [members]  # np.lexsort: the last key is the primary one
+    if keep in ("longest", "shortest"):
+        counts = np.asarray(shingle_counts, dtype=np.int64)[members]
+        keys.append(-counts if keep == "longest" else counts)
+    elif keep in ("oldest", "newest"):
+        if runs is None:
+            raise ValueError(f"keep {keep!r} needs the runs of the documents")
+        times = np.zeros(members.size, np.int64) if mtimes_ns is None else np.asarray(mtimes_ns, np.int64)[members]
+        member_runs = np.asarray(runs, dtype=np.int64)[members]
+        keys += [times, member_runs] if keep == "oldest" else [-times, -member_runs]
+    elif keep == KEEP_FIELD:
+        if scores is None:
+            raise ValueError("keep 'field' needs the values of the field")
+        values = np.asarray(scores, dtype=np.float64)[members]
+        keys.append(np.where(np.isnan(values), np.inf, -values))
+    if preferred is not None:
+        keys.append(~np.asarray(preferred, dtype=bool)[members])
+    keys.append(np.repeat(np.arange(len(groups), dtype=np.int64), np.diff(groups.offsets)))
+    # Within each group (primary key) the best member comes first, ties in member (id) order; groups stay in
     # place because their segments are contiguous and already sorted by group id.
-    order = np.lexsort((groups.members, key, group_ids))
-    return groups.members[order[starts]].astype(np.int64)
+    order = np.lexsort(keys)
+    return members[order[starts]].astype(np.int64)

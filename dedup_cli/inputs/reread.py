@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -42,24 +43,32 @@ def reread_lines(path: str, numbers: set[int], field_name: str | None) -> dict[i
     return found
 
 
-def reread_rows(path: str, numbers: set[int], column: str) -> dict[int, str]:
-    """Texts of rows ``numbers`` (from 0) of column ``column`` of the Parquet file ``path``."""
-    found: dict[int, str] = {}
+def reread_cells(path: str, numbers: set[int], columns: Sequence[str]) -> dict[int, list[Any]]:
+    """The values of ``columns`` in rows ``numbers`` (from 0) of the Parquet file ``path``, strings as bytes;
+    only the row groups holding those rows are read."""
+    found: dict[int, list[Any]] = {}
     with open(path, "rb") as handle:
         parquet = pq.ParquetFile(handle)
-        if column not in parquet.schema_arrow.names:
-            raise InputError(f"{display_name(path)} no longer has a column {column!r}")
+        for column in columns:
+            if column not in parquet.schema_arrow.names:
+                raise InputError(f"{display_name(path)} has no column {column!r}")
         start = 0
         for group in range(parquet.metadata.num_row_groups):
             size = parquet.metadata.row_group(group).num_rows
             wanted = sorted(n - start for n in numbers if start <= n < start + size)
             if wanted:
-                values = column_values(parquet.read_row_group(group, columns=[column]).column(column))
+                table = parquet.read_row_group(group, columns=list(dict.fromkeys(columns)))
+                values = [column_values(table.column(column)) for column in columns]
                 for offset in wanted:
-                    if values[offset] is not None:
-                        found[start + offset] = decode(values[offset])[0]
+                    found[start + offset] = [cells[offset] for cells in values]
             start += size
     return found
+
+
+def reread_rows(path: str, numbers: set[int], column: str) -> dict[int, str]:
+    """Texts of rows ``numbers`` (from 0) of column ``column`` of the Parquet file ``path``."""
+    cells = reread_cells(path, numbers, [column])
+    return {number: decode(row[0])[0] for number, row in cells.items() if row[0] is not None}
 
 
 def reread_group(path: str, kind: str, name: str | None, numbers: set[int]) -> dict[int, str]:

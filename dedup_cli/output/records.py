@@ -24,6 +24,23 @@ FIELDS = {
 }
 # Columns of JSON Lines records and Parquet output, in order.
 RECORD_FIELDS = {**FIELDS, "groups": ("group", "size", "weakest", "representative", "members")}
+# With ``against``, which store each id is from ("new" or "reference"), after the usual fields.
+STORE_FIELDS = {"pairs": ("store_a", "store_b"), "triples": ("store_a", "store_b", "store_c"),
+                "members": ("store", "representative_store"), "groups": ("store",)}
+RECORD_STORE_FIELDS = {**STORE_FIELDS, "groups": ("representative_store", "stores")}
+STORE_NAMES = ("new", "reference")
+
+
+def fields_of(kind: str, result: FindResult, delimited: bool) -> tuple[str, ...]:
+    """The fields of ``kind`` records, in order: TSV/CSV columns (``delimited``) or JSON Lines and Parquet ones."""
+    base, extra = (FIELDS, STORE_FIELDS) if delimited else (RECORD_FIELDS, RECORD_STORE_FIELDS)
+    return base[kind] + (extra[kind] if result.reference is not None else ())
+
+
+def _stores(result: FindResult, rows: Any) -> list[str]:
+    """The store each document of ``rows`` is from (for records with ``against``)."""
+    assert result.reference is not None
+    return [STORE_NAMES[int(origin)] for origin in result.reference[rows]]
 
 
 def _round(value: float) -> float | None:
@@ -34,7 +51,7 @@ def pair_records(result: FindResult) -> Iterator[dict[str, Any]]:
     """One record per accepted pair, most similar first, ties in id order."""
     pairs, ids = result.pairs, result.store.ids
     for p in np.lexsort((pairs.second, pairs.first, -pairs.estimate)):
-        yield {
+        record = {
             "id_a": ids[pairs.first[p]],
             "id_b": ids[pairs.second[p]],
             "estimate": _round(pairs.estimate[p]),
@@ -44,6 +61,9 @@ def pair_records(result: FindResult) -> Iterator[dict[str, Any]]:
             "matches": int(pairs.matches[p]),
             "exact": _round(result.exact[p]),
         }
+        if result.reference is not None:
+            record["store_a"], record["store_b"] = _stores(result, [pairs.first[p], pairs.second[p]])
+        yield record
 
 
 def triple_records(result: FindResult) -> Iterator[dict[str, Any]]:
@@ -53,7 +73,7 @@ def triple_records(result: FindResult) -> Iterator[dict[str, Any]]:
         return
     for t in range(found.docs.shape[0]):
         a, b, c = (ids[d] for d in found.docs[t])
-        yield {
+        record = {
             "id_a": a, "id_b": b, "id_c": c,
             "estimate": _round(found.estimate[t]),
             "stderr": _round(found.stderr[t]),
@@ -64,6 +84,9 @@ def triple_records(result: FindResult) -> Iterator[dict[str, Any]]:
             "estimate_ac": _round(found.pairwise[t, 1]),
             "estimate_bc": _round(found.pairwise[t, 2]),
         }
+        if result.reference is not None:
+            record["store_a"], record["store_b"], record["store_c"] = _stores(result, found.docs[t])
+        yield record
 
 
 def group_records(result: FindResult) -> Iterator[dict[str, Any]]:
@@ -71,29 +94,37 @@ def group_records(result: FindResult) -> Iterator[dict[str, Any]]:
     groups, ids = result.groups, result.store.ids
     for index in range(len(groups)):
         members = groups.group(index)
-        yield {
+        record = {
             "group": index + 1,
             "size": int(members.size),
             "weakest": _round(result.weakest[index]),
             "representative": ids[result.kept[index]],
             "members": [ids[m] for m in members],
         }
+        if result.reference is not None:
+            record["representative_store"] = _stores(result, [result.kept[index]])[0]
+            record["stores"] = _stores(result, members)
+        yield record
 
 
 def member_records(result: FindResult) -> Iterator[dict[str, Any]]:
-    """One record per grouped document: its group and whether it is kept or may be dropped."""
-    groups, ids = result.groups, result.store.ids
+    """One record per grouped document: its group and whether it is kept or may be dropped (a reference
+    store's documents are always kept)."""
+    groups, ids, reference = result.groups, result.store.ids, result.reference
     for index in range(len(groups)):
         members = groups.group(index)
         kept = int(result.kept[index])
         for member in members:
-            yield {
+            record = {
                 "id": ids[member],
                 "group": index + 1,
-                "action": "keep" if member == kept else "drop",
+                "action": "keep" if member == kept or (reference is not None and reference[member]) else "drop",
                 "group_size": int(members.size),
                 "representative": ids[kept],
             }
+            if reference is not None:
+                record["store"], record["representative_store"] = _stores(result, [member, kept])
+            yield record
 
 
 RECORDS = {"pairs": pair_records, "triples": triple_records, "groups": group_records, "members": member_records}

@@ -57,8 +57,12 @@ def find_summary(store: str, result: FindResult) -> str:
         banding = result.banding
         how = (f"{banding.bands}×{banding.rows} bands on {banding.band_bits} bits "
                f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g})")
+    stores = f"{store}: {documents} documents"
+    if result.reference is not None:
+        against = int(result.reference.sum())
+        stores = f"{store}: {documents - against} documents against {against} in {result.against}"
     parts = [
-        f"{store}: {documents} documents ({documents - result.eligible} with no shingle)",
+        f"{stores} ({documents - result.eligible} with no shingle)",
         how,
         f"{result.candidates} candidates",
         f"{result.pairs.first.size} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
@@ -84,6 +88,10 @@ def find_warnings(result: FindResult) -> list[str]:
                      "only the first id of each file is reported")
     if result.oversized_buckets:
         lines.append(f"{result.oversized_buckets} LSH buckets held more than 1000 documents and were cut")
+    if result.keep_field_problems:
+        identifier, reason = result.keep_field_problems[0]
+        lines.append(f"{len(result.keep_field_problems)} grouped document(s) have no value to keep by and rank "
+                     f"lowest (e.g. {identifier}: {reason})")
     return lines
 
 

@@ -60,6 +60,23 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
+class RunInput:
+    """How one sign run read its inputs: the options that decide documents' ids and texts (``READING_OPTIONS``),
+    so that ``filter`` can read the inputs again the same way."""
+
+    run: int
+    input_format: str = "auto"
+    id_field: str | None = None
+    text_field: str = "text"
+    id_column: str | None = None
+    text_column: str = "text"
+
+    def reading(self) -> dict[str, str | None]:
+        """The options, without the run."""
+        return {name: value for name, value in vars(self).items() if name != "run"}
+
+
+@dataclass(frozen=True)
 class Manifest:
     """What ``_dedup_manifest.json`` holds: the whole state of a format 2 store."""
 
@@ -70,6 +87,7 @@ class Manifest:
     next_file: int = 1  # file numbers are never reused by committed files
     documents: int = 0  # live documents
     id_root: str | None = None  # the directory file ids are relative to, fixed by the first run that named files
+    inputs: tuple[RunInput, ...] = ()  # how each run read its inputs (none in stores from before they were recorded)
 
     @property
     def rows(self) -> int:
@@ -91,6 +109,7 @@ class Manifest:
             "parts": [vars(part) for part in self.parts],
             "removals": [vars(removal) for removal in self.removals],
             "runs": [vars(run) for run in self.runs],
+            "inputs": [vars(run_input) for run_input in self.inputs],
         }
         # One line per part, removal and run, so that the file stays readable and diffs stay small.
         lines = []
@@ -128,6 +147,7 @@ class Manifest:
                 next_file=int(document["next_file"]),
                 documents=int(document["documents"]),
                 id_root=None if document.get("id_root") is None else str(document["id_root"]),
+                inputs=tuple(RunInput(**run_input) for run_input in document.get("inputs", ())),
             )
             for part in manifest.parts:
                 if not PART_NAME.fullmatch(part.file) or part.rows < 0:

@@ -24,7 +24,15 @@ from dedup_cli.params import SignatureParams
 from dedup_cli.store.compaction import compact_parts, compaction_due
 from dedup_cli.store.format import DocumentBatch, batch_table, part_schema, removal_schema
 from dedup_cli.store.lock import WriterLock
-from dedup_cli.store.manifest import Manifest, PartFile, RemovalFile, RunRecord, clean_garbage, write_manifest
+from dedup_cli.store.manifest import (
+    Manifest,
+    PartFile,
+    RemovalFile,
+    RunInput,
+    RunRecord,
+    clean_garbage,
+    write_manifest,
+)
 from dedup_cli.store.parts import FileCounter, PartWriter, WrittenFile, commit_files
 from dedup_cli.store.snapshot import DocumentIndex, index_of_rows, read_files, read_snapshot
 
@@ -56,6 +64,7 @@ class StoreRun:
         self.replace = replace
         self.number = manifest.last_run + 1
         self.id_root = manifest.id_root  # set it to record the root of a store's first run that names files
+        self.input: RunInput | None = None  # set it to record how the run read its inputs
         self.rows_written = 0
         self.record: RunRecord | None = None
         self._lock = lock
@@ -193,7 +202,8 @@ class StoreRun:
                                 documents=documents, compacted=compacting, replaced=self.replace)
         manifest = Manifest(params=self.params, parts=parts, removals=listed_removals,
                             runs=(*before.runs, self.record), next_file=self._counter.next, documents=documents,
-                            id_root=self.id_root)
+                            id_root=self.id_root,
+                            inputs=before.inputs + (() if self.input is None else (self.input,)))
         write_manifest(path, manifest)
         # Committed. Files no longer listed (and unused temporaries) are garbage now; a failure to delete
         # them is harmless (the next run does it).

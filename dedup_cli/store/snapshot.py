@@ -145,7 +145,7 @@ def read_rows(path: Path, manifest: Manifest, rows: np.ndarray, columns: Sequenc
     return pa.concat_tables(pieces).take(pa.array(inverse, pa.int64()))
 
 
-SIGNATURE_COLUMNS = ("id", "path", "content_hash", "shingle_count", "signature", "run")
+SIGNATURE_COLUMNS = ("id", "path", "mtime_ns", "content_hash", "shingle_count", "signature", "run")
 """The columns a :class:`StoredSignatures` holds."""
 
 
@@ -160,6 +160,7 @@ class StoredSignatures:
     packed: np.ndarray  # uint8[n_docs, signature_bytes]
     content_hashes: np.ndarray | None = None  # uint64[n_docs], xxh3-64 of the bytes that were signed
     runs: np.ndarray | None = None  # int64[n_docs], the sign run that wrote each row (0 in format 1 stores)
+    mtimes_ns: np.ndarray | None = None  # int64[n_docs], the modification time of each document's file
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -263,4 +264,5 @@ def stored_signatures(table: pa.Table, params: SignatureParams, path: Path) -> S
         packed=packed_signatures(table.column("signature"), params, path),
         content_hashes=table.column("content_hash").to_numpy(),
         runs=table.column("run").to_numpy().astype(np.int64),
+        mtimes_ns=table.column("mtime_ns").to_numpy().astype(np.int64),
     )

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dedup_cli.errors import StoreError, UsageError
+from dedup_cli.inputs.locations import infer_id_root
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.compaction import compact_parts
 from dedup_cli.store.format import (
@@ -318,3 +319,15 @@ def read_store(path: str | os.PathLike[str], since_run: int | None = None) -> St
             a run the store never had is a :class:`UsageError`.
     """
     return open_store(path).read(since_run)
+
+
+def stored_id_root(path: str | os.PathLike[str]) -> str | None:
+    """The id root recorded in the store at ``path``, or inferred from its rows (stores from before roots were
+    recorded); None when there is no store or it has no file documents."""
+    if not os.path.isdir(path) or not os.path.exists(os.path.join(path, MANIFEST_NAME)):
+        return None
+    store = open_store(path)
+    if store.id_root is not None or store.documents == 0:
+        return store.id_root
+    index = store.document_index()
+    return infer_id_root(index.ids, index.paths)
