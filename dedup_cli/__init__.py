@@ -9,10 +9,11 @@ command line's::
     result = dedup.find("sigs.parquet", dedup.FindOptions(threshold=0.5, bits=2))
     for group in result.groups.members: ...
 
-``sign``, ``find``, ``estimate``, ``plan``, ``info``; ``open_store`` and ``read_store`` to read a store
-directly; their options (``SignOptions`` with ``InputOptions``, ``FindOptions``, ``EstimateOptions``,
-``PlanOptions``), results (``SignReport`` with ``ReadReport``, ``FindResult``, ``EstimateResult``,
-``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``, ``SignatureParams``) and errors (``DedupError``
+``sign``, ``find``, ``filter``, ``estimate``, ``plan``, ``info``; ``open_store`` and ``read_store`` to read a
+store directly; their options (``SignOptions`` with ``InputOptions``, ``FindOptions``, ``FilterOptions``,
+``EstimateOptions``, ``PlanOptions``), results (``SignReport`` with ``ReadReport``, ``FindResult``,
+``FilterReport``, ``EstimateResult``, ``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``,
+``SignatureParams``) and errors (``DedupError``
 and its subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``).
 
 Names are resolved when first used, so ``import dedup_cli`` (and ``dedup --help``) loads neither numpy nor
@@ -28,6 +29,7 @@ from dedup_cli.version import __version__
 
 if TYPE_CHECKING:
     from dedup_cli.commands.estimate import EstimateResult, estimate
+    from dedup_cli.commands.filter import FilterReport, filter
     from dedup_cli.commands.find import find
     from dedup_cli.commands.info import StoreInfo, info
     from dedup_cli.commands.plan import Plan, plan
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from dedup_cli.engine.results import FindResult
     from dedup_cli.errors import DedupError, InputError, OptionError, StoreError, UsageError
     from dedup_cli.inputs.report import ReadReport
-    from dedup_cli.options import EstimateOptions, FindOptions, InputOptions, PlanOptions, SignOptions
+    from dedup_cli.options import EstimateOptions, FilterOptions, FindOptions, InputOptions, PlanOptions, SignOptions
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.snapshot import StoredSignatures
     from dedup_cli.store.store import Store, open_store, read_store
@@ -50,6 +52,9 @@ _PUBLIC = {
     "find": "dedup_cli.commands.find",
     "FindOptions": "dedup_cli.options",
     "FindResult": "dedup_cli.engine.results",
+    "filter": "dedup_cli.commands.filter",
+    "FilterOptions": "dedup_cli.options",
+    "FilterReport": "dedup_cli.commands.filter",
     "estimate": "dedup_cli.commands.estimate",
     "EstimateOptions": "dedup_cli.options",
     "EstimateResult": "dedup_cli.commands.estimate",
@@ -74,6 +79,8 @@ __all__ = [
     "DedupError",
     "EstimateOptions",
     "EstimateResult",
+    "FilterOptions",
+    "FilterReport",
     "FindOptions",
     "FindResult",
     "InputError",
@@ -92,6 +99,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "estimate",
+    "filter",
     "find",
     "info",
     "open_store",

@@ -41,6 +41,7 @@ from dedup_cli.options import (
     TEXT_OPTIONS,
     VERIFY_MODES,
     EstimateOptions,
+    FilterOptions,
     FindOptions,
     InputOptions,
     PlanOptions,
@@ -58,6 +59,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Options whose flag is not ``--`` and the name with dashes.
 _FLAGS = {"null_separated": "-0/--null"}
+_FORMAT_SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".parquet": "parquet"}  # --removed FILE's default format
 
 
 def flag(name: str) -> str:
@@ -187,6 +189,29 @@ def _write_records(records: Iterator[dict[str, Any]], kind: str, fields: tuple[t
         return write_records(records, kind, fmt, stream, header=header, fields=fields[0])
 
 
+@contextmanager
+def _progress_bar(quiet: bool, description: str) -> Iterator[tuple[Callable[[int | None], None], Callable[..., None]]]:
+    """(on_start, progress) callbacks that drive a bar of input bytes on stderr when it is a terminal."""
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def on_start(total: int | None) -> None:
+        nonlocal bar
+        if _show_progress(quiet):
+            bar = tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc=description)
+
+    def advance(count: int) -> None:
+        if bar is not None:
+            bar.update(count)
+
+    try:
+        yield on_start, advance
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 def _print_warnings(warnings: list[str], verbose: bool) -> None:
     shown = warnings if verbose else warnings[:MAX_WARNINGS]
     for line in shown:
@@ -262,8 +287,6 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
       zcat docs.jsonl.gz | dedup sign - --input-format jsonl --id-field url -o sigs.parquet
       dedup sign --input-format sets words.jsonl --universe 100000 -o words.parquet
     """
-    from tqdm import tqdm
-
     import dedup_cli as api
     from dedup_cli.output.summaries import read_warnings, sign_summary
 
@@ -275,22 +298,8 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
                 raise text_option_for_sets(name, given[name])
             del given[name]  # integer sets are signed with permutations of their universe
     options = SignOptions(input=reading, **given)
-    bar: Any = None
-
-    def on_start(total: int | None) -> None:
-        nonlocal bar
-        if _show_progress(quiet):
-            bar = tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc="signing")
-
-    def advance(count: int) -> None:
-        if bar is not None:
-            bar.update(count)
-
-    try:
+    with _progress_bar(quiet, "signing") as (on_start, advance):
         report = api.sign(inputs, default_store(out), options, progress=advance, on_start=on_start)
-    finally:
-        if bar is not None:
-            bar.close()
     _print_warnings(read_warnings(report.read, flag), verbose)
     if report.prune_skipped:
         click.echo("warning: --prune skipped: some inputs could not be read, so nothing was removed", err=True)
@@ -348,6 +357,58 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
         sys.exit(EXIT_DUPLICATES)
 
 
+@cli.command("filter")
+@click.argument("inputs", nargs=-1, type=click.Path(path_type=str, allow_dash=True))
+@click.option("-o", "--out", "--output", "out", required=True, type=click.Path(path_type=str, allow_dash=True),
+              help="Where kept documents go: a file for one input file (- for stdout), else a directory mirroring "
+                   "the inputs; it appears only when complete.")
+@click.option("--store", "-s", type=click.Path(path_type=str), default=None,
+              help=f"The store the inputs were signed into.  [default: ${STORE_VARIABLE}, else {DEFAULT_STORE}]")
+@_reading_options
+@_find_options
+@click.option("--members", type=click.Path(dir_okay=False, path_type=str), default=FilterOptions.members,
+              help="Drop what this find --output members FILE marks drop, instead of running find.")
+@click.option("--annotate", is_flag=True, help="Keep every record; add dedup_group, dedup_keep, dedup_representative.")
+@click.option("--removed", type=click.Path(dir_okay=False, path_type=str, allow_dash=True), default=None,
+              help="Write one record per dropped document to FILE: id, group, representative, similarity.")
+@click.option("--removed-format", type=click.Choice(OUTPUT_FORMATS), default=None,
+              help="Format of --removed.  [default: by its extension (.tsv, .csv, .parquet), else jsonl]")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
+@click.option("-v", "--verbose", is_flag=True, help="List every warning, not only the first few.")
+@reports_errors
+def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_method: str, members: str | None,
+                  annotate: bool, removed: str | None, removed_format: str | None, quiet: bool, verbose: bool,
+                  **given: Any) -> None:
+    """Write the documents to keep, in the inputs' own formats: the deduplicated corpus.
+
+    INPUTS are files, directories and - (stdin) signed into the store, read as its sign runs read them.
+    Which documents to drop comes from find (its options below) or from --members.
+
+    \b
+    Example:
+      dedup filter crawl.jsonl -o clean.jsonl --threshold 0.8
+      dedup filter corpus/ -o clean/ --keep longest --removed removed.tsv
+      dedup filter train.jsonl -s train.parquet --against test.parquet --only-across -o clean.jsonl
+    """
+    import dedup_cli as api
+    from dedup_cli.output.records import removed_fields, removed_records
+    from dedup_cli.output.summaries import filter_summary, filter_warnings, read_warnings
+
+    if out == "-" and removed == "-":
+        raise UsageError("-o - and --removed - cannot both be stdout; name a file for one of them")
+    reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__ if name in given})
+    options = FilterOptions(input=reading, find=FindOptions(group=group_method, **given), members=members,
+                            annotate=annotate)
+    with _progress_bar(quiet, "filtering") as (on_start, advance):
+        report = api.filter(inputs, out, default_store(store), options, progress=advance, on_start=on_start)
+    if removed is not None:
+        fmt = removed_format or _FORMAT_SUFFIXES.get(os.path.splitext(removed)[1].lower(), "jsonl")
+        _write_records(removed_records(report), "removed", (removed_fields(report),) * 2, fmt, removed, True)
+    _print_warnings(read_warnings(report.read, flag) + filter_warnings(report), verbose)
+    if not quiet:
+        click.echo(filter_summary(report), err=True)
+
+
 @cli.command()
 @click.argument("store", type=click.Path(path_type=str), required=False)
 @reports_errors
@@ -363,28 +424,6 @@ def info(store: str | None) -> None:
     import dedup_cli as api
 
     click.echo(json.dumps(api.info(default_store(store)).record(), indent=2))
-
-
-def _is_store(path: str) -> bool:
-    """Whether ``path`` holds a dedup store (so ``estimate STORE A B`` is told from ``estimate A B C``)."""
-    import dedup_cli as api
-
-    try:
-        api.open_store(path)
-    except DedupError:
-        return False
-    return True
-
-
-def _estimate_store(store: str | None, arguments: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
-    """Split ``estimate``'s arguments into the store and the ids: ``[STORE] ID ID [ID]``.
-
-    The first argument is the store when ``--store`` is not given and it is a store on disk (a document id
-    never is), or when there are four arguments.
-    """
-    if store is None and arguments and (len(arguments) == 4 or _is_store(arguments[0])):
-        return arguments[0], arguments[1:]
-    return default_store(store), arguments
 
 
 @cli.command()
@@ -410,9 +449,10 @@ def estimate(arguments: tuple[str, ...], store: str | None, fmt: str, **given: A
       dedup estimate sigs.parquet KJV/ruth-01.txt ASV/ruth-01.txt AKJV/ruth-01.txt --bits 2 --format json
     """
     import dedup_cli as api
+    from dedup_cli.commands.estimate import store_and_ids
     from dedup_cli.output.summaries import estimate_lines
 
-    store, ids = _estimate_store(store, arguments)
+    store, ids = store_and_ids(store, arguments)
     record = api.estimate(ids, store, EstimateOptions(**given)).record()
     if fmt == "json":
         click.echo(json.dumps(record))

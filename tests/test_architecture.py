@@ -130,8 +130,8 @@ def _violations(items: list[Import]) -> str:
 # step inside the tier, for modules of one package that build on each other. docs/architecture.md explains it.
 LAYERS: list[tuple[str, list[list[str]]]] = [
     ("foundations: nothing of dedup", [
-        ["errors", "version", "primitives", "files", "candidates", "commands", "engine", "estimates", "groups",
-         "inputs", "minhash", "output", "store", "text"],
+        ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "estimates",
+         "groups", "inputs", "minhash", "output", "store", "text"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options"], ["params"],
@@ -152,7 +152,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report"], ["inputs.decoding"], ["inputs.streams"],
-        ["inputs.parquet"], ["inputs.discovery", "inputs.reread"], ["inputs.sets", "inputs.fields"], ["inputs.files"],
+        ["inputs.parquet"], ["inputs.discovery", "inputs.reread"], ["inputs.sets", "inputs.fields", "inputs.members"],
+        ["inputs.files"],
         ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [
@@ -160,11 +161,16 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["store.compaction"], ["store.runs"], ["store.store"],
     ]),
     ("verification: exact checks of pairs", [["verification"]]),
+    ("corpus: the kept records of each input, written in its own format", [
+        ["corpus.decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"], ["corpus.parquet"],
+        ["corpus.sources"],
+    ]),
     ("engines: the stages of sign and find, and the local engine that runs them", [
-        ["engine.sign_stage", "engine.find_stages", "engine.results"], ["engine.local"],
+        ["engine.sign_stage", "engine.find_stages", "engine.results"], ["engine.local", "engine.filter_stages"],
     ]),
     ("commands: one module per command of the API", [
         ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info"],
+        ["commands.filter"],
     ]),
     ("output: records, writers, summaries", [
         ["output.records", "output.parquet"], ["output.delimited", "output.plan_report", "output.summaries"],
@@ -179,8 +185,8 @@ LAYER = {module: (tier, step) for tier, (_, steps) in enumerate(LAYERS) for step
 CONFINED = {
     "click": {"cli"},
     "tqdm": {"cli"},
-    # The store, the input readers (Parquet text columns) and the Parquet output writer.
-    "pyarrow": {"store.", "inputs.", "output."},
+    # The store, the input readers (Parquet text columns), the Parquet writers of filter and of output.
+    "pyarrow": {"store.", "inputs.", "corpus.", "output."},
 }
 
 
@@ -279,7 +285,8 @@ def test_no_module_is_over_the_size_limit() -> None:
 def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
-    stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "engine.find_stages", "engine.sign_stage")
+    stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "engine.find_stages", "engine.sign_stage",
+              "engine.filter_stages")
     offenders = []
     for name, path in _package_modules(PACKAGE_DIR).items():
         if not name.startswith(stages):

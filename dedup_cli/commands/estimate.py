@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.errors import InputError, UsageError
+from dedup_cli.errors import DedupError, InputError, UsageError
 from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.exact import exact_resemblance
 from dedup_cli.estimates.pairs import score_pairs
@@ -126,3 +126,23 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | None = None,
         if len(ids) == 3:
             result.exact_pairwise = [float(exact_resemblance(sets[i], sets[j])) for i, j in pair_index]
     return result
+
+
+def _is_store(path: str) -> bool:
+    """Whether ``path`` holds a dedup store (so ``estimate STORE A B`` is told from ``estimate A B C``)."""
+    try:
+        open_store(path)
+    except DedupError:
+        return False
+    return True
+
+
+def store_and_ids(store: str | None, arguments: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """Split the command line's ``[STORE] ID ID [ID]`` into the store and the ids.
+
+    The first argument is the store when ``store`` (``--store``) is not given and it is a store on disk (a
+    document id never is), or when there are four arguments; else the store is ``store`` or the default one.
+    """
+    if store is None and arguments and (len(arguments) == 4 or _is_store(arguments[0])):
+        return arguments[0], tuple(arguments[1:])
+    return default_store(store), tuple(arguments)

@@ -64,40 +64,46 @@ def read_lines(stream: Any, status: os.stat_result | None, source: Source, optio
         report.note("binary", source.display)
         return
     mtime_ns = status.st_mtime_ns if status is not None else 0
-    jsonl = source.format == "jsonl"
     start = report.input_done
     reader = io.BufferedReader(Prefixed(head, stream), buffer_size=1 << 16)
     for number, line, consumed in iter_lines(reader, options.max_document_bytes):
         report.bytes_read += consumed
         report.input_done = start + position()
-        where = f"{source.display}:{number}"
         if line is None:
-            report.note("oversized", (where, consumed))
+            report.note("oversized", (f"{source.display}:{number}", consumed))
             continue
         if not line or line.isspace():
             report.blank_lines += 1
             continue
-        if source.format == "sets":
-            try:
-                parsed = integer_set(line, record_location(source.path, "line", number), mtime_ns,
-                                     options.universe or 0)
-            except (ValueError, OverflowError) as error:
-                report.note("malformed", (where, str(error).split("\n")[0]))
-                continue
-            yield where, parsed
-            continue
-        text, replaced = decode(line)
-        identifier: str | None = None
-        if jsonl:
-            try:
-                identifier, text = json_record(text, options.id_field, options.text_field)
-            except ValueError as error:
-                report.note("malformed", (where, str(error)))
-                continue
-            text, surrogates = clean(text)
-            replaced = replaced or surrogates
-        if replaced:
-            report.note("invalid_utf8", where)
-        location = record_location(source.path, "line", number, options.text_field if jsonl else None)
-        utf8 = None if replaced or jsonl else line
-        yield where, make_document(identifier or f"{source.id}:{number}", location, text, mtime_ns, utf8)
+        document = line_document(line, number, source, options, mtime_ns, report)
+        if document is not None:
+            yield f"{source.display}:{number}", document
+
+
+def line_document(line: bytes, number: int, source: Source, options: InputOptions, mtime_ns: int,
+                  report: ReadReport) -> Document | IntegerSet | None:
+    """The document of line ``number`` (not blank) of a lines, JSON Lines or integer-set ``source``; None when
+    the line is malformed (noted in ``report``, like repaired text)."""
+    where = f"{source.display}:{number}"
+    if source.format == "sets":
+        try:
+            return integer_set(line, record_location(source.path, "line", number), mtime_ns, options.universe or 0)
+        except (ValueError, OverflowError) as error:
+            report.note("malformed", (where, str(error).split("\n")[0]))
+            return None
+    jsonl = source.format == "jsonl"
+    text, replaced = decode(line)
+    identifier: str | None = None
+    if jsonl:
+        try:
+            identifier, text = json_record(text, options.id_field, options.text_field)
+        except ValueError as error:
+            report.note("malformed", (where, str(error)))
+            return None
+        text, surrogates = clean(text)
+        replaced = replaced or surrogates
+    if replaced:
+        report.note("invalid_utf8", where)
+    location = record_location(source.path, "line", number, options.text_field if jsonl else None)
+    utf8 = None if replaced or jsonl else line
+    return make_document(identifier or f"{source.id}:{number}", location, text, mtime_ns, utf8)

@@ -63,6 +63,11 @@ def column_values(array: pa.Array | pa.ChunkedArray) -> list[Any]:
     return array.to_pylist()
 
 
+def row_identifier(value: int | bytes) -> str:
+    """The id a row's ``id_column`` value gives (an integer in decimal, a string with bad bytes as ``\\xNN``)."""
+    return str(value) if isinstance(value, int) else str(value, "utf-8", "backslashreplace")
+
+
 def read_parquet(handle: Any, status: os.stat_result | None, source: Source, options: InputOptions,
                  report: ReadReport) -> Iterator[tuple[str, Document]]:
     try:
@@ -97,7 +102,7 @@ def read_parquet(handle: Any, status: os.stat_result | None, source: Source, opt
                 if value is None:
                     report.note("malformed", (where, f"{id_column!r} is null"))
                     continue
-                identifier = str(value) if isinstance(value, int) else str(value, "utf-8", "backslashreplace")
+                identifier = row_identifier(value)
                 if not identifier:
                     report.note("malformed", (where, f"{id_column!r} is empty"))
                     continue

@@ -62,25 +62,29 @@ def open_decompressed(path: str, compression: str | None
                        ) -> Iterator[tuple[Any, os.stat_result | None, Position]]:
     """The decompressed bytes of ``path`` as a readable stream, the file's ``stat``, and its :data:`Position`."""
     handle = open(path, "rb")  # noqa: SIM115 - closed below, after any decompressor wrapping it
+    raw: Any = handle
     position = handle.tell
+    if not handle.seekable():  # a FIFO (e.g. a shell's <(zcat …)): no position to ask, so count
+        raw = Counted(handle)
+        position = raw.position
     try:
         try:
             status: os.stat_result | None = os.fstat(handle.fileno())
         except (OSError, AttributeError, io.UnsupportedOperation):
             status = None
         if compression is None:
-            yield handle, status, position
+            yield raw, status, position
         elif compression == "gzip":
-            with gzip.GzipFile(fileobj=handle, mode="rb") as stream:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
                 yield stream, status, position
         elif compression == "bz2":
-            with bz2.BZ2File(handle) as stream:
+            with bz2.BZ2File(raw) as stream:
                 yield stream, status, position
         elif compression == "xz":
-            with lzma.LZMAFile(handle) as stream:
+            with lzma.LZMAFile(raw) as stream:
                 yield stream, status, position
         else:
-            native = pa.CompressedInputStream(pa.PythonFile(handle, mode="r"), compression)
+            native = pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), compression)
             try:
                 yield native, status, position
             finally:
@@ -121,14 +125,27 @@ def iter_lines(stream: Any, limit: int | None) -> Iterator[tuple[int, bytes | No
                     break
             yield number, None, consumed
             continue
-        if line.endswith(b"\n"):
-            line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
-        if number == 1 and line.startswith(BOM):
-            line = line[3:]
+        line = line_content(line, number)
         if limit is not None and len(line) > limit:
             yield number, None, consumed
             continue
         yield number, line, consumed
+
+
+def line_content(line: bytes, number: int) -> bytes:
+    """Line ``number`` (from 1) as read, without its ``\\n``/``\\r\\n`` and the byte-order mark that may open line 1."""
+    if line.endswith(b"\n"):
+        line = line[:-2] if line.endswith(b"\r\n") else line[:-1]
+    if number == 1 and line.startswith(BOM):
+        line = line[3:]
+    return line
+
+
+def iter_raw_lines(stream: Any) -> Iterator[tuple[int, bytes, bytes]]:
+    """(line number from 1, the line exactly as read, with its end; its content as :func:`iter_lines` gives it),
+    for copying lines byte for byte (one line is held at a time)."""
+    for number, raw in enumerate(iter(stream.readline, b""), start=1):
+        yield number, raw, line_content(raw, number)
 
 
 class Counted(io.RawIOBase):

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli.commands.filter import FilterReport
 from dedup_cli.engine.results import FindResult
 
 FIELDS = {
@@ -125,6 +126,33 @@ def member_records(result: FindResult) -> Iterator[dict[str, Any]]:
             if reference is not None:
                 record["store"], record["representative_store"] = _stores(result, [member, kept])
             yield record
+
+
+REMOVED_FIELDS = ("id", "group", "representative", "similarity", "verified")
+
+
+def removed_fields(report: FilterReport) -> tuple[str, ...]:
+    """The fields of ``filter --removed`` records: with ``against``, also the representative's store."""
+    return REMOVED_FIELDS + (("representative_store",) if report.against is not None else ())
+
+
+def removed_records(report: FilterReport) -> Iterator[dict[str, Any]]:
+    """One record per document ``filter`` dropped, in group order: its group, the kept member and the
+    similarity to it (the exact resemblance where it was verified, else the b-bit estimate)."""
+    removed = report.removed
+    if removed is None:
+        return
+    for index, identifier in enumerate(removed.ids):
+        record = {
+            "id": identifier,
+            "group": int(removed.groups[index]),
+            "representative": removed.representatives[index],
+            "similarity": _round(removed.similarity[index]),
+            "verified": bool(removed.verified[index]),
+        }
+        if removed.representative_stores is not None:
+            record["representative_store"] = removed.representative_stores[index]
+        yield record
 
 
 RECORDS = {"pairs": pair_records, "triples": triple_records, "groups": group_records, "members": member_records}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from dedup_cli.commands.filter import FilterReport
 from dedup_cli.commands.sign import SignReport
 from dedup_cli.engine.results import FindResult
 from dedup_cli.inputs.report import ReadReport
@@ -88,11 +89,39 @@ def find_warnings(result: FindResult) -> list[str]:
                      "only the first id of each file is reported")
     if result.oversized_buckets:
         lines.append(f"{result.oversized_buckets} LSH buckets held more than 1000 documents and were cut")
-    if result.keep_field_problems:
-        identifier, reason = result.keep_field_problems[0]
-        lines.append(f"{len(result.keep_field_problems)} grouped document(s) have no value to keep by and rank "
-                     f"lowest (e.g. {identifier}: {reason})")
-    return lines
+    return lines + _keep_field_lines(result.keep_field_problems)
+
+
+def _keep_field_lines(problems: list[tuple[str, str]]) -> list[str]:
+    if not problems:
+        return []
+    identifier, reason = problems[0]
+    return [f"{len(problems)} grouped document(s) have no value to keep by and rank lowest (e.g. {identifier}: "
+            f"{reason})"]
+
+
+def filter_summary(report: FilterReport) -> str:
+    """``filtered N records from M inputs into OUT (store S): K kept, D dropped from G groups, C changed …``."""
+    dropped = "marked dedup_keep false (annotated, kept)" if report.annotated else "dropped"
+    parts = [f"{report.kept} kept", f"{report.dropped} {dropped} from {report.groups} groups",
+             f"{len(report.changed)} changed since signing and kept"]
+    if report.unsigned:
+        parts.append(f"{len(report.unsigned)} files not in the store copied")
+    where = "stdout" if report.out == "-" else report.out
+    inputs = f"{report.inputs} input" + ("" if report.inputs == 1 else "s")
+    return (f"filtered {report.records} records from {inputs} into {where} (store {report.store}): "
+            f"{', '.join(parts)}; {report.seconds:.2f} s")
+
+
+def filter_warnings(report: FilterReport) -> list[str]:
+    """Documents kept because they changed, files the store never read, documents to drop no input held."""
+    lines = [f"kept {where} (id {identifier!r}): it changed since it was signed" for where, identifier in
+             report.changed]
+    lines += [f"copied {name} unread: the store holds none of its documents" for name in report.unsigned]
+    if report.not_found:
+        lines.append(f"{len(report.not_found)} document(s) to drop are in none of these inputs (e.g. "
+                     f"{report.not_found[0]!r}); were they signed from other files, or read with other options?")
+    return lines + _keep_field_lines(report.keep_field_problems)
 
 
 def find_store_line(store: str, result: FindResult) -> str:

@@ -33,6 +33,7 @@ from dedup_cli.store.lock import WriterLock
 from dedup_cli.store.manifest import (
     Manifest,
     PartFile,
+    RunInput,
     RunRecord,
     clean_garbage,
     is_ours,
@@ -137,6 +138,20 @@ class Store:
     def document_index(self) -> DocumentIndex:
         """The live documents' ids, paths, sizes, modification times, content hashes and runs, in id order."""
         return index_of_rows(*self._live(["id", "path", "size", "mtime_ns", "content_hash", "run"]))
+
+    @property
+    def inputs(self) -> tuple[RunInput, ...]:
+        """How each sign run read its inputs (none for runs of older versions, and format 1 stores)."""
+        return () if self._manifest is None else self._manifest.inputs
+
+    def source_files(self) -> set[str]:
+        """The files the live documents were read from: their locations without a record's ``#line=``/``#row=``
+        part (``-`` for stdin)."""
+        table, keep = self._live(["path"])
+        paths = table.column("path").take(pa.array(keep, pa.int64()))
+        files = pc.replace_substring_regex(paths, pattern=r"#(?:line|row)=\d+(?:&(?:field|column)=[^&#]*)?$",
+                                           replacement="")
+        return set(pc.unique(files).to_pylist())
 
     def check_run(self, run: int) -> None:
         """Raise a UsageError unless ``run`` is 0 or a committed run (for ``find --new-since``)."""

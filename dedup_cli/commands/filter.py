@@ -1,0 +1,273 @@
+"""``filter``: the deduplicated corpus itself, written in the inputs' own formats.
+
+Which documents to drop comes from ``find`` (its groups and keep policy; with ``against``, a new document that
+duplicates a reference document is dropped and the reference copy kept) or from a ``find --output members``
+file. Everything that can be checked is checked before ``find`` runs: the store, the options, the inputs (each
+named one must have been signed into the store) and where the output goes. The inputs are then read again as
+the store's sign runs read them, one source at a time, and each kept record is written in its own format
+(:mod:`dedup_cli.corpus`) into a scratch file or directory that replaces OUT only when complete. Memory holds
+the documents to drop (ids, content hashes, groups), not the corpus (docs/filter.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from dedup_cli.commands.find import find, open_reference
+from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.corpus.layout import Layout, plan_layout, write_marker
+from dedup_cli.corpus.sources import filter_source
+from dedup_cli.engine.filter_stages import known_exact, member_decisions, pair_estimates
+from dedup_cli.errors import InputError, UsageError
+from dedup_cli.files import atomic_path, remove_stale_scratch
+from dedup_cli.inputs.discovery import plan_sources
+from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path
+from dedup_cli.inputs.members import read_members
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.options import READING_OPTIONS, FilterOptions, InputOptions, default_store, literal
+from dedup_cli.store.store import Store, open_store, stored_id_root
+
+Progress = Callable[[int], None]
+"""Called with the number of input bytes (on disk) just read."""
+
+
+@dataclass
+class Removed:
+    """The documents dropped, in group order: what ``--removed`` lists; arrays aligned by document."""
+
+    ids: list[str]
+    groups: np.ndarray  # int64[d]
+    representatives: list[str]
+    similarity: np.ndarray  # float64[d]: to the representative; exact where verified, NaN where unknown
+    verified: np.ndarray  # bool[d]: the similarity is the exact resemblance
+    representative_stores: list[str] | None = None  # "new" or "reference", with ``against``
+
+
+@dataclass
+class FilterReport:
+    """What a filter run did."""
+
+    store: str = ""
+    out: str = ""
+    inputs: int = 0  # input sources (files, stdin)
+    records: int = 0  # records read: whole files, non-blank lines, rows
+    dropped: int = 0  # records left out (with ``annotate``: marked ``dedup_keep`` false, and kept)
+    annotated: bool = False
+    changed: list[tuple[str, str]] = field(default_factory=list)  # (where, id): to drop but changed since; kept
+    unsigned: list[str] = field(default_factory=list)  # files under a named directory the store never read
+    not_found: list[str] = field(default_factory=list)  # ids to drop that no input held
+    groups: int = 0
+    removed: Removed | None = None
+    against: str | None = None
+    keep_field_problems: list[tuple[str, str]] = field(default_factory=list)
+    read: ReadReport = field(default_factory=ReadReport)
+    seconds: float = 0.0
+
+    @property
+    def kept(self) -> int:
+        """Records written (all of them with ``annotate``)."""
+        return self.records if self.annotated else self.records - self.dropped
+
+
+@dataclass
+class _Plan:
+    """What the run decided to drop: the decisions, and for each the similarity to its representative."""
+
+    decisions: Decisions
+    similarity: np.ndarray
+    verified: np.ndarray
+    representative_stores: list[str] | None
+    groups: int
+    keep_field_problems: list[tuple[str, str]]
+
+
+def reading_options(store: Store, given: InputOptions) -> InputOptions:
+    """``given``; or, when all its :data:`READING_OPTIONS` are at their defaults, those the store's sign runs
+    recorded (the inputs are then read exactly as they were signed). Older stores recorded none."""
+    defaults = InputOptions()
+    recorded = {tuple(run.reading().items()) for run in store.inputs}
+    if any(getattr(given, name) != getattr(defaults, name) for name in READING_OPTIONS) or not recorded:
+        return given
+    if len(recorded) > 1:
+        values = {name: sorted({str(dict(options)[name]) for options in recorded}) for name in READING_OPTIONS}
+        differing = "; ".join(f"{{{name}}} {' or '.join(literal(v) for v in found)}"
+                              for name, found in values.items() if len(found) > 1)
+        raise UsageError(f"the sign runs of {literal(store.path)} read their inputs differently ({differing}); say "
+                         "how to read these with those options", options=True)
+    chosen: dict[str, Any] = dict(next(iter(recorded)))
+    universe = store.params.universe if chosen["input_format"] == "sets" else None
+    return dataclasses.replace(given, universe=universe, **chosen)
+
+
+def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[Source]) -> list[bool]:
+    """Whether the store read each source; a named input it never read (no file under it) is an error."""
+    files = store.source_files()
+    signed = [(STDIN if source.path == STDIN else location_path(source.path)) in files for source in sources]
+    for name in inputs:
+        absolute = STDIN if name == STDIN else os.path.abspath(name)
+        if not any(known and (source.path == absolute or source.path.startswith(absolute.rstrip(os.sep) + os.sep))
+                   for source, known in zip(sources, signed, strict=True)):
+            shown = "stdin" if name == STDIN else display_name(name)
+            raise InputError(f"input {shown} was never signed into {path}; sign it first (dedup sign {name} -o "
+                             f"{path}), or name the store it was signed into")
+    return signed
+
+
+def _from_find(path: str, options: FilterOptions) -> _Plan:
+    result = find(path, options.find)
+    chosen = member_decisions(result, dropped_only=not options.annotate)
+    store, ids = result.store, result.store.ids
+    assert store.content_hashes is not None
+    decisions = Decisions([ids[row] for row in chosen.rows.tolist()], store.content_hashes[chosen.rows],
+                          chosen.drop, chosen.groups, [ids[row] for row in chosen.representatives.tolist()])
+    exact = known_exact(result, chosen.rows, chosen.representatives)
+    estimate = pair_estimates(store, chosen.rows, chosen.representatives, result.bits)
+    stores = None
+    if result.reference is not None:
+        stores = ["reference" if origin else "new" for origin in result.reference[chosen.representatives].tolist()]
+    return _Plan(decisions, np.where(np.isnan(exact), estimate, exact), ~np.isnan(exact), stores,
+                 len(result.groups), result.keep_field_problems)
+
+
+def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
+    assert options.members is not None
+    members = read_members(options.members)
+    listed = np.ones(members.drop.size, bool) if options.annotate else members.drop
+    ids = [identifier for identifier, chosen in zip(members.ids, listed.tolist(), strict=True) if chosen]
+    representatives = [rep for rep, chosen in zip(members.representatives, listed.tolist(), strict=True) if chosen]
+    drop = members.drop[listed]
+    wanted = list(dict.fromkeys([i for i, d in zip(ids, drop.tolist(), strict=True) if d] + representatives))
+    stored, missing = store.read_documents(wanted)
+    absent = set(missing) & set(i for i, d in zip(ids, drop.tolist(), strict=True) if d)
+    if absent:
+        raise InputError(f"{{members}} {literal(options.members)} names {len(absent)} document(s) to drop that "
+                         f"{literal(path)} does not hold (e.g. {literal(min(absent))}); pass the members file of "
+                         "this store", options=True)
+    row = {identifier: index for index, identifier in enumerate(stored.ids)}
+    rows = np.array([row.get(i, -1) for i in ids], np.int64)
+    reps = np.array([row.get(r, -1) for r in representatives], np.int64)
+    assert stored.content_hashes is not None
+    hashes = np.where(rows >= 0, stored.content_hashes[np.maximum(rows, 0)], 0).astype(np.uint64)
+    estimate = np.where(drop, pair_estimates(stored, np.maximum(rows, 0), np.where(rows >= 0, reps, -1),
+                                             store.params.bits), np.nan)
+    return _Plan(Decisions(ids, hashes, drop, members.groups[listed], representatives), estimate,
+                 np.zeros(len(ids), bool), None, len(set(members.groups.tolist())), [])
+
+
+def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], decisions: Decisions,
+           reading: InputOptions, options: FilterOptions, store: str, inputs: Sequence[str], stdin: Any,
+           stdout: BinaryIO | None, progress: Progress | None) -> SourceOutcome:
+    """Filter every source into OUT: a scratch file or directory that replaces OUT when complete."""
+    total = SourceOutcome()
+
+    def each(targets: Sequence[str | BinaryIO]) -> None:
+        for source, target, known in zip(sources, targets, signed, strict=True):
+            total.add(filter_source(source, decisions, reading, target, options.annotate, known, stdin, progress))
+
+    if layout.out == STDIN:
+        out = stdout if stdout is not None else sys.stdout.buffer
+        each([out] * len(sources))
+        out.flush()
+        return total
+    remove_stale_scratch(layout.out)
+    try:
+        with atomic_path(layout.out, directory=not layout.single) as scratch:
+            if layout.single:
+                each([str(scratch)] * len(sources))
+                if not scratch.exists():  # the output exists even when nothing is kept (never touch a link)
+                    scratch.touch()
+            else:
+                each([os.path.join(scratch, target) for target in layout.targets])
+                write_marker(scratch, store, inputs)
+    except OSError as error:
+        raise InputError(f"cannot write {display_name(layout.out)}: {error.strerror or error}") from error
+    return total
+
+
+def filter(
+    inputs: Sequence[str],
+    out: str | os.PathLike[str],
+    store: str | os.PathLike[str] | None = None,
+    options: FilterOptions | None = None,
+    progress: Progress | None = None,
+    on_start: Callable[[int | None], None] | None = None,
+    stdin: Any = None,
+    stdout: BinaryIO | None = None,
+) -> FilterReport:
+    """Write the documents of ``inputs`` to keep to ``out``, in their own formats, dropping near-duplicates.
+
+    Args:
+        inputs: files, directories and ``-`` (stdin) that were signed into ``store``, found and read as
+            ``options.input`` says (by default as the store's sign runs read them).
+        out: one file for one input file (``-``: stdout), else a directory mirroring the inputs
+            (:mod:`dedup_cli.corpus.layout`); replaced only when complete.
+        store: the store (default: ``$DEDUP_STORE``, else ``./dedup.parquet``).
+        options: what to drop and how (default: ``FilterOptions()``, the command line's defaults).
+        progress: told how many bytes of the inputs (on disk) were just read.
+        on_start: told the inputs' total size on disk (None when reading stdin), before they are read.
+        stdin, stdout: binary streams for ``-`` (default: the process's).
+
+    Raises:
+        dedup_cli.errors.UsageError: bad options, an output inside the inputs or the store.
+        dedup_cli.errors.InputError: an input never signed into the store, or unreadable (nothing is written).
+        dedup_cli.errors.DedupError: an output that exists and is not ``filter``'s to replace.
+    """
+    started = time.perf_counter()
+    options = FilterOptions() if options is None else options
+    path = default_store(store)
+    opened = open_store(path)  # the manifest only: everything is checked before find reads the store
+    reading = reading_options(opened, options.input)
+    if options.members is None:
+        params = opened.params
+        options.find.check_store(params.bits, params.num_perm, path, params.input_kind)
+        if options.find.against is not None:
+            open_reference(opened, options.find.against)
+    elif not os.path.isfile(options.members):
+        raise InputError(f"{{members}} {literal(options.members)} does not exist; write it with dedup find "
+                         "--output members", options=True)
+    report = FilterReport(store=path, out=os.fspath(out), against=options.find.against, annotated=options.annotate)
+    stream = stdin if stdin is not None else sys.stdin.buffer
+    sources = plan_sources(inputs, dataclasses.replace(reading, id_root=stored_id_root(path)), report.read, stream)
+    if report.read.unreadable:
+        where, reason = report.read.unreadable[0]
+        raise InputError(f"cannot read {where}: {reason}; nothing was written")
+    layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
+    signed = _signed(opened, path, inputs, sources)
+    if options.annotate and not any(source.format in ("jsonl", "parquet") for source in sources):
+        raise UsageError("{annotate} adds fields to JSON Lines records and Parquet rows; these inputs hold none",
+                         options=True)
+    plan = _from_find(path, options) if options.members is None else _from_members(opened, path, options)
+    if on_start is not None:
+        on_start(report.read.input_bytes)
+    outcome = _write(layout, sources, signed, plan.decisions, reading, options, path, inputs, stream, stdout,
+                     progress)
+    _summarise(report, plan, outcome, len(sources))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _summarise(report: FilterReport, plan: _Plan, outcome: SourceOutcome, sources: int) -> None:
+    decisions = plan.decisions
+    report.inputs, report.records, report.dropped = sources, outcome.records, outcome.dropped
+    report.changed, report.unsigned = outcome.changed, outcome.unsigned
+    report.groups, report.keep_field_problems = plan.groups, plan.keep_field_problems
+    met = np.zeros(len(decisions), bool)
+    met[np.array(outcome.seen, np.int64)] = True
+    report.not_found = [decisions.ids[p] for p in np.flatnonzero(decisions.drop & ~met).tolist()]
+    dropped = np.zeros(len(decisions), bool)
+    dropped[np.array(outcome.dropped_positions, np.int64)] = True
+    rows = np.flatnonzero(dropped)
+    stores = plan.representative_stores
+    report.removed = Removed(
+        ids=[decisions.ids[p] for p in rows.tolist()], groups=decisions.groups[rows],
+        representatives=[decisions.representatives[p] for p in rows.tolist()], similarity=plan.similarity[rows],
+        verified=plan.verified[rows], representative_stores=None if stores is None else [stores[p] for p in rows],
+    )

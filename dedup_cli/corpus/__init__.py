@@ -1,0 +1,1 @@
+"""Writing a corpus back: each input source's kept records in its own format (``dedup filter``)."""

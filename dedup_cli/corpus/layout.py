@@ -1,0 +1,98 @@
+"""Where ``filter`` writes: how OUT maps to the inputs, and the checks that keep it from harming anything.
+
+- One input that is a file (or ``-``, stdin), named on the command line: OUT is one file in the same format and
+  compression (``-o -``: stdout, for a line format).
+- Otherwise (a directory, several inputs, ``--files-from``): OUT is a directory that mirrors the inputs, each
+  file at its path relative to the deepest directory holding all the inputs (for one directory, the directory
+  itself), so ``filter corpus/ -o clean/`` makes ``clean/`` a deduplicated ``corpus/``.
+
+OUT is never an input, never inside an input directory (nor holding an input), never the store. An existing
+file OUT is replaced (like ``find -o``); an existing directory only when it is empty or an earlier ``filter`` wrote
+it (it holds :data:`MARKER`): another directory is refused, never deleted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dedup_cli.errors import DedupError, UsageError
+from dedup_cli.inputs.locations import STDIN, Source, display_name
+from dedup_cli.version import __version__
+
+MARKER = ".dedup-filter.json"
+"""Written into a directory OUT: what made it (hidden, so ``sign`` and ``filter`` do not read it as a document)."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each source goes: ``out`` is one file (``single``) or a directory holding ``targets``."""
+
+    out: str
+    single: bool
+    targets: tuple[str, ...]  # each source's path relative to a directory OUT ("" when ``single``)
+
+
+def _inside(path: str, directory: str) -> bool:
+    return os.path.commonpath([path, directory]) == directory
+
+
+def _check_out(out: str, inputs: Sequence[str], sources: Sequence[Source], store: str, single: bool) -> None:
+    absolute = os.path.abspath(out)
+    shown = display_name(out)
+    if _inside(absolute, os.path.abspath(store)):
+        raise UsageError(f"the output {shown} is the store {display_name(store)} or inside it; choose another path")
+    for name in inputs:
+        if name != STDIN and os.path.isdir(name) and _inside(absolute, os.path.abspath(name)):
+            raise UsageError(f"the output {shown} lies inside the input {display_name(name)}; write it elsewhere "
+                             "(filter never writes into its inputs)")
+    exists = os.path.lexists(absolute)
+    for source in sources:
+        if source.path == STDIN:
+            continue
+        if _inside(source.path, absolute) or (exists and os.path.exists(source.path)
+                                              and os.path.samefile(source.path, absolute)):
+            raise UsageError(f"the output {shown} is, or holds, the input {source.display}; write it elsewhere "
+                             "(filter never modifies its inputs)")
+    if not exists:
+        return
+    if single and os.path.isdir(absolute):
+        raise DedupError(f"refusing to overwrite {shown}: it is a directory, and one input makes one file; "
+                         "name a file")
+    if not single and not os.path.isdir(absolute):
+        raise DedupError(f"refusing to overwrite {shown}: it is a file, and these inputs make a directory; "
+                         "name a new directory")
+    if not single and os.listdir(absolute) and not os.path.isfile(os.path.join(absolute, MARKER)):
+        raise DedupError(f"refusing to overwrite {shown}: it is a directory that dedup filter did not write; "
+                         "choose another path or remove it")
+
+
+def plan_layout(inputs: Sequence[str], sources: Sequence[Source], out: str, store: str,
+                files_from: str | None) -> Layout:
+    """Where each of ``sources`` (found from ``inputs`` and ``files_from``) goes; checks OUT (see the module)."""
+    single = files_from is None and len(inputs) == 1 and (inputs[0] == STDIN or not os.path.isdir(inputs[0]))
+    if out == STDIN:
+        if not single:
+            raise UsageError("-o - (stdout) takes the output of one input file; name a directory for several")
+        if sources and sources[0].format == "parquet":
+            raise UsageError("Parquet cannot be written to stdout; name an output file")
+        return Layout(out, True, ("",) * len(sources))
+    if STDIN in inputs and not single:
+        raise UsageError("stdin (-) is filtered only on its own, into one file; filter files separately")
+    _check_out(out, inputs, sources, store, single)
+    if single:
+        return Layout(out, True, ("",) * len(sources))
+    bases = [os.path.abspath(name) if os.path.isdir(name) else os.path.dirname(os.path.abspath(name))
+             for name in inputs] + [os.path.dirname(source.path) for source in sources]
+    base = os.path.commonpath(bases) if bases else os.getcwd()
+    return Layout(out, False, tuple(os.path.relpath(source.path, base) for source in sources))
+
+
+def write_marker(directory: Path, store: str, inputs: Sequence[str]) -> None:
+    """Mark a directory OUT as ``filter``'s, so that a later run may replace it."""
+    record = {"written_by": f"dedup {__version__} filter", "store": os.path.abspath(store),
+              "inputs": [display_name(os.path.abspath(name)) if name != STDIN else name for name in inputs]}
+    (directory / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

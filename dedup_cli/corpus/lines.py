@@ -1,0 +1,113 @@
+"""Filtering line inputs (JSON Lines, lines, integer sets): the kept lines copied byte for byte, in order.
+
+Lines are read in batches. When ids are ``FILE:LINE`` (no id field) the lines to check are found from their
+numbers, a batch at a time, and only those are decoded; otherwise each line is read as ``sign`` reads it
+(:func:`dedup_cli.inputs.files.line_document`) for its id. Blank and malformed lines are never documents, so they
+are kept. With ``annotate`` every JSON object gets the three ``dedup_*`` fields, added before its closing brace so
+that the rest of the line stays as it was.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.errors import InputError
+from dedup_cli.inputs.files import line_document
+from dedup_cli.inputs.locations import Source
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.streams import Prefixed, iter_raw_lines
+from dedup_cli.options import InputOptions, literal
+
+LINE_BATCH = 4096
+ANNOTATION_FIELDS = ("dedup_group", "dedup_keep", "dedup_representative")
+
+Line = tuple[int, bytes, bytes]  # (number from 1, the line as read, its content: see iter_raw_lines)
+
+
+def filter_lines(stream: Any, source: Source, options: InputOptions, decisions: Decisions, out: BinaryIO,
+                 annotate: bool = False, progress: Callable[[], None] | None = None) -> SourceOutcome:
+    """Write the lines of ``source`` (its decompressed bytes ``stream``) to keep to ``out``, in order.
+
+    Args:
+        stream: the source's bytes, decompressed.
+        source: the input, as planned by :func:`dedup_cli.inputs.discovery.plan_sources`.
+        options: how its documents were read when signed (id field, text field).
+        decisions: what to drop.
+        out: where kept lines go.
+        annotate: keep every line; add the ``dedup_*`` fields to JSON objects.
+        progress: called after each batch of lines.
+    """
+    outcome = SourceOutcome()
+    reader = io.BufferedReader(Prefixed(b"", stream), buffer_size=1 << 16)
+    batch: list[Line] = []
+    for line in iter_raw_lines(reader):
+        batch.append(line)
+        if len(batch) == LINE_BATCH:
+            out.write(_filter_batch(batch, source, options, decisions, annotate, outcome))
+            batch = []
+            if progress is not None:
+                progress()
+    if batch:
+        out.write(_filter_batch(batch, source, options, decisions, annotate, outcome))
+    return outcome
+
+
+def _document(line: Line, source: Source, options: InputOptions) -> Any:
+    """The document of a line as ``sign`` read it, or None (blank or malformed: not a document)."""
+    number, _, content = line
+    if not content or content.isspace():
+        return None
+    return line_document(content, number, source, options, 0, ReadReport())
+
+
+def _filter_batch(batch: list[Line], source: Source, options: InputOptions, decisions: Decisions, annotate: bool,
+                  outcome: SourceOutcome) -> bytes:
+    outcome.records += sum(1 for _, _, content in batch if content and not content.isspace())
+    documents: list[Any] | None = None
+    if options.id_field is None and source.format != "sets":  # ids are FILE:LINE: match the numbers
+        first = batch[0][0]
+        positions = np.full(len(batch), -1, np.int64)
+        numbers, found = decisions.numbered(source.id, first, first + len(batch))
+        positions[numbers - first] = found
+    else:
+        documents = [_document(line, source, options) for line in batch]
+        positions = decisions.lookup([None if document is None else document.id for document in documents])
+    dropped = np.zeros(len(batch), bool)
+    for index in np.flatnonzero(positions >= 0).tolist():
+        document = documents[index] if documents is not None else _document(batch[index], source, options)
+        dropped[index] = decisions.settle(outcome, int(positions[index]),
+                                          None if document is None else document.content_hash,
+                                          f"{source.display}:{batch[index][0]}")
+    if annotate:
+        return b"".join(_annotated(line, decisions.annotation(int(position), bool(drop)), source)
+                        for line, position, drop in zip(batch, positions, dropped, strict=True))
+    if not dropped.any():
+        return b"".join(raw for _, raw, _ in batch)
+    return b"".join(raw for (_, raw, _), drop in zip(batch, dropped, strict=True) if not drop)
+
+
+def _annotated(line: Line, values: tuple[Any, ...], source: Source) -> bytes:
+    """The line with the ``dedup_*`` fields added at the end of its JSON object (other lines as they are)."""
+    number, raw, content = line
+    if not content.lstrip().startswith(b"{"):
+        return raw
+    try:
+        record = json.loads(content)
+    except (ValueError, RecursionError):
+        return raw
+    if not isinstance(record, dict):
+        return raw
+    for name in ANNOTATION_FIELDS:
+        if name in record:
+            raise InputError(literal(f"{source.display}:{number} already has a field {name!r}; ") +
+                             "{annotate} would add it again", options=True)
+    fields = ", ".join(f"{json.dumps(name)}: {json.dumps(value, ensure_ascii=False)}"
+                       for name, value in zip(ANNOTATION_FIELDS, values, strict=True)).encode()
+    body = raw.rstrip()
+    return body[:-1] + (b", " if record else b"") + fields + b"}" + raw[len(body):]

@@ -1,0 +1,96 @@
+"""Filtering Parquet inputs: the kept rows of each record batch, written with the input's schema and codec.
+
+Rows are read in batches of every column; a mask from the decisions filters each batch. Ids ``FILE:ROW`` are
+matched by row number without reading the row; ids from ``id_column`` by value, a batch at a time. Only the text
+of rows to drop is decoded (to check the content hash). With ``annotate``, every row is kept and three columns are
+added: ``dedup_group`` (int64, null outside groups), ``dedup_keep`` (bool) and ``dedup_representative`` (string).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.corpus.lines import ANNOTATION_FIELDS
+from dedup_cli.errors import InputError
+from dedup_cli.inputs.decoding import decode
+from dedup_cli.inputs.locations import Source
+from dedup_cli.inputs.parquet import check_columns, column_values, row_identifier
+from dedup_cli.inputs.records import text_hash
+from dedup_cli.options import InputOptions, literal
+
+PARQUET_FILTER_ROWS = 1 << 16
+ANNOTATION_TYPES = (pa.int64(), pa.bool_(), pa.string())
+_CODECS = {"uncompressed": "none", "lz4_raw": "lz4"}
+
+
+def _codec(parquet: pq.ParquetFile) -> str:
+    """The compression of the input's first column chunk, as ``ParquetWriter`` names it (zstd when unknown)."""
+    if parquet.metadata.num_row_groups == 0 or parquet.metadata.num_columns == 0:
+        return "zstd"
+    name = str(parquet.metadata.row_group(0).column(0).compression).lower()
+    name = _CODECS.get(name, name)
+    return name if name in ("none", "snappy", "gzip", "brotli", "lz4", "zstd") else "zstd"
+
+
+def _annotated_schema(schema: pa.Schema, source: Source) -> pa.Schema:
+    for name, data_type in zip(ANNOTATION_FIELDS, ANNOTATION_TYPES, strict=True):
+        if name in schema.names:
+            raise InputError(literal(f"{source.display} already has a column {name!r}; ") +
+                             "{annotate} would add it again", options=True)
+        schema = schema.append(pa.field(name, data_type))
+    return schema
+
+
+def _row_positions(batch: pa.RecordBatch, row: int, source: Source, options: InputOptions,
+                   decisions: Decisions) -> np.ndarray:
+    """int64[rows]: the decision of each row of ``batch`` (the rows from ``row`` on), -1 where none."""
+    if options.id_column is None:
+        positions = np.full(batch.num_rows, -1, np.int64)
+        numbers, found = decisions.numbered(source.id, row, row + batch.num_rows)
+        positions[numbers - row] = found
+        return positions
+    values = column_values(batch.column(options.id_column))
+    return decisions.lookup([None if value is None else row_identifier(value) for value in values])
+
+
+def filter_parquet(handle: Any, source: Source, options: InputOptions, decisions: Decisions, out: BinaryIO,
+                   annotate: bool = False, progress: Callable[[], None] | None = None) -> SourceOutcome:
+    """Write the rows of the Parquet file ``handle`` (``source``) to keep to ``out``, in order, with its schema.
+
+    Arguments as :func:`dedup_cli.corpus.lines.filter_lines`; ``progress`` is called after each batch.
+    """
+    outcome = SourceOutcome()
+    parquet = pq.ParquetFile(handle)
+    check_columns(parquet.schema_arrow, source, options)
+    schema = _annotated_schema(parquet.schema_arrow, source) if annotate else parquet.schema_arrow
+    row = 0
+    with pq.ParquetWriter(out, schema, compression=_codec(parquet)) as writer:
+        for batch in parquet.iter_batches(batch_size=PARQUET_FILTER_ROWS, use_threads=False):
+            size = batch.num_rows
+            positions = _row_positions(batch, row, source, options, decisions)
+            hits = np.flatnonzero(positions >= 0)
+            texts = column_values(batch.column(options.text_column).take(pa.array(hits, pa.int64())))
+            dropped = np.zeros(size, bool)
+            for offset, text in zip(hits.tolist(), texts, strict=True):
+                content_hash = None if text is None else text_hash(decode(text)[0])
+                dropped[offset] = decisions.settle(outcome, int(positions[offset]), content_hash,
+                                                   f"{source.display} row {row + offset}")
+            outcome.records += size
+            if annotate:
+                values = [decisions.annotation(int(p), bool(d)) for p, d in zip(positions, dropped, strict=True)]
+                columns = [pa.array([value[i] for value in values], data_type)
+                           for i, data_type in enumerate(ANNOTATION_TYPES)]
+                batch = pa.RecordBatch.from_arrays([*batch.columns, *columns], schema=schema)
+            elif dropped.any():
+                batch = batch.filter(pa.array(~dropped))
+            writer.write_batch(batch)
+            row += size
+            if progress is not None:
+                progress()
+    return outcome

@@ -1,0 +1,110 @@
+"""Filtering one input source into its output, whatever its format: the unit an engine maps over the inputs.
+
+A whole file (one document) is hard-linked (or copied) unless it is dropped; it is read only when it is to be
+dropped, to check that its content is still the one signed. Line and Parquet files are filtered record by record
+(:mod:`dedup_cli.corpus.lines`, :mod:`dedup_cli.corpus.parquet`), and compressed lines are written compressed the
+same way. A file the store never read (added since signing, or skipped by ``sign``) is copied whole.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, BinaryIO
+
+from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.corpus.lines import filter_lines
+from dedup_cli.corpus.parquet import filter_parquet
+from dedup_cli.corpus.writers import compressed, link_or_copy, output_file
+from dedup_cli.errors import InputError
+from dedup_cli.inputs.files import read_whole
+from dedup_cli.inputs.locations import STDIN, Source
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.streams import READ_ERRORS, Counted, open_decompressed
+from dedup_cli.options import InputOptions
+
+
+@contextmanager
+def _opened(source: Source, stdin: Any, data: bytes | None = None) -> Iterator[tuple[Any, Any, Callable[[], int]]]:
+    """The source's decompressed bytes, its ``stat`` (None for stdin) and how much of it was consumed; ``data``:
+    stdin already read."""
+    if source.path != STDIN:
+        with open_decompressed(source.path, source.compression) as opened:
+            yield opened
+        return
+    stream = Counted(stdin if data is None else io.BytesIO(data))
+    yield stream, None, stream.position
+
+
+def _whole_file(source: Source, decisions: Decisions, target: str | BinaryIO, stdin: Any,
+                annotate: bool) -> SourceOutcome:
+    """A file that is one document (or stdin read as one): linked or copied unless dropped (never, to annotate:
+    a whole file has no fields to mark)."""
+    outcome = SourceOutcome(records=1)
+    position = int(decisions.lookup([source.id])[0])
+    data = stdin.read() if source.path == STDIN else None
+    dropped = False
+    if position >= 0:
+        content_hash = None
+        if decisions.drop[position]:
+            with _opened(source, stdin, data) as (stream, status, _):
+                document = next(iter(read_whole(stream, status, source, None, ReadReport())), None)
+            content_hash = None if document is None else document[1].content_hash
+        dropped = decisions.settle(outcome, position, content_hash, source.display)
+    if data is not None:
+        with output_file(target) as out:
+            out.write(b"" if dropped and not annotate else data)
+    elif not dropped or annotate:
+        link_or_copy(source.path, target)
+    return outcome
+
+
+def filter_source(source: Source, decisions: Decisions, options: InputOptions, target: str | BinaryIO,
+                  annotate: bool = False, signed: bool = True, stdin: Any = None,
+                  progress: Callable[[int], None] | None = None) -> SourceOutcome:
+    """Write what to keep of ``source`` to ``target``, in the source's format and compression.
+
+    Args:
+        source: one input file, or stdin, as planned by :func:`dedup_cli.inputs.discovery.plan_sources`.
+        decisions: what to drop (to annotate: every grouped document).
+        options: how the store's sign runs read the documents (formats, id and text fields).
+        target: the output file's path (its directory is created), or an open binary stream.
+        annotate: keep every record; add the ``dedup_*`` fields to JSON Lines records and Parquet rows.
+        signed: False for a file the store never read: copied whole, unread.
+        stdin: the binary stream read for the source ``-``.
+        progress: told how many bytes of the input (on disk; none for stdin) were just read.
+
+    Raises:
+        InputError: the source could not be read to its end.
+    """
+    done = 0
+
+    def advance(position: Callable[[], int]) -> Callable[[], None]:
+        def tick() -> None:
+            nonlocal done
+            now = position()
+            if progress is not None and now > done:
+                progress(now - done)
+                done = now
+        return tick
+
+    try:
+        if not signed:
+            link_or_copy(source.path, target)
+            outcome = SourceOutcome(unsigned=[source.display])
+        elif source.format == "text":
+            outcome = _whole_file(source, decisions, target, stdin, annotate)
+        elif source.format == "parquet":
+            with open(source.path, "rb") as handle, output_file(target) as out:
+                outcome = filter_parquet(handle, source, options, decisions, out, annotate)
+        else:
+            with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
+                  compressed(out, source.compression) as writer):
+                outcome = filter_lines(stream, source, options, decisions, writer, annotate, advance(position))
+    except READ_ERRORS as error:
+        reason = getattr(error, "strerror", None) or " ".join(str(error).split()) or type(error).__name__
+        raise InputError(f"cannot read {source.display} to its end ({reason}); nothing was written") from error
+    if progress is not None and source.size > done:
+        progress(source.size - done)
+    return outcome

@@ -1,0 +1,85 @@
+"""Where kept records go: output streams compressed as their input was, and whole files linked or copied.
+
+``.gz`` output is written with a zero modification time and no file name in its header, so the same input gives
+the same bytes; ``.bz2``, ``.xz`` and ``.zst`` use their libraries' default levels.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, BinaryIO
+
+import pyarrow as pa
+
+
+class _KeepOpen(io.RawIOBase):
+    """Writes through to ``stream`` and leaves it open when closed (Arrow closes the file it wraps)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        return self._stream.write(data)
+
+
+@contextmanager
+def compressed(stream: BinaryIO, compression: str | None) -> Iterator[BinaryIO]:
+    """A stream that writes to ``stream`` compressed as ``compression`` says (None: as is); the compressor is
+    finished when the block ends, ``stream`` stays open."""
+    if compression is None:
+        yield stream
+        return
+    writer: Any
+    if compression == "gzip":
+        writer = gzip.GzipFile(filename="", mode="wb", fileobj=stream, mtime=0)
+    elif compression == "bz2":
+        writer = bz2.BZ2File(stream, "wb")
+    elif compression == "xz":
+        writer = lzma.LZMAFile(stream, "wb")
+    elif compression == "zstd":
+        writer = pa.CompressedOutputStream(pa.PythonFile(_KeepOpen(stream), mode="w"), "zstd")
+    else:
+        raise ValueError(f"unknown compression {compression!r}")
+    with writer:
+        yield writer
+
+
+@contextmanager
+def output_file(target: str | BinaryIO) -> Iterator[BinaryIO]:
+    """``target`` itself when it is a stream, else the file at path ``target``, created (with its directory),
+    flushed and fsynced when the block ends."""
+    if not isinstance(target, str):
+        yield target
+        return
+    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    with open(target, "wb") as stream:
+        yield stream
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def link_or_copy(source: str, target: str | BinaryIO) -> None:
+    """Put the file ``source`` at ``target``: a hard link where the file system allows one, else a copy (with the
+    modification time); into a stream, its bytes."""
+    if not isinstance(target, str):
+        with open(source, "rb") as handle:
+            shutil.copyfileobj(handle, target)
+        return
+    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:  # another file system (EXDEV), no links allowed (EPERM), too many links (EMLINK)
+        shutil.copy2(source, target)
+        with open(target, "rb") as copied:
+            os.fsync(copied.fileno())

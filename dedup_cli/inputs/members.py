@@ -1,0 +1,110 @@
+"""Reading a ``find --output members`` file (JSON Lines, TSV, CSV or Parquet), for ``filter --members``.
+
+The format is recognised from the content: Parquet by its magic bytes, JSON Lines by a first line that opens an
+object, else TSV (a tab in the first line) or CSV. A TSV/CSV header row names the columns; without one (``find
+--no-header``) they are in ``find``'s order: id, group, action, group_size, representative, then store and
+representative_store (with ``--against``). Rows of the reference store (``store`` = ``reference``) are skipped:
+only the new store's documents are ever dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dedup_cli.errors import InputError
+from dedup_cli.inputs.locations import display_name
+from dedup_cli.options import literal
+
+MEMBER_FIELDS = ("id", "group", "action", "group_size", "representative", "store", "representative_store")
+ACTIONS = ("keep", "drop")
+
+
+@dataclass
+class Members:
+    """The new store's grouped documents a members file lists, in its order."""
+
+    ids: list[str]
+    groups: np.ndarray  # int64[m]
+    drop: np.ndarray  # bool[m]
+    representatives: list[str]
+
+
+def _rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(where, record) of every record of the file."""
+    with open(path, "rb") as handle:
+        magic = handle.read(4)
+    if magic == b"PAR1":
+        for number, record in enumerate(pq.read_table(path).to_pylist()):
+            yield f"row {number}", record
+        return
+    with open(path, encoding="utf-8", newline="") as handle:
+        lines = (line for line in handle if line.strip())
+        first = next(lines, None)
+        if first is None:
+            return
+        if first.lstrip().startswith("{"):
+            for number, line in enumerate([first, *lines], start=1):
+                try:
+                    yield f"record {number}", json.loads(line)
+                except ValueError as error:
+                    raise ValueError(f"record {number} is not JSON ({error})") from None
+            return
+        reader = csv.reader([first], delimiter="\t" if "\t" in first else ",")
+        header = next(reader)
+        names = header if "id" in header and "action" in header else list(MEMBER_FIELDS[: len(header)])
+        rows = csv.reader(lines, delimiter="\t" if "\t" in first else ",")
+        if names is not header:
+            yield "row 1", dict(zip(names, header, strict=False))
+        for number, row in enumerate(rows, start=2):
+            yield f"row {number}", dict(zip(names, row, strict=False))
+
+
+def _check(where: str, record: Any) -> tuple[str, int, bool, str]:
+    if not isinstance(record, dict):
+        raise ValueError(f"{where} is not a record")
+    missing = [name for name in ("id", "group", "action", "representative") if record.get(name) in (None, "")]
+    if missing:
+        raise ValueError(f"{where} has no {missing[0]!r}")
+    if record["action"] not in ACTIONS:
+        raise ValueError(f"{where}: action {record['action']!r} is neither keep nor drop")
+    try:
+        group = int(record["group"])
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: group {record['group']!r} is not a number") from None
+    return str(record["id"]), group, record["action"] == "drop", str(record["representative"])
+
+
+def read_members(path: str) -> Members:
+    """The new store's documents listed in the members file ``path``, with their groups and actions.
+
+    Raises:
+        InputError: the file cannot be read, or a record is not a member record (named by its row).
+    """
+    ids: list[str] = []
+    groups: list[int] = []
+    drop: list[bool] = []
+    representatives: list[str] = []
+    try:
+        for where, record in _rows(path):
+            identifier, group, dropped, representative = _check(where, record)
+            if record.get("store") == "reference":
+                continue
+            ids.append(identifier)
+            groups.append(group)
+            drop.append(dropped)
+            representatives.append(representative)
+    except OSError as error:
+        raise InputError(f"cannot read {{members}} {literal(display_name(path))}: "
+                         f"{literal(error.strerror or error)}", options=True) from error
+    except (ValueError, pa.ArrowException, csv.Error) as error:
+        raise InputError(literal(f"{display_name(path)} is not a members file ({' '.join(str(error).split())}); ")
+                         + "pass one written by dedup find --output members (to {members})", options=True) from error
+    return Members(ids, np.array(groups, np.int64), np.array(drop, bool), representatives)
