@@ -99,10 +99,6 @@ def reports_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _show_progress(quiet: bool) -> bool:
-    return not quiet and sys.stderr.isatty()
-
-
 @contextmanager
 def _output_stream(path: str | None, binary: bool = False) -> Iterator[Any]:
     """stdout, or a file written beside its final name and renamed into place only when complete."""
@@ -118,6 +114,7 @@ def _output_stream(path: str | None, binary: bool = False) -> Iterator[Any]:
 
 def _options(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     """Several Click options as one decorator, so that commands share them."""
+
     def apply(command: F) -> F:
         for decorator in reversed(decorators):
             command = decorator(command)
@@ -198,7 +195,9 @@ def _progress_bar(quiet: bool, description: str) -> Iterator[tuple[Callable[[int
 
     def on_start(total: int | None) -> None:
         nonlocal bar
-        if _show_progress(quiet):
+        if bar is not None:  # a second stage (filter --sign: signing, then filtering)
+            bar.close()
+        if not quiet and sys.stderr.isatty():
             bar = tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc=description)
 
     def advance(count: int) -> None:
@@ -369,6 +368,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
 @click.option("--members", type=click.Path(dir_okay=False, path_type=str), default=FilterOptions.members,
               help="Drop what this find --output members FILE marks drop, instead of running find.")
 @click.option("--annotate", is_flag=True, help="Keep every record; add dedup_group, dedup_keep, dedup_representative.")
+@click.option("--sign", "sign_first", is_flag=True, help="First sign the inputs into the store (as sign would).")
 @click.option("--removed", type=click.Path(dir_okay=False, path_type=str, allow_dash=True), default=None,
               help="Write one record per dropped document to FILE: id, group, representative, similarity.")
 @click.option("--removed-format", type=click.Choice(OUTPUT_FORMATS), default=None,
@@ -377,28 +377,28 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
 @click.option("-v", "--verbose", is_flag=True, help="List every warning, not only the first few.")
 @reports_errors
 def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_method: str, members: str | None,
-                  annotate: bool, removed: str | None, removed_format: str | None, quiet: bool, verbose: bool,
-                  **given: Any) -> None:
+                  annotate: bool, sign_first: bool, removed: str | None, removed_format: str | None, quiet: bool,
+                  verbose: bool, **given: Any) -> None:
     """Write the documents to keep, in the inputs' own formats: the deduplicated corpus.
 
-    INPUTS are files, directories and - (stdin) signed into the store, read as its sign runs read them.
-    Which documents to drop comes from find (its options below) or from --members.
+    INPUTS (files, directories, - for stdin) are read as the store's sign runs read them; what to drop
+    comes from find (its options below) or from --members.
 
     \b
     Example:
-      dedup filter crawl.jsonl -o clean.jsonl --threshold 0.8
+      dedup filter crawl.jsonl --sign -o clean.jsonl --threshold 0.8
       dedup filter corpus/ -o clean/ --keep longest --removed removed.tsv
       dedup filter train.jsonl -s train.parquet --against test.parquet --only-across -o clean.jsonl
     """
     import dedup_cli as api
     from dedup_cli.output.records import removed_fields, removed_records
-    from dedup_cli.output.summaries import filter_summary, filter_warnings, read_warnings
+    from dedup_cli.output.summaries import filter_summary, filter_warnings, read_warnings, sign_summary
 
-    if out == "-" and removed == "-":
+    if out == removed == "-":
         raise UsageError("-o - and --removed - cannot both be stdout; name a file for one of them")
     reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__ if name in given})
     options = FilterOptions(input=reading, find=FindOptions(group=group_method, **given), members=members,
-                            annotate=annotate)
+                            annotate=annotate, sign=SignOptions(input=reading) if sign_first else None)
     with _progress_bar(quiet, "filtering") as (on_start, advance):
         report = api.filter(inputs, out, default_store(store), options, progress=advance, on_start=on_start)
     if removed is not None:
@@ -406,6 +406,8 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
         _write_records(removed_records(report), "removed", (removed_fields(report),) * 2, fmt, removed, True)
     _print_warnings(read_warnings(report.read, flag) + filter_warnings(report), verbose)
     if not quiet:
+        if report.signed is not None:
+            click.echo(sign_summary(report.signed), err=True)
         click.echo(filter_summary(report), err=True)
 
 

@@ -476,24 +476,25 @@ class FilterOptions:
         members: instead of running ``find``, a ``find --output members`` file (JSON Lines, TSV, CSV or
             Parquet) whose ``drop`` rows are the documents to drop; ``find`` must then keep its defaults.
         annotate: keep every record and add ``dedup_group``, ``dedup_keep`` and ``dedup_representative``.
+        sign: first sign the inputs into the store (created if missing) with these options, incrementally.
     """
 
     input: InputOptions = InputOptions()
     find: FindOptions = FindOptions()
     members: str | None = None
     annotate: bool = False
+    sign: SignOptions | None = None
 
     def __post_init__(self) -> None:
         if self.input.id_root is not None:
             raise OptionError("id_root", self.input.id_root, "{id_root} is the store's for filter; leave it out")
+        if self.sign is not None and (self.members is not None or self.sign.input.input_format == "sets"):
+            raise OptionError("sign", True, "{sign} signs text for find; leave it out with {members} or sets")
         if self.members is None:
             return
-        if not os.fspath(self.members):
-            raise OptionError("members", self.members, "{members} must name a file")
         _set(self, members=os.fspath(self.members))
-        default = FindOptions()
-        for name in FindOptions.__dataclass_fields__:
-            value = getattr(self.find, name)
-            if value != getattr(default, name):
-                raise OptionError(name, value, f"{{members}} FILE says what to drop, so {{{name}}} does not "
-                                  "apply; leave it out (or leave out {members} to run find)")
+        default, names = FindOptions(), FindOptions.__dataclass_fields__
+        given = [name for name in names if getattr(self.find, name) != getattr(default, name)]
+        if given:
+            raise OptionError(given[0], getattr(self.find, given[0]), f"{{members}} FILE says what to drop, so "
+                              f"{{{given[0]}}} does not apply; leave it out (or leave out {{members}} to run find)")

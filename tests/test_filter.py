@@ -199,7 +199,7 @@ def test_members_naming_documents_the_store_lacks_is_refused(jsonl_corpus: tuple
     members.write_text("id\tgroup\taction\tgroup_size\trepresentative\nzz\t1\tdrop\t2\ta\na\t1\tkeep\t2\ta\n")
     code, _, stderr = run("filter", str(corpus), "-o", str(corpus.parent / "o.jsonl"), "-s", str(store),
                           "--members", str(members))
-    assert code == 1 and "names 1 document(s) to drop that" in stderr and "(e.g. zz)" in stderr
+    assert code == 1 and "names document(s) to drop that" in stderr and "(e.g. zz)" in stderr
     members.write_text("id\tgroup\taction\trepresentative\na\tone\tdrop\tb\n")
     code, _, stderr = run("filter", str(corpus), "-o", str(corpus.parent / "o.jsonl"), "-s", str(store),
                           "--members", str(members))
@@ -403,6 +403,20 @@ def test_filter_reads_inputs_as_sign_did_and_older_stores_still_work(tmp_path: P
     assert "no \"body\"" not in stderr
     ok("filter", str(corpus), "-o", str(out), "-s", str(store), "--id-field", "url", "--text-field", "body", "-q")
     assert [json.loads(line)["url"] for line in out.read_text().splitlines()] == ["u1", "u3"]
+
+
+def test_one_command_signs_and_filters(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DEDUP_STORE", raising=False)
+    Path("crawl.jsonl").write_text("".join(json.dumps({"url": u, "text": t}) + "\n" for u, t in
+                                           [("u1", text(0)), ("u2", text(0, 1)), ("u3", text(1))]))
+    _, stderr = ok("filter", "crawl.jsonl", "--sign", "--id-field", "url", "-o", "clean.jsonl")
+    assert Path("dedup.parquet").is_dir() and "signed 3 documents (3 new" in stderr
+    assert [json.loads(line)["url"] for line in Path("clean.jsonl").read_text().splitlines()] == ["u1", "u3"]
+    _, stderr = ok("filter", "crawl.jsonl", "--sign", "--id-field", "url", "-o", "clean.jsonl")
+    assert "signed 0 documents (0 new, 0 changed, 3 unchanged" in stderr and "2 kept, 1 dropped" in stderr
+    code, _, stderr = run("filter", "-", "--sign", "-o", "x.txt", stdin=b"text")
+    assert code == 2 and "--sign cannot read stdin twice" in stderr
 
 
 def test_api_returns_the_report_and_names_parameters(jsonl_corpus: tuple[Path, Path, list[bytes]]) -> None:

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from dedup_cli.commands.find import find, open_reference
+from dedup_cli.commands.sign import SignReport, sign
 from dedup_cli.corpus.decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.layout import Layout, plan_layout, write_marker
 from dedup_cli.corpus.sources import filter_source
@@ -37,6 +38,10 @@ from dedup_cli.store.store import Store, open_store, stored_id_root
 
 Progress = Callable[[int], None]
 """Called with the number of input bytes (on disk) just read."""
+
+MEMBERS_BATCH = 1 << 16
+"""Documents to drop whose stored rows a members file's run reads at a time (their signatures, for the similarity
+to the kept one): about 25 MB of rows at k = 256."""
 
 
 @dataclass
@@ -69,6 +74,7 @@ class FilterReport:
     against: str | None = None
     keep_field_problems: list[tuple[str, str]] = field(default_factory=list)
     read: ReadReport = field(default_factory=ReadReport)
+    signed: SignReport | None = None  # the sign run of ``options.sign``
     seconds: float = 0.0
 
     @property
@@ -138,26 +144,33 @@ def _from_find(path: str, options: FilterOptions) -> _Plan:
 
 
 def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
+    """The decisions a members file lists, with the stored content hash of each document to drop and its
+    estimated similarity to its representative, read :data:`MEMBERS_BATCH` documents at a time."""
     assert options.members is not None
     members = read_members(options.members)
-    listed = np.ones(members.drop.size, bool) if options.annotate else members.drop
-    ids = [identifier for identifier, chosen in zip(members.ids, listed.tolist(), strict=True) if chosen]
-    representatives = [rep for rep, chosen in zip(members.representatives, listed.tolist(), strict=True) if chosen]
+    listed = np.flatnonzero(np.ones(members.drop.size, bool) if options.annotate else members.drop)
+    ids = [members.ids[index] for index in listed.tolist()]
+    representatives = [members.representatives[index] for index in listed.tolist()]
     drop = members.drop[listed]
-    wanted = list(dict.fromkeys([i for i, d in zip(ids, drop.tolist(), strict=True) if d] + representatives))
-    stored, missing = store.read_documents(wanted)
-    absent = set(missing) & set(i for i, d in zip(ids, drop.tolist(), strict=True) if d)
-    if absent:
-        raise InputError(f"{{members}} {literal(options.members)} names {len(absent)} document(s) to drop that "
-                         f"{literal(path)} does not hold (e.g. {literal(min(absent))}); pass the members file of "
-                         "this store", options=True)
-    row = {identifier: index for index, identifier in enumerate(stored.ids)}
-    rows = np.array([row.get(i, -1) for i in ids], np.int64)
-    reps = np.array([row.get(r, -1) for r in representatives], np.int64)
-    assert stored.content_hashes is not None
-    hashes = np.where(rows >= 0, stored.content_hashes[np.maximum(rows, 0)], 0).astype(np.uint64)
-    estimate = np.where(drop, pair_estimates(stored, np.maximum(rows, 0), np.where(rows >= 0, reps, -1),
-                                             store.params.bits), np.nan)
+    hashes = np.zeros(len(ids), np.uint64)
+    estimate = np.full(len(ids), np.nan)
+    dropping = np.flatnonzero(drop)
+    for start in range(0, dropping.size, MEMBERS_BATCH):
+        part = dropping[start : start + MEMBERS_BATCH]
+        names = [ids[index] for index in part.tolist()]
+        kept = [representatives[index] for index in part.tolist()]
+        stored, missing = store.read_documents(list(dict.fromkeys(names + kept)))
+        absent = sorted(set(missing).intersection(names))
+        if absent:
+            raise InputError(f"{{members}} {literal(options.members)} names document(s) to drop that {literal(path)} "
+                             f"does not hold (e.g. {literal(absent[0])}); pass the members file of this store",
+                             options=True)
+        row = {identifier: index for index, identifier in enumerate(stored.ids)}
+        rows = np.array([row[name] for name in names], np.int64)
+        assert stored.content_hashes is not None
+        hashes[part] = stored.content_hashes[rows]
+        estimate[part] = pair_estimates(stored, rows, np.array([row.get(r, -1) for r in kept], np.int64),
+                                        store.params.bits)
     return _Plan(Decisions(ids, hashes, drop, members.groups[listed], representatives), estimate,
                  np.zeros(len(ids), bool), None, len(set(members.groups.tolist())), [])
 
@@ -219,10 +232,21 @@ def filter(
         dedup_cli.errors.UsageError: bad options, an output inside the inputs or the store.
         dedup_cli.errors.InputError: an input never signed into the store, or unreadable (nothing is written).
         dedup_cli.errors.DedupError: an output that exists and is not ``filter``'s to replace.
+
+    With ``options.sign``, the inputs are first signed into the store (``sign``, incrementally; it is created if
+    missing), so that one call goes from a corpus to its deduplicated copy.
     """
     started = time.perf_counter()
     options = FilterOptions() if options is None else options
     path = default_store(store)
+    signing = None
+    if options.sign is not None:
+        if STDIN in inputs:
+            raise UsageError("{sign} cannot read stdin twice (to sign, then to filter); sign it first", options=True)
+        signing = sign(inputs, path, options.sign, progress, on_start)
+        if signing.read.unreadable:
+            where, reason = signing.read.unreadable[0]
+            raise InputError(f"cannot read {where}: {reason}; nothing was written")
     opened = open_store(path)  # the manifest only: everything is checked before find reads the store
     reading = reading_options(opened, options.input)
     if options.members is None:
@@ -233,7 +257,8 @@ def filter(
     elif not os.path.isfile(options.members):
         raise InputError(f"{{members}} {literal(options.members)} does not exist; write it with dedup find "
                          "--output members", options=True)
-    report = FilterReport(store=path, out=os.fspath(out), against=options.find.against, annotated=options.annotate)
+    report = FilterReport(store=path, out=os.fspath(out), against=options.find.against, annotated=options.annotate,
+                          signed=signing)
     stream = stdin if stdin is not None else sys.stdin.buffer
     sources = plan_sources(inputs, dataclasses.replace(reading, id_root=stored_id_root(path)), report.read, stream)
     if report.read.unreadable:
