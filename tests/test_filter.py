@@ -284,6 +284,18 @@ def test_lines_format_and_stdin(tmp_path: Path) -> None:
     assert out.read_text() == stdout
 
 
+def test_integer_sets_are_filtered_like_lines(tmp_path: Path) -> None:
+    lines = ["a\t" + " ".join(map(str, range(0, 200))), '{"id": "b", "elements": ' + str(list(range(1, 200))) + "}",
+             "c\t" + " ".join(map(str, range(500, 700))), "a\t1 2 3"]  # a repeated id: never signed, kept
+    corpus = tmp_path / "sets.tsv"
+    corpus.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "s.parquet"
+    sign(str(corpus), "--input-format", "sets", "--universe", "1000", "-o", str(store))
+    out = tmp_path / "out.tsv"
+    ok("filter", str(corpus), "-o", str(out), "-s", str(store), "-q")  # reads the store's options: sets, D
+    assert out.read_text() == "\n".join([lines[0], lines[2], lines[3]]) + "\n"
+
+
 def test_directory_of_files_becomes_the_same_tree_of_hard_links(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     (corpus / "sub").mkdir(parents=True)
