@@ -37,7 +37,11 @@ if TYPE_CHECKING:
     from dedup_cli.engine.results import FindResult
     from dedup_cli.errors import DedupError, InputError, OptionError, StoreError, UsageError
     from dedup_cli.inputs.report import ReadReport
-    from dedup_cli.options import EstimateOptions, FilterOptions, FindOptions, InputOptions, PlanOptions, SignOptions
+    from dedup_cli.options.filtering import FilterOptions
+    from dedup_cli.options.finding import EstimateOptions, FindOptions
+    from dedup_cli.options.planning import PlanOptions
+    from dedup_cli.options.reading import InputOptions
+    from dedup_cli.options.signing import SignOptions
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.snapshot import StoredSignatures
     from dedup_cli.store.store import Store, open_store, read_store
@@ -45,21 +49,21 @@ if TYPE_CHECKING:
 # Each public name and the module that defines it.
 _PUBLIC = {
     "sign": "dedup_cli.commands.sign",
-    "SignOptions": "dedup_cli.options",
-    "InputOptions": "dedup_cli.options",
+    "SignOptions": "dedup_cli.options.signing",
+    "InputOptions": "dedup_cli.options.reading",
     "SignReport": "dedup_cli.commands.sign",
     "ReadReport": "dedup_cli.inputs.report",
     "find": "dedup_cli.commands.find",
-    "FindOptions": "dedup_cli.options",
+    "FindOptions": "dedup_cli.options.finding",
     "FindResult": "dedup_cli.engine.results",
     "filter": "dedup_cli.commands.filter",
-    "FilterOptions": "dedup_cli.options",
+    "FilterOptions": "dedup_cli.options.filtering",
     "FilterReport": "dedup_cli.commands.filter",
     "estimate": "dedup_cli.commands.estimate",
-    "EstimateOptions": "dedup_cli.options",
+    "EstimateOptions": "dedup_cli.options.finding",
     "EstimateResult": "dedup_cli.commands.estimate",
     "plan": "dedup_cli.commands.plan",
-    "PlanOptions": "dedup_cli.options",
+    "PlanOptions": "dedup_cli.options.planning",
     "Plan": "dedup_cli.commands.plan",
     "info": "dedup_cli.commands.info",
     "StoreInfo": "dedup_cli.commands.info",

@@ -2,7 +2,7 @@
 
 A frozen dataclass that travels with the signatures: ``sign`` derives it from its options, the store writes it
 into its manifest (and each part's metadata), and ``find``, ``estimate`` and ``info`` read it back. The rules
-its fields obey are :func:`dedup_cli.options.check_signature`, applied at construction, so a store whose
+its fields obey are :func:`dedup_cli.options.checks.check_signature`, applied at construction, so a store whose
 metadata breaks them is refused as damaged.
 """
 
@@ -12,7 +12,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from dedup_cli.options import TEXT_UNIVERSE, SignOptions, check_signature
+from dedup_cli.options.checks import check_signature
+from dedup_cli.options.signing import SignOptions
+from dedup_cli.options.vocabulary import TEXT_UNIVERSE
 
 
 @dataclass(frozen=True)

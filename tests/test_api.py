@@ -17,7 +17,11 @@ from dedup_cli.estimates import exact
 from dedup_cli.estimates.exact import pair_resemblances
 from dedup_cli.files import atomic_write
 from dedup_cli.minhash.feistel import feistel
-from dedup_cli.options import EstimateOptions, FindOptions, InputOptions, PlanOptions, SignOptions, literal
+from dedup_cli.options.checks import literal
+from dedup_cli.options.finding import EstimateOptions, FindOptions
+from dedup_cli.options.planning import PlanOptions
+from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.signing import SignOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store import parts
 from dedup_cli.store.format import DocumentBatch

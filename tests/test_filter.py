@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 import dedup_cli as dedup
 from dedup_cli.cli import cli
-from dedup_cli.options import KEEP_CHOICES
+from dedup_cli.options.vocabulary import KEEP_CHOICES
 
 WORDS = 120
 

@@ -29,7 +29,7 @@ from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document, text_hash
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.reread import reread_documents
-from dedup_cli.options import InputOptions
+from dedup_cli.options.reading import InputOptions
 from dedup_cli.output.summaries import read_warnings
 
 

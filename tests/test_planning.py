@@ -27,7 +27,7 @@ from dedup_cli.candidates.buckets import candidate_pairs
 from dedup_cli.commands import plan as planning
 from dedup_cli.commands.plan import ROW_OVERHEAD_BYTES, Plan
 from dedup_cli.errors import UsageError
-from dedup_cli.options import PlanOptions
+from dedup_cli.options.planning import PlanOptions
 from dedup_cli.output.plan_report import plan_record, render_plan
 
 pytestmark = pytest.mark.filterwarnings("error")  # no RuntimeWarning (overflow, 0/0) anywhere

@@ -19,7 +19,9 @@ from helpers import raises_worded
 import dedup_cli as dedup
 from dedup_cli.cli import cli
 from dedup_cli.errors import UsageError
-from dedup_cli.options import FindOptions, InputOptions, SignOptions
+from dedup_cli.options.finding import FindOptions
+from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.signing import SignOptions
 from dedup_cli.store.format import MANIFEST_NAME
 from dedup_cli.store.store import open_store, read_store
 

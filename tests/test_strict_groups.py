@@ -18,7 +18,7 @@ from dedup_cli.groups import strict
 from dedup_cli.groups.components import Groups, connected_components, group_components
 from dedup_cli.groups.representatives import representatives, weakest_estimates
 from dedup_cli.groups.strict import strict_groups
-from dedup_cli.options import GROUP_METHODS, KEEP_CHOICES
+from dedup_cli.options.vocabulary import GROUP_METHODS, KEEP_CHOICES
 
 
 def as_sets(groups: Groups) -> list[list[int]]:

@@ -21,7 +21,8 @@ from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.exact import exact_resemblance
 from dedup_cli.estimates.pairs import score_pairs
 from dedup_cli.estimates.triples import score_triples
-from dedup_cli.options import EstimateOptions, default_store
+from dedup_cli.options.finding import EstimateOptions
+from dedup_cli.options.vocabulary import default_store
 from dedup_cli.store.store import open_store
 from dedup_cli.verification import exact_sets
 

@@ -33,7 +33,10 @@ from dedup_cli.inputs.discovery import plan_sources
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path
 from dedup_cli.inputs.members import read_members
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.options import READING_OPTIONS, FilterOptions, InputOptions, default_store, literal
+from dedup_cli.options.checks import literal
+from dedup_cli.options.filtering import FilterOptions
+from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.store.store import Store, open_store, stored_id_root
 
 Progress = Callable[[int], None]

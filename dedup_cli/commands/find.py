@@ -17,7 +17,9 @@ from dedup_cli.engine import local
 from dedup_cli.engine.find_stages import combine_stores
 from dedup_cli.engine.results import FindResult
 from dedup_cli.errors import OptionError, UsageError
-from dedup_cli.options import FindOptions, default_store, literal
+from dedup_cli.options.checks import literal
+from dedup_cli.options.finding import FindOptions
+from dedup_cli.options.vocabulary import default_store
 from dedup_cli.store.store import Store, open_store
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.options import default_store
+from dedup_cli.options.vocabulary import default_store
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.manifest import RunRecord
 from dedup_cli.store.store import open_store

@@ -22,7 +22,7 @@ from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY
 from dedup_cli.estimates.pairs import COMPARISON_BYTES
 from dedup_cli.estimates.two_way import expected_match_2way, storage_factor, variance_2way
 from dedup_cli.minhash.packing import value_dtype
-from dedup_cli.options import PlanOptions
+from dedup_cli.options.planning import PlanOptions
 
 # The S-curve is tabulated at R = 0, 0.1, …, 1 (R = 0 stands for the unrelated pairs) and at R0.
 CURVE_STEPS = 10

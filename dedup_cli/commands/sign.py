@@ -22,7 +22,9 @@ from dedup_cli.engine.sign_stage import Record
 from dedup_cli.errors import OptionError, StoreError
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.options import READING_OPTIONS, SignOptions, default_store, literal
+from dedup_cli.options.checks import literal
+from dedup_cli.options.signing import SignOptions
+from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.manifest import RunInput, RunRecord

@@ -22,7 +22,8 @@ from dedup_cli.inputs.decoding import decode
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.parquet import check_columns, column_values, row_identifier
 from dedup_cli.inputs.records import text_hash
-from dedup_cli.options import InputOptions, literal
+from dedup_cli.options.checks import literal
+from dedup_cli.options.reading import InputOptions
 
 PARQUET_FILTER_ROWS = 1 << 16
 ANNOTATION_TYPES = (pa.int64(), pa.bool_(), pa.string())

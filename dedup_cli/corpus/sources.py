@@ -22,7 +22,7 @@ from dedup_cli.inputs.files import read_whole
 from dedup_cli.inputs.locations import STDIN, Source
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import READ_ERRORS, Counted, open_decompressed
-from dedup_cli.options import InputOptions
+from dedup_cli.options.reading import InputOptions
 
 
 @contextmanager

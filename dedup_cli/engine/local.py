@@ -25,7 +25,8 @@ from dedup_cli.estimates.pairs import score_pairs
 from dedup_cli.estimates.triples import score_triples
 from dedup_cli.groups.representatives import representatives, weakest_estimates
 from dedup_cli.minhash.packing import lowest_bits
-from dedup_cli.options import FindOptions, literal
+from dedup_cli.options.checks import literal
+from dedup_cli.options.finding import FindOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.snapshot import StoredSignatures

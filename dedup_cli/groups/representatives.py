@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dedup_cli.groups.components import Groups
-from dedup_cli.options import KEEP_CHOICES, KEEP_FIELD
+from dedup_cli.options.vocabulary import KEEP_CHOICES, KEEP_FIELD
 
 KEEP_POLICIES = (*KEEP_CHOICES, KEEP_FIELD)
 

@@ -31,7 +31,8 @@ from dedup_cli.inputs.locations import STDIN, STDIN_NAME, Source, display_name
 from dedup_cli.inputs.parquet import check_columns
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import COMPRESSION_SUFFIXES, READ_ERRORS, compression
-from dedup_cli.options import InputOptions, literal
+from dedup_cli.options.checks import literal
+from dedup_cli.options.reading import InputOptions
 
 FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 

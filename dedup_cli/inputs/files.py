@@ -21,7 +21,7 @@ from dedup_cli.inputs.records import Document, IntegerSet, make_document
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.sets import integer_set
 from dedup_cli.inputs.streams import Position, Prefixed, iter_lines, read_capped
-from dedup_cli.options import InputOptions
+from dedup_cli.options.reading import InputOptions
 
 BINARY_SNIFF_BYTES = 8192
 

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.locations import display_name
-from dedup_cli.options import literal
+from dedup_cli.options.checks import literal
 
 MEMBER_FIELDS = ("id", "group", "action", "group_size", "representative", "store", "representative_store")
 ACTIONS = ("keep", "drop")

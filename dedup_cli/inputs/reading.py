@@ -22,7 +22,7 @@ from dedup_cli.inputs.parquet import read_parquet
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import READ_ERRORS, Counted, Position, open_decompressed
-from dedup_cli.options import InputOptions
+from dedup_cli.options.reading import InputOptions
 
 Unchanged = Callable[[str, str, os.stat_result], bool]
 """Told (id, location, stat) of a whole text file before it is read; True skips it as already signed."""

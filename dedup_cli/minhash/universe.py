@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dedup_cli.minhash.feistel import feistel
-from dedup_cli.options import MAX_SET_UNIVERSE
+from dedup_cli.options.vocabulary import MAX_SET_UNIVERSE
 
 # Luby–Rackoff: 4 rounds give a strong pseudo-random permutation; 2 more buy margin on the tiny domains
 # (a few bits per half) where the asymptotic argument says little, for 1.5× the cost.

@@ -19,7 +19,7 @@ import unicodedata
 
 import numpy as np
 
-from dedup_cli.options import SHINGLE_UNITS
+from dedup_cli.options.vocabulary import SHINGLE_UNITS
 
 
 def fold(text: str) -> str:

@@ -1,0 +1,203 @@
+"""What every command of the command line shares: flag wording, error → exit code, output files, progress.
+
+Exit codes: 0 success, 1 runtime error (bad input, damaged store, unreadable files), 2 usage error,
+3 duplicates found with find --fail-on-duplicates, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+
+from dedup_cli.errors import DedupError, UsageError
+from dedup_cli.files import atomic_write
+from dedup_cli.options.finding import FindOptions
+from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.vocabulary import (
+    CANDIDATE_METHODS,
+    GROUP_METHODS,
+    INPUT_FORMATS,
+    KEEP_CHOICES,
+    MAX_STORED_BITS,
+    VERIFY_MODES,
+)
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_DUPLICATES = 3  # find --fail-on-duplicates found at least one record
+MAX_WARNINGS = 20  # warnings listed without -v
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# Options whose flag is not ``--`` and the name with dashes.
+_FLAGS = {"null_separated": "-0/--null"}
+FORMAT_SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".parquet": "parquet"}  # --removed FILE's default format
+
+
+def flag(name: str) -> str:
+    """How the command line spells the option the library calls ``name``: ``bits`` → ``--bits``."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def message(error: DedupError) -> str:
+    """A library error worded for the command line (options named by their flags)."""
+    return error.worded(flag)
+
+
+def fail(text: str, code: int) -> None:
+    click.echo(f"Error: {text}", err=True)
+    sys.exit(code)
+
+
+def reports_errors(command: F) -> F:
+    """Turn library errors into one-line messages and exit codes instead of tracebacks."""
+
+    @wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except UsageError as error:
+            fail(message(error), EXIT_USAGE)
+        except DedupError as error:
+            fail(message(error), EXIT_ERROR)
+        except KeyboardInterrupt:
+            fail("interrupted; nothing was replaced", 130)
+        except BrokenPipeError:
+            # The reader went away (e.g. `| head`): stop quietly without a second error on exit.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(EXIT_ERROR)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def output_stream(path: str | None, binary: bool = False) -> Iterator[Any]:
+    """stdout, or a file written beside its final name and renamed into place only when complete."""
+    if path is None or path == "-":
+        yield sys.stdout.buffer if binary else sys.stdout
+        return
+    try:
+        with atomic_write(path, binary=binary) as stream:
+            yield stream
+    except OSError as error:
+        raise DedupError(f"cannot write {path}: {error.strerror or error}") from error
+
+
+def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Several Click options as one decorator, so that commands share them."""
+
+    def apply(command: F) -> F:
+        for decorator in reversed(decorators):
+            command = decorator(command)
+        return command
+
+    return apply
+
+
+reading_options = option_group(
+    click.option("--input-format", type=click.Choice(INPUT_FORMATS), default=InputOptions.input_format,
+                 help="auto: by extension (.jsonl, .parquet, else text); lines: one document per line; "
+                      "sets: integer sets (JSON Lines or TSV) over --universe."),
+    click.option("--id-field", default=InputOptions.id_field,
+                 help="JSON Lines: the field holding the id (default: FILE:LINE)."),
+    click.option("--text-field", default=InputOptions.text_field, help="JSON Lines: the field holding the text."),
+    click.option("--id-column", default=InputOptions.id_column,
+                 help="Parquet: the column holding the id (default: FILE:ROW)."),
+    click.option("--text-column", default=InputOptions.text_column, help="Parquet: the column holding the text."),
+    click.option("--files-from", type=click.Path(path_type=str, allow_dash=True), default=InputOptions.files_from,
+                 help="Read input paths from FILE (or - for stdin), one per line."),
+    click.option("-0", "--null", "null_separated", is_flag=True, help="--files-from paths are NUL-separated."),
+    click.option("--include", multiple=True, metavar="GLOB",
+                 help="Only files matching GLOB (path or name); repeatable."),
+    click.option("--exclude", multiple=True, metavar="GLOB",
+                 help="Skip files matching GLOB (path or name); repeatable."),
+)
+
+find_options = option_group(
+    click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=FindOptions.threshold,
+                 help="Report pairs with estimated resemblance R ≥ this (R0)."),
+    click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=FindOptions.bits,
+                 help="Bits per value for the estimator (b ≤ stored bits).  [default: all stored]"),
+    click.option("--ways", type=click.IntRange(2, 3), default=FindOptions.ways,
+                 help="3: also find triples with 3-way R̂ ≥ R0."),
+    click.option("--group", "group_method", type=click.Choice(GROUP_METHODS), default=FindOptions.group,
+                 help="components: linked pairs; strict: every pair (and triple) inside a group ≥ R0."),
+    click.option("--keep", type=click.Choice(KEEP_CHOICES), default=FindOptions.keep,
+                 help="Which member represents a group: first = id order; longest/shortest by shingles; "
+                      "oldest/newest by sign run, then modification time."),
+    click.option("--keep-field", metavar="FIELD", default=FindOptions.keep_field,
+                 help="Keep the member whose numeric JSON field or Parquet column FIELD is highest (ties by id)."),
+    click.option("--verify", type=click.Choice(VERIFY_MODES), default=FindOptions.verify,
+                 help="Re-read documents and decide pairs by exact resemblance: those whose interval "
+                      "straddles R0, all, or none."),
+    click.option("--candidates", type=click.Choice(CANDIDATE_METHODS), default=FindOptions.candidates,
+                 help="lsh: banding; all: compare every pair (exact, quadratic; fine for ~10^4–10^5 documents)."),
+    click.option("--new-since", type=click.IntRange(0), default=FindOptions.new_since, metavar="RUN",
+                 help="Only pairs, triples and groups involving documents signed after sign run RUN "
+                      "(see dedup info)."),
+    click.option("--bands", type=click.IntRange(1), default=FindOptions.bands,
+                 help="LSH bands (default: chosen for 0.99 recall at R0)."),
+    click.option("--rows", type=click.IntRange(1), default=FindOptions.rows, help="Values per LSH band."),
+    click.option("--against", metavar="REF", type=click.Path(path_type=str), default=FindOptions.against,
+                 help="Also compare with the reference store REF (read only); its documents are always kept."),
+    click.option("--only-across", is_flag=True, help="With --against: only pairs across the two stores."),
+)
+
+
+def write_records(records: Iterator[dict[str, Any]], kind: str, fields: tuple[tuple[str, ...], tuple[str, ...]],
+                   fmt: str, out: str | None, header: bool) -> int:
+    """Write records to ``out`` (stdout when None) in ``fmt``; ``fields``: (TSV/CSV columns, the others)."""
+    with output_stream(out, binary=fmt == "parquet") as stream:
+        if fmt == "parquet":
+            from dedup_cli.output.parquet import write_records_parquet
+
+            return write_records_parquet(records, fields[1], stream)
+        from dedup_cli.output.delimited import write_records
+
+        return write_records(records, kind, fmt, stream, header=header, fields=fields[0])
+
+
+@contextmanager
+def progress_bar(quiet: bool, description: str) -> Iterator[tuple[Callable[[int | None], None], Callable[..., None]]]:
+    """(on_start, progress) callbacks that drive a bar of input bytes on stderr when it is a terminal."""
+    from tqdm import tqdm
+
+    bar: Any = None
+
+    def on_start(total: int | None) -> None:
+        nonlocal bar
+        if bar is not None:  # a second stage (filter --sign: signing, then filtering)
+            bar.close()
+        if not quiet and sys.stderr.isatty():
+            bar = tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc=description)
+
+    def advance(count: int) -> None:
+        if bar is not None:
+            bar.update(count)
+
+    try:
+        yield on_start, advance
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def print_warnings(warnings: list[str], verbose: bool) -> None:
+    shown = warnings if verbose else warnings[:MAX_WARNINGS]
+    for line in shown:
+        click.echo(f"warning: {line}", err=True)
+    if len(warnings) > len(shown):
+        click.echo(f"warning: … and {len(warnings) - len(shown)} more (-v lists them all)", err=True)
+
+
+CONTEXT_SETTINGS: dict[str, Any] = {
+    "help_option_names": ["-h", "--help"],
+    "auto_envvar_prefix": "DEDUP",
+    "show_default": True,
+}

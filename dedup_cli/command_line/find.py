@@ -1,0 +1,65 @@
+"""``dedup find``: groups, pairs, triples or members from a store."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from dedup_cli.command_line.common import (
+    EXIT_DUPLICATES,
+    find_options,
+    reports_errors,
+    write_records,
+)
+from dedup_cli.errors import UsageError
+from dedup_cli.options.finding import FindOptions
+from dedup_cli.options.vocabulary import OUTPUT_FORMATS, OUTPUT_KINDS, default_store
+
+
+@click.command()
+@click.argument("store", type=click.Path(path_type=str), required=False)
+@find_options
+@click.option("--output", "kind", type=click.Choice(OUTPUT_KINDS), default="groups", help="What to print.")
+@click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="jsonl", help="Output format.")
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="Write to FILE instead of stdout (replaced atomically).")
+@click.option("--no-header", is_flag=True, help="Omit the header row of TSV/CSV output.")
+@click.option("--fail-on-duplicates", is_flag=True,
+              help=f"Exit with code {EXIT_DUPLICATES} when anything is reported (like grep), for scripts and cron.")
+@click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
+@click.option("-v", "--verbose", is_flag=True, help="A second summary line: the store, its runs and the banding.")
+@reports_errors
+def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | None, no_header: bool,
+         fail_on_duplicates: bool, quiet: bool, verbose: bool, **given: Any) -> None:
+    """Report near-duplicate groups, pairs, triples or members in a signature store.
+
+    STORE defaults to $DEDUP_STORE, else ./dedup.parquet.
+
+    \b
+    Example:
+      dedup find --threshold 0.5 --bits 2
+      dedup find sigs.parquet --threshold 0.8 --output pairs --format tsv
+      dedup find sigs.parquet --group strict --keep longest --output members --format tsv
+      dedup find train.parquet --against test.parquet --only-across --output pairs
+    """
+    import dedup_cli as api
+    from dedup_cli.output.records import RECORDS, fields_of
+    from dedup_cli.output.summaries import find_store_line, find_summary, find_warnings
+
+    if kind == "triples" and given["ways"] != 3:
+        raise UsageError("--output triples needs --ways 3")
+    options = FindOptions(group=group_method, **given)
+    store = default_store(store)
+    result = api.find(store, options)
+    fields = (fields_of(kind, result, True), fields_of(kind, result, False))
+    written = write_records(RECORDS[kind](result), kind, fields, fmt, out, not no_header)
+    if not quiet:
+        click.echo(find_summary(store, result), err=True)
+        for line in find_warnings(result):
+            click.echo(f"warning: {line}", err=True)
+        if verbose:
+            click.echo(find_store_line(store, result), err=True)
+    if fail_on_duplicates and written:
+        sys.exit(EXIT_DUPLICATES)

@@ -1,0 +1,134 @@
+"""The checks every option goes through, each raising an :class:`~dedup_cli.errors.OptionError` that names it."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from dedup_cli.errors import OptionError
+from dedup_cli.options.vocabulary import (
+    MAX_NUM_PERM,
+    MAX_SEED,
+    MAX_STORED_BITS,
+    SHINGLE_UNITS,
+    SIGNATURE_SCHEMES,
+    TEXT_UNIVERSE,
+)
+
+
+def literal(value: object) -> str:
+    """``str(value)`` escaped for an :class:`OptionError` template (braces doubled)."""
+    return str(value).replace("{", "{{").replace("}", "}}")
+
+
+def whole_number(name: str, value: Any) -> int:
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise OptionError(name, value, f"{{{name}}} {literal(repr(value))} must be a whole number") from None
+
+
+def in_range(name: str, value: Any, low: int, high: int, high_text: str | None = None) -> int:
+    number = whole_number(name, value)
+    if not low <= number <= high:
+        raise OptionError(name, value, f"{{{name}}} {number} is out of range; use {low} to {high_text or high}")
+    return number
+
+
+def at_least(name: str, value: Any, low: int) -> int:
+    number = whole_number(name, value)
+    if number < low:
+        raise OptionError(name, value, f"{{{name}}} {number} must be at least {low}")
+    return number
+
+
+def choice(name: str, value: Any, choices: tuple[str, ...], template: str) -> None:
+    if value not in choices:
+        raise OptionError(name, value, template.format(value=literal(repr(value)), choices=", ".join(choices),
+                                                       either=" or ".join(choices)))
+
+
+def threshold_value(value: Any) -> float:
+    threshold = float(value)
+    if not 0.0 < threshold <= 1.0:
+        raise OptionError("threshold", value, f"{{threshold}} {threshold:g} must be in (0, 1]")
+    return threshold
+
+
+def open_fraction(name: str, value: Any, example: str) -> float:
+    fraction = float(value)
+    if not 0.0 < fraction < 1.0:
+        raise OptionError(name, value, f"{{{name}}} {fraction:g} must lie strictly between 0 and 1, e.g. {example}")
+    return fraction
+
+
+def set_fields(options: Any, **values: Any) -> None:
+    """Store normalised values in a frozen dataclass (from ``__post_init__``)."""
+    for name, value in values.items():
+        object.__setattr__(options, name, value)
+
+
+def check_signature(num_perm: Any, bits: Any, seed: Any, shingle_size: Any, shingle_unit: str, scheme: str,
+                    universe: Any, input_kind: str) -> None:
+    """The rules every signature's parameters obey (``SignatureParams`` and :class:`SignOptions` apply them)."""
+    in_range("num_perm", num_perm, 1, MAX_NUM_PERM)
+    in_range("bits", bits, 1, MAX_STORED_BITS)
+    in_range("seed", seed, 0, MAX_SEED, "2^63 − 1")
+    at_least("shingle_size", shingle_size, 1)
+    choice("input_kind", input_kind, ("text", "sets"), "input kind {value}: choose {either}")
+    if input_kind == "text":
+        choice("shingle_unit", shingle_unit, SHINGLE_UNITS, "{{shingle_unit}} {value}: choose {either}")
+    choice("scheme", scheme, SIGNATURE_SCHEMES, "{{scheme}} {value}: choose {either}")
+    if input_kind == "sets" and scheme != "kperm":
+        raise OptionError("scheme", scheme, f"{{scheme}} {literal(scheme)} is for text input; integer sets are signed "
+                          "with k permutations of their universe, so use {scheme} kperm")
+    in_range("universe", universe, 2, TEXT_UNIVERSE, "2^64")
+
+
+def check_bits(bits: int, stored_bits: int, stored_in: str | None = None) -> None:
+    """``bits`` (b, for the estimator) must not exceed the stored bits B: those of the store ``stored_in``,
+    or (``stored_in`` None, for ``plan``) the option ``stored_bits``."""
+    if bits <= stored_bits:
+        return
+    if stored_in is None:
+        raise OptionError("bits", bits, f"{{bits}} {bits} exceeds {{stored_bits}} {stored_bits}; use {{bits}} 1 to "
+                          f"{stored_bits}, or sign with {{bits}} {bits} or more")
+    raise OptionError("bits", bits, f"{{bits}} {bits} exceeds the {stored_bits} bits stored in {literal(stored_in)}; "
+                      f"use {{bits}} 1 to {stored_bits}, or re-sign with {{bits}} {bits} or more")
+
+
+def check_three_way_bits(bits: int, name: str = "ways") -> None:
+    """Three-way estimates need b ≥ 2: of three one-bit values, either all agree or exactly one pair does."""
+    if bits < 2:
+        what = "{ways} 3 needs" if name == "ways" else "3-way estimation needs"
+        raise OptionError("bits", bits, f"{what} {{bits}} 2 or more; 1-bit values carry no 3-way information")
+
+
+def check_banding(bands: int | None, rows: int | None, num_perm: int) -> None:
+    """``bands`` × ``rows`` (either may be None: as many as k allows) must fit in the k = ``num_perm`` values."""
+    if bands is None and rows is None:
+        return
+    if rows is None:
+        assert bands is not None
+        rows, option, name = num_perm // bands, f"{{bands}} {bands}", "bands"
+    elif bands is None:
+        bands, option, name = num_perm // rows, f"{{rows}} {rows}", "rows"
+    else:
+        option, name = f"{{bands}} {bands} × {{rows}} {rows}", "bands"
+    if bands < 1 or rows < 1 or bands * rows > num_perm:
+        raise OptionError(name, bands if name == "bands" else rows,
+                          f"{option} needs {max(bands, 1) * max(rows, 1)} values but signatures hold {num_perm} "
+                          f"({{num_perm}}); choose bands × rows ≤ {num_perm}")
+
+
+def banding_values(options: Any) -> None:
+    for name in ("bands", "rows"):
+        value = getattr(options, name)
+        if value is not None:
+            set_fields(options, **{name: at_least(name, value, 1)})
+
+
+def text_option_for_sets(name: str, value: object) -> OptionError:
+    """The error for a text option (``shingle_size``, ``shingle_unit``, ``scheme``) given with integer sets."""
+    return OptionError(name, value, f"{{{name}}} applies to text; integer sets are not shingled and are signed with "
+                       "k permutations of their universe; leave it out")

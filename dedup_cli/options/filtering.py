@@ -1,0 +1,47 @@
+"""What ``filter`` reads, how it decides what to drop, and what it writes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from dedup_cli.errors import OptionError
+from dedup_cli.options.checks import set_fields
+from dedup_cli.options.finding import FindOptions
+from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.signing import SignOptions
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """What ``filter`` reads, how it decides which documents to drop, and what it writes.
+
+    Attributes:
+        input: how to find and read the inputs. When every one of :data:`READING_OPTIONS` is at its default,
+            the inputs are read as the store's sign runs recorded they read them (``auto`` for older stores).
+        find: the ``find`` whose groups decide what to drop (its ``keep`` policy chooses the kept member).
+        members: instead of running ``find``, a ``find --output members`` file (JSON Lines, TSV, CSV or
+            Parquet) whose ``drop`` rows are the documents to drop; ``find`` must then keep its defaults.
+        annotate: keep every record and add ``dedup_group``, ``dedup_keep`` and ``dedup_representative``.
+        sign: first sign the inputs into the store (created if missing) with these options, incrementally.
+    """
+
+    input: InputOptions = InputOptions()
+    find: FindOptions = FindOptions()
+    members: str | None = None
+    annotate: bool = False
+    sign: SignOptions | None = None
+
+    def __post_init__(self) -> None:
+        if self.input.id_root is not None:
+            raise OptionError("id_root", self.input.id_root, "{id_root} is the store's for filter; leave it out")
+        if self.sign is not None and (self.members is not None or self.sign.input.input_format == "sets"):
+            raise OptionError("sign", True, "{sign} signs text for find; leave it out with {members} or sets")
+        if self.members is None:
+            return
+        set_fields(self, members=os.fspath(self.members))
+        default, names = FindOptions(), FindOptions.__dataclass_fields__
+        given = [name for name in names if getattr(self.find, name) != getattr(default, name)]
+        if given:
+            raise OptionError(given[0], getattr(self.find, given[0]), f"{{members}} FILE says what to drop, so "
+                              f"{{{given[0]}}} does not apply; leave it out (or leave out {{members}} to run find)")

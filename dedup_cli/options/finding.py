@@ -1,0 +1,157 @@
+"""What ``find`` reports and how it decides pairs; how ``estimate`` compares named documents."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from dedup_cli.candidates.triple_recall import triple_recall_problem
+from dedup_cli.errors import OptionError
+from dedup_cli.options.checks import (
+    at_least,
+    banding_values,
+    check_banding,
+    check_bits,
+    check_three_way_bits,
+    choice,
+    in_range,
+    literal,
+    open_fraction,
+    set_fields,
+    threshold_value,
+)
+from dedup_cli.options.vocabulary import (
+    CANDIDATE_METHODS,
+    GROUP_METHODS,
+    KEEP_CHOICES,
+    KEEP_FIELD,
+    MAX_STORED_BITS,
+    VERIFY_MODES,
+)
+
+
+@dataclass(frozen=True)
+class FindOptions:
+    """What ``find`` reports, and how it finds and decides the pairs.
+
+    Attributes:
+        threshold: R0 in (0, 1]: report pairs (and triples) whose resemblance is ≥ R0.
+        bits: b, bits per value for the estimator (None: all stored bits).
+        ways: 2 for pairs; 3 also finds triples with 3-way R̂ ≥ R0 (needs b ≥ 2).
+        group: ``components`` or ``strict`` (every internal pair, and with ``ways=3`` triple, ≥ R0).
+        keep: each group's representative: ``first``/``id`` (smallest id), ``longest``, ``shortest`` (by
+            shingles), ``oldest``/``newest`` (by sign run, then modification time); ties go to the smallest id.
+        keep_field: instead of ``keep``, the member whose numeric JSON field or Parquet column of this name is
+            highest (ties by id; a missing or non-numeric value ranks lowest and is reported).
+        verify: ``borderline``, ``all`` or ``none``: which pairs to decide by their exact resemblance.
+        candidates: ``lsh`` (banding) or ``all`` (every pair, exact and quadratic).
+        new_since: report only what involves documents written after this sign run.
+        bands, rows: the LSH banding (None: chosen for ``recall`` at R0).
+        recall: the banding's target recall at R0 (raised per pair with ``ways=3``, so triples reach it).
+        max_bucket: LSH buckets with more documents are cut to this many.
+        against: a reference store: report near-duplicates of this store's documents among its documents too
+            (it is only read, and its signatures must have the same parameters).
+        only_across: with ``against``, only pairs (and triples, groups) across the two stores.
+    """
+
+    threshold: float = 0.5
+    bits: int | None = None
+    ways: int = 2
+    group: str = "components"
+    keep: str = "first"
+    verify: str = "borderline"
+    candidates: str = "lsh"
+    new_since: int | None = None
+    bands: int | None = None
+    rows: int | None = None
+    recall: float = 0.99
+    max_bucket: int = 1000
+    keep_field: str | None = None
+    against: str | None = None
+    only_across: bool = False
+
+    def __post_init__(self) -> None:
+        set_fields(self, threshold=threshold_value(self.threshold))
+        if self.bits is not None:
+            set_fields(self, bits=in_range("bits", self.bits, 1, MAX_STORED_BITS))
+        if self.keep_field is not None:
+            if not self.keep_field:
+                raise OptionError("keep_field", self.keep_field, "{keep_field} must name a field or column")
+            if self.keep != "first":
+                raise OptionError("keep", self.keep, f"{{keep_field}} chooses the kept member by its value; leave "
+                                  f"out {{keep}} {literal(self.keep)}")
+        if self.against is not None:
+            set_fields(self, against=os.fspath(self.against))
+        elif self.only_across:
+            raise OptionError("only_across", True, "{only_across} needs {against} REF, the reference store")
+        if self.ways not in (2, 3):
+            raise OptionError("ways", self.ways, f"{{ways}} {literal(self.ways)}: choose 2 (pairs) or 3 (pairs and "
+                              "triples)")
+        if self.ways == 3 and self.bits is not None:
+            check_three_way_bits(self.bits)
+        choice("candidates", self.candidates, CANDIDATE_METHODS, "{{candidates}} {value}: choose {either}")
+        choice("group", self.group, GROUP_METHODS, "{{group}} {value}: choose {either}")
+        choice("keep", self.keep, KEEP_CHOICES, "{{keep}} {value} is not a policy; choose one of {choices}")
+        choice("verify", self.verify, VERIFY_MODES, "{{verify}} {value}: choose one of {choices}")
+        if self.new_since is not None:
+            set_fields(self, new_since=at_least("new_since", self.new_since, 0))
+        banding_values(self)
+        set_fields(self, recall=open_fraction("recall", self.recall, "0.99"))
+        if self.ways == 3:
+            problem = triple_recall_problem(self.recall)
+            if problem is not None:
+                raise OptionError("recall", self.recall, problem)
+        set_fields(self, max_bucket=at_least("max_bucket", self.max_bucket, 1))
+
+    @property
+    def keep_policy(self) -> str:
+        """``keep``, or :data:`KEEP_FIELD` when ``keep_field`` names a field."""
+        return self.keep if self.keep_field is None else KEEP_FIELD
+
+    def bits_for(self, stored_bits: int) -> int:
+        """b: the bits asked for, or all the stored ones."""
+        return stored_bits if self.bits is None else self.bits
+
+    def check_store(self, stored_bits: int, num_perm: int, store: str, input_kind: str = "text") -> None:
+        """What depends on the store (read from its manifest alone): b ≤ stored bits, the banding fits in k."""
+        if self.keep_field is not None and input_kind == "sets":
+            raise OptionError("keep_field", self.keep_field, f"{{keep_field}} reads a field of JSON Lines or Parquet "
+                              f"records; {literal(store)} holds integer sets")
+        bits = self.bits_for(stored_bits)
+        check_bits(bits, stored_bits, store)
+        if self.ways == 3:
+            check_three_way_bits(bits)
+        if self.candidates == "lsh":
+            check_banding(self.bands, self.rows, num_perm)
+
+
+@dataclass(frozen=True)
+class EstimateOptions:
+    """How ``estimate`` compares two or three documents.
+
+    Attributes:
+        bits: b (None: all stored bits).
+        exact: also re-read the documents and compute their exact resemblance.
+        level: the confidence level of the interval, in (0, 1).
+    """
+
+    bits: int | None = None
+    exact: bool = False
+    level: float = 0.95
+
+    def __post_init__(self) -> None:
+        if self.bits is not None:
+            set_fields(self, bits=in_range("bits", self.bits, 1, MAX_STORED_BITS))
+        set_fields(self, level=open_fraction("level", self.level, "0.95"))
+
+    def check_ids(self, ids: tuple[str, ...]) -> None:
+        if len(ids) not in (2, 3) or len(set(ids)) != len(ids):
+            raise OptionError("ids", ids, "name two or three different document ids")
+
+    def check_store(self, ids: tuple[str, ...], stored_bits: int, store: str) -> int:
+        """b, checked against the store's bits (and ≥ 2 for three documents)."""
+        bits = stored_bits if self.bits is None else self.bits
+        check_bits(bits, stored_bits, store)
+        if len(ids) == 3:
+            check_three_way_bits(bits, name="estimate")
+        return bits

@@ -1,0 +1,63 @@
+"""What ``sign`` reads, how it signs, and how the run behaves."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from dedup_cli.errors import OptionError
+from dedup_cli.options.checks import at_least, check_signature, set_fields, text_option_for_sets
+from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.vocabulary import TEXT_UNIVERSE
+
+TEXT_OPTIONS = ("shingle_size", "shingle_unit", "scheme")
+"""The options of :class:`SignOptions` that apply to text only, not to integer sets."""
+
+
+@dataclass(frozen=True)
+class SignOptions:
+    """What ``sign`` reads, how it signs, and how the run behaves.
+
+    Attributes:
+        input: how to find and read the inputs (with ``input_format="sets"`` and a universe, integer sets:
+            then the text options keep their defaults).
+        shingle_size: w, tokens per shingle.
+        shingle_unit: ``word`` (runs of ``\\w``) or ``char``.
+        num_perm: k, minwise values per document.
+        bits: B, the lowest bits kept of each value (``find`` may use any b ≤ B).
+        seed: the hash family's seed; stores with different seeds are not comparable.
+        scheme: ``oph`` (one permutation in k bins, densified) or ``kperm`` (k hash functions).
+        jobs: worker processes (0: one per core); the store is the same whatever the number.
+        prune: remove stored documents this run did not see (skipped when an input was unreadable).
+        wait: seconds to wait for another run on the same store (0: fail at once).
+    """
+
+    input: InputOptions = InputOptions()
+    shingle_size: int = 5
+    shingle_unit: str = "word"
+    num_perm: int = 256
+    bits: int = 8
+    seed: int = 1
+    scheme: str = "oph"
+    jobs: int = 0
+    prune: bool = False
+    wait: float = 0.0
+
+    def __post_init__(self) -> None:
+        sets = self.input.input_format == "sets"
+        if sets:
+            defaults = SignOptions.__dataclass_fields__
+            for name in TEXT_OPTIONS:
+                if getattr(self, name) != defaults[name].default:
+                    raise text_option_for_sets(name, getattr(self, name))
+        check_signature(self.num_perm, self.bits, self.seed, self.shingle_size, self.shingle_unit,
+                        "kperm" if sets else self.scheme, self.input.universe if sets else TEXT_UNIVERSE,
+                        "sets" if sets else "text")
+        set_fields(self, jobs=at_least("jobs", self.jobs, 0))
+        if not self.wait >= 0:
+            raise OptionError("wait", self.wait, f"{{wait}} {self.wait:g} must be at least 0 seconds")
+
+    @property
+    def workers(self) -> int:
+        """The worker processes to use: ``jobs``, or one per core when it is 0."""
+        return self.jobs or os.cpu_count() or 1

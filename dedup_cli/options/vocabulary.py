@@ -1,0 +1,36 @@
+"""The vocabulary of choices and limits every command's options are judged by, and the default store."""
+
+from __future__ import annotations
+
+import os
+
+# --- the vocabulary of choices and limits --------------------------------------------------------------------
+
+INPUT_FORMATS = ("auto", "text", "lines", "jsonl", "parquet", "sets")
+SHINGLE_UNITS = ("word", "char")
+# "kperm": k independent hash functions (Li & König 2010); "oph": one permutation split into k bins, densified
+# (Li, Owen & Zhang 2012; Shrivastava 2017).
+SIGNATURE_SCHEMES = ("kperm", "oph")
+GROUP_METHODS = ("components", "strict")
+KEEP_CHOICES = ("first", "longest", "shortest", "id", "oldest", "newest")
+KEEP_FIELD = "field"  # the policy of ``keep_field``: the highest value of a numeric field wins
+VERIFY_MODES = ("borderline", "all", "none")
+CANDIDATE_METHODS = ("lsh", "all")
+OUTPUT_KINDS = ("groups", "pairs", "triples", "members")
+OUTPUT_FORMATS = ("jsonl", "tsv", "csv", "parquet")
+READING_OPTIONS = ("input_format", "id_field", "text_field", "id_column", "text_column")
+"""The input options that decide documents' ids and texts: a store records them per sign run, for ``filter``."""
+
+MAX_STORED_BITS = 64
+MAX_NUM_PERM = 1 << 16
+TEXT_UNIVERSE = 1 << 64  # hashed shingles live in 2^64
+MAX_SET_UNIVERSE = 1 << 62  # integer sets: the Feistel permutations' largest domain
+MAX_SEED = (1 << 63) - 1
+
+DEFAULT_STORE = "dedup.parquet"  # in the current directory, so `dedup sign corpus/` and `dedup find` meet
+STORE_VARIABLE = "DEDUP_STORE"  # names the store for every command
+
+
+def default_store(named: str | os.PathLike[str] | None = None) -> str:
+    """The store a command uses: the one named, else ``$DEDUP_STORE``, else ``./dedup.parquet``."""
+    return os.fspath(named) if named else os.environ.get(STORE_VARIABLE) or DEFAULT_STORE
