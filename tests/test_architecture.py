@@ -8,6 +8,7 @@ public API is resolved lazily so that the CLI starts without numpy (docs/archite
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib
 import os
 import re
@@ -131,7 +132,7 @@ def _violations(items: list[Import]) -> str:
 LAYERS: list[tuple[str, list[list[str]]]] = [
     ("foundations: nothing of dedup", [
         ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "estimates",
-         "groups", "inputs", "minhash", "output", "store", "text", "command_line", "options"],
+         "groups", "inputs", "kernel", "minhash", "output", "store", "text", "command_line", "options"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"], ["options.reading"],
@@ -140,6 +141,10 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("text: documents → shingles", [["text.normalise"], ["text.tokens"], ["text.shingles"]]),
     ("minhash: shingles → signatures", [
         ["minhash.feistel", "minhash.packing", "minhash.kperm"], ["minhash.oph", "minhash.universe"],
+    ]),
+    ("kernel: the signing hot path compiled (numba), and when to use it", [
+        ["kernel.tables", "kernel.primitives"], ["kernel.sketch", "kernel.tokenise"], ["kernel.compiled"],
+        ["kernel.choice"],
     ]),
     ("estimates: the estimators, and scoring pairs and triples with them", [
         ["estimates.guards", "estimates.exact"], ["estimates.two_way", "estimates.three_way"],
@@ -193,6 +198,8 @@ CONFINED = {
     "tqdm": {"cli", "command_line."},
     # The store, the input readers (Parquet text columns), the Parquet writers of filter and of output.
     "pyarrow": {"store.", "inputs.", "corpus.", "output."},
+    # The compiled kernel (the fast extra); kernel.choice and kernel.tables decide and prepare without it.
+    "numba": {"kernel.primitives", "kernel.sketch", "kernel.tokenise", "kernel.compiled"},
 }
 
 
@@ -320,6 +327,22 @@ def test_the_public_api_is_lazy_and_complete() -> None:
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)})
     assert loaded.stdout.strip() == "[]", f"importing the CLI loads {loaded.stdout.strip()}"
+
+
+def test_the_compiled_kernel_records_the_digest_of_what_it_compiles() -> None:
+    # numba invalidates a cached function when its own file changes, not when a function it calls (in another
+    # file) does: kernel/compiled.py must change whenever those files do, so it records their digest.
+    tree = ast.parse((PACKAGE_DIR / "kernel" / "compiled.py").read_text(encoding="utf-8"))
+    recorded = next(node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                    and [target.id for target in node.targets if isinstance(target, ast.Name)] == ["KERNEL_SOURCES"]
+                    and isinstance(node.value, ast.Constant))
+    *names, digest = recorded.split()
+    compiled_from = {item.target for item in _imports_of("kernel.compiled")} & {
+        f"{PACKAGE}.{module}" for module in CONFINED["numba"]}
+    assert sorted(f"{target.rsplit('.', 1)[1]}.py" for target in compiled_from) == sorted(names)
+    content = b"".join((PACKAGE_DIR / "kernel" / name).read_bytes() for name in names)
+    actual = "sha256:" + hashlib.sha256(content).hexdigest()[:16]
+    assert digest == actual, f"kernel/compiled.py: set KERNEL_SOURCES to {' '.join([*names, actual])!r}"
 
 
 def test_no_reference_to_files_outside_the_repository() -> None:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dedup_cli.inputs.records import Document, IntegerSet
+from dedup_cli.kernel.choice import compiled_kernel
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
 from dedup_cli.minhash.oph import min_hash_values_oph
 from dedup_cli.minhash.packing import pack_values
@@ -32,17 +33,28 @@ def hasher_for(params: SignatureParams) -> Hasher:
     return HashFamily.from_seed(params.seed, params.num_perm)
 
 
-def sign_texts(texts: Sequence[str], params: SignatureParams, family: HashFamily) -> tuple[np.ndarray, np.ndarray]:
+def sign_texts(texts: Sequence[str], params: SignatureParams, family: HashFamily | None = None,
+               kernel: str = "numpy") -> tuple[np.ndarray, np.ndarray]:
     """Shingle, minhash (``params.scheme``: k hash functions ``family``, or one permutation) and pack texts.
+
+    Args:
+        texts: n raw texts (normalised here).
+        params: text signature parameters.
+        family: kperm's hash functions (default: ``params``' own).
+        kernel: ``"numpy"`` or ``"numba"`` (:mod:`dedup_cli.kernel.compiled`); both give the same bytes.
 
     Returns:
         (int64[n] shingle counts f, uint8[n, signature_bytes] packed signatures).
     """
+    if kernel == "numba":
+        return compiled_kernel().sign_texts(texts, params)
+    if kernel != "numpy":
+        raise ValueError(f"unknown kernel {kernel!r}")
     shingles, offsets = batch_shingles(texts, params.shingle_size, params.shingle_unit)
     if params.scheme == "oph":
         values = min_hash_values_oph(shingles, offsets, params.num_perm, params.seed)
     else:
-        values = min_hash_values(shingles, offsets, family)
+        values = min_hash_values(shingles, offsets, family or HashFamily.from_seed(params.seed, params.num_perm))
     return np.diff(offsets), pack_values(values, params.bits)
 
 

@@ -21,6 +21,9 @@ import numpy as np
 
 from dedup_cli.options.vocabulary import SHINGLE_UNITS
 
+WORD_CLASS = r"\w"  # word characters: a word is a maximal run of them
+SPACE_CLASS = r"\s"  # white space, where str.split() splits
+
 
 def fold(text: str) -> str:
     """NFKC then case folding; white space is left alone (character tokens collapse it, word tokens do not see
@@ -50,13 +53,13 @@ def _code_point_table(pattern: str) -> np.ndarray:
 @functools.cache
 def word_code_points() -> np.ndarray:
     """bool[0x110000]: the code points ``\\w`` matches (words are the runs of them)."""
-    return _code_point_table(r"\w")
+    return _code_point_table(WORD_CLASS)
 
 
 @functools.cache
 def space_code_points() -> np.ndarray:
     """bool[0x110000]: the code points ``str.split()`` splits on (``\\s`` and ``str.isspace`` agree)."""
-    return _code_point_table(r"\s")
+    return _code_point_table(SPACE_CLASS)
 
 
 @functools.cache
