@@ -158,8 +158,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report"], ["inputs.decoding"], ["inputs.streams"],
-        ["inputs.parquet"], ["inputs.discovery", "inputs.reread"], ["inputs.sets", "inputs.fields", "inputs.members"],
-        ["inputs.files"],
+        ["inputs.parquet", "inputs.chunks"], ["inputs.discovery", "inputs.reread"],
+        ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"], ["inputs.planning"],
         ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [

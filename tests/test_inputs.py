@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from dedup_cli.cli import flag, message
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.inputs import decoding, files, parquet, reading, streams
+from dedup_cli.inputs import decoding, files, parquet, streams, tasks
 from dedup_cli.inputs.discovery import detect_format
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document, text_hash
@@ -495,7 +495,7 @@ def test_unreadable_files_dangling_links_and_failing_open(tmp_path: Path, monkey
             raise PermissionError(13, "Permission denied", str(path))
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(reading, "open", guarded, raising=False)
+    monkeypatch.setattr(tasks, "open", guarded, raising=False)
     documents, report = read([tmp_path])
     assert ids(documents) == ["ok.txt"]
     assert report.unreadable == [(str(tmp_path / "dangling.txt"), "No such file or directory"),

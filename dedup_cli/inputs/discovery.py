@@ -178,11 +178,11 @@ def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
     for file in files:
         file_format = detect_format(file.path) if options.input_format == "auto" else options.input_format
         try:
-            size = os.stat(file.path).st_size
+            status: os.stat_result | None = os.stat(file.path)
         except OSError:
-            size = 0  # reported when it is read
+            status = None  # reported when it is read
         sources.append(Source(file.id, file.path, display_name(file.path), file_format, compression(file.path),
-                              size))
+                              0 if status is None else status.st_size, status))
     for source in sources:  # stop before any work when a Parquet file lacks a named column
         if source.format == "parquet" and source.compression is None:
             try:

@@ -1,4 +1,4 @@
-"""Reading whole files (one document each) and line files (lines, JSON Lines, integer sets).
+"""Reading whole files (one document each) and the lines of line files (lines, JSON Lines, integer sets).
 
 A file (or stdin) with a NUL byte in its first :data:`BINARY_SNIFF_BYTES` bytes, after decompression, is
 binary and skipped. With ``max_document_bytes``, a document whose bytes exceed it (a whole file after
@@ -9,7 +9,6 @@ over while it is decoded. Blank lines are not documents.
 
 from __future__ import annotations
 
-import io
 import os
 import stat as stat_module
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from dedup_cli.inputs.locations import STDIN, Source, location_path, record_loca
 from dedup_cli.inputs.records import Document, IntegerSet, make_document
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.sets import integer_set
-from dedup_cli.inputs.streams import Position, Prefixed, iter_lines, read_capped
+from dedup_cli.inputs.streams import read_capped
 from dedup_cli.options.reading import InputOptions
 
 BINARY_SNIFF_BYTES = 8192
@@ -56,28 +55,12 @@ def read_whole(stream: Any, status: os.stat_result | None, source: Source, limit
     yield where, make_document(source.id, location, text, mtime_ns, None if replaced else view, size)
 
 
-def read_lines(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
-               report: ReadReport, position: Position) -> Iterator[tuple[str, Document | IntegerSet]]:
-    head = stream.read(BINARY_SNIFF_BYTES)
-    if b"\0" in head:
-        report.bytes_read += len(head)
-        report.note("binary", source.display)
-        return
-    mtime_ns = status.st_mtime_ns if status is not None else 0
-    start = report.input_done
-    reader = io.BufferedReader(Prefixed(head, stream), buffer_size=1 << 16)
-    for number, line, consumed in iter_lines(reader, options.max_document_bytes):
-        report.bytes_read += consumed
-        report.input_done = start + position()
-        if line is None:
-            report.note("oversized", (f"{source.display}:{number}", consumed))
-            continue
-        if not line or line.isspace():
-            report.blank_lines += 1
-            continue
-        document = line_document(line, number, source, options, mtime_ns, report)
-        if document is not None:
-            yield f"{source.display}:{number}", document
+def note_unreadable(report: ReadReport, source: Source, error: BaseException) -> None:
+    """Report ``source`` as unreadable (or damaged, when compressed data ends or breaks) with the OS's reason."""
+    reason = getattr(error, "strerror", None) or " ".join(str(error).split()) or type(error).__name__
+    if source.compression is not None and getattr(error, "errno", None) is None:
+        reason = f"damaged {source.compression} data ({reason}); documents before the damage were read"
+    report.note("unreadable", (source.display, reason))
 
 
 def line_document(line: bytes, number: int, source: Source, options: InputOptions, mtime_ns: int,

@@ -107,3 +107,4 @@ class Source:
     format: str  # text, lines, jsonl, parquet or sets
     compression: str | None
     size: int = 0  # bytes on disk (0 for stdin), for progress
+    status: os.stat_result | None = None  # ``os.stat`` when the file was listed (None for stdin, or if it failed)

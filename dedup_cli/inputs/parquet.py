@@ -1,13 +1,15 @@
 """Reading Parquet inputs: a text column (and an id column) in batches of rows.
 
 Each row is a document; its ``text_column`` holds the text, read in batches of :data:`PARQUET_BATCH_ROWS`
-rows (a cell is held with its batch). Text cells are decoded like files (UTF-8, invalid bytes replaced).
+rows (a cell is held with its batch) and handed on in parts (:func:`parquet_rows`) to be turned into documents
+where they are signed (:func:`row_documents`). Text cells are decoded like files (UTF-8, invalid bytes
+replaced).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -69,46 +71,86 @@ def row_identifier(value: int | bytes) -> str:
     return str(value) if isinstance(value, int) else str(value, "utf-8", "backslashreplace")
 
 
-def read_parquet(handle: Any, status: os.stat_result | None, source: Source, options: InputOptions,
-                 report: ReadReport) -> Iterator[tuple[str, Document]]:
+@dataclass(frozen=True)
+class ParquetRows:
+    """Consecutive rows of a Parquet input, as read: the text column (and the id column) from ``first_row``."""
+
+    first_row: int
+    texts: pa.ChunkedArray  # one chunk per batch read (the dictionaries of dictionary columns may differ)
+    ids: pa.ChunkedArray | None
+    position: int  # the file's bytes on disk these rows account for, up to their last row (for progress)
+
+
+def open_parquet(handle: Any, source: Source, report: ReadReport) -> pq.ParquetFile | None:
+    """The Parquet file of an open input, or None when it is not one (noted in ``report``)."""
     try:
-        parquet = pq.ParquetFile(handle)
+        return pq.ParquetFile(handle)
     except (pa.ArrowException, OSError) as error:
         report.note("unreadable", (source.display, f"not a readable Parquet file ({' '.join(str(error).split())})"))
-        return
+        return None
+
+
+def parquet_rows(parquet: pq.ParquetFile, source: Source, options: InputOptions, rows_per_part: int,
+                 bytes_per_part: int) -> Iterator[ParquetRows]:
+    """The rows of a Parquet file in parts of about ``rows_per_part`` rows or ``bytes_per_part`` bytes of text.
+
+    Raises :class:`InputError` when a named column is missing.
+    """
     check_columns(parquet.schema_arrow, source, options)
     text_column, id_column = options.text_column, options.id_column
     columns = [text_column] if id_column is None or id_column == text_column else [text_column, id_column]
-    limit = options.max_document_bytes
-    mtime_ns = status.st_mtime_ns if status is not None else 0
-    row = 0
-    start, rows = report.input_done, max(parquet.metadata.num_rows, 1)
+    total = max(parquet.metadata.num_rows, 1)
+    first, row, texts, ids, held = 0, 0, [], [], 0
     for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns, use_threads=False):
-        report.input_done = start + source.size * row // rows
-        texts = column_values(batch.column(text_column))
-        ids = column_values(batch.column(id_column)) if id_column is not None else None
-        for offset, raw in enumerate(texts):
-            where = f"{source.display} row {row}"
-            number, row = row, row + 1
-            if raw is None:
-                report.note("malformed", (where, f"{text_column!r} is null"))
+        texts.append(batch.column(text_column))
+        ids.append(batch.column(id_column) if id_column is not None else None)
+        row += batch.num_rows
+        held += texts[-1].nbytes
+        if row - first >= rows_per_part or held >= bytes_per_part:
+            yield _rows(first, texts, ids, source.size * row // total)
+            first, texts, ids, held = row, [], [], 0
+    if texts:
+        yield _rows(first, texts, ids, source.size)
+
+
+def _rows(first: int, texts: list[pa.Array], ids: list[pa.Array | None], position: int) -> ParquetRows:
+    return ParquetRows(first, pa.chunked_array(texts), None if ids[0] is None else pa.chunked_array(ids), position)
+
+
+def _values(column: pa.ChunkedArray) -> list[Any]:
+    return [value for chunk in column.chunks for value in column_values(chunk)]
+
+
+def row_documents(rows: ParquetRows, source: Source, options: InputOptions, mtime_ns: int, report: ReadReport
+                  ) -> Iterator[tuple[str, Document]]:
+    """(location for messages, document) of each row; null or empty ids, null texts and rows over
+    ``max_document_bytes`` are noted in ``report`` instead."""
+    text_column, id_column = options.text_column, options.id_column
+    limit = options.max_document_bytes
+    texts = _values(rows.texts)
+    ids = _values(rows.ids) if rows.ids is not None else None
+    for offset, raw in enumerate(texts):
+        number = rows.first_row + offset
+        where = f"{source.display} row {number}"
+        if raw is None:
+            report.note("malformed", (where, f"{text_column!r} is null"))
+            continue
+        report.bytes_read += len(raw)
+        if limit is not None and len(raw) > limit:
+            report.note("oversized", (where, len(raw)))
+            continue
+        identifier = f"{source.id}:{number}"
+        if ids is not None:
+            value = ids[offset]
+            if value is None:
+                report.note("malformed", (where, f"{id_column!r} is null"))
                 continue
-            report.bytes_read += len(raw)
-            if limit is not None and len(raw) > limit:
-                report.note("oversized", (where, len(raw)))
+            identifier = row_identifier(value)
+            if not identifier:
+                report.note("malformed", (where, f"{id_column!r} is empty"))
                 continue
-            identifier = f"{source.id}:{number}"
-            if ids is not None:
-                value = ids[offset]
-                if value is None:
-                    report.note("malformed", (where, f"{id_column!r} is null"))
-                    continue
-                identifier = row_identifier(value)
-                if not identifier:
-                    report.note("malformed", (where, f"{id_column!r} is empty"))
-                    continue
-            text, replaced = decode(raw)
-            if replaced:
-                report.note("invalid_utf8", where)
-            location = record_location(source.path, "row", number, text_column)
-            yield where, make_document(identifier, location, text, mtime_ns, None if replaced else raw)
+        text, replaced = decode(raw)
+        if replaced:
+            report.note("invalid_utf8", where)
+        location = record_location(source.path, "row", number, text_column)
+        yield where, make_document(identifier, location, text, mtime_ns, None if replaced else raw)

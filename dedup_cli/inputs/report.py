@@ -53,6 +53,17 @@ class ReadReport:
         """How many items of ``kind`` there were, listed or not."""
         return len(getattr(self, kind)) + self.unlisted.get(kind, 0)
 
+    def merge(self, part: ReadReport) -> None:
+        """Add what reading one part of the inputs (a task read elsewhere) found: its skipped and repaired
+        inputs after this report's, its bytes and blank lines. Documents are counted as they are accepted."""
+        for kind in (*self.SKIPPED_KINDS, "invalid_utf8"):
+            for item in getattr(part, kind):
+                self.note(kind, item)
+            if part.unlisted.get(kind):
+                self.unlisted[kind] = self.unlisted.get(kind, 0) + part.unlisted[kind]
+        self.bytes_read += part.bytes_read
+        self.blank_lines += part.blank_lines
+
     @property
     def skipped(self) -> int:
         """Inputs skipped for any reason (binary, unreadable, malformed, duplicate id, too large)."""

@@ -1,0 +1,149 @@
+"""Line files cut into chunks of whole lines: read by the process that plans a run, split into lines by a worker.
+
+A line file (lines, JSON Lines, integer sets; plain, compressed or stdin) is read in blocks and cut after the
+newline ending the line that crosses :data:`CHUNK_BYTES`, or after :data:`CHUNK_LINES` lines, whichever comes
+first. The cuts depend on the bytes alone (not on how reads return them), so a store is the same whoever
+reads the chunks. A line longer than ``max_document_bytes`` + 2 bytes is skipped as it is read and never held
+whole (:func:`dedup_cli.inputs.streams.iter_lines` does the same); without a limit one line is held whole,
+however long. :func:`chunk_lines` splits a chunk into the lines, numbers and verdicts ``iter_lines`` gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dedup_cli.inputs.decoding import BOM
+from dedup_cli.inputs.streams import READ_ERRORS, Position
+
+CHUNK_BYTES = 1 << 20
+CHUNK_LINES = 4096
+_BLOCK = 1 << 16  # the reads iter_lines' reader makes, so a damaged compressed file yields the same lines
+
+
+@dataclass(frozen=True)
+class LineChunk:
+    """Whole lines of one file, as read.
+
+    ``data`` holds lines ``first_line``, ``first_line + 1``, …, each with its ``\\n`` (the file's last line may
+    lack one); ``skipped`` lists (line, bytes) of the lines over the limit that came just before them and were
+    not held; ``position`` is how much of the file on disk had been consumed when the chunk was cut.
+    """
+
+    data: bytes
+    first_line: int
+    skipped: tuple[tuple[int, int], ...] = ()
+    position: int = 0
+
+
+def _cut(held: bytearray, lines: int) -> int:
+    """Where the first chunk of ``held`` (holding ``lines`` newlines) ends, or 0 if it does not end yet."""
+    cut = held.find(b"\n", CHUNK_BYTES - 1) + 1
+    if lines >= CHUNK_LINES:
+        newlines = np.flatnonzero(np.frombuffer(held, dtype=np.uint8) == ord("\n"))
+        cut = min(cut or len(held), int(newlines[CHUNK_LINES - 1]) + 1)
+    return cut
+
+
+class _Held:
+    """The lines read and not yet cut into a chunk: ``data`` holds lines ``first`` … with ``lines`` newlines, the
+    last one (from ``start``) maybe incomplete; ``skipped`` are the lines over the limit before them."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.first = 1
+        self.lines = 0
+        self.start = 0
+        self.skipped: list[tuple[int, int]] = []
+
+    def append(self, block: bytes) -> bool:
+        """Add a block; whether a line ended in it."""
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            self.start = len(self.data) + newline + 1
+            self.lines += block.count(b"\n")
+        self.data += block
+        return newline >= 0
+
+    def take(self, cut: int, position: int) -> LineChunk:
+        """The first ``cut`` bytes as a chunk."""
+        count = self.data.count(b"\n", 0, cut)
+        chunk = LineChunk(bytes(self.data[:cut]), self.first, tuple(self.skipped), position)
+        del self.data[:cut]
+        self.first, self.lines, self.start, self.skipped = self.first + count, self.lines - count, self.start - cut, []
+        return chunk
+
+    def chunks(self, position: int, everything: bool = False) -> Iterator[LineChunk]:
+        """The chunks that end in ``data`` (and with ``everything``, the rest of it as the last one)."""
+        while cut := _cut(self.data, self.lines):
+            yield self.take(cut, position)
+        if everything and (self.data or self.skipped):
+            yield self.take(len(self.data), position)
+
+
+def line_chunks(stream: Any, limit: int | None, position: Position) -> Iterator[LineChunk]:
+    """The chunks of a line stream (a raw stream read with ``read(n)``; ``limit``: ``max_document_bytes``).
+
+    A read error (a damaged compressed file) ends the chunks after the whole lines read before it, then
+    propagates.
+    """
+    held = _Held()
+    skipping = -1  # bytes so far of a line over the limit that is being skipped, or -1
+    while True:
+        try:
+            block = stream.read(_BLOCK)
+        except READ_ERRORS:
+            del held.data[held.start :]
+            yield from held.chunks(position(), everything=True)
+            raise
+        if not block:
+            break
+        if skipping >= 0:
+            newline = block.find(b"\n")
+            if newline < 0:
+                skipping += len(block)
+                continue
+            held.skipped.append((held.first, skipping + newline + 1))
+            held.first, skipping, block = held.first + 1, -1, block[newline + 1 :]
+        ended = held.append(block)
+        if limit is not None and len(held.data) - held.start >= limit + 2:
+            # The line being read is over the limit: the lines before it go now, the rest of it is skipped.
+            skipping = len(held.data) - held.start
+            del held.data[held.start :]
+            yield from held.chunks(position(), everything=True)
+        elif ended:
+            yield from held.chunks(position())
+    if skipping >= 0:
+        held.skipped.append((held.first, skipping))
+        held.first += 1
+    yield from held.chunks(position(), everything=True)
+
+
+def chunk_lines(chunk: LineChunk, limit: int | None) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, the line without ``\\n``/``\\r\\n`` (and a byte-order mark opening line 1) or None when over
+    ``limit``, bytes consumed) for every line of ``chunk``: what :func:`dedup_cli.inputs.streams.iter_lines`
+    gives for the same lines, skipped ones included."""
+    for number, consumed in chunk.skipped:
+        yield number, None, consumed
+    pieces = chunk.data.split(b"\n")
+    last = len(pieces) - 1  # the piece after the last newline: a final line without one, or empty
+    for offset, piece in enumerate(pieces):
+        if offset == last and not piece:
+            break
+        number = chunk.first_line + offset
+        ended = offset < last
+        consumed = len(piece) + ended
+        # iter_lines reads at most limit + 2 bytes of a line: a line of that many bytes before its newline is over
+        # the limit whatever its content (a byte-order mark or \r included).
+        over = limit is not None and len(piece) >= limit + 2
+        if ended and piece.endswith(b"\r"):
+            piece = piece[:-1]
+        if number == 1 and piece.startswith(BOM):
+            piece = piece[3:]
+        if over or (limit is not None and len(piece) > limit):
+            yield number, None, consumed
+        else:
+            yield number, piece, consumed

@@ -1,0 +1,138 @@
+"""Planning a run's reading: the inputs as a stream of tasks (:mod:`dedup_cli.inputs.tasks`), in input order.
+
+This runs in the process that drives the run and does as little as it can, so that workers do the reading:
+whole files are grouped into :class:`FilesTask` s of about :data:`TASK_BYTES` (or :data:`TASK_FILES` files) by
+their size on disk, without opening them, and a file that an incremental run finds unchanged (``unchanged``,
+from its size and modification time) is skipped here; line files and stdin are read here in blocks and cut into
+chunks of whole lines (:mod:`dedup_cli.inputs.chunks`), Parquet files into parts of rows. Which tasks there are
+depends on the inputs alone, so the store is the same however many workers read them.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, BinaryIO
+
+from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, LineChunk, line_chunks
+from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
+from dedup_cli.inputs.locations import STDIN, Source, location_path
+from dedup_cli.inputs.parquet import open_parquet, parquet_rows
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.streams import READ_ERRORS, Counted, Position, Prefixed, open_decompressed
+from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LinesTask, ReadTask, RowsTask
+from dedup_cli.options.reading import InputOptions
+
+Unchanged = Callable[[str, str, os.stat_result], bool]
+"""Told (id, location, stat) of a whole text file before it is read; True skips it as already signed."""
+
+# Small enough that two workers get several tasks of a 10 MB corpus, large enough that numpy's per-call overhead
+# stays small (1 MB vs 8 MB batches: 0.27 s vs 0.30 s for 16 MB on 2 workers).
+TASK_BYTES = CHUNK_BYTES
+TASK_FILES = CHUNK_LINES
+
+
+def _skip_unchanged(source: Source, limit: int | None, unchanged: Unchanged | None) -> bool:
+    """Whether a whole file is skipped unread as already signed.
+
+    Not when this run's rules would skip it anyway (a plain file over the size limit, judged from ``stat``), so
+    that whether a stored document counts as seen (for ``--prune``) never depends on its modification time; and
+    a compressed file is read when there is a size limit, its size being known only once decompressed.
+    """
+    status = source.status
+    if unchanged is None or status is None:
+        return False
+    if source.compression is None:
+        if limit is not None and stat_module.S_ISREG(status.st_mode) and status.st_size > limit:
+            return False
+    elif limit is not None:
+        return False
+    return unchanged(source.id, location_path(source.path), status)
+
+
+def plan_tasks(sources: Sequence[Source], options: InputOptions, report: ReadReport, stdin: BinaryIO,
+               unchanged: Unchanged | None = None) -> Iterator[ReadTask]:
+    """The tasks that read ``sources`` (from :func:`dedup_cli.inputs.discovery.plan_sources`), in order.
+
+    Whole files skipped as unchanged are counted in ``report.unchanged`` and their size in ``report.input_done``;
+    what is read here (stdin, line files, Parquet) is reported here or carried in the tasks.
+    """
+    files: list[Source] = []
+    size = 0
+    for source in sources:
+        if source.format == "text" and source.path != STDIN:
+            if _skip_unchanged(source, options.max_document_bytes, unchanged):
+                report.unchanged += 1
+                report.input_done += source.size
+                continue
+            files.append(source)
+            size += source.size
+            if size >= TASK_BYTES or len(files) >= TASK_FILES:
+                yield FilesTask(tuple(files), size)
+                files, size = [], 0
+            continue
+        if files:
+            yield FilesTask(tuple(files), size)
+            files, size = [], 0
+        yield from _source_tasks(source, options, report, stdin)
+    if files:
+        yield FilesTask(tuple(files), size)
+
+
+def _source_tasks(source: Source, options: InputOptions, report: ReadReport, stdin: BinaryIO) -> Iterator[ReadTask]:
+    """The tasks of stdin, a line file or a Parquet file, read here."""
+    if source.format == "parquet" and source.compression is not None:
+        report.note("unreadable", (source.display, f"Parquet cannot be read through {source.compression} "
+                                                   "compression (it compresses its own columns); decompress it"))
+        return
+    done = 0  # of the source's bytes on disk, those the tasks so far account for
+    try:
+        if source.path == STDIN:
+            consumed = Counted(stdin)
+            if source.format == "text":
+                read = list(read_whole(consumed, None, source, options.max_document_bytes, report))
+                yield DocumentsTask(tuple(d for _, d in read), tuple(w for w, _ in read), consumed.consumed)
+            else:
+                yield from _line_tasks(consumed, None, source, options, consumed.position)
+            return
+        with open_decompressed(source.path, source.compression) as (stream, status, position):
+            mtime_ns = status.st_mtime_ns if status is not None else 0
+            if source.format == "parquet":
+                parquet = open_parquet(stream, source, report)
+                for rows in [] if parquet is None else parquet_rows(parquet, source, options, TASK_FILES, TASK_BYTES):
+                    yield RowsTask(source, rows, mtime_ns, rows.position - done)
+                    done = rows.position
+                return
+            for task in _line_tasks(stream, status, source, options, position):
+                yield task
+                done += task.input_bytes
+    except READ_ERRORS as error:
+        note_unreadable(report, source, error)
+    finally:
+        report.input_done += max(0, source.size - done)
+
+
+def _line_tasks(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
+                position: Position) -> Iterator[LinesTask]:
+    """The chunks of a line file (or stdin) as tasks; a binary file is one task with nothing but its note."""
+    mtime_ns = status.st_mtime_ns if status is not None else 0
+    head = stream.read(BINARY_SNIFF_BYTES)
+    if b"\0" in head:
+        yield LinesTask(source, LineChunk(b"", 1), mtime_ns, position(), (("binary", source.display),), len(head))
+        return
+    done = 0
+    chunks = line_chunks(Prefixed(head, stream), options.max_document_bytes, position)
+    while True:
+        try:
+            chunk = next(chunks, None)
+        except READ_ERRORS as error:
+            damaged = ReadReport()
+            note_unreadable(damaged, source, error)
+            yield LinesTask(source, LineChunk(b"", 1), mtime_ns, position() - done, (("unreadable",
+                                                                                      damaged.unreadable[0]),))
+            return
+        if chunk is None:
+            return
+        yield LinesTask(source, chunk, mtime_ns, chunk.position - done)
+        done = chunk.position
