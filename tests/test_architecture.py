@@ -172,7 +172,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["corpus.sources"],
     ]),
     ("engines: the stages of sign and find, and the local engine that runs them", [
-        ["engine.sign_stage", "engine.find_stages", "engine.results"], ["engine.local", "engine.filter_stages"],
+        ["engine.sign_stage", "engine.find_stages", "engine.results"],
+        ["engine.local", "engine.sign_workers", "engine.filter_stages"],
     ]),
     ("commands: one module per command of the API", [
         ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info"],

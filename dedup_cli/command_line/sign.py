@@ -26,6 +26,7 @@ from dedup_cli.options.vocabulary import (
     MAX_STORED_BITS,
     SHINGLE_UNITS,
     SIGNATURE_SCHEMES,
+    SIGNING_KERNELS,
     STORE_VARIABLE,
     default_store,
 )
@@ -57,11 +58,15 @@ from dedup_cli.options.vocabulary import (
               help="With --input-format sets: the universe size D; elements lie in [0, D).")
 @click.option("-j", "--jobs", type=click.IntRange(0), default=SignOptions.jobs,
               help="Worker processes (0: one per core).")
+@click.option("--kernel", type=click.Choice(SIGNING_KERNELS), default=SignOptions.kernel,
+              help="Signing kernel: numba (compiled; the fast extra) or numpy, the same signatures; auto takes numba "
+                   "for runs of 48 MB or more.")
 @click.option("--prune", is_flag=True, help="Remove stored documents that are no longer in the inputs.")
 @click.option("--wait", type=click.FloatRange(0), default=SignOptions.wait,
               help="Seconds to wait for another run on the same store before giving up.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
-@click.option("-v", "--verbose", is_flag=True, help="List every skipped input, not only the first few.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="List every skipped input, not only the first few; say which signing kernel ran.")
 @reports_errors
 def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, **given: Any) -> None:
     """Shingle and minhash documents into a signature store.
@@ -76,7 +81,7 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
       dedup sign --input-format sets words.jsonl --universe 100000 -o words.parquet
     """
     import dedup_cli as api
-    from dedup_cli.output.summaries import read_warnings, sign_summary
+    from dedup_cli.output.summaries import kernel_line, read_warnings, sign_summary
 
     reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__})
     if reading.input_format == "sets":
@@ -93,6 +98,8 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
         click.echo("warning: --prune skipped: some inputs could not be read, so nothing was removed", err=True)
     if not quiet:
         click.echo(sign_summary(report), err=True)
+        if verbose:
+            click.echo(kernel_line(report, flag), err=True)
     unreadable = report.read.count("unreadable")
     if unreadable:
         fail(f"{unreadable} input(s) could not be read; {report.store} holds the rest", EXIT_ERROR)

@@ -1,17 +1,12 @@
-"""The local engine: sign's batches in worker processes of this machine, and find's stages in this process.
+"""The local engine's ``find``: the stages of :mod:`dedup_cli.engine.find_stages`, one after the other, here.
 
-``find`` holds the whole store in memory (about 1.5 KB a document at k = 256, docs/scaling.md) and runs the
-stages of :mod:`dedup_cli.engine.find_stages` one after the other; ``sign`` signs batches in ``jobs`` forked
-worker processes, in order, so the store is the same whatever the number of workers.
+``find`` holds the whole store in memory (about 1.5 KB a document at k = 256, docs/scaling.md). The local
+engine's ``sign`` is :mod:`dedup_cli.engine.sign_workers`.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures.process import BrokenProcessPool
+from collections.abc import Callable
 
 import numpy as np
 
@@ -19,63 +14,12 @@ from dedup_cli.candidates.banding import resolve_banding
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import find_stages as stages
 from dedup_cli.engine.results import FindResult
-from dedup_cli.engine.sign_stage import Record, hasher_for, sign_records
-from dedup_cli.errors import DedupError
 from dedup_cli.estimates.pairs import score_pairs
 from dedup_cli.estimates.triples import score_triples
 from dedup_cli.groups.representatives import representatives, weakest_estimates
 from dedup_cli.minhash.packing import lowest_bits
-from dedup_cli.options.checks import literal
 from dedup_cli.options.finding import FindOptions
-from dedup_cli.params import SignatureParams
-from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.snapshot import StoredSignatures
-
-
-def sign_batches(batches: Iterable[Sequence[Record]], params: SignatureParams, jobs: int
-                 ) -> Iterator[tuple[Sequence[Record], DocumentBatch]]:
-    """Sign batches in order, with ``jobs`` worker processes once there is more than one batch.
-
-    Results come back in input order, so the store is byte-identical whatever ``jobs`` is; at most two
-    batches per worker are in flight, so memory stays bounded.
-    """
-    hasher = hasher_for(params)
-    iterator = iter(batches)
-    first = next(iterator, None)
-    if first is None:
-        return
-    second = next(iterator, None)
-    if jobs <= 1 or second is None:  # one batch: a pool would only add start-up time
-        yield first, sign_records(first, params, hasher)
-        if second is not None:
-            yield second, sign_records(second, params, hasher)
-            for batch in iterator:
-                yield batch, sign_records(batch, params, hasher)
-        return
-    # fork: workers inherit the imported modules, so they start in milliseconds; they only run numpy.
-    context = multiprocessing.get_context("fork")
-    try:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            pending: deque[tuple[Sequence[Record], concurrent.futures.Future[DocumentBatch]]] = deque()
-            for batch in _chain(first, second, iterator):
-                pending.append((batch, pool.submit(sign_records, batch, params, hasher)))
-                if len(pending) >= 2 * jobs:
-                    done_batch, future = pending.popleft()
-                    yield done_batch, future.result()
-            while pending:
-                done_batch, future = pending.popleft()
-                yield done_batch, future.result()
-    except BrokenProcessPool as error:
-        # A worker was killed (out of memory, a signal): the run is discarded, the store stays as it was.
-        raise DedupError(f"a signing worker process died ({literal(error)}); nothing was stored, run again "
-                         "(with {jobs} 1 to sign in one process)", options=True) from error
-
-
-def _chain(first: Sequence[Record], second: Sequence[Record], rest: Iterator[Sequence[Record]]
-           ) -> Iterator[Sequence[Record]]:
-    yield first
-    yield second
-    yield from rest
 
 
 def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int], None] | None = None,

@@ -1,22 +1,34 @@
 """The signing stage: a batch of documents (or integer sets) → shingle counts and packed b-bit signatures.
 
-This is the one function a compiled kernel replaces (texts → counts and packed values, byte-identical) and a
-distributed engine maps over partitions; :mod:`dedup_cli.engine.local` runs it in worker processes. The
-result is the row batch a store writes (:class:`dedup_cli.store.format.DocumentBatch`).
+Two functions an engine maps over its work, both returning the rows a store writes
+(:class:`dedup_cli.store.format.DocumentBatch`):
+
+* :func:`sign_records`: documents already read → their rows;
+* :func:`sign_task`: a reading task (:mod:`dedup_cli.inputs.tasks`: whole files, a chunk of lines, Parquet rows)
+  → read, parsed and signed where it runs, so a worker receives a list of files or raw bytes, never texts.
+
+Text is signed by one of two kernels with byte-identical results (:mod:`dedup_cli.kernel.choice`): ``numpy``
+(:mod:`dedup_cli.text.shingles`, :mod:`dedup_cli.minhash`), the reference, always installed; or ``numba``
+(:mod:`dedup_cli.kernel.compiled`), the same hot path compiled. Integer sets are signed in numpy.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from dedup_cli.inputs.records import Document, IntegerSet
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.tasks import ReadTask, read_task
 from dedup_cli.kernel.choice import compiled_kernel
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
 from dedup_cli.minhash.oph import min_hash_values_oph
 from dedup_cli.minhash.packing import pack_values
 from dedup_cli.minhash.universe import UniversePermutations
+from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.text.shingles import batch_shingles
@@ -25,6 +37,7 @@ Record = Document | IntegerSet
 Hasher = HashFamily | UniversePermutations
 
 
+@functools.lru_cache(maxsize=4)
 def hasher_for(params: SignatureParams) -> Hasher:
     """The hash family a run needs: k permutations of the universe for integer sets, else k hash functions
     (only kperm uses them; oph derives its keys from the seed)."""
@@ -41,7 +54,7 @@ def sign_texts(texts: Sequence[str], params: SignatureParams, family: HashFamily
         texts: n raw texts (normalised here).
         params: text signature parameters.
         family: kperm's hash functions (default: ``params``' own).
-        kernel: ``"numpy"`` or ``"numba"`` (:mod:`dedup_cli.kernel.compiled`); both give the same bytes.
+        kernel: ``"numpy"`` or ``"numba"``; both give the same bytes.
 
     Returns:
         (int64[n] shingle counts f, uint8[n, signature_bytes] packed signatures).
@@ -54,7 +67,9 @@ def sign_texts(texts: Sequence[str], params: SignatureParams, family: HashFamily
     if params.scheme == "oph":
         values = min_hash_values_oph(shingles, offsets, params.num_perm, params.seed)
     else:
-        values = min_hash_values(shingles, offsets, family or HashFamily.from_seed(params.seed, params.num_perm))
+        hashes = family if family is not None else hasher_for(params)
+        assert isinstance(hashes, HashFamily)
+        values = min_hash_values(shingles, offsets, hashes)
     return np.diff(offsets), pack_values(values, params.bits)
 
 
@@ -85,9 +100,10 @@ def _batch(records: Sequence[Record], counts: np.ndarray, signatures: np.ndarray
     )
 
 
-def sign_batch(documents: Sequence[Document], params: SignatureParams, family: HashFamily) -> DocumentBatch:
+def sign_batch(documents: Sequence[Document], params: SignatureParams, family: HashFamily | None = None,
+               kernel: str = "numpy") -> DocumentBatch:
     """One batch of documents as the rows a store writes."""
-    return _batch(documents, *sign_texts([document.text for document in documents], params, family))
+    return _batch(documents, *sign_texts([document.text for document in documents], params, family, kernel))
 
 
 def sign_set_batch(sets: Sequence[IntegerSet], params: SignatureParams,
@@ -96,8 +112,36 @@ def sign_set_batch(sets: Sequence[IntegerSet], params: SignatureParams,
     return _batch(sets, *sign_sets([integer_set.elements for integer_set in sets], params, permutations))
 
 
-def sign_records(batch: Sequence[Record], params: SignatureParams, hasher: Hasher) -> DocumentBatch:
-    """Sign one batch of documents (text) or integer sets, as ``params.input_kind`` says."""
+def sign_records(batch: Sequence[Record], params: SignatureParams, hasher: Hasher | None = None,
+                 kernel: str = "numpy") -> DocumentBatch:
+    """Sign one batch of documents (text, with ``kernel``) or integer sets, as ``params.input_kind`` says."""
+    hasher = hasher if hasher is not None else hasher_for(params)
     if isinstance(hasher, UniversePermutations):
         return sign_set_batch(batch, params, hasher)  # type: ignore[arg-type]
-    return sign_batch(batch, params, hasher)  # type: ignore[arg-type]
+    return sign_batch(batch, params, hasher, kernel)  # type: ignore[arg-type]
+
+
+@dataclass
+class SignedTask:
+    """One reading task read and signed: its rows, and what the run needs to accept them.
+
+    ``wheres`` (where each row was read, for messages) and ``empty`` (bool[n], empty or white-space-only
+    documents) are aligned with ``batch``; ``report`` is what reading the task skipped or repaired.
+    """
+
+    batch: DocumentBatch
+    wheres: list[str]
+    empty: np.ndarray
+    report: ReadReport
+    kernel: str
+
+
+def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, kernel: str = "numpy") -> SignedTask:
+    """Read one task (as ``options`` say) and sign its documents with ``kernel``: the unit of work a worker
+    runs. Duplicate ids and documents unchanged since a store signed them are for the caller to drop, in
+    task order (:func:`dedup_cli.inputs.reading.accept_documents`)."""
+    read = read_task(task, options)
+    documents = read.documents
+    batch = sign_records(documents, params, kernel=kernel)
+    empty = np.fromiter((document.is_empty for document in documents), dtype=bool, count=len(documents))
+    return SignedTask(batch, read.wheres, empty, read.report, kernel if params.input_kind == "text" else "numpy")

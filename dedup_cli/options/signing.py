@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 
 from dedup_cli.errors import OptionError
-from dedup_cli.options.checks import at_least, check_signature, set_fields, text_option_for_sets
+from dedup_cli.options.checks import at_least, check_signature, choice, set_fields, text_option_for_sets
 from dedup_cli.options.reading import InputOptions
-from dedup_cli.options.vocabulary import TEXT_UNIVERSE
+from dedup_cli.options.vocabulary import SIGNING_KERNELS, TEXT_UNIVERSE
 
 TEXT_OPTIONS = ("shingle_size", "shingle_unit", "scheme")
 """The options of :class:`SignOptions` that apply to text only, not to integer sets."""
@@ -28,6 +29,8 @@ class SignOptions:
         seed: the hash family's seed; stores with different seeds are not comparable.
         scheme: ``oph`` (one permutation in k bins, densified) or ``kperm`` (k hash functions).
         jobs: worker processes (0: one per core); the store is the same whatever the number.
+        kernel: the signing kernel: ``numba`` (compiled; the ``fast`` extra), ``numpy``, or ``auto`` (numba for
+            runs large enough to repay loading it); the store is the same whatever the kernel.
         prune: remove stored documents this run did not see (skipped when an input was unreadable).
         wait: seconds to wait for another run on the same store (0: fail at once).
     """
@@ -40,6 +43,7 @@ class SignOptions:
     seed: int = 1
     scheme: str = "oph"
     jobs: int = 0
+    kernel: str = "auto"
     prune: bool = False
     wait: float = 0.0
 
@@ -54,6 +58,12 @@ class SignOptions:
                         "kperm" if sets else self.scheme, self.input.universe if sets else TEXT_UNIVERSE,
                         "sets" if sets else "text")
         set_fields(self, jobs=at_least("jobs", self.jobs, 0))
+        choice("kernel", self.kernel, SIGNING_KERNELS, "unknown kernel {value}; choose one of {choices}")
+        if self.kernel == "numba" and sets:
+            raise OptionError("kernel", self.kernel, "{kernel} numba signs text; integer sets are signed with numpy")
+        if self.kernel == "numba" and importlib.util.find_spec("numba") is None:
+            raise OptionError("kernel", self.kernel, "{kernel} numba needs numba, which is not installed; install "
+                              "it with pip install 'dedup-cli[fast]', or leave {kernel} at auto")
         if not self.wait >= 0:
             raise OptionError("wait", self.wait, f"{{wait}} {self.wait:g} must be at least 0 seconds")
 

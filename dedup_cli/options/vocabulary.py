@@ -11,6 +11,8 @@ SHINGLE_UNITS = ("word", "char")
 # "kperm": k independent hash functions (Li & König 2010); "oph": one permutation split into k bins, densified
 # (Li, Owen & Zhang 2012; Shrivastava 2017).
 SIGNATURE_SCHEMES = ("kperm", "oph")
+# The signing kernels: "numba" compiled (the fast extra), "numpy" the reference; "auto" takes numba for large runs.
+SIGNING_KERNELS = ("auto", "numpy", "numba")
 GROUP_METHODS = ("components", "strict")
 KEEP_CHOICES = ("first", "longest", "shortest", "id", "oldest", "newest")
 KEEP_FIELD = "field"  # the policy of ``keep_field``: the highest value of a numeric field wins

@@ -6,12 +6,15 @@ Options are named as the command line spells them, through ``flag`` (e.g. ``--ma
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dedup_cli.commands.filter import FilterReport
-from dedup_cli.commands.sign import SignReport
-from dedup_cli.engine.results import FindResult
-from dedup_cli.inputs.report import ReadReport
+from dedup_cli.kernel.choice import COMPILED_MIN_BYTES, INTEGER_SETS, NOT_INSTALLED, REQUESTED, SMALL_RUN
+
+if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
+    from dedup_cli.commands.filter import FilterReport
+    from dedup_cli.commands.sign import SignReport
+    from dedup_cli.engine.results import FindResult
+    from dedup_cli.inputs.report import ReadReport
 
 Flag = Callable[[str], str]
 """Spells an option's name as the command line does: ``max_document_bytes`` → ``--max-document-bytes``."""
@@ -46,6 +49,27 @@ def sign_summary(report: SignReport) -> str:
         f"{read.skipped} inputs skipped) from {megabytes:.1f} MB in {report.seconds:.2f} s ({rate:.1f} MB/s) "
         f"into {report.store}" + (f", run {run.run}, {run.documents} documents stored" if run is not None else "")
     )
+
+
+def kernel_line(report: SignReport, flag: Flag) -> str:
+    """``sign -v``: which signing kernel ran, and why numpy when it was numpy."""
+    numba = f"numba {report.numba_version} (compiled)"
+    if not report.kernels:
+        return "kernel: none ran (nothing to sign)"
+    if report.kernels == ["numba"]:
+        return f"kernel: {numba}"
+    if report.kernels == ["numpy", "numba"]:
+        return (f"kernel: numpy, then {numba} once {COMPILED_MIN_BYTES >> 20} MB had been read (a stream of "
+                "unknown size)")
+    run_bytes = report.read.input_bytes if report.read.input_bytes is not None else report.read.bytes_read
+    why = {
+        REQUESTED: f"{flag('kernel')} numpy",
+        NOT_INSTALLED: "numba is not installed; pip install 'dedup-cli[fast]' adds the compiled kernel",
+        SMALL_RUN: f"{run_bytes / 1e6:.1f} MB is below the {COMPILED_MIN_BYTES >> 20} MB from which "
+                   f"the compiled kernel repays loading it; {flag('kernel')} numba takes it anyway",
+        INTEGER_SETS: "integer sets are signed with numpy",
+    }
+    return f"kernel: numpy ({why.get(report.kernel_reason, report.kernel_reason)})"
 
 
 def find_summary(store: str, result: FindResult) -> str:

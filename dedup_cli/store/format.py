@@ -76,6 +76,15 @@ class DocumentBatch:
     shingle_counts: np.ndarray  # int64[n]
     signatures: np.ndarray  # uint8[n, signature_bytes]
 
+    def take(self, rows: list[int]) -> DocumentBatch:
+        """The batch of ``rows`` (positions, in the order given); itself when that is every row."""
+        if len(rows) == len(self.ids):
+            return self
+        positions = np.asarray(rows, dtype=np.int64)
+        return DocumentBatch([self.ids[row] for row in rows], [self.paths[row] for row in rows],
+                             self.sizes[positions], self.mtimes_ns[positions], self.content_hashes[positions],
+                             self.shingle_counts[positions], self.signatures[positions])
+
 
 def batch_table(batch: DocumentBatch, params: SignatureParams, schema: pa.Schema, run: int | None) -> pa.Table:
     count = len(batch.ids)
