@@ -142,8 +142,10 @@ def sign(
         report.files_found = report.read.files_found
         if on_start is not None:
             on_start(report.read.input_bytes)
-        tasks = plan_tasks(sources, options.input, report.read, stream, unchanged=file_unchanged)
-        choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", report.read.input_bytes)
+        known = file_unchanged if len(index) else None  # a new store: nothing to look up
+        tasks = plan_tasks(sources, options.input, report.read, stream, unchanged=known)
+        choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", report.read.input_bytes,
+                              options.workers)
         signed = sign_tasks(tasks, params, options.input, options.workers, choice)
         _write_signed(run, signed, index, seen, report, progress)
         if options.prune:

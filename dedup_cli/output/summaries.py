@@ -59,13 +59,12 @@ def kernel_line(report: SignReport, flag: Flag) -> str:
     if report.kernels == ["numba"]:
         return f"kernel: {numba}"
     if report.kernels == ["numpy", "numba"]:
-        return (f"kernel: numpy, then {numba} once {COMPILED_MIN_BYTES >> 20} MB had been read (a stream of "
-                "unknown size)")
+        return f"kernel: numpy, then {numba} once the stream (of unknown size) had given enough bytes"
     run_bytes = report.read.input_bytes if report.read.input_bytes is not None else report.read.bytes_read
     why = {
         REQUESTED: f"{flag('kernel')} numpy",
         NOT_INSTALLED: "numba is not installed; pip install 'dedup-cli[fast]' adds the compiled kernel",
-        SMALL_RUN: f"{run_bytes / 1e6:.1f} MB is below the {COMPILED_MIN_BYTES >> 20} MB from which "
+        SMALL_RUN: f"{run_bytes / 1e6:.1f} MB is below the {COMPILED_MIN_BYTES >> 20} MB per worker from which "
                    f"the compiled kernel repays loading it; {flag('kernel')} numba takes it anyway",
         INTEGER_SETS: "integer sets are signed with numpy",
     }

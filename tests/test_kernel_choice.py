@@ -1,0 +1,174 @@
+"""Which kernel signs: the compiled one only when a run is large enough to repay loading it, the same store
+either way, whatever the number of workers; sign -v says which ran; the options refuse what cannot run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+import dedup_cli as dedup
+from dedup_cli.cli import cli
+from dedup_cli.engine.sign_stage import sign_records, sign_task
+from dedup_cli.inputs import chunks, planning
+from dedup_cli.inputs.reading import read_inputs
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.tasks import FilesTask
+from dedup_cli.kernel import choice
+from dedup_cli.params import SignatureParams
+
+REPO = Path(__file__).resolve().parent.parent
+HAS_NUMBA = importlib.util.find_spec("numba") is not None
+needs_numba = pytest.mark.skipif(not HAS_NUMBA, reason="the fast extra (numba) is not installed")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def mixed_corpus(root: Path) -> Path:
+    """Whole files, JSON Lines (one with a duplicate id and a malformed line) and Parquet, some not ASCII."""
+    corpus = root / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    for index in range(60):
+        text = " ".join(f"w{index % 7}x{n}" for n in range(index * 3)) + (" Straße ﬁne ÉTÉ" if index % 5 else "")
+        (corpus / ("sub" if index % 2 else ".") / f"{index:02d}.txt").write_text(text)
+    records = [json.dumps({"id": f"r{i % 45}", "text": f"record {i} " + "alpha beta gamma " * (i % 9) + "ÿ" * (i % 2)})
+               for i in range(50)] + ["not json"]
+    (corpus / "records.jsonl").write_text("\n".join(records) + "\n")
+    table = pa.table({"text": [f"row {i} " + "delta epsilon " * (i % 11) for i in range(40)]})
+    pq.write_table(table, corpus / "rows.parquet", row_group_size=7)
+    return corpus
+
+
+def parts(store: Path) -> dict[str, bytes]:
+    return {part.name: part.read_bytes() for part in sorted(store.glob("part-*.parquet"))}
+
+
+# --- choosing -----------------------------------------------------------------------------------------------
+
+
+def test_auto_takes_the_compiled_kernel_only_for_large_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(choice, "compiled_kernel_installed", lambda: True)
+    monkeypatch.setattr(choice, "compiled_kernel_loaded", lambda: False)
+    least = choice.COMPILED_MIN_BYTES
+    assert choice.choose_kernel(1000) == ("numpy", choice.SMALL_RUN)
+    assert choice.choose_kernel(least) == ("numba", "")
+    assert choice.choose_kernel(least, workers=2) == ("numpy", choice.SMALL_RUN)  # loaded once, shared by two
+    assert choice.choose_kernel(2 * least, workers=2) == ("numba", "")
+    assert choice.choose_kernel(None) == ("numpy", choice.SMALL_RUN)  # a stream of unknown size starts small
+    assert choice.choose_kernel(10**12, "numpy") == ("numpy", choice.REQUESTED)
+    assert choice.choose_kernel(0, "numba") == ("numba", "")
+    monkeypatch.setattr(choice, "compiled_kernel_loaded", lambda: True)
+    assert choice.choose_kernel(1000) == ("numba", "")  # already paid for in this process
+    monkeypatch.setattr(choice, "compiled_kernel_installed", lambda: False)
+    assert choice.choose_kernel(10**12) == ("numpy", choice.NOT_INSTALLED)
+
+
+def test_a_run_of_unknown_size_switches_once_it_has_seen_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(choice, "compiled_kernel_installed", lambda: True)
+    monkeypatch.setattr(choice, "compiled_kernel_loaded", lambda: False)
+    monkeypatch.setattr(choice, "COMPILED_MIN_BYTES", 100)
+    stream = choice.KernelChoice()
+    assert stream.planned == "numpy"
+    assert [stream.kernel_for(40) for _ in range(4)] == ["numpy", "numpy", "numba", "numba"]
+    assert stream.used == ["numpy", "numba"]
+    assert choice.KernelChoice(run_bytes=99).kernel_for(10**6) == "numpy"  # a known size decides once
+    assert choice.KernelChoice(run_bytes=100).planned == "numba"
+
+
+def test_a_small_run_never_imports_numba(tmp_path: Path) -> None:
+    (tmp_path / "small.txt").write_text("a small document of a few words, signed in a fresh process")
+    script = ("import sys, dedup_cli as dedup\n"
+              f"report = dedup.sign([{str(tmp_path / 'small.txt')!r}], {str(tmp_path / 's.parquet')!r})\n"
+              "assert report.kernels == ['numpy'] and report.kernel_reason == 'small run', report.kernels\n"
+              "assert 'numba' not in sys.modules, 'numba was imported'\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+
+
+# --- the same store whatever runs ---------------------------------------------------------------------------
+
+
+@needs_numba
+def test_both_kernels_and_any_number_of_workers_write_the_same_store(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = mixed_corpus(tmp_path)
+    monkeypatch.setattr(planning, "TASK_FILES", 8)  # many tasks of each kind, so the workers share them
+    monkeypatch.setattr(chunks, "CHUNK_LINES", 6)
+    stores = {}
+    for kernel, jobs in [("numpy", 1), ("numpy", 2), ("numba", 1), ("numba", 2)]:
+        store = tmp_path / f"{kernel}-{jobs}.parquet"
+        options = dedup.SignOptions(num_perm=64, bits=4, jobs=jobs, kernel=kernel,
+                                    input=dedup.InputOptions(id_field="id"))
+        report = dedup.sign([str(corpus)], store, options)
+        assert report.kernels == [kernel] and report.documents == 60 + 45 + 40
+        assert report.read.count("duplicate_ids") == 5 and report.read.count("malformed") == 1
+        stores[kernel, jobs] = parts(store)
+    assert len(stores["numpy", 1]) == 1 and len({tuple(s.items()) for s in stores.values()}) == 1
+
+
+@needs_numba
+def test_sign_says_which_kernel_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = mixed_corpus(tmp_path)
+    monkeypatch.setattr(choice, "compiled_kernel_loaded", lambda: False)  # as in a fresh process
+    code, _, stderr = run("sign", str(corpus), "-o", str(tmp_path / "a.parquet"), "-v")
+    assert code == 0 and "kernel: numpy (0.0 MB is below the 24 MB per worker from which the compiled kernel " \
+                          "repays loading it; --kernel numba takes it anyway)" in stderr
+    code, _, stderr = run("sign", str(corpus), "-o", str(tmp_path / "b.parquet"), "-v", "--kernel", "numba")
+    assert code == 0 and f"kernel: numba {choice.numba_version()} (compiled)" in stderr
+    code, _, stderr = run("sign", str(corpus), "-o", str(tmp_path / "c.parquet"), "-v", "--kernel", "numpy")
+    assert code == 0 and "kernel: numpy (--kernel numpy)" in stderr
+    assert parts(tmp_path / "a.parquet") == parts(tmp_path / "b.parquet") == parts(tmp_path / "c.parquet")
+    code, _, stderr = run("sign", str(corpus / "sub"), "-o", str(tmp_path / "d.parquet"), "-q")
+    code, _, stderr = run("sign", str(corpus / "sub"), "-o", str(tmp_path / "d.parquet"), "-v")
+    assert code == 0 and "kernel: none ran (nothing to sign)" in stderr  # every file unchanged
+
+
+def test_the_options_refuse_a_kernel_that_cannot_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sets = tmp_path / "sets.tsv"
+    sets.write_text("a\t1 2 3\n")
+    code, _, stderr = run("sign", str(sets), "--input-format", "sets", "-D", "10", "--kernel", "numba")
+    assert code == 2 and "--kernel numba signs text; integer sets are signed with numpy" in stderr
+    real_find_spec = importlib.util.find_spec
+
+    def without_numba(name: str, *args: Any) -> Any:
+        return None if name == "numba" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_numba)
+    code, _, stderr = run("sign", str(sets), "--kernel", "numba", "-o", str(tmp_path / "s.parquet"))
+    assert code == 2 and "--kernel numba needs numba, which is not installed; install it with pip install " \
+                          "'dedup-cli[fast]'" in stderr
+    with pytest.raises(dedup.OptionError, match="kernel numba needs numba"):
+        dedup.SignOptions(kernel="numba")
+    assert dedup.SignOptions().kernel == "auto"
+
+
+# --- the stage an engine maps over its work ---------------------------------------------------------------
+
+
+def test_a_task_of_files_signs_as_the_documents_read_here(tmp_path: Path) -> None:
+    corpus = mixed_corpus(tmp_path)
+    params = SignatureParams(num_perm=32, bits=8)
+    files = sorted(str(path) for path in corpus.rglob("*.txt"))
+    # What an engine's task does with a list of files (ids as a run gives them: paths relative to its root).
+    task = FilesTask(tuple(os.path.relpath(path, corpus) for path in files), tuple(files), 0)
+    signed = sign_task(task, params, dedup.InputOptions())
+    documents = list(read_inputs(files, dedup.InputOptions(id_root=str(corpus)), ReadReport()))
+    expected = sign_records(documents, params)
+    assert signed.batch.ids == expected.ids == [document.id for document in documents]
+    assert (signed.batch.signatures == expected.signatures).all()
+    assert signed.wheres == [document.path for document in documents]
+    assert signed.empty.tolist() == [document.is_empty for document in documents] == [True] + [False] * 59
+    assert signed.kernel == "numpy" and signed.report.bytes_read == sum(Path(f).stat().st_size for f in files)
