@@ -166,8 +166,6 @@ def write_records(records: Iterator[dict[str, Any]], kind: str, fields: tuple[tu
 @contextmanager
 def progress_bar(quiet: bool, description: str) -> Iterator[tuple[Callable[[int | None], None], Callable[..., None]]]:
     """(on_start, progress) callbacks that drive a bar of input bytes on stderr when it is a terminal."""
-    from tqdm import tqdm
-
     bar: Any = None
 
     def on_start(total: int | None) -> None:
@@ -175,6 +173,8 @@ def progress_bar(quiet: bool, description: str) -> Iterator[tuple[Callable[[int 
         if bar is not None:  # a second stage (filter --sign: signing, then filtering)
             bar.close()
         if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm  # 40 ms: only when a bar is shown
+
             bar = tqdm(total=total, unit="B", unit_scale=True, file=sys.stderr, desc=description)
 
     def advance(count: int) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -27,14 +28,16 @@ from dedup_cli.kernel.choice import compiled_kernel
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
 from dedup_cli.minhash.oph import min_hash_values_oph
 from dedup_cli.minhash.packing import pack_values
-from dedup_cli.minhash.universe import UniversePermutations
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.text.shingles import batch_shingles
 
+if TYPE_CHECKING:
+    from dedup_cli.minhash.universe import UniversePermutations
+
 Record = Document | IntegerSet
-Hasher = HashFamily | UniversePermutations
+Hasher: TypeAlias = "HashFamily | UniversePermutations"
 
 
 @functools.lru_cache(maxsize=4)
@@ -42,6 +45,8 @@ def hasher_for(params: SignatureParams) -> Hasher:
     """The hash family a run needs: k permutations of the universe for integer sets, else k hash functions
     (only kperm uses them; oph derives its keys from the seed)."""
     if params.input_kind == "sets":
+        from dedup_cli.minhash.universe import UniversePermutations  # only for integer sets
+
         return UniversePermutations(params.universe, params.num_perm, params.seed)
     return HashFamily.from_seed(params.seed, params.num_perm)
 
@@ -116,7 +121,7 @@ def sign_records(batch: Sequence[Record], params: SignatureParams, hasher: Hashe
                  kernel: str = "numpy") -> DocumentBatch:
     """Sign one batch of documents (text, with ``kernel``) or integer sets, as ``params.input_kind`` says."""
     hasher = hasher if hasher is not None else hasher_for(params)
-    if isinstance(hasher, UniversePermutations):
+    if params.input_kind == "sets":
         return sign_set_batch(batch, params, hasher)  # type: ignore[arg-type]
     return sign_batch(batch, params, hasher, kernel)  # type: ignore[arg-type]
 

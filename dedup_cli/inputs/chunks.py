@@ -10,6 +10,7 @@ however long. :func:`chunk_lines` splits a chunk into the lines, numbers and ver
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from dedup_cli.inputs.streams import READ_ERRORS, Position
 
 CHUNK_BYTES = 1 << 20
 CHUNK_LINES = 4096
+NEWLINE = b"\n"
 _BLOCK = 1 << 16  # the reads iter_lines' reader makes, so a damaged compressed file yields the same lines
 
 
@@ -30,13 +32,32 @@ class LineChunk:
 
     ``data`` holds lines ``first_line``, ``first_line + 1``, …, each with its ``\\n`` (the file's last line may
     lack one); ``skipped`` lists (line, bytes) of the lines over the limit that came just before them and were
-    not held; ``position`` is how much of the file on disk had been consumed when the chunk was cut.
+    not held; ``position`` is how much of the file on disk had been consumed when the chunk was cut. A chunk of
+    a plain file may leave its lines where they are: ``data`` is then empty and they are the ``length`` bytes at
+    ``offset`` in the file, holding ``newlines`` newlines (:meth:`with_data` reads them).
     """
 
     data: bytes
     first_line: int
     skipped: tuple[tuple[int, int], ...] = ()
     position: int = 0
+    offset: int = -1
+    length: int = 0
+    newlines: int = 0
+
+    def with_data(self, path: str) -> LineChunk:
+        """The chunk with its lines read from ``path`` when they were left there; ValueError when the file no
+        longer holds the same number of lines there (it changed while it was signed)."""
+        if self.offset < 0:
+            return self
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            data = os.pread(descriptor, self.length, self.offset)
+        finally:
+            os.close(descriptor)
+        if len(data) != self.length or data.count(NEWLINE) != self.newlines:
+            raise ValueError("it changed while it was read; sign it again")
+        return LineChunk(data, self.first_line, self.skipped, self.position)
 
 
 def _cut(held: bytearray, lines: int) -> int:
@@ -50,13 +71,16 @@ def _cut(held: bytearray, lines: int) -> int:
 
 class _Held:
     """The lines read and not yet cut into a chunk: ``data`` holds lines ``first`` … with ``lines`` newlines, the
-    last one (from ``start``) maybe incomplete; ``skipped`` are the lines over the limit before them."""
+    last one (from ``start``) maybe incomplete, from ``offset`` in the file; ``skipped`` are the lines over the
+    limit before them. With ``in_place``, chunks give the offsets of their lines rather than the lines."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_place: bool) -> None:
         self.data = bytearray()
         self.first = 1
         self.lines = 0
         self.start = 0
+        self.offset = 0
+        self.in_place = in_place
         self.skipped: list[tuple[int, int]] = []
 
     def append(self, block: bytes) -> bool:
@@ -70,10 +94,14 @@ class _Held:
 
     def take(self, cut: int, position: int) -> LineChunk:
         """The first ``cut`` bytes as a chunk."""
-        count = self.data.count(b"\n", 0, cut)
-        chunk = LineChunk(bytes(self.data[:cut]), self.first, tuple(self.skipped), position)
+        count = self.data.count(NEWLINE, 0, cut)
+        if self.in_place:
+            chunk = LineChunk(b"", self.first, tuple(self.skipped), position, self.offset, cut, count)
+        else:
+            chunk = LineChunk(bytes(self.data[:cut]), self.first, tuple(self.skipped), position)
         del self.data[:cut]
         self.first, self.lines, self.start, self.skipped = self.first + count, self.lines - count, self.start - cut, []
+        self.offset += cut
         return chunk
 
     def chunks(self, position: int, everything: bool = False) -> Iterator[LineChunk]:
@@ -84,13 +112,15 @@ class _Held:
             yield self.take(len(self.data), position)
 
 
-def line_chunks(stream: Any, limit: int | None, position: Position) -> Iterator[LineChunk]:
+def line_chunks(stream: Any, limit: int | None, position: Position, in_place: bool = False
+                ) -> Iterator[LineChunk]:
     """The chunks of a line stream (a raw stream read with ``read(n)``; ``limit``: ``max_document_bytes``).
 
-    A read error (a damaged compressed file) ends the chunks after the whole lines read before it, then
-    propagates.
+    With ``in_place`` (a plain file, read from its start), the chunks say where their lines are in the file
+    rather than holding them: this reader counts lines and finds the cuts, and the lines go no further. A read
+    error (a damaged compressed file) ends the chunks after the whole lines read before it, then propagates.
     """
-    held = _Held()
+    held = _Held(in_place)
     skipping = -1  # bytes so far of a line over the limit that is being skipped, or -1
     while True:
         try:
@@ -107,6 +137,7 @@ def line_chunks(stream: Any, limit: int | None, position: Position) -> Iterator[
                 skipping += len(block)
                 continue
             held.skipped.append((held.first, skipping + newline + 1))
+            held.offset += skipping + newline + 1
             held.first, skipping, block = held.first + 1, -1, block[newline + 1 :]
         ended = held.append(block)
         if limit is not None and len(held.data) - held.start >= limit + 2:

@@ -24,13 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-import pyarrow.parquet as pq
-
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME, Source, display_name
-from dedup_cli.inputs.parquet import check_columns
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import COMPRESSION_SUFFIXES, READ_ERRORS, compression
+from dedup_cli.inputs.streams import COMPRESSION_SUFFIXES, READ_ERRORS
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 
@@ -39,10 +36,16 @@ FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 
 def detect_format(name: str) -> str:
     """The format ``auto`` gives a file name, looking inside a compression suffix: ``x.jsonl.gz`` → jsonl."""
+    return _kinds(name)[0]
+
+
+def _kinds(name: str) -> tuple[str, str | None]:
+    """(the format ``auto`` gives a file name, its compression), from one look at its suffix or two."""
     stem, suffix = os.path.splitext(name)
-    if suffix.lower() in COMPRESSION_SUFFIXES:
+    compressed = COMPRESSION_SUFFIXES.get(suffix.lower())
+    if compressed is not None:
         stem, suffix = os.path.splitext(stem)
-    return FORMAT_SUFFIXES.get(suffix.lower(), "text")
+    return FORMAT_SUFFIXES.get(suffix.lower(), "text"), compressed
 
 
 @dataclass(frozen=True)
@@ -176,15 +179,20 @@ def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
                        options.id_root)
     sources = [Source(STDIN, STDIN, STDIN_NAME, stdin_format, None)] if reads_stdin else []
     for file in files:
-        file_format = detect_format(file.path) if options.input_format == "auto" else options.input_format
+        file_format, file_compression = _kinds(file.path)
         try:
             status: os.stat_result | None = os.stat(file.path)
         except OSError:
             status = None  # reported when it is read
-        sources.append(Source(file.id, file.path, display_name(file.path), file_format, compression(file.path),
-                              0 if status is None else status.st_size, status))
+        sources.append(Source(file.id, file.path, display_name(file.path),
+                              file_format if options.input_format == "auto" else options.input_format,
+                              file_compression, 0 if status is None else status.st_size, status))
     for source in sources:  # stop before any work when a Parquet file lacks a named column
         if source.format == "parquet" and source.compression is None:
+            import pyarrow.parquet as pq  # only with Parquet inputs: signing text starts without it
+
+            from dedup_cli.inputs.parquet import check_columns
+
             try:
                 with open(source.path, "rb") as handle:
                     schema = pq.read_schema(handle)

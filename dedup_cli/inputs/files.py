@@ -18,7 +18,6 @@ from dedup_cli.inputs.decoding import clean, decode, json_record, whole_text
 from dedup_cli.inputs.locations import STDIN, Source, location_path, record_location
 from dedup_cli.inputs.records import Document, IntegerSet, make_document
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.sets import integer_set
 from dedup_cli.inputs.streams import read_capped
 from dedup_cli.options.reading import InputOptions
 
@@ -32,14 +31,16 @@ def read_whole(stream: Any, status: os.stat_result | None, source: Source, limit
             and stat_module.S_ISREG(status.st_mode) and status.st_size > limit):
         report.note("oversized", (where, status.st_size))  # known from stat: nothing read
         return
-    head = stream.read(BINARY_SNIFF_BYTES)
-    if b"\0" in head:
-        report.bytes_read += len(head)
+    plain = status is not None and stat_module.S_ISREG(status.st_mode) and source.compression is None
+    expected = status.st_size if plain and status is not None else -1
+    # A plain file is read in one call (its size and one byte more, to see it did not grow); anything else
+    # starts with the bytes that say whether it is binary.
+    head = stream.read(expected + 1 if plain else BINARY_SNIFF_BYTES)
+    if head.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:
+        report.bytes_read += min(len(head), BINARY_SNIFF_BYTES)
         report.note("binary", where)
         return
-    whole_file = (status is not None and stat_module.S_ISREG(status.st_mode) and source.compression is None
-                  and len(head) == status.st_size)
-    raw = head if whole_file else read_capped(stream, head, limit)  # a small file is all in ``head``
+    raw = head if len(head) == expected else read_capped(stream, head, limit)
     if raw is None:
         report.bytes_read += (limit or 0) + 1
         report.note("oversized", (where, (limit or 0) + 1))
@@ -69,6 +70,8 @@ def line_document(line: bytes, number: int, source: Source, options: InputOption
     the line is malformed (noted in ``report``, like repaired text)."""
     where = f"{source.display}:{number}"
     if source.format == "sets":
+        from dedup_cli.inputs.sets import integer_set  # only for integer sets: signing text never loads it
+
         try:
             return integer_set(line, record_location(source.path, "line", number), mtime_ns, options.universe or 0)
         except (ValueError, OverflowError) as error:
@@ -77,16 +80,19 @@ def line_document(line: bytes, number: int, source: Source, options: InputOption
     jsonl = source.format == "jsonl"
     text, replaced = decode(line)
     identifier: str | None = None
+    utf8: bytes | None = None if replaced else line
     if jsonl:
         try:
             identifier, text = json_record(text, options.id_field, options.text_field)
         except ValueError as error:
             report.note("malformed", (where, str(error)))
             return None
-        text, surrogates = clean(text)
-        replaced = replaced or surrogates
+        try:  # only a text holding a lone surrogate (JSON "\ud800") cannot be encoded
+            utf8 = text.encode("utf-8")
+        except UnicodeEncodeError:
+            text, utf8 = clean(text)[0], None
+            replaced = True
     if replaced:
         report.note("invalid_utf8", where)
     location = record_location(source.path, "line", number, options.text_field if jsonl else None)
-    utf8 = None if replaced or jsonl else line
     return make_document(identifier or f"{source.id}:{number}", location, text, mtime_ns, utf8)

@@ -13,6 +13,7 @@ Names
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import urllib.parse
@@ -39,6 +40,7 @@ def display_name(name: str) -> str:
         return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+@functools.lru_cache(maxsize=256)  # called for every record of a file
 def location_path(path: str) -> str:
     """A path as a store can hold it: itself, or a ``file://`` URI when it is not UTF-8 or holds ``#``."""
     if "#" not in path and display_name(path) == path:
@@ -52,6 +54,7 @@ def path_of_location(text: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=256)
 def _quote(name: str) -> str:
     return urllib.parse.quote(name, safe="", errors="surrogateescape")
 

@@ -18,7 +18,6 @@ from typing import Any, BinaryIO
 from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, LineChunk, line_chunks
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
 from dedup_cli.inputs.locations import STDIN, Source, location_path
-from dedup_cli.inputs.parquet import open_parquet, parquet_rows
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import READ_ERRORS, Counted, Position, Prefixed, open_decompressed
 from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LinesTask, ReadTask, RowsTask
@@ -69,15 +68,15 @@ def plan_tasks(sources: Sequence[Source], options: InputOptions, report: ReadRep
             files.append(source)
             size += source.size
             if size >= TASK_BYTES or len(files) >= TASK_FILES:
-                yield FilesTask(tuple(files), size)
+                yield FilesTask.of(files, size)
                 files, size = [], 0
             continue
         if files:
-            yield FilesTask(tuple(files), size)
+            yield FilesTask.of(files, size)
             files, size = [], 0
         yield from _source_tasks(source, options, report, stdin)
     if files:
-        yield FilesTask(tuple(files), size)
+        yield FilesTask.of(files, size)
 
 
 def _source_tasks(source: Source, options: InputOptions, report: ReadReport, stdin: BinaryIO) -> Iterator[ReadTask]:
@@ -99,6 +98,8 @@ def _source_tasks(source: Source, options: InputOptions, report: ReadReport, std
         with open_decompressed(source.path, source.compression) as (stream, status, position):
             mtime_ns = status.st_mtime_ns if status is not None else 0
             if source.format == "parquet":
+                from dedup_cli.inputs.parquet import open_parquet, parquet_rows  # only with Parquet inputs
+
                 parquet = open_parquet(stream, source, report)
                 for rows in [] if parquet is None else parquet_rows(parquet, source, options, TASK_FILES, TASK_BYTES):
                     yield RowsTask(source, rows, mtime_ns, rows.position - done)
@@ -122,7 +123,10 @@ def _line_tasks(stream: Any, status: os.stat_result | None, source: Source, opti
         yield LinesTask(source, LineChunk(b"", 1), mtime_ns, position(), (("binary", source.display),), len(head))
         return
     done = 0
-    chunks = line_chunks(Prefixed(head, stream), options.max_document_bytes, position)
+    # A plain file's lines stay where they are: the workers read their chunk's lines from the file themselves.
+    in_place = (source.path != STDIN and source.compression is None and status is not None
+                and stat_module.S_ISREG(status.st_mode))
+    chunks = line_chunks(Prefixed(head, stream), options.max_document_bytes, position, in_place)
     while True:
         try:
             chunk = next(chunks, None)

@@ -20,26 +20,40 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dedup_cli.inputs.chunks import LineChunk, chunk_lines
 from dedup_cli.inputs.files import line_document, note_unreadable, read_whole
-from dedup_cli.inputs.locations import Source
-from dedup_cli.inputs.parquet import ParquetRows, row_documents
+from dedup_cli.inputs.locations import Source, display_name
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import READ_ERRORS, open_decompressed
+from dedup_cli.inputs.streams import READ_ERRORS, compression, open_decompressed
 from dedup_cli.options.reading import InputOptions
+
+if TYPE_CHECKING:
+    from dedup_cli.inputs.parquet import ParquetRows
 
 Record = Document | IntegerSet
 
 
 @dataclass(frozen=True)
 class FilesTask:
-    """Whole files to read, each one document; ``input_bytes``: their size on disk (for progress)."""
+    """Whole files to read, each one document: their ids and paths (two tuples of strings, so that a task of
+    thousands of files travels to a worker in a few hundred microseconds); ``input_bytes``: their size on disk
+    (for progress)."""
 
-    sources: tuple[Source, ...]
+    ids: tuple[str, ...]
+    paths: tuple[str, ...]
     input_bytes: int
+
+    @classmethod
+    def of(cls, sources: list[Source], input_bytes: int) -> FilesTask:
+        return cls(tuple(source.id for source in sources), tuple(source.path for source in sources), input_bytes)
+
+    def sources(self) -> Iterator[Source]:
+        """The files as :func:`dedup_cli.inputs.discovery.plan_sources` lists them (text, by their names)."""
+        for identifier, path in zip(self.ids, self.paths, strict=True):
+            yield Source(identifier, path, display_name(path), "text", compression(path))
 
 
 @dataclass(frozen=True)
@@ -92,13 +106,34 @@ class TaskDocuments:
             self.documents.append(document)
 
 
+class PlainFile:
+    """A file read with the system's calls alone: open, fstat, read, close. Python's buffered ``open`` adds a
+    second fstat and, for a file smaller than its buffer, a second read: six calls a file instead of four, a
+    third of the time of reading many small files."""
+
+    def __init__(self, path: str) -> None:
+        self.descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+
+    def read(self, size: int) -> bytes:
+        return os.read(self.descriptor, size)
+
+    def status(self) -> os.stat_result:
+        return os.fstat(self.descriptor)
+
+    def __enter__(self) -> PlainFile:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        os.close(self.descriptor)
+
+
 def read_file(source: Source, limit: int | None, report: ReadReport) -> Iterator[tuple[str, Document]]:
     """The document of one whole file (plain or compressed); a file that cannot be read is noted in ``report``."""
     try:
         if source.compression is None:
-            # The common case, many small plain files: opened directly, without the decompression layer.
-            with open(source.path, "rb") as plain:
-                yield from read_whole(plain, os.fstat(plain.fileno()), source, limit, report)
+            # The common case, many small plain files: without the decompression layer or Python's buffering.
+            with PlainFile(source.path) as plain:
+                yield from read_whole(plain, plain.status(), source, limit, report)
             return
         with open_decompressed(source.path, source.compression) as (stream, status, _):
             yield from read_whole(stream, status, source, limit, report)
@@ -108,7 +143,12 @@ def read_file(source: Source, limit: int | None, report: ReadReport) -> Iterator
 
 def _line_documents(task: LinesTask, options: InputOptions, report: ReadReport) -> Iterator[tuple[str, Record]]:
     source = task.source
-    for number, line, consumed in chunk_lines(task.chunk, options.max_document_bytes):
+    try:
+        chunk = task.chunk.with_data(source.path)
+    except (OSError, ValueError) as error:
+        note_unreadable(report, source, error)
+        return
+    for number, line, consumed in chunk_lines(chunk, options.max_document_bytes):
         report.bytes_read += consumed
         if line is None:
             report.note("oversized", (f"{source.display}:{number}", consumed))
@@ -128,11 +168,13 @@ def read_task(task: ReadTask, options: InputOptions) -> TaskDocuments:
     """The documents of one task, read as ``options`` say, and what reading them found."""
     read = TaskDocuments(report=ReadReport(max_document_bytes=options.max_document_bytes))
     if isinstance(task, FilesTask):
-        for source in task.sources:
+        for source in task.sources():
             read.add(read_file(source, options.max_document_bytes, read.report))
     elif isinstance(task, LinesTask):
         read.add(_line_documents(task, options, read.report))
     elif isinstance(task, RowsTask):
+        from dedup_cli.inputs.parquet import row_documents  # only with Parquet inputs
+
         read.add(row_documents(task.rows, task.source, options, task.mtime_ns, read.report))
     else:
         read.documents, read.wheres = list(task.documents), list(task.wheres)

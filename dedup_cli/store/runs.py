@@ -15,7 +15,6 @@ from types import TracebackType
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dedup_cli.errors import StoreError
@@ -147,21 +146,25 @@ class StoreRun:
         except OSError as error:
             raise StoreError(f"cannot write {path}: {error.strerror or error}") from error
         written = pa.chunked_array(self._written_ids, pa.string())
+        touched = len(written) > 0 or bool(self._removed) or self.replace
+        live_before = self.document_index().id_array if touched else pa.array([], pa.string())
+        if len(written) > 1 or len(live_before) or self._removed:
+            # 30-50 ms to import: a first run that signs one document has no need of it.
+            import pyarrow.compute as pc
         if len(written) > 1:
             unique = pc.unique(written)
             if len(unique) < len(written):
                 counts = pc.value_counts(written)
                 repeated = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))[0].as_py()
                 raise ValueError(f"run {self.number} wrote document id {repeated!r} more than once")
-        touched = len(written) > 0 or bool(self._removed) or self.replace
-        live_before = self.document_index().id_array if touched else pa.array([], pa.string())
-        changed = int(pc.sum(pc.is_in(written, value_set=live_before)).as_py() or 0) if len(written) else 0
+        changed = int(pc.sum(pc.is_in(written, value_set=live_before)).as_py() or 0) if len(live_before) else 0
         added = len(written) - changed
         removals = pa.table({"id": pa.array([], pa.string()), "run": pa.array([], pa.int64())})
+        removed = 0
         if self.replace:
             removed = before.documents - changed
-        else:
-            requested = pc.unique(pa.array(self._removed, pa.string())) if self._removed else pa.array([], pa.string())
+        elif self._removed:
+            requested = pc.unique(pa.array(self._removed, pa.string()))
             effective = pc.and_(pc.is_in(requested, value_set=live_before),
                                 pc.invert(pc.is_in(requested, value_set=written)))
             removed_ids = requested.filter(effective)

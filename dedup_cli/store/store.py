@@ -14,7 +14,6 @@ from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dedup_cli.errors import StoreError, UsageError
 from dedup_cli.inputs.locations import infer_id_root
@@ -60,6 +59,8 @@ T = TypeVar("T")
 def _named_rows(ids: pa.ChunkedArray, keep: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     """The positions (among all rows) of the live rows named by ``names``, in that order, and the names that
     are not live ids."""
+    import pyarrow.compute as pc  # 30-50 ms: imported by the commands that need it, not by every sign
+
     found = pc.index_in(pa.array(list(names), pa.string()), value_set=ids.take(pa.array(keep, pa.int64())))
     present = pc.is_valid(found).to_numpy(zero_copy_only=False)
     missing = [name for name, here in zip(names, present.tolist(), strict=True) if not here]
@@ -147,6 +148,8 @@ class Store:
     def source_files(self) -> set[str]:
         """The files the live documents were read from: their locations without a record's ``#line=``/``#row=``
         part (``-`` for stdin)."""
+        import pyarrow.compute as pc
+
         table, keep = self._live(["path"])
         paths = table.column("path").take(pa.array(keep, pa.int64()))
         files = pc.replace_substring_regex(paths, pattern=r"#(?:line|row)=\d+(?:&(?:field|column)=[^&#]*)?$",
