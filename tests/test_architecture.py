@@ -131,7 +131,7 @@ def _violations(items: list[Import]) -> str:
 LAYERS: list[tuple[str, list[list[str]]]] = [
     ("foundations: nothing of dedup", [
         ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "estimates",
-         "groups", "inputs", "minhash", "output", "store", "text", "command_line", "options"],
+         "evaluation", "groups", "inputs", "minhash", "output", "store", "text", "command_line", "options"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"], ["options.reading"],
@@ -152,16 +152,17 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
-        ["inputs.locations", "inputs.records", "inputs.report"], ["inputs.decoding"], ["inputs.streams"],
-        ["inputs.parquet"], ["inputs.discovery", "inputs.reread"], ["inputs.sets", "inputs.fields", "inputs.members"],
-        ["inputs.files"],
-        ["inputs.reading"],
+        ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding"],
+        ["inputs.streams"], ["inputs.parquet"], ["inputs.discovery", "inputs.reread"],
+        ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [
         ["store.format", "store.parts"], ["store.lock", "store.legacy", "store.manifest"], ["store.snapshot"],
         ["store.compaction"], ["store.runs"], ["store.store"],
     ]),
-    ("verification: exact checks of pairs", [["verification"]]),
+    ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
+        ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
+    ]),
     ("corpus: the kept records of each input, written in its own format", [
         ["corpus.decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"], ["corpus.parquet"],
         ["corpus.sources"],
@@ -291,8 +292,8 @@ def test_no_module_is_over_the_size_limit() -> None:
 def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
-    stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "engine.find_stages", "engine.sign_stage",
-              "engine.filter_stages")
+    stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "evaluation.", "engine.find_stages",
+              "engine.sign_stage", "engine.filter_stages")
     offenders = []
     for name, path in _package_modules(PACKAGE_DIR).items():
         if not name.startswith(stages):
