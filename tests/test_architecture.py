@@ -135,7 +135,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"], ["options.reading"],
-        ["options.signing", "options.finding", "options.planning"], ["options.filtering"], ["params"],
+        ["options.signing", "options.finding", "options.planning"], ["options.filtering", "options.evaluating"],
+        ["params"],
     ]),
     ("text: documents → shingles", [["text.normalise"], ["text.tokens"], ["text.shingles"]]),
     ("minhash: shingles → signatures", [
@@ -168,20 +169,22 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["corpus.sources"],
     ]),
     ("engines: the stages of sign and find, and the local engine that runs them", [
-        ["engine.sign_stage", "engine.find_stages", "engine.results"], ["engine.local", "engine.filter_stages"],
+        ["engine.sign_stage", "engine.find_stages", "engine.results"],
+        ["engine.local", "engine.filter_stages", "engine.evaluation"],
     ]),
     ("commands: one module per command of the API", [
-        ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info"],
+        ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval"],
         ["commands.filter"],
     ]),
     ("output: records, writers, summaries", [
-        ["output.records", "output.parquet"], ["output.delimited", "output.plan_report", "output.summaries"],
+        ["output.records", "output.parquet", "output.eval_report", "output.eval_plot"],
+        ["output.delimited", "output.plan_report", "output.summaries"],
     ]),
     ("the public API", [["__init__"]]),
     ("the command line", [
         ["command_line.common"],
         ["command_line.sign", "command_line.find", "command_line.filter", "command_line.estimate",
-         "command_line.plan", "command_line.info"],
+         "command_line.eval", "command_line.plan", "command_line.info"],
         ["cli"], ["__main__"],
     ]),
 ]
@@ -194,6 +197,8 @@ CONFINED = {
     "tqdm": {"cli", "command_line."},
     # The store, the input readers (Parquet text columns), the Parquet writers of filter and of output.
     "pyarrow": {"store.", "inputs.", "corpus.", "output."},
+    # eval's pictures, an optional extra.
+    "matplotlib": {"output.eval_plot"},
 }
 
 
@@ -293,7 +298,7 @@ def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
     stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "evaluation.", "engine.find_stages",
-              "engine.sign_stage", "engine.filter_stages")
+              "engine.sign_stage", "engine.filter_stages", "engine.evaluation")
     offenders = []
     for name, path in _package_modules(PACKAGE_DIR).items():
         if not name.startswith(stages):
