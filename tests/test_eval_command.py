@@ -100,6 +100,10 @@ def test_the_run_and_its_design(census: Census) -> None:
     assert record["candidates"] == found.candidates
     assert record["banding"] == {"bands": found.banding.bands, "rows": found.banding.rows, "band_bits": 8}
     assert record["frame"] == {"bands": frame.bands, "rows": frame.rows, "band_bits": 8}
+    grid = np.round(np.arange(101) / 100, 2)
+    agree = 2.0**-8 + (1 - 2.0**-8) * grid
+    caught = np.maximum(*(1 - (1 - agree**b.rows) ** b.bands for b in (found.banding, frame)))
+    assert record["reach"] == grid[np.flatnonzero(caught >= 0.99)[0]]
     assert record["store"] == str(census.store) and record["seconds"] > 0
     sample = record["sample"]
     assert (sample["requested"], sample["seed"], sample["drawn"], sample["measured"]) == (10_000, 1, pairs, pairs)
@@ -232,7 +236,7 @@ RETRIEVAL = {"threshold", "bits", "verify", "outside_truth",
 TESTED = {
     # test_the_run_and_its_design
     "store", "documents", "eligible", "pairs", "num_perm", "stored_bits", "threshold", "bits", "evaluated_bits",
-    "banding.bands", "banding.rows", "banding.band_bits", "frame.bands", "frame.rows", "frame.band_bits",
+    "banding.bands", "banding.rows", "banding.band_bits", "frame.bands", "frame.rows", "frame.band_bits", "reach",
     "candidates", "banded", "oversized_buckets", "seconds", "sample.requested", "sample.seed", "sample.drawn",
     "sample.measured", "sample.unverifiable_documents",
     *{f"sample.strata[].{key}" for key in ("name", "banded", "low", "high", "population", "drawn", "measured",

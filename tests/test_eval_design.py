@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dedup_cli.candidates.banding import candidate_probability
+from dedup_cli.candidates.banding import Banding, candidate_probability
 from dedup_cli.evaluation import design
 from dedup_cli.evaluation.design import (
     allocate,
@@ -16,6 +16,7 @@ from dedup_cli.evaluation.design import (
     frame_banding,
     inside,
     pair_codes,
+    reach,
     resemblance_bins,
     unbanded_pairs,
 )
@@ -219,6 +220,14 @@ def test_draw_stratifies_by_estimate_and_keeps_every_bin() -> None:
     assert np.array_equal(again.first, drawn.first) and np.array_equal(again.second, drawn.second)  # seeded
     other = draw_pairs(codes, estimate, candidate, eligible, sample=60, seed=2, bins=10)
     assert not np.array_equal(pair_codes(other.first, other.second, 30), drawn_codes)
+
+
+def test_reach_is_where_the_banded_strata_hold_99_percent() -> None:
+    find = Banding(35, 3, 8)
+    below, at = (float(candidate_probability(r, 35, 3, 8)) for r in (0.49, 0.5))
+    assert below < 0.99 <= at and reach([find]) == 0.5
+    assert reach([find, Banding(128, 2, 8)]) == 0.19  # the looser banding reaches further down
+    assert reach([Banding(1, 256, 8)]) == 1.0
 
 
 def test_the_frame_banding_is_the_loosest_within_its_chance_budget() -> None:

@@ -22,7 +22,7 @@ from dedup_cli.engine.results import EvalResult, EvalSample
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
 from dedup_cli.estimates.two_way import variance_2way
 from dedup_cli.evaluation.accuracy import STORAGE_BITS, estimator_accuracy, prefix_matches, storage_tradeoff
-from dedup_cli.evaluation.design import draw_pairs, frame_banding, inside, pair_codes
+from dedup_cli.evaluation.design import draw_pairs, frame_banding, inside, pair_codes, reach
 from dedup_cli.evaluation.retrieval import (
     Retrieval,
     counted_retrieval,
@@ -61,10 +61,16 @@ class LocalPairs:
         self.r = stages.set_size_ratios(store.shingle_counts, store.params.universe)
         self.max_bucket = max_bucket
         self.unverifiable: set[str] = set()
+        # The last banding's candidates and scores: eval asks for the same ones for each b and verify mode in turn.
+        self._candidates: tuple[Banding, tuple[np.ndarray, np.ndarray, int]] | None = None
+        self._scored: tuple[Banding, int, ScoredPairs] | None = None
 
     def candidates(self, banding: Banding) -> tuple[np.ndarray, np.ndarray, int]:
         """The candidate pairs of ``banding``: (int64 first, int64 second, buckets cut), as ``find`` finds them."""
-        return stages.lsh_candidates(self.stored_values, banding, self.eligible, self.max_bucket)
+        if self._candidates is None or self._candidates[0] != banding:
+            self._candidates = banding, stages.lsh_candidates(self.stored_values, banding, self.eligible,
+                                                              self.max_bucket)
+        return self._candidates[1]
 
     def score(self, first: np.ndarray, second: np.ndarray, bits: int) -> ScoredPairs:
         """Matches, R̂_b and its interval for the pairs (first[p], second[p])."""
@@ -82,8 +88,10 @@ class LocalPairs:
 
     def accepted(self, banding: Banding, threshold: float, bits: int, verify: str) -> tuple[np.ndarray, np.ndarray]:
         """The pairs ``find`` accepts (before same-file aliases are dropped): candidates, scores, exact checks."""
-        first, second, _ = self.candidates(banding)
-        scored = self.score(first, second, bits)
+        if self._scored is None or self._scored[:2] != (banding, bits):
+            first, second, _ = self.candidates(banding)
+            self._scored = banding, bits, self.score(first, second, bits)
+        scored = self._scored[2]
         exact, verification = stages.verify_borderline(self.store, scored, threshold, verify)
         if verification is not None:
             self.unverifiable.update(verification.unverifiable_documents)
@@ -199,6 +207,7 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     return EvalResult(
         store=store, documents=num_docs, eligible=eligible, num_perm=num_perm, stored_bits=stored_bits,
         threshold=threshold, bits=bits, evaluated_bits=evaluated, banding=banding, frame=frame,
+        reach=reach([banding] if frame is None else [banding, frame]),
         candidates=int(first.size), banded=int(codes.size), oversized_buckets=oversized,
         population=draw.population, sample=options.sample,
         seed=options.seed, strata=draw.strata, measured=design.measured, unverifiable=sorted(pairs.unverifiable),

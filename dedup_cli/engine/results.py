@@ -71,6 +71,7 @@ class EvalResult:
     evaluated_bits: list[int]
     banding: Banding
     frame: Banding | None  # the looser banding whose candidates are banded too (docs/evaluation.md)
+    reach: float  # from this resemblance on, the banded strata hold ≥ 99 % of the pairs (predicted)
     candidates: int
     banded: int  # pairs in the R̂ strata: find's candidates and the looser banding's
     oversized_buckets: int

@@ -43,6 +43,21 @@ def frame_banding(documents: int, num_perm: int, band_bits: int) -> Banding | No
     return None
 
 
+REACH_CAPTURE = 0.99  # the share of a resemblance's pairs the banded strata must hold for it to be "reached"
+
+
+def reach(bandings: list[Banding]) -> float:
+    """The lowest resemblance (to 0.01) from which the banded strata hold ≥ 99 % of the pairs, as predicted.
+
+    A pair of resemblance R is banded when some banding makes it a candidate, with probability at least the largest
+    of their S-curves (MMDS §3.4.2). Below this R, most such pairs are in the unbanded stratum, which a uniform sample
+    meets only in proportion to their share of all pairs: measurements there can miss them (docs/evaluation.md).
+    """
+    grid = np.round(np.linspace(0.0, 1.0, 101), 2)
+    caught = np.max([candidate_probability(grid, b.bands, b.rows, b.band_bits) for b in bandings], axis=0)
+    return float(grid[np.argmax(caught >= REACH_CAPTURE)])
+
+
 def resemblance_bins(values: np.ndarray, bins: int) -> np.ndarray:
     """int64[m]: the bin of each resemblance in ``bins`` equal bins of [0, 1] (values clipped; 1.0 in the last)."""
     clipped = np.clip(np.asarray(values, dtype=np.float64), 0.0, 1.0)

@@ -58,7 +58,8 @@ def eval_record(result: EvalResult) -> dict[str, Any]:
         "store": result.store, "documents": result.documents, "eligible": result.eligible,
         "pairs": result.population, "num_perm": result.num_perm, "stored_bits": result.stored_bits,
         "threshold": result.threshold, "bits": result.bits, "evaluated_bits": result.evaluated_bits,
-        "banding": _banding(result.banding), "frame": _banding(result.frame), "candidates": result.candidates,
+        "banding": _banding(result.banding), "frame": _banding(result.frame), "reach": result.reach,
+        "candidates": result.candidates,
         "banded": result.banded, "oversized_buckets": result.oversized_buckets,
         "sample": {"requested": result.sample, "seed": result.seed,
                    "drawn": sum(stratum.drawn for stratum in result.strata), "measured": int(result.measured.sum()),
@@ -124,6 +125,9 @@ def eval_summary(result: EvalResult) -> list[str]:
     lines.append("S-curve, Pr(candidate) by exact R:   " + "  ".join(f"{point.low:.1f}+" for point in curve))
     lines.append("  measured                          " + "".join(f"{_value(point.measured, 2):>6}" for point in curve))
     lines.append("  predicted                         " + "".join(f"{point.predicted or 0:>6.2f}" for point in curve))
+    if result.reach > 0:
+        lines.append(f"  (below R = {result.reach:g} the banded strata hold under 99 % of the pairs: the measured "
+                     "share, and recall below that threshold, can be too high)")
     source = "counted against " + result.truth.path if result.truth is not None else "estimated from the sample"
     lines.append(f"find at R0 = {result.threshold:g}, precision and recall ({source}, 95 % intervals):")
     for retrieval in result.at_threshold:
