@@ -95,9 +95,13 @@ def _value(estimate: Estimate | None, digits: int = 3, signed: bool = False) -> 
     return f"{estimate.value:+.{digits}f}" if signed else f"{estimate.value:.{digits}f}"
 
 
-def _with_interval(estimate: Estimate | None) -> str:
+def _with_interval(estimate: Estimate | None, counted: bool) -> str:
     if estimate is None:
         return "–"
+    if counted:
+        return f"{estimate.value:.3f}"
+    if estimate.ci_low == estimate.ci_high:
+        return f"{estimate.value:.3f} (census)"  # every pair that could count was sampled
     return f"{estimate.value:.3f} [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}]"
 
 
@@ -128,11 +132,14 @@ def eval_summary(result: EvalResult) -> list[str]:
     if result.reach > 0:
         lines.append(f"  (below R = {result.reach:g} the banded strata hold under 99 % of the pairs: the measured "
                      "share, and recall below that threshold, can be too high)")
-    source = "counted against " + result.truth.path if result.truth is not None else "estimated from the sample"
-    lines.append(f"find at R0 = {result.threshold:g}, precision and recall ({source}, 95 % intervals):")
+    source = (f"counted against {result.truth.path}" if result.truth is not None
+              else "estimated from the sample, 95 % intervals")
+    lines.append(f"find at R0 = {result.threshold:g}, precision and recall ({source}):")
+    counted = result.truth is not None
     for retrieval in result.at_threshold:
         lines.append(f"  b = {retrieval.bits}, verify {retrieval.verify:10} precision "
-                     f"{_with_interval(retrieval.precision)}  recall {_with_interval(retrieval.recall)}")
+                     f"{_with_interval(retrieval.precision, counted)}  recall "
+                     f"{_with_interval(retrieval.recall, counted)}")
     storage = ", ".join(f"b = {line.bits}: {line.storage_factor:.3g}" for line in result.storage.lines)
     lines.append(f"storage factor B(b) = b·k·Var near R0 (Li & König eq. 12): {storage}")
     if result.unverifiable:
