@@ -10,9 +10,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Marker files record which extras are installed, so a second run installs nothing.
+# Marker files record which extras are installed, so a second run installs nothing. The plot extra (matplotlib,
+# for dedup eval --plot) comes with dedup itself, so demo, test and CI have it.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[plot]'
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
@@ -26,6 +27,7 @@ $(VENV)/.installed-lint: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/dedup sign sample_corpora --exclude SOURCE -o $(DEMO_STORE)
 	$(BIN)/dedup find $(DEMO_STORE) --threshold 0.5 --bits 2
+	$(BIN)/dedup eval $(DEMO_STORE) --threshold 0.5 --bits 2 --plot $(VENV)/demo-eval.png
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
@@ -39,7 +41,8 @@ corpora:
 
 # The benchmark: its own virtualenv (dedup plus the peers it is compared with), corpora built into the
 # git-ignored bench/data/ (deterministic; rebuilt only when make_corpus.py or its parameters change), the
-# side-by-side comparison (bench/RESULTS.md), then find at scale and the accuracy table with the main venv.
+# side-by-side comparison (bench/RESULTS.md), then find at scale, and the accuracy tables from dedup eval --truth on
+# the same corpora (their truth.tsv), with the main venv.
 BENCH_VENV ?= bench/.venv
 BENCH_BIN := $(BENCH_VENV)/bin
 BENCH_SIZES ?= 10000 100000
@@ -60,7 +63,7 @@ bench-corpora: $(BENCH_VENV)/.installed
 bench: bench-corpora $(VENV)/.installed
 	$(BENCH_BIN)/python bench/compare.py --corpus $(BENCH_CORPORA) --repeat $(BENCH_REPEAT) --out bench/RESULTS.md
 	$(BIN)/python bench/find_scale.py --out bench/RESULTS-find.md
-	$(BIN)/python bench/accuracy.py > bench/RESULTS-accuracy.md
+	$(BIN)/python bench/accuracy.py --corpus $(BENCH_CORPORA) --out bench/RESULTS-accuracy.md
 	@echo "wrote bench/RESULTS.md, bench/RESULTS-find.md, bench/RESULTS-accuracy.md"
 
 clean:
