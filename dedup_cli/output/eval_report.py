@@ -48,11 +48,10 @@ def _retrieval(retrieval: Retrieval) -> dict[str, Any]:
 
 def eval_record(result: EvalResult) -> dict[str, Any]:
     """Every number ``eval`` measured, as one JSON-ready object (docs/evaluation.md lists the fields)."""
-    weights = {int(stratum): float(weight) for stratum, weight in zip(result.pairs.stratum, result.pairs.weight,
-                                                                       strict=True)}
     strata = [{"name": stratum.name, "banded": stratum.banded, "low": stratum.low, "high": stratum.high,
-               "population": stratum.population, "drawn": stratum.drawn, "measured": int(result.measured[index]),
-               "weight": number(weights.get(index))} for index, stratum in enumerate(result.strata)]
+               "population": stratum.population, "drawn": stratum.drawn, "measured": int(measured),
+               "weight": number(stratum.population / measured) if measured else None}
+              for stratum, measured in zip(result.strata, result.measured.tolist(), strict=True)]
     truth = result.truth
     return {
         "store": result.store, "documents": result.documents, "eligible": result.eligible,
