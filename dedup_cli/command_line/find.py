@@ -10,6 +10,7 @@ import click
 from dedup_cli.command_line.common import (
     EXIT_DUPLICATES,
     find_options,
+    flag,
     reports_errors,
     write_records,
 )
@@ -57,7 +58,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
     written = write_records(RECORDS[kind](result), kind, fields, fmt, out, not no_header)
     if not quiet:
         click.echo(find_summary(store, result), err=True)
-        for line in find_warnings(result):
+        for line in find_warnings(result, flag):
             click.echo(f"warning: {line}", err=True)
         if verbose:
             click.echo(find_store_line(store, result), err=True)

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dedup_cli.candidates.banding import Banding
+from dedup_cli.candidates.banding import Banding, BandingChoice
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.triples import ScoredTriples
 from dedup_cli.evaluation.accuracy import EstimatorAccuracy, StorageTradeoff
@@ -42,6 +42,14 @@ class FindResult:
     reference: np.ndarray | None = None  # bool[n_docs] with ``against``: True for the reference store's documents
     against: str | None = None  # the reference store
     keep_field_problems: list[tuple[str, str]] = field(default_factory=list)  # (id, reason): no value to rank by
+    banding_choice: BandingChoice | None = None  # what the banding promises for this corpus (None: all pairs)
+    documents: int | None = None  # live documents of the store (None: all of them are in ``store``)
+    run_span: tuple[int, int] | None = None  # the first and last run of the store's documents (None: from ``store``)
+
+    @property
+    def document_count(self) -> int:
+        """The store's live documents, whether ``store`` holds them all or only those the result names."""
+        return len(self.store) if self.documents is None else self.documents
 
 
 @dataclass

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dedup_cli.commands.filter import FilterReport
+from dedup_cli.commands.plan import banding_warnings
 from dedup_cli.commands.sign import SignReport
 from dedup_cli.engine.results import FindResult
 from dedup_cli.inputs.report import ReadReport
@@ -51,7 +52,7 @@ def sign_summary(report: SignReport) -> str:
 def find_summary(store: str, result: FindResult) -> str:
     """One line: documents, banding, candidates, pairs, triples, groups, checks, time and estimator."""
     threshold = result.threshold
-    documents = len(result.store)
+    documents = result.document_count
     if result.banding is None:
         how = "all pairs compared"
     else:
@@ -77,7 +78,7 @@ def find_summary(store: str, result: FindResult) -> str:
     return ", ".join(parts)
 
 
-def find_warnings(result: FindResult) -> list[str]:
+def find_warnings(result: FindResult, flag: Flag) -> list[str]:
     """Documents that could not be re-read, same-file aliases left out, LSH buckets cut."""
     lines = []
     if result.verification is not None and result.verification.unverifiable_documents:
@@ -89,6 +90,8 @@ def find_warnings(result: FindResult) -> list[str]:
                      "only the first id of each file is reported")
     if result.oversized_buckets:
         lines.append(f"{result.oversized_buckets} LSH buckets held more than 1000 documents and were cut")
+    if result.banding_choice is not None:
+        lines += banding_warnings(result.banding_choice, result.threshold, result.store.params.num_perm, flag)
     return lines + _keep_field_lines(result.keep_field_problems)
 
 
@@ -128,7 +131,10 @@ def find_store_line(store: str, result: FindResult) -> str:
     """The second summary line of ``find -v``: the store's parameters and the runs its documents came from."""
     params = result.store.params
     runs = result.store.runs
-    span = "none" if runs is None or runs.size == 0 else f"{int(runs.min())}–{int(runs.max())}"
+    if result.run_span is not None:
+        span = f"{result.run_span[0]}–{result.run_span[1]}"
+    else:
+        span = "none" if runs is None or runs.size == 0 else f"{int(runs.min())}–{int(runs.max())}"
     return (f"store {store}: k = {params.num_perm}, {params.bits} stored bits, scheme {params.scheme}, "
             f"seed {params.seed}; documents of runs {span}")
 
