@@ -130,11 +130,13 @@ def _violations(items: list[Import]) -> str:
 # step inside the tier, for modules of one package that build on each other. docs/architecture.md explains it.
 LAYERS: list[tuple[str, list[list[str]]]] = [
     ("foundations: nothing of dedup", [
-        ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "estimates",
+        ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "engine.dask",
+         "estimates",
          "evaluation", "groups", "inputs", "minhash", "output", "store", "text", "command_line", "options"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
-        ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"], ["options.reading"],
+        ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
+        ["options.reading", "options.engines"],
         ["options.signing", "options.finding", "options.planning"], ["options.filtering", "options.evaluating"],
         ["params"],
     ]),
@@ -159,7 +161,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("store: the Parquet signature store", [
         ["store.format", "store.parts"], ["store.lock", "store.legacy", "store.manifest"], ["store.snapshot"],
-        ["store.compaction"], ["store.runs"], ["store.store"],
+        ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
@@ -168,9 +170,12 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["corpus.decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"], ["corpus.parquet"],
         ["corpus.sources"],
     ]),
-    ("engines: the stages of sign and find, and the local engine that runs them", [
-        ["engine.sign_stage", "engine.find_stages", "engine.results"],
+    ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
+        ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras"],
         ["engine.local", "engine.filter_stages", "engine.evaluation"],
+        ["engine.dask.cluster"], ["engine.dask.frames"], ["engine.dask.candidates"], ["engine.dask.joins"],
+        ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],
+        ["engine.dask.find"],
     ]),
     ("commands: one module per command of the API", [
         ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval"],
@@ -199,6 +204,10 @@ CONFINED = {
     "pyarrow": {"store.", "inputs.", "corpus.", "output."},
     # eval's pictures, an optional extra.
     "matplotlib": {"output.eval_plot"},
+    # The optional Dask engine (the ``dask`` extra) and the store's pieces it reads as data frames.
+    "dask": {"engine.dask."},
+    "distributed": {"engine.dask."},
+    "pandas": {"engine.dask.", "store.pieces"},
 }
 
 
@@ -298,7 +307,7 @@ def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
     stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "evaluation.", "engine.find_stages",
-              "engine.sign_stage", "engine.filter_stages", "engine.evaluation")
+              "engine.sign_stage", "engine.filter_stages", "engine.evaluation", "engine.dask.")
     offenders = []
     for name, path in _package_modules(PACKAGE_DIR).items():
         if not name.startswith(stages):

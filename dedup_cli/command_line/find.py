@@ -9,6 +9,8 @@ import click
 
 from dedup_cli.command_line.common import (
     EXIT_DUPLICATES,
+    engine_of,
+    engine_options,
     find_options,
     flag,
     reports_errors,
@@ -31,6 +33,7 @@ from dedup_cli.options.vocabulary import OUTPUT_FORMATS, OUTPUT_KINDS, default_s
               help=f"Exit with code {EXIT_DUPLICATES} when anything is reported (like grep), for scripts and cron.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="A second summary line: the store, its runs and the banding.")
+@engine_options
 @reports_errors
 def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | None, no_header: bool,
          fail_on_duplicates: bool, quiet: bool, verbose: bool, **given: Any) -> None:
@@ -51,7 +54,8 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
 
     if kind == "triples" and given["ways"] != 3:
         raise UsageError("--output triples needs --ways 3")
-    options = FindOptions(group=group_method, **given)
+    engine = engine_of(given)
+    options = FindOptions(group=group_method, engine=engine, **given)
     store = default_store(store)
     result = api.find(store, options)
     fields = (fields_of(kind, result, True), fields_of(kind, result, False))

@@ -135,9 +135,11 @@ def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold
                              threshold, bits, verify)
 
 
-def _banding_for(options: EvalOptions, threshold: float, num_perm: int, stored_bits: int) -> Banding:
+def _banding_for(options: EvalOptions, threshold: float, num_perm: int, stored_bits: int, documents: int
+                 ) -> Banding:
+    """The banding ``find`` would use at ``threshold`` on this store (chosen for its ``documents`` too)."""
     find = options.find
-    return resolve_banding(threshold, num_perm, stored_bits, find.recall, find.bands, find.rows)
+    return resolve_banding(threshold, num_perm, stored_bits, find.recall, find.bands, find.rows, documents).banding
 
 
 def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth | None = None) -> EvalResult:
@@ -154,10 +156,10 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     threshold = options.find.threshold
     bits = options.find.bits_for(stored_bits)
     evaluated = sorted({b for b in (*EVALUATED_BITS, stored_bits, bits) if b <= stored_bits})
-    banding = _banding_for(options, threshold, num_perm, stored_bits)
+    eligible = int(np.count_nonzero(pairs.eligible))
+    banding = _banding_for(options, threshold, num_perm, stored_bits, eligible)
     first, second, oversized = pairs.candidates(banding)
     candidate_codes = pair_codes(first, second, num_docs)  # ascending, as the banding returns them
-    eligible = int(np.count_nonzero(pairs.eligible))
     frame = frame_banding(eligible, num_perm, stored_bits)
     codes = candidate_codes
     if frame is not None and frame != banding:
@@ -189,14 +191,15 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
         for level in SWEEP_THRESHOLDS:
             # Another threshold is another find: its own banding, whose candidates among the sampled pairs are
             # the pairs sharing one of its bands.
-            shared = share_a_band(left_values, right_values, _banding_for(options, level, num_perm, stored_bits))
+            level_banding = _banding_for(options, level, num_perm, stored_bits, eligible)
+            shared = share_a_band(left_values, right_values, level_banding)
             sweep += [sampled_retrieval(design, find_reports(scores[bits], exact, shared, level, verify),
                                         exact >= level, level, bits, verify) for verify in VERIFY_MODES]
     else:
         at_threshold = [truth_retrieval(pairs, truth, banding, threshold, b, verify)
                         for b in evaluated for verify in VERIFY_MODES]
-        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, num_perm, stored_bits), level, bits,
-                                 verify)
+        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, num_perm, stored_bits, eligible), level,
+                                 bits, verify)
                  for level in SWEEP_THRESHOLDS if level >= truth.floor for verify in VERIFY_MODES]
 
     prefixes = sorted({max(num_perm // 4, 1), max(num_perm // 2, 1), num_perm})

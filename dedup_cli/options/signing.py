@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from dedup_cli.errors import OptionError
 from dedup_cli.options.checks import at_least, check_signature, set_fields, text_option_for_sets
+from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.vocabulary import TEXT_UNIVERSE
 
@@ -27,9 +28,10 @@ class SignOptions:
         bits: B, the lowest bits kept of each value (``find`` may use any b ≤ B).
         seed: the hash family's seed; stores with different seeds are not comparable.
         scheme: ``oph`` (one permutation in k bins, densified) or ``kperm`` (k hash functions).
-        jobs: worker processes (0: one per core); the store is the same whatever the number.
+        jobs: worker processes of the local engine (0: one per core); the store is the same whatever the number.
         prune: remove stored documents this run did not see (skipped when an input was unreadable).
         wait: seconds to wait for another run on the same store (0: fail at once).
+        engine: where to sign (the local engine, or tasks on a Dask cluster, each writing a part).
     """
 
     input: InputOptions = InputOptions()
@@ -42,6 +44,7 @@ class SignOptions:
     jobs: int = 0
     prune: bool = False
     wait: float = 0.0
+    engine: EngineOptions = EngineOptions()
 
     def __post_init__(self) -> None:
         sets = self.input.input_format == "sets"
@@ -54,6 +57,9 @@ class SignOptions:
                         "kperm" if sets else self.scheme, self.input.universe if sets else TEXT_UNIVERSE,
                         "sets" if sets else "text")
         set_fields(self, jobs=at_least("jobs", self.jobs, 0))
+        if self.jobs and self.engine.name == "dask":
+            raise OptionError("jobs", self.jobs, "{jobs} sets the local engine's processes; with {engine} dask "
+                              "the cluster's workers sign")
         if not self.wait >= 0:
             raise OptionError("wait", self.wait, f"{{wait}} {self.wait:g} must be at least 0 seconds")
 
