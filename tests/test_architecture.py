@@ -175,7 +175,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.local", "engine.filter_stages", "engine.evaluation"],
         ["engine.dask.cluster"], ["engine.dask.frames"], ["engine.dask.candidates"], ["engine.dask.joins"],
         ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],
-        ["engine.dask.find"],
+        ["engine.dask.find", "engine.dask.sign"],
     ]),
     ("commands: one module per command of the API", [
         ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval"],

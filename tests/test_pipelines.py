@@ -17,7 +17,6 @@ from click.testing import CliRunner
 
 import dedup_cli as dedup
 from dedup_cli.cli import EXIT_DUPLICATES, cli
-from dedup_cli.commands import sign as signing
 from dedup_cli.engine import sign_stage
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.store import open_store, read_store
@@ -172,7 +171,7 @@ def test_jobs_give_a_byte_identical_store(tmp_path: Path, monkeypatch: pytest.Mo
     corpus.mkdir()
     for index in range(120):
         (corpus / f"{index:03d}.txt").write_text(words(f"j{index % 40}w") + f" tail{index}")
-    monkeypatch.setattr(signing, "BATCH_DOCUMENTS", 16)  # many batches, so the pool is used
+    monkeypatch.setattr(sign_stage, "BATCH_DOCUMENTS", 16)  # many batches, so the pool is used
     parts = {}
     for jobs in (1, 2):
         store = tmp_path / f"jobs{jobs}.parquet"
@@ -230,7 +229,7 @@ def test_a_dead_worker_fails_the_run_cleanly(tmp_path: Path, small_corpus: Path,
     before = snapshot(store)
     for index in range(40):
         (small_corpus / f"more{index}.txt").write_text(words(f"m{index}w"))
-    monkeypatch.setattr(signing, "BATCH_DOCUMENTS", 4)
+    monkeypatch.setattr(sign_stage, "BATCH_DOCUMENTS", 4)
     monkeypatch.setattr(sign_stage, "sign_batch", _worker_dies)
     code, _, stderr = run("sign", str(small_corpus), "-o", str(store), "--jobs", "2")
     assert code == 1 and "a signing worker process died" in stderr and "Traceback" not in stderr

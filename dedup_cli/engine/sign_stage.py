@@ -7,7 +7,7 @@ result is the row batch a store writes (:class:`dedup_cli.store.format.DocumentB
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -22,6 +22,25 @@ from dedup_cli.text.shingles import batch_shingles
 
 Record = Document | IntegerSet
 Hasher = HashFamily | UniversePermutations
+
+# Small enough that two workers get several batches of a 10 MB corpus, large enough that numpy's per-call
+# overhead stays small (1 MB vs 8 MB batches: 0.27 s vs 0.30 s for 16 MB on 2 workers).
+BATCH_BYTES = 1 << 20
+BATCH_DOCUMENTS = 4096
+
+
+def batches(documents: Iterable[Record]) -> Iterator[list[Record]]:
+    """Documents in batches of about :data:`BATCH_BYTES` bytes or :data:`BATCH_DOCUMENTS` documents, in order."""
+    batch: list[Record] = []
+    size = 0
+    for document in documents:
+        batch.append(document)
+        size += document.size
+        if size >= BATCH_BYTES or len(batch) >= BATCH_DOCUMENTS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def hasher_for(params: SignatureParams) -> Hasher:

@@ -81,10 +81,14 @@ def read_parquet(handle: Any, status: os.stat_result | None, source: Source, opt
     columns = [text_column] if id_column is None or id_column == text_column else [text_column, id_column]
     limit = options.max_document_bytes
     mtime_ns = status.st_mtime_ns if status is not None else 0
-    row = 0
-    start, rows = report.input_done, max(parquet.metadata.num_rows, 1)
-    for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns, use_threads=False):
-        report.input_done = start + source.size * row // rows
+    groups = range(*source.row_groups) if source.row_groups is not None else range(parquet.num_row_groups)
+    row = source.first_row
+    start = report.input_done
+    rows = max(sum(parquet.metadata.row_group(group).num_rows for group in groups), 1)
+    share = source.size  # the part of the file's bytes this source stands for
+    for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=list(groups), columns=columns,
+                                      use_threads=False):
+        report.input_done = start + share * (row - source.first_row) // rows
         texts = column_values(batch.column(text_column))
         ids = column_values(batch.column(id_column)) if id_column is not None else None
         for offset, raw in enumerate(texts):
@@ -112,3 +116,13 @@ def read_parquet(handle: Any, status: os.stat_result | None, source: Source, opt
                 report.note("invalid_utf8", where)
             location = record_location(source.path, "row", number, text_column)
             yield where, make_document(identifier, location, text, mtime_ns, None if replaced else raw)
+
+
+def row_group_sizes(source: Source) -> list[int] | None:
+    """The rows of each row group of a Parquet source, from its footer; None when it cannot be read."""
+    try:
+        with open(source.path, "rb") as handle:
+            metadata = pq.ParquetFile(handle).metadata
+            return [metadata.row_group(group).num_rows for group in range(metadata.num_row_groups)]
+    except (pa.ArrowException, OSError):
+        return None

@@ -114,11 +114,15 @@ def read_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport
     stream = stdin if stdin is not None else sys.stdin.buffer
     report.max_document_bytes = options.max_document_bytes
     sources = plan_sources(inputs, options, report, stream)
-    return _read_planned(sources, options, report, stream, unchanged)
+    return read_sources(sources, options, report, stream, unchanged)
 
 
-def _read_planned(sources: Sequence[Source], options: InputOptions, report: ReadReport,
-                  stdin: BinaryIO, unchanged: Unchanged | None) -> Iterator[Document | IntegerSet]:
+def read_sources(sources: Sequence[Source], options: InputOptions, report: ReadReport,
+                 stdin: BinaryIO | None = None, unchanged: Unchanged | None = None) -> Iterator[Document | IntegerSet]:
+    """Stream the documents of planned ``sources`` (:func:`dedup_cli.inputs.discovery.plan_sources`), in order;
+    a distributed engine reads its share of them with this, as :func:`read_inputs` reads them all."""
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    report.max_document_bytes = options.max_document_bytes
     seen: set[str] = set()
     for source in sources:
         for where, document in _read_source(source, options, report, stdin, unchanged):

@@ -53,6 +53,19 @@ class ReadReport:
         """How many items of ``kind`` there were, listed or not."""
         return len(getattr(self, kind)) + self.unlisted.get(kind, 0)
 
+    LISTED_KINDS = (*SKIPPED_KINDS, "invalid_utf8")
+    COUNTS = ("bytes_read", "documents", "empty_documents", "blank_lines", "unchanged")
+
+    def merge(self, other: ReadReport) -> None:
+        """Add what another reader of part of the inputs saw (one task of a distributed run), listed after ours."""
+        for kind in self.LISTED_KINDS:
+            for item in getattr(other, kind):
+                self.note(kind, item)
+            if other.unlisted.get(kind):
+                self.unlisted[kind] = self.unlisted.get(kind, 0) + other.unlisted[kind]
+        for name in self.COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
     @property
     def skipped(self) -> int:
         """Inputs skipped for any reason (binary, unreadable, malformed, duplicate id, too large)."""
