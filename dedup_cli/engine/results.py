@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -16,6 +18,16 @@ from dedup_cli.groups.components import Groups
 from dedup_cli.inputs.truth import Truth
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import Verification
+
+
+class StreamedOutput(Protocol):
+    """A result too large to hold: its totals, and the results to write each kind of record from, in order."""
+
+    pairs: int
+    triples: int | None
+    groups: int
+
+    def chunks(self, kind: str) -> Iterator[FindResult]: ...
 
 
 @dataclass
@@ -45,6 +57,22 @@ class FindResult:
     banding_choice: BandingChoice | None = None  # what the banding promises for this corpus (None: all pairs)
     documents: int | None = None  # live documents of the store (None: all of them are in ``store``)
     run_span: tuple[int, int] | None = None  # the first and last run of the store's documents (None: from ``store``)
+    streamed: StreamedOutput | None = None  # when set, the records are written from its chunks, not from this
+    first_group: int = 1  # the number of the first group here (a chunk of a streamed output starts later)
+
+    @property
+    def pair_count(self) -> int:
+        return self.pairs.first.size if self.streamed is None else self.streamed.pairs
+
+    @property
+    def group_count(self) -> int:
+        return len(self.groups) if self.streamed is None else self.streamed.groups
+
+    @property
+    def triple_count(self) -> int | None:
+        if self.streamed is not None:
+            return self.streamed.triples
+        return None if self.triples is None else int(self.triples.docs.shape[0])
 
     @property
     def document_count(self) -> int:

@@ -67,11 +67,11 @@ def find_summary(store: str, result: FindResult) -> str:
         f"{stores} ({documents - result.eligible} with no shingle)",
         how,
         f"{result.candidates} candidates",
-        f"{result.pairs.first.size} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
+        f"{result.pair_count} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
     ]
-    if result.triples is not None:
-        parts.append(f"{result.triples.docs.shape[0]} triples")
-    parts.append(f"{len(result.groups)} groups")
+    if result.triple_count is not None:
+        parts.append(f"{result.triple_count} triples")
+    parts.append(f"{result.group_count} groups")
     if result.verification is not None:
         parts.append(f"{result.verification.checked} pairs verified exactly")
     parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")

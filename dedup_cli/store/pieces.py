@@ -93,7 +93,7 @@ def packed_to_words(packed: np.ndarray) -> np.ndarray:
 def words_to_packed(words: np.ndarray, signature_bytes: int) -> np.ndarray:
     """uint64[n, W] → uint8[n, signature_bytes], the packed signature bytes again."""
     words = np.ascontiguousarray(words, dtype="<u8")
-    return words.view(np.uint8).reshape(words.shape[0], -1)[:, :signature_bytes]
+    return words.view(np.uint8).reshape(words.shape[0], words.shape[1] * 8)[:, :signature_bytes]
 
 
 def frame_words(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:

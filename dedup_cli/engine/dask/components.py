@@ -155,8 +155,10 @@ def connected_components(
         *parts, unsettled = settled(*[step[0] for step in steps], delayed(sum)([step[1] for step in steps]))
         starred = dd.from_delayed(parts, meta=_EDGE_META, verify_meta=False)
         if unsettled.compute() == 0:
-            # ``current`` is the star forest: every edge joins a node to its component's minimum.
-            return Components(current.rename(columns={"u": "node", "v": "label"}), iteration)
+            # ``current`` is the star forest: every edge joins a node to its component's minimum. It may hold an
+            # edge twice (from two partitions); this round's large-star gave each leaf exactly once, from the
+            # one partition that gathered its centre's edges.
+            return Components(starred.rename(columns={"u": "node", "v": "label"}), iteration)
         if iteration == max_iterations:
             break
         (current,) = settled(_shuffle(starred, shuffle_method).map_partitions(small_star, meta=_EDGE_META))
