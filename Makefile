@@ -17,16 +17,23 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[dask,test]'
+	touch $@
+
+$(VENV)/.installed-dask: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[dask]'
 	touch $@
 
 $(VENV)/.installed-lint: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[lint]'
 	touch $@
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-dask
 	$(BIN)/dedup sign sample_corpora --exclude SOURCE -o $(DEMO_STORE)
 	$(BIN)/dedup find $(DEMO_STORE) --threshold 0.5 --bits 2
+	$(BIN)/dedup find $(DEMO_STORE) --threshold 0.5 --bits 2 -q -o $(VENV)/demo-local.jsonl
+	$(BIN)/dedup find $(DEMO_STORE) --threshold 0.5 --bits 2 -q -o $(VENV)/demo-dask.jsonl --engine dask --workers 2
+	cmp $(VENV)/demo-local.jsonl $(VENV)/demo-dask.jsonl && echo "find --engine dask --workers 2: the same groups"
 	$(BIN)/dedup eval $(DEMO_STORE) --threshold 0.5 --bits 2 --plot $(VENV)/demo-eval.png
 
 test: $(VENV)/.installed-test

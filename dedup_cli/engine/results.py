@@ -59,6 +59,7 @@ class FindResult:
     run_span: tuple[int, int] | None = None  # the first and last run of the store's documents (None: from ``store``)
     streamed: StreamedOutput | None = None  # when set, the records are written from its chunks, not from this
     first_group: int = 1  # the number of the first group here (a chunk of a streamed output starts later)
+    profile: dict[str, float] = field(default_factory=dict)  # an engine's own measures: seconds, rows, bytes moved
 
     @property
     def pair_count(self) -> int:

@@ -20,10 +20,11 @@ pytest.importorskip("distributed", reason="the Dask engine needs the dask extra:
 
 from distributed import Client, LocalCluster  # noqa: E402 - after the skip
 
-from dedup_cli.options import EngineOptions  # noqa: E402
+from dedup_cli.options.engines import EngineOptions  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 _RUNNING: list[LocalCluster] = []
+_CLIENTS: list[Client] = []
 WORKERS = 2
 
 
@@ -35,6 +36,8 @@ def _cluster() -> LocalCluster:
 
 
 def _close() -> None:
+    while _CLIENTS:
+        _CLIENTS.pop().close()
     while _RUNNING:
         _RUNNING.pop().close()
 
@@ -51,12 +54,14 @@ def engine(cluster: LocalCluster) -> EngineOptions:
     return EngineOptions("dask", scheduler=cluster.scheduler_address)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")  # session scope: Hypothesis refuses function-scoped fixtures in @given tests
 def client(cluster: LocalCluster) -> Client:
-    """A client of the shared cluster, for tests that look at or act on the workers themselves."""
-    with Client(cluster.scheduler_address) as connected:
-        connected.wait_for_workers(WORKERS, timeout=60)
-        yield connected
+    """A client of the shared cluster (the default one for computations), for tests that call the engine's stages
+    or act on the workers themselves."""
+    if not _CLIENTS:
+        _CLIENTS.append(Client(_cluster().scheduler_address))
+    _CLIENTS[0].wait_for_workers(WORKERS, timeout=60)
+    return _CLIENTS[0]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -21,7 +21,7 @@ from same_answers import assert_same_answers
 import dedup_cli as dedup
 from dedup_cli.cli import cli
 from dedup_cli.engine import extras
-from dedup_cli.options import EngineOptions
+from dedup_cli.options.engines import EngineOptions
 from dedup_cli.output.summaries import find_store_line, find_summary
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import read_store
@@ -155,3 +155,25 @@ def test_without_the_extra_the_engine_says_how_to_install_it(stores: dict[str, P
         assert result.stderr == ("Error: --engine dask needs the dask extra (distributed not installed); install it "
                                  "with: pip install 'dedup-cli[dask]'\n")
     assert not new.exists()
+
+
+@pytest.mark.parametrize(("store", "options"), [
+    ("sample", {"ways": 3, "bits": 2}),
+    ("sample", {"group": "strict", "verify": "all", "threshold": 0.3}),
+    ("grown", {"new_since": 1, "ways": 3, "group": "strict", "threshold": 0.4}),
+], ids=["triples", "strict", "new-since"])
+def test_many_edges_end_per_component_on_the_workers(stores: dict[str, Path], engine: EngineOptions,
+                                                     monkeypatch: pytest.MonkeyPatch, store: str,
+                                                     options: dict) -> None:
+    # Nothing is gathered: components on the cluster, then output sorted there in chunks of 15 rows.
+    from dedup_cli.engine.dask import find as dask_find
+    from dedup_cli.engine.dask import tail
+
+    monkeypatch.setattr(dask_find, "GATHER_LIMIT", 0)
+    monkeypatch.setattr(tail, "PAIRS_PER_PARTITION", 15)
+    local = dedup.find(stores[store], dedup.FindOptions(**options))
+    remote = dedup.find(stores[store], dedup.FindOptions(engine=engine, **options))
+    assert remote.streamed is not None and len(list(remote.streamed.chunks("pairs"))) > 2
+    assert_same_answers(local, remote)
+    assert (remote.pair_count, remote.group_count, remote.triple_count) == (local.pair_count, local.group_count,
+                                                                           local.triple_count)

@@ -210,7 +210,8 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
     token = secrets.token_hex(8)
     ids = index.ids
     records = options.id_field is None and options.id_column is None
-    tasks = [SignTask(number, share, known_entries(index, ids, share, records), options, params, str(run.path),
+    folder = str(run.path.resolve())  # the workers' working directory is not this one
+    tasks = [SignTask(number, share, known_entries(index, ids, share, records), options, params, folder,
                       run.number, run.reserve_file(), token)
              for number, share in enumerate(plan_tasks(sources, row_groups))]
     results: list[TaskResult] = []
