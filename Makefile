@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_STORE := $(VENV)/demo-sigs.parquet
 
-.PHONY: demo test lint bench bench-corpora corpora clean
+.PHONY: demo test lint bench bench-corpora bench-scale corpora clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,15 @@ bench: bench-corpora $(VENV)/.installed
 	$(BIN)/python bench/find_scale.py --out bench/RESULTS-find.md
 	$(BIN)/python bench/accuracy.py --corpus $(BENCH_CORPORA) --out bench/RESULTS-accuracy.md
 	@echo "wrote bench/RESULTS.md, bench/RESULTS-find.md, bench/RESULTS-accuracy.md"
+
+# find at 10^6 and 10^7 documents with the local engine and the Dask engine on 1 and 2 workers (about 30 minutes,
+# 2.8 GB of synthetic stores in bench/data/, up to 12 GB of memory for the local engine at 10^7); under the shared
+# lock so that no two benchmarks overlap on this machine.
+BENCH_SCALE_SIZES ?= 1000000 10000000
+
+bench-scale: $(VENV)/.installed-dask
+	flock /tmp/dedup-bench.lock $(BIN)/python bench/scale.py --sizes $(BENCH_SCALE_SIZES) --threshold 0.55 \
+	  --out bench/RESULTS-scale.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -80,7 +80,7 @@ class Peaks:
 def measure(store: Path, engine: str, workers: int, memory_limit: str, threshold: float, bits: int) -> dict:
     """One find in this process."""
     import dedup_cli as dedup
-    from dedup_cli.options import EngineOptions
+    from dedup_cli.options.engines import EngineOptions
 
     peaks = Peaks()
     options = EngineOptions() if engine == "local" else EngineOptions("dask", workers=workers,
@@ -126,6 +126,32 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def stages(rows: list[dict]) -> list[str]:
+    """The Dask runs' stages: seconds, and the payload each shuffle moved."""
+    lines = ["| documents | workers | read s | candidates s | scoring s | decisions s | end s | rounds | band rows | "
+             "band-row bytes | pair-code bytes | join bytes |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        p = r["profile"]
+        if not p:
+            continue
+        lines.append(f"| {r['documents']:,} | {r['workers']} | {p['read_seconds']:.1f} | {p['candidates_seconds']:.1f} "
+                     f"| {p['scoring_seconds']:.1f} | {p['decisions_seconds']:.1f} | {p['end_seconds']:.1f} | "
+                     f"{p['rounds']:.0f} | {p['band_rows']:,.0f} | {p['band_bytes'] / 1e6:,.0f} MB | "
+                     f"{p['pair_code_bytes'] / 1e6:,.1f} MB | {p['join_bytes'] / 1e6:,.1f} MB |")
+    return lines
+
+
+def report(rows: list[dict], command: str) -> str:
+    return "\n".join([
+        "# find at scale: the local engine and the Dask engine", "",
+        f"Command: `{command}` (written by `bench/scale.py`). Synthetic stores: k = 256, B = 8, 1 % of documents in "
+        "planted families; `--bits 2`. Peak memory is the sum of every process's VmHWM (driver with the "
+        "scheduler, workers, Dask's resource tracker); each Dask worker has one thread and `--memory-limit` "
+        "1.5 GiB, spilling to disk. Time includes starting and closing the local cluster.", "",
+        *table(rows), "", "Stages of the Dask runs (payload bytes; p2p sends about 1.5 times the band rows):", "",
+        *stages(rows), ""])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[1_000_000, 10_000_000])
@@ -136,8 +162,17 @@ def main() -> None:
     parser.add_argument("--bits", type=int, default=2)
     parser.add_argument("--data", type=Path, default=DATA, help="folder holding (or to hold) synthetic-N.parquet")
     parser.add_argument("--out", type=Path, help="write the markdown table here")
+    parser.add_argument("--report", nargs="+", type=Path, help="write --out from the JSON lines of earlier runs' logs")
     parser.add_argument("--measure", nargs=5, help=argparse.SUPPRESS)  # child: store engine workers R0 memory
     arguments = parser.parse_args()
+    command = "python bench/scale.py " + " ".join(sys.argv[1:])
+    if arguments.report:
+        found = [json.loads(line) for log in arguments.report for line in log.read_text().splitlines()
+                 if line.startswith("{")]
+        if arguments.out:
+            arguments.out.write_text(report(found, command))
+        print(report(found, command))
+        return
     if arguments.measure:
         store, engine, workers, threshold, memory = arguments.measure
         print(json.dumps(measure(Path(store), engine, int(workers), memory, float(threshold), arguments.bits)))
@@ -158,9 +193,9 @@ def main() -> None:
                 row = json.loads(child.stdout.strip().splitlines()[-1])
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    print("\n".join(table(rows)))
+    print(report(rows, command))
     if arguments.out:
-        arguments.out.write_text("\n".join(table(rows)) + "\n")
+        arguments.out.write_text(report(rows, command))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ command line's::
 
 ``sign``, ``find``, ``filter``, ``estimate``, ``evaluate`` (``dedup eval``; ``plot_evaluation`` draws its result),
 ``plan``, ``info``; ``open_store`` and ``read_store`` to read a store directly; their options (``SignOptions`` with
-``InputOptions``, ``FindOptions``, ``FilterOptions``, ``EstimateOptions``, ``EvalOptions``, ``PlanOptions``),
+``InputOptions``, ``FindOptions``, both with ``EngineOptions`` (``local``, or ``dask`` on a cluster),
+``FilterOptions``, ``EstimateOptions``, ``EvalOptions``, ``PlanOptions``),
 results (``SignReport`` with ``ReadReport``, ``FindResult``, ``FilterReport``, ``EstimateResult``, ``EvalResult``,
 ``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``, ``SignatureParams``) and errors (``DedupError`` and its
 subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``).
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from dedup_cli.engine.results import EvalResult, FindResult
     from dedup_cli.errors import DedupError, InputError, OptionError, StoreError, UsageError
     from dedup_cli.inputs.report import ReadReport
+    from dedup_cli.options.engines import EngineOptions
     from dedup_cli.options.evaluating import EvalOptions
     from dedup_cli.options.filtering import FilterOptions
     from dedup_cli.options.finding import EstimateOptions, FindOptions
@@ -58,6 +60,7 @@ _PUBLIC = {
     "ReadReport": "dedup_cli.inputs.report",
     "find": "dedup_cli.commands.find",
     "FindOptions": "dedup_cli.options.finding",
+    "EngineOptions": "dedup_cli.options.engines",
     "FindResult": "dedup_cli.engine.results",
     "filter": "dedup_cli.commands.filter",
     "FilterOptions": "dedup_cli.options.filtering",
@@ -88,6 +91,7 @@ _PUBLIC = {
 
 __all__ = [
     "DedupError",
+    "EngineOptions",
     "EstimateOptions",
     "EstimateResult",
     "EvalOptions",

@@ -271,6 +271,23 @@ def raises_worded(kind: type[DedupError], match: str) -> Iterator[pytest.Excepti
     assert re.search(match, worded), worded
 
 
+def union_find_labels(num_docs: int, edges: list[tuple[int, int]]) -> np.ndarray:
+    """Reference: union-find, then label every document with the smallest index in its component."""
+    parent = list(range(num_docs))
+
+    def root(node: int) -> int:
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for a, b in edges:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)  # the root stays the smallest member
+    return np.array([root(node) for node in range(num_docs)], dtype=np.int64)
+
+
 # --- corpora with planted near-duplicates, for eval --------------------------------------------------------------
 
 

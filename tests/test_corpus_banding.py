@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import dedup_cli as dedup
 from dedup_cli.candidates.banding import (
     CHANCE_FRACTION,
     Banding,
@@ -21,6 +25,9 @@ from dedup_cli.candidates.banding import (
     resolve_banding,
 )
 from dedup_cli.candidates.buckets import candidate_pairs
+from dedup_cli.cli import cli
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_corpora"
 
 # E_8(0.5) = 2^-8 + (1 − 2^-8)·0.5 = 0.501953125 per row (Li & König 2010, eq. 4, sparse limit).
 P_HALF = 0.501953125
@@ -160,3 +167,36 @@ def test_chance_candidates_match_banding_random_signatures() -> None:
     expected = expected_chance_candidates(documents, 35, 3, 8)
     assert expected == pytest.approx(417.2, abs=0.1)
     assert abs(found - expected) < 4 * math.sqrt(expected)
+
+
+def test_plan_names_the_k_that_would_do(tmp_path: Path) -> None:
+    runner = CliRunner()
+    planned = runner.invoke(cli, ["plan", "--docs", "1000000", "--format", "json"])
+    record = json.loads(planned.stdout)
+    assert (record["bands"], record["rows"], record["required_num_perm"]) == (35, 3, 284)
+    assert record["chance_budget"] == pytest.approx(1e5)
+    assert any("sign with --num-perm 284 or more" in warning for warning in record["warnings"])
+    fits = json.loads(runner.invoke(cli, ["plan", "--docs", "1000000", "-k", "284", "--format", "json"]).stdout)
+    assert (fits["bands"], fits["rows"]) == (71, 4) and not any("too few" in w for w in fits["warnings"])
+    given = json.loads(runner.invoke(cli, ["plan", "--docs", "1000000", "--bands", "30", "--rows", "3",
+                                           "--format", "json"]).stdout)
+    assert any(w.startswith("--bands 30 × --rows 3 expect about 894,068 candidates") for w in given["warnings"])
+    refused = runner.invoke(cli, ["plan", "--docs", "1000000", "--bands", "100", "--rows", "3"])
+    assert refused.exit_code == 2 and "needs 300 values but signatures hold 256" in refused.stderr
+    assert "chance budget          100,000 = 0.1·N" in runner.invoke(cli, ["plan", "--docs", "1000000"]).stdout
+
+
+def test_find_warns_when_its_signatures_are_too_short_for_the_corpus(tmp_path: Path) -> None:
+    # 48 documents, k = 16: 7 bands of 1 row reach 0.99 recall at 0.5 but expect C(48, 2) · (1 − (1 − 2^-8)^7) = 30
+    # chance candidates, over 4.8; 16 bands of 2 rows (32 values) expect 1128 · 16 · 2^-16 = 0.28.
+    store = tmp_path / "store"
+    dedup.sign([str(SAMPLES / "bible-editions")], store,
+               dedup.SignOptions(num_perm=16, input=dedup.InputOptions(exclude=("SOURCE",))))
+    found = dedup.find(store)
+    assert found.banding == Banding(7, 1, 8)
+    assert found.banding_choice is not None and found.banding_choice.required_num_perm == 32
+    result = CliRunner().invoke(cli, ["find", str(store), "--output", "pairs"])
+    assert result.exit_code == 0
+    assert ("warning: k = 16 values are too few to keep chance candidates within 0.1 per document at 48 documents "
+            "with recall 0.99 at R0 = 0.5: 7×1 bands expect about 30 candidates between unrelated documents; sign "
+            "with --num-perm 32 or more, or raise --threshold") in result.stderr

@@ -7,28 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from distributed import Client
+from helpers import union_find_labels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.engine.dask.components import connected_components, large_star, orient, small_star, symmetric
 from dedup_cli.groups.components import connected_components as local_components
-
-
-def union_find_labels(num_nodes: int, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """The smallest node of each node's component, by a plain union-find (the reference)."""
-    parent = list(range(num_nodes))
-
-    def root(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in zip(first.tolist(), second.tolist(), strict=True):
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)  # the smaller root wins, so roots are component minima
-    return np.array([root(x) for x in range(num_nodes)], dtype=np.int64)
 
 
 def as_labels(components_frame: pd.DataFrame, num_nodes: int) -> np.ndarray:
@@ -114,7 +98,7 @@ def graphs(draw: st.DrawFn) -> tuple[int, np.ndarray, np.ndarray]:
 def test_components_match_union_find(client: Client, graph: tuple[int, np.ndarray, np.ndarray]) -> None:
     num_nodes, first, second = graph
     labels, _ = run(first, second)
-    expected = union_find_labels(num_nodes, first, second)
+    expected = union_find_labels(num_nodes, list(zip(first.tolist(), second.tolist(), strict=True)))
     assert np.array_equal(as_labels(labels, num_nodes), expected)
     assert np.array_equal(expected, local_components(num_nodes, first, second))
     # Only nodes that are not their own label are listed, each once.

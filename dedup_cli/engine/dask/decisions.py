@@ -13,7 +13,6 @@ as :func:`dedup_cli.inputs.reread.same_file_aliases` decides for the local engin
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import dask
@@ -25,7 +24,7 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.dask.joins import attach, scored_meta
 from dedup_cli.engine.find_stages import decide
-from dedup_cli.inputs.locations import STDIN, parse_location
+from dedup_cli.inputs.reread import file_identity
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import pairs_to_verify, verify_pairs
@@ -129,16 +128,11 @@ def _file_keys(frame: pd.DataFrame) -> pd.DataFrame:
     """(doc, device, inode) of the documents of a partition that are whole files that exist."""
     docs, devices, inodes = [], [], []
     for doc, location in zip(frame.index.to_numpy().tolist(), frame["path"].tolist(), strict=True):
-        where = parse_location(str(location))
-        if where.kind != "file" or where.path == STDIN:
-            continue
-        try:
-            status = os.stat(where.path)
-        except OSError:
-            continue
-        docs.append(doc)
-        devices.append(status.st_dev)
-        inodes.append(status.st_ino)
+        identity = file_identity(str(location))
+        if identity is not None:
+            docs.append(doc)
+            devices.append(identity[0])
+            inodes.append(identity[1])
     return pd.DataFrame({"doc": np.array(docs, np.int64), "device": np.array(devices, np.uint64),
                          "inode": np.array(inodes, np.uint64)})
 
