@@ -217,8 +217,8 @@ def banding_warnings(choice: BandingChoice, threshold: float, num_perm: int, fla
     needs = (f"sign with {flag('num_perm')} {choice.required_num_perm} or more" if choice.required_num_perm
              else f"no {flag('num_perm')} up to 65536 can")
     if not choice.meets_recall:
-        return [f"no banding of k = {num_perm} values reaches recall {choice.recall_target:g} at R0 = {threshold:g} "
-                f"({shape} reach {choice.recall:.4f}); {needs}"]
+        return [f"recall at R0 = {threshold:g} is {choice.recall:.4f} ({shape}), below the target "
+                f"{choice.recall_target:g}: no banding of k = {num_perm} values reaches it; {needs}"]
     return [f"k = {num_perm} values are too few to keep chance candidates within {CHANCE_FRACTION:g} per document "
             f"at {documents:,} documents with recall {choice.recall_target:g} at R0 = {threshold:g}: {shape} expect "
             f"about {chance} candidates between unrelated documents; {needs}, or raise {flag('threshold')}"]
