@@ -4,28 +4,37 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_STORE := $(VENV)/demo-sigs.parquet
 
-.PHONY: demo test lint bench bench-corpora corpora clean
+.PHONY: demo test lint bench bench-corpora bench-scale corpora clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# Marker files record which extras are installed, so a second run installs nothing.
+# Marker files record which extras are installed, so a second run installs nothing. The plot extra (matplotlib,
+# for dedup eval --plot) comes with dedup itself, so demo, test and CI have it.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[plot]'
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[dask,test]'
+	touch $@
+
+$(VENV)/.installed-dask: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[dask]'
 	touch $@
 
 $(VENV)/.installed-lint: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[lint]'
 	touch $@
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-dask
 	$(BIN)/dedup sign sample_corpora --exclude SOURCE -o $(DEMO_STORE)
 	$(BIN)/dedup find $(DEMO_STORE) --threshold 0.5 --bits 2
+	$(BIN)/dedup find $(DEMO_STORE) --threshold 0.5 --bits 2 -q -o $(VENV)/demo-local.jsonl
+	$(BIN)/dedup find $(DEMO_STORE) --threshold 0.5 --bits 2 -q -o $(VENV)/demo-dask.jsonl --engine dask --workers 2
+	cmp $(VENV)/demo-local.jsonl $(VENV)/demo-dask.jsonl && echo "find --engine dask --workers 2: the same groups"
+	$(BIN)/dedup eval $(DEMO_STORE) --threshold 0.5 --bits 2 --plot $(VENV)/demo-eval.png
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest -q
@@ -39,7 +48,8 @@ corpora:
 
 # The benchmark: its own virtualenv (dedup plus the peers it is compared with), corpora built into the
 # git-ignored bench/data/ (deterministic; rebuilt only when make_corpus.py or its parameters change), the
-# side-by-side comparison (bench/RESULTS.md), then find at scale and the accuracy table with the main venv.
+# side-by-side comparison (bench/RESULTS.md), then find at scale, and the accuracy tables from dedup eval --truth on
+# the same corpora (their truth.tsv), with the main venv.
 BENCH_VENV ?= bench/.venv
 BENCH_BIN := $(BENCH_VENV)/bin
 BENCH_SIZES ?= 10000 100000
@@ -60,8 +70,17 @@ bench-corpora: $(BENCH_VENV)/.installed
 bench: bench-corpora $(VENV)/.installed
 	$(BENCH_BIN)/python bench/compare.py --corpus $(BENCH_CORPORA) --repeat $(BENCH_REPEAT) --out bench/RESULTS.md
 	$(BIN)/python bench/find_scale.py --out bench/RESULTS-find.md
-	$(BIN)/python bench/accuracy.py > bench/RESULTS-accuracy.md
+	$(BIN)/python bench/accuracy.py --corpus $(BENCH_CORPORA) --out bench/RESULTS-accuracy.md
 	@echo "wrote bench/RESULTS.md, bench/RESULTS-find.md, bench/RESULTS-accuracy.md"
+
+# find at 10^6 and 10^7 documents with the local engine and the Dask engine on 1 and 2 workers (about 30 minutes,
+# 2.8 GB of synthetic stores in bench/data/, up to 12 GB of memory for the local engine at 10^7); under the shared
+# lock so that no two benchmarks overlap on this machine.
+BENCH_SCALE_SIZES ?= 1000000 10000000
+
+bench-scale: $(VENV)/.installed-dask
+	flock /tmp/dedup-bench.lock $(BIN)/python bench/scale.py --sizes $(BENCH_SCALE_SIZES) --threshold 0.55 \
+	  --out bench/RESULTS-scale.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

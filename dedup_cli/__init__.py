@@ -9,12 +9,13 @@ command line's::
     result = dedup.find("sigs.parquet", dedup.FindOptions(threshold=0.5, bits=2))
     for group in result.groups.members: ...
 
-``sign``, ``find``, ``filter``, ``estimate``, ``plan``, ``info``; ``open_store`` and ``read_store`` to read a
-store directly; their options (``SignOptions`` with ``InputOptions``, ``FindOptions``, ``FilterOptions``,
-``EstimateOptions``, ``PlanOptions``), results (``SignReport`` with ``ReadReport``, ``FindResult``,
-``FilterReport``, ``EstimateResult``, ``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``,
-``SignatureParams``) and errors (``DedupError``
-and its subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``).
+``sign``, ``find``, ``filter``, ``estimate``, ``evaluate`` (``dedup eval``; ``plot_evaluation`` draws its result),
+``plan``, ``info``; ``open_store`` and ``read_store`` to read a store directly; their options (``SignOptions`` with
+``InputOptions``, ``FindOptions``, both with ``EngineOptions`` (``local``, or ``dask`` on a cluster),
+``FilterOptions``, ``EstimateOptions``, ``EvalOptions``, ``PlanOptions``),
+results (``SignReport`` with ``ReadReport``, ``FindResult``, ``FilterReport``, ``EstimateResult``, ``EvalResult``,
+``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``, ``SignatureParams``) and errors (``DedupError`` and its
+subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``).
 
 Names are resolved when first used, so ``import dedup_cli`` (and ``dedup --help``) loads neither numpy nor
 pyarrow.
@@ -29,19 +30,23 @@ from dedup_cli.version import __version__
 
 if TYPE_CHECKING:
     from dedup_cli.commands.estimate import EstimateResult, estimate
+    from dedup_cli.commands.eval import evaluate
     from dedup_cli.commands.filter import FilterReport, filter
     from dedup_cli.commands.find import find
     from dedup_cli.commands.info import StoreInfo, info
     from dedup_cli.commands.plan import Plan, plan
     from dedup_cli.commands.sign import SignReport, sign
-    from dedup_cli.engine.results import FindResult
+    from dedup_cli.engine.results import EvalResult, FindResult
     from dedup_cli.errors import DedupError, InputError, OptionError, StoreError, UsageError
     from dedup_cli.inputs.report import ReadReport
+    from dedup_cli.options.engines import EngineOptions
+    from dedup_cli.options.evaluating import EvalOptions
     from dedup_cli.options.filtering import FilterOptions
     from dedup_cli.options.finding import EstimateOptions, FindOptions
     from dedup_cli.options.planning import PlanOptions
     from dedup_cli.options.reading import InputOptions
     from dedup_cli.options.signing import SignOptions
+    from dedup_cli.output.eval_plot import plot_evaluation
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.snapshot import StoredSignatures
     from dedup_cli.store.store import Store, open_store, read_store
@@ -55,6 +60,7 @@ _PUBLIC = {
     "ReadReport": "dedup_cli.inputs.report",
     "find": "dedup_cli.commands.find",
     "FindOptions": "dedup_cli.options.finding",
+    "EngineOptions": "dedup_cli.options.engines",
     "FindResult": "dedup_cli.engine.results",
     "filter": "dedup_cli.commands.filter",
     "FilterOptions": "dedup_cli.options.filtering",
@@ -62,6 +68,10 @@ _PUBLIC = {
     "estimate": "dedup_cli.commands.estimate",
     "EstimateOptions": "dedup_cli.options.finding",
     "EstimateResult": "dedup_cli.commands.estimate",
+    "evaluate": "dedup_cli.commands.eval",
+    "EvalOptions": "dedup_cli.options.evaluating",
+    "EvalResult": "dedup_cli.engine.results",
+    "plot_evaluation": "dedup_cli.output.eval_plot",
     "plan": "dedup_cli.commands.plan",
     "PlanOptions": "dedup_cli.options.planning",
     "Plan": "dedup_cli.commands.plan",
@@ -81,8 +91,11 @@ _PUBLIC = {
 
 __all__ = [
     "DedupError",
+    "EngineOptions",
     "EstimateOptions",
     "EstimateResult",
+    "EvalOptions",
+    "EvalResult",
     "FilterOptions",
     "FilterReport",
     "FindOptions",
@@ -103,11 +116,13 @@ __all__ = [
     "UsageError",
     "__version__",
     "estimate",
+    "evaluate",
     "filter",
     "find",
     "info",
     "open_store",
     "plan",
+    "plot_evaluation",
     "read_store",
     "sign",
 ]

@@ -23,6 +23,7 @@ from dedup_cli.command_line.common import (
     message,
 )
 from dedup_cli.command_line.estimate import estimate
+from dedup_cli.command_line.eval import evaluate
 from dedup_cli.command_line.filter import filter_corpus
 from dedup_cli.command_line.find import find
 from dedup_cli.command_line.info import info
@@ -49,5 +50,5 @@ def cli() -> None:
     """
 
 
-for command in (sign, find, filter_corpus, estimate, plan, info):
+for command in (sign, find, filter_corpus, estimate, evaluate, plan, info):
     cli.add_command(command)

@@ -269,3 +269,46 @@ def raises_worded(kind: type[DedupError], match: str) -> Iterator[pytest.Excepti
         yield caught
     worded = message(caught.value)
     assert re.search(match, worded), worded
+
+
+def union_find_labels(num_docs: int, edges: list[tuple[int, int]]) -> np.ndarray:
+    """Reference: union-find, then label every document with the smallest index in its component."""
+    parent = list(range(num_docs))
+
+    def root(node: int) -> int:
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for a, b in edges:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)  # the root stays the smallest member
+    return np.array([root(node) for node in range(num_docs)], dtype=np.int64)
+
+
+# --- corpora with planted near-duplicates, for eval --------------------------------------------------------------
+
+
+def planted_families(root: Path, families: int, size: int, edit_rate: tuple[float, float], seed: int) -> dict[str, str]:
+    """Write ``families`` × ``size`` documents into ``root``: each an edit of its family's random base text.
+
+    Each word of the base (150–300 words drawn from 5000) is replaced by a random word with probability q, q drawn
+    per document from U[edit_rate]; unrelated documents share almost no 5-shingle, members of one family a spread of
+    resemblances around (1 − q)^5-ish. Returns the texts by id (file name).
+    """
+    rng = np.random.default_rng(seed)
+    vocabulary = np.array([f"w{i}" for i in range(5000)])
+    root.mkdir(parents=True, exist_ok=True)
+    texts = {}
+    for family in range(families):
+        base = rng.choice(vocabulary, size=int(rng.integers(150, 300)))
+        for member in range(size):
+            words = base.copy()
+            change = rng.random(words.size) < rng.uniform(*edit_rate)
+            words[change] = rng.choice(vocabulary, size=int(change.sum()))
+            texts[f"f{family:02d}-{member}.txt"] = " ".join(words)
+    for name, text in texts.items():
+        (root / name).write_text(text)
+    return texts

@@ -131,12 +131,15 @@ def _violations(items: list[Import]) -> str:
 # step inside the tier, for modules of one package that build on each other. docs/architecture.md explains it.
 LAYERS: list[tuple[str, list[list[str]]]] = [
     ("foundations: nothing of dedup", [
-        ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "estimates",
-         "groups", "inputs", "kernel", "minhash", "output", "store", "text", "command_line", "options"],
+        ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "engine.dask",
+         "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "output", "store", "text",
+         "command_line", "options"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
-        ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"], ["options.reading"],
-        ["options.signing", "options.finding", "options.planning"], ["options.filtering"], ["params"],
+        ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
+        ["options.reading", "options.engines"],
+        ["options.signing", "options.finding", "options.planning"], ["options.filtering", "options.evaluating"],
+        ["params"],
     ]),
     ("text: documents → shingles", [["text.normalise"], ["text.tokens"], ["text.shingles"]]),
     ("minhash: shingles → signatures", [
@@ -157,36 +160,42 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
-        ["inputs.locations", "inputs.records", "inputs.report"], ["inputs.decoding"], ["inputs.streams"],
-        ["inputs.parquet", "inputs.chunks"], ["inputs.discovery", "inputs.reread"],
+        ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding"],
+        ["inputs.streams"], ["inputs.parquet", "inputs.chunks"], ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"], ["inputs.planning"],
         ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [
         ["store.format", "store.parts"], ["store.lock", "store.legacy", "store.manifest"], ["store.snapshot"],
-        ["store.compaction"], ["store.runs"], ["store.store"],
+        ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces"],
     ]),
-    ("verification: exact checks of pairs", [["verification"]]),
+    ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
+        ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
+    ]),
     ("corpus: the kept records of each input, written in its own format", [
         ["corpus.decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"], ["corpus.parquet"],
         ["corpus.sources"],
     ]),
-    ("engines: the stages of sign and find, and the local engine that runs them", [
-        ["engine.sign_stage", "engine.find_stages", "engine.results"],
-        ["engine.local", "engine.sign_workers", "engine.filter_stages"],
+    ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
+        ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras"],
+        ["engine.local", "engine.sign_workers", "engine.filter_stages", "engine.evaluation"],
+        ["engine.dask.cluster"], ["engine.dask.frames"], ["engine.dask.candidates"], ["engine.dask.joins"],
+        ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],
+        ["engine.dask.find", "engine.dask.sign"],
     ]),
     ("commands: one module per command of the API", [
-        ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info"],
+        ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval"],
         ["commands.filter"],
     ]),
     ("output: records, writers, summaries", [
-        ["output.records", "output.parquet"], ["output.delimited", "output.plan_report", "output.summaries"],
+        ["output.records", "output.parquet", "output.eval_report", "output.eval_plot"],
+        ["output.delimited", "output.plan_report", "output.summaries"],
     ]),
     ("the public API", [["__init__"]]),
     ("the command line", [
         ["command_line.common"],
         ["command_line.sign", "command_line.find", "command_line.filter", "command_line.estimate",
-         "command_line.plan", "command_line.info"],
+         "command_line.eval", "command_line.plan", "command_line.info"],
         ["cli"], ["__main__"],
     ]),
 ]
@@ -201,6 +210,12 @@ CONFINED = {
     "pyarrow": {"store.", "inputs.", "corpus.", "output."},
     # The compiled kernel (the fast extra); kernel.choice and kernel.tables decide and prepare without it.
     "numba": {"kernel.primitives", "kernel.sketch", "kernel.tokenise", "kernel.compiled"},
+    # eval's pictures, an optional extra.
+    "matplotlib": {"output.eval_plot"},
+    # The optional Dask engine (the ``dask`` extra) and the store's pieces it reads as data frames.
+    "dask": {"engine.dask."},
+    "distributed": {"engine.dask."},
+    "pandas": {"engine.dask.", "store.pieces"},
 }
 
 
@@ -299,8 +314,8 @@ def test_no_module_is_over_the_size_limit() -> None:
 def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
-    stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "engine.find_stages", "engine.sign_stage",
-              "engine.filter_stages")
+    stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "evaluation.", "engine.find_stages",
+              "engine.sign_stage", "engine.filter_stages", "engine.evaluation", "engine.dask.")
     offenders = []
     for name, path in _package_modules(PACKAGE_DIR).items():
         if not name.startswith(stages):

@@ -6,31 +6,15 @@ import time
 
 import numpy as np
 import pytest
+from helpers import union_find_labels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.groups.components import Groups, connected_components, group_components
 
 
-def _union_find_labels(num_docs: int, edges: list[tuple[int, int]]) -> np.ndarray:
-    """Reference: union-find, then label every document with the smallest index in its component."""
-    parent = list(range(num_docs))
-
-    def root(node: int) -> int:
-        while parent[node] != node:
-            parent[node] = parent[parent[node]]
-            node = parent[node]
-        return node
-
-    for a, b in edges:
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)  # the root stays the smallest member
-    return np.array([root(node) for node in range(num_docs)], dtype=np.int64)
-
-
 def _reference_groups(num_docs: int, edges: list[tuple[int, int]]) -> list[list[int]]:
-    labels = _union_find_labels(num_docs, edges)
+    labels = union_find_labels(num_docs, edges)
     members: dict[int, list[int]] = {}
     for node, label in enumerate(labels.tolist()):
         members.setdefault(label, []).append(node)
@@ -63,7 +47,7 @@ def test_connected_components_match_union_find(graph: tuple[int, list[tuple[int,
     num_docs, edges = graph
     labels = connected_components(num_docs, *_split(edges))
     assert labels.dtype == np.int64 and labels.shape == (num_docs,)
-    assert np.array_equal(labels, _union_find_labels(num_docs, edges))
+    assert np.array_equal(labels, union_find_labels(num_docs, edges))
 
 
 def test_connected_components_hand_computed() -> None:
@@ -82,7 +66,7 @@ def test_connected_components_random_large_graph_matches_union_find() -> None:
     num_docs = 5_000
     first, second = rng.integers(0, num_docs, size=(2, 3_000))
     edges = list(zip(first.tolist(), second.tolist(), strict=True))
-    assert np.array_equal(connected_components(num_docs, first, second), _union_find_labels(num_docs, edges))
+    assert np.array_equal(connected_components(num_docs, first, second), union_find_labels(num_docs, edges))
 
 
 @pytest.mark.parametrize(

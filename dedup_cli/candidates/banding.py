@@ -1,13 +1,21 @@
-"""LSH banding: the S-curve, and choosing bands × rows for a threshold.
+"""LSH banding: the S-curve, and choosing bands × rows for a threshold and a corpus size.
 
 The k minwise values are split into ``bands`` bands of ``rows`` values; two documents are a candidate
 pair when all rows of at least one band agree (Mining of Massive Datasets, Sec. 3.4). With per-row
 agreement probability p, Pr(candidate) = 1 − (1 − p^rows)^bands. For b-bit values p is E_b, not R:
 unrelated documents agree on a b-bit row with probability about 1/2^b (docs/estimators.md, "Banding").
+
+Corpus size. Two unrelated documents (R = 0) share a band key with probability E_B(0)^rows = 2^(−B·rows)
+and become a candidate with probability P_0 = 1 − (1 − 2^(−B·rows))^bands ≈ bands · 2^(−B·rows), so n
+documents give C(n, 2) · P_0 chance candidates: quadratic in n for a fixed banding.
+:func:`choose_banding_for_corpus` keeps them at most :data:`CHANCE_FRACTION` · n by asking for more rows as n
+grows (each row divides P_0 by 2^B), then for as many bands as the recall at R0 needs; where that budget does
+not bind (about 9.6·10^4 documents at R0 = 0.5, k = 256, B = 8) the choice is :func:`choose_banding`'s.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -81,21 +89,170 @@ def choose_banding(threshold: float, num_perm: int, band_bits: int, recall: floa
     return fallback[1]
 
 
-def resolve_banding(threshold: float, num_perm: int, band_bits: int, recall: float,
-                    bands: int | None = None, rows: int | None = None) -> Banding:
-    """The banding ``find`` uses and ``plan`` explains: chosen for ``recall`` at R0, or as given.
+# Chance candidates allowed per document. Per document, banding already moves ``bands`` band keys (35 at
+# R0 = 0.5); a candidate pair costs one pair code and two signature look-ups when it is scored. At 0.1 · n chance
+# candidates those add a few per cent to the work of banding and stay below the true candidates of a corpus with
+# even 5 % near-duplicates; 0.01 · n would buy nothing measurable but need a row more about log2(10)/B rows sooner.
+CHANCE_FRACTION = 0.1
+
+# The largest k a signature may hold (``dedup_cli.options.MAX_NUM_PERM``): no larger k is ever recommended.
+MAX_NUM_PERM = 1 << 16
+
+# Bands wider than 64 bits are hashed to 64-bit keys (``buckets.band_keys``), which collide with probability 2^-64.
+_KEY_BITS = 64
+
+
+def _band_collision(rows: int, band_bits: int) -> float:
+    """The probability that two unrelated documents share one band's key: E_B(0)^rows (+ 2^-64 when hashed)."""
+    q = float(row_agreement_probability(0.0, band_bits)) ** rows
+    return q + 2.0**-_KEY_BITS if rows * band_bits > _KEY_BITS else q
+
+
+def chance_probability(bands: int, rows: int, band_bits: int) -> float:
+    """P_0 = 1 − (1 − E_B(0)^rows)^bands: the probability that two unrelated documents become a candidate."""
+    return float(-math.expm1(bands * math.log1p(-_band_collision(rows, band_bits))))
+
+
+def expected_chance_candidates(documents: int, bands: int, rows: int, band_bits: int) -> float:
+    """C(n, 2) · P_0: the expected number of candidate pairs among ``documents`` unrelated documents."""
+    return documents * (documents - 1) / 2.0 * chance_probability(bands, rows, band_bits)
+
+
+def bands_for_recall(threshold: float, rows: int, band_bits: int, recall: float) -> float:
+    """The fewest bands with 1 − (1 − E_B(R0)^rows)^bands ≥ ``recall``, rounded as :func:`choose_banding` does;
+    ``math.inf`` when E_B(R0)^rows underflows (no number of bands reaches the recall)."""
+    hit = float(row_agreement_probability(threshold, band_bits)) ** rows
+    if hit >= 1.0:
+        return 1.0
+    if hit <= 0.0:
+        return math.inf
+    needed = math.log1p(-recall) / math.log1p(-hit)
+    return float(math.ceil(needed)) if math.isfinite(needed) else math.inf
+
+
+def _max_bands_for_budget(documents: int, rows: int, band_bits: int, budget: float) -> float:
+    """The most bands whose chance candidates stay within ``budget``: C(n, 2) · (1 − (1 − q)^bands) ≤ budget."""
+    pairs = documents * (documents - 1) / 2.0
+    if budget >= pairs:
+        return math.inf
+    q = _band_collision(rows, band_bits)
+    return math.floor(math.log1p(-budget / pairs) / math.log1p(-q) * (1 + 1e-12)) if q > 0.0 else math.inf
+
+
+def required_num_perm(threshold: float, band_bits: int, recall: float, documents: int,
+                      chance_fraction: float = CHANCE_FRACTION) -> int | None:
+    """The smallest k for which some bands × rows reaches ``recall`` at R0 within ``chance_fraction`` · n chance
+    candidates; None when no k ≤ 2^16 does.
+
+    For each rows, the fewest bands for the recall (:func:`bands_for_recall`) must not exceed the most bands the
+    budget allows; rows are tried until bands · rows alone exceeds the best k found (or 2^16).
+    """
+    budget = chance_fraction * documents
+    best: int | None = None
+    for rows in range(1, MAX_NUM_PERM + 1):
+        needed = bands_for_recall(threshold, rows, band_bits, recall)
+        if needed * rows > MAX_NUM_PERM or (best is not None and rows > best):
+            break
+        if needed <= _max_bands_for_budget(documents, rows, band_bits, budget):
+            best = int(needed) * rows if best is None else min(best, int(needed) * rows)
+    return best
+
+
+@dataclass(frozen=True)
+class BandingChoice:
+    """The banding ``find`` uses (or ``plan`` explains) and what it promises for a corpus of ``documents``.
+
+    ``chosen`` is False when the bands or rows were given. Without a corpus size (``documents`` None) the
+    budget is not known: ``chance_candidates``, ``budget`` and ``required_num_perm`` are None and
+    ``meets_budget`` is True. ``required_num_perm`` is the smallest k that meets both the recall and the budget
+    (None when none ≤ 2^16 does).
+    """
+
+    banding: Banding
+    chosen: bool
+    recall_target: float
+    recall: float
+    documents: int | None = None
+    chance_candidates: float | None = None
+    budget: float | None = None
+    required_num_perm: int | None = None
+
+    @property
+    def meets_recall(self) -> bool:
+        return self.recall >= self.recall_target
+
+    @property
+    def meets_budget(self) -> bool:
+        return self.chance_candidates is None or self.budget is None or self.chance_candidates <= self.budget
+
+
+def choose_banding_for_corpus(threshold: float, num_perm: int, band_bits: int, documents: int, recall: float = 0.99,
+                              chance_fraction: float = CHANCE_FRACTION) -> Banding:
+    """Bands × rows with recall ≥ ``recall`` at R0 and at most ``chance_fraction`` · n expected chance candidates.
+
+    Among the bandings that meet both, the one :func:`choose_banding` prefers (least normalised area under the
+    S-curve on [0, R0] plus the curve at R = 0), so that where the budget does not bind the choice is the
+    per-pair one. For each rows only the fewest bands reaching the recall are considered (more bands only add
+    candidates). When no banding within k meets both: the recall-meeting banding with the fewest chance
+    candidates (the recall is what was asked for), else the highest recall, as :func:`choose_banding` does.
+
+    Args:
+        threshold: R0 in (0, 1].
+        num_perm: k, the values per signature.
+        band_bits: B, the stored bits per value that band keys use.
+        documents: n, the documents that take part (those with at least one shingle).
+        recall: the S-curve's required height at R0, in (0, 1).
+        chance_fraction: chance candidates allowed per document.
+    """
+    budget = chance_fraction * documents
+    grid = np.linspace(0.0, threshold, 201)
+    best: tuple[float, Banding] | None = None
+    fewest_chance: tuple[float, Banding] | None = None
+    for rows in range(1, num_perm + 1):
+        needed = bands_for_recall(threshold, rows, band_bits, recall)
+        if needed > num_perm // rows:
+            continue
+        banding = Banding(int(needed), rows, band_bits)
+        chance = expected_chance_candidates(documents, banding.bands, rows, band_bits)
+        if fewest_chance is None or chance < fewest_chance[0]:
+            fewest_chance = (chance, banding)
+        if chance > budget:
+            continue
+        curve = candidate_probability(grid, banding.bands, rows, band_bits)
+        cost = float(np.trapezoid(curve, grid)) / max(threshold, 1e-12) + float(curve[0])
+        if best is None or cost < best[0]:
+            best = (cost, banding)
+    chosen = best or fewest_chance
+    return chosen[1] if chosen is not None else choose_banding(threshold, num_perm, band_bits, recall)
+
+
+def resolve_banding(threshold: float, num_perm: int, band_bits: int, recall: float, bands: int | None = None,
+                    rows: int | None = None, documents: int | None = None) -> BandingChoice:
+    """The banding ``find`` uses and ``plan`` explains: chosen for ``recall`` at R0 (and, given the number of
+    ``documents``, for at most :data:`CHANCE_FRACTION` of a chance candidate per document), or as given.
 
     With only one of ``bands``/``rows`` given, the other takes as many values as the signature allows. The
     options were checked by :func:`dedup_cli.options.check_banding`; a banding that does not fit in
     ``num_perm`` values is a ValueError here.
     """
-    if bands is None and rows is None:
-        return choose_banding(threshold, num_perm, band_bits, recall)
-    if rows is None:
-        assert bands is not None
-        rows = num_perm // bands
-    elif bands is None:
-        bands = num_perm // rows
-    if bands < 1 or rows < 1 or bands * rows > num_perm:
-        raise ValueError(f"bands {bands} × rows {rows} does not fit in the {num_perm} values of a signature")
-    return Banding(bands, rows, band_bits)
+    chosen = bands is None and rows is None
+    if chosen:
+        banding = (choose_banding(threshold, num_perm, band_bits, recall) if documents is None
+                   else choose_banding_for_corpus(threshold, num_perm, band_bits, documents, recall))
+    else:
+        if rows is None:
+            assert bands is not None
+            rows = num_perm // bands
+        elif bands is None:
+            bands = num_perm // rows
+        if bands < 1 or rows < 1 or bands * rows > num_perm:
+            raise ValueError(f"bands {bands} × rows {rows} does not fit in the {num_perm} values of a signature")
+        banding = Banding(bands, rows, band_bits)
+    choice = BandingChoice(banding, chosen, recall, banding.recall_at(threshold))
+    if documents is None:
+        return choice
+    return dataclasses.replace(
+        choice, documents=documents, budget=CHANCE_FRACTION * documents,
+        chance_candidates=expected_chance_candidates(documents, banding.bands, banding.rows, band_bits),
+        required_num_perm=required_num_perm(threshold, band_bits, recall, documents),
+    )

@@ -42,7 +42,7 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return keys
 
 
-def _bucket_pairs(
+def bucket_pairs(
     sorted_docs: np.ndarray, sorted_keys: np.ndarray, max_bucket: int
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """All pairs within runs of equal keys; runs longer than ``max_bucket`` are cut to it."""
@@ -98,7 +98,7 @@ def candidate_pairs(
     for all_keys in keys:
         band_key = all_keys if docs.size == n_docs else all_keys[docs]
         order = np.argsort(band_key, kind="stable")
-        first, second, cut = _bucket_pairs(docs[order], band_key[order], max_bucket)
+        first, second, cut = bucket_pairs(docs[order], band_key[order], max_bucket)
         oversized += cut
         low, high = np.minimum(first, second), np.maximum(first, second)
         codes.append(low.astype(np.uint64) * np.uint64(n_docs) + high.astype(np.uint64))

@@ -17,14 +17,17 @@ import click
 
 from dedup_cli.errors import DedupError, UsageError
 from dedup_cli.files import atomic_write
+from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.vocabulary import (
     CANDIDATE_METHODS,
+    ENGINES,
     GROUP_METHODS,
     INPUT_FORMATS,
     KEEP_CHOICES,
     MAX_STORED_BITS,
+    SCHEDULER_VARIABLE,
     VERIFY_MODES,
 )
 
@@ -148,6 +151,25 @@ find_options = option_group(
                  help="Also compare with the reference store REF (read only); its documents are always kept."),
     click.option("--only-across", is_flag=True, help="With --against: only pairs across the two stores."),
 )
+
+
+engine_options = option_group(
+    click.option("--engine", "engine_name", type=click.Choice(ENGINES), default=EngineOptions.name,
+                 help="local: this machine; dask: a Dask cluster (pip install 'dedup-cli[dask]')."),
+    click.option("--scheduler", default=EngineOptions.scheduler, metavar="ADDRESS",
+                 help=f"With --engine dask: a running scheduler, e.g. tcp://10.0.0.1:8786.  "
+                      f"[default: ${SCHEDULER_VARIABLE}, else a local cluster]"),
+    click.option("--workers", type=click.IntRange(0), default=EngineOptions.workers,
+                 help="With --engine dask and no scheduler: worker processes (0: one per core)."),
+    click.option("--memory-limit", default=EngineOptions.memory_limit, metavar="BYTES",
+                 help="With --engine dask and no scheduler: memory per worker before it spills to disk, e.g. 2GiB."),
+)
+
+
+def engine_of(given: dict[str, Any]) -> EngineOptions:
+    """The ``EngineOptions`` of a command's arguments (taken out of ``given``)."""
+    return EngineOptions(name=given.pop("engine_name"), scheduler=given.pop("scheduler"),
+                         workers=given.pop("workers"), memory_limit=given.pop("memory_limit"))
 
 
 def write_records(records: Iterator[dict[str, Any]], kind: str, fields: tuple[tuple[str, ...], tuple[str, ...]],

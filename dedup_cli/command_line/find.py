@@ -9,7 +9,10 @@ import click
 
 from dedup_cli.command_line.common import (
     EXIT_DUPLICATES,
+    engine_of,
+    engine_options,
     find_options,
+    flag,
     reports_errors,
     write_records,
 )
@@ -30,6 +33,7 @@ from dedup_cli.options.vocabulary import OUTPUT_FORMATS, OUTPUT_KINDS, default_s
               help=f"Exit with code {EXIT_DUPLICATES} when anything is reported (like grep), for scripts and cron.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 @click.option("-v", "--verbose", is_flag=True, help="A second summary line: the store, its runs and the banding.")
+@engine_options
 @reports_errors
 def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | None, no_header: bool,
          fail_on_duplicates: bool, quiet: bool, verbose: bool, **given: Any) -> None:
@@ -50,14 +54,15 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
 
     if kind == "triples" and given["ways"] != 3:
         raise UsageError("--output triples needs --ways 3")
-    options = FindOptions(group=group_method, **given)
+    engine = engine_of(given)
+    options = FindOptions(group=group_method, engine=engine, **given)
     store = default_store(store)
     result = api.find(store, options)
     fields = (fields_of(kind, result, True), fields_of(kind, result, False))
     written = write_records(RECORDS[kind](result), kind, fields, fmt, out, not no_header)
     if not quiet:
         click.echo(find_summary(store, result), err=True)
-        for line in find_warnings(result):
+        for line in find_warnings(result, flag):
             click.echo(f"warning: {line}", err=True)
         if verbose:
             click.echo(find_store_line(store, result), err=True)

@@ -8,6 +8,8 @@ import click
 
 from dedup_cli.command_line.common import (
     EXIT_ERROR,
+    engine_of,
+    engine_options,
     fail,
     flag,
     print_warnings,
@@ -64,6 +66,7 @@ from dedup_cli.options.vocabulary import (
 @click.option("--prune", is_flag=True, help="Remove stored documents that are no longer in the inputs.")
 @click.option("--wait", type=click.FloatRange(0), default=SignOptions.wait,
               help="Seconds to wait for another run on the same store before giving up.")
+@engine_options
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
 @click.option("-v", "--verbose", is_flag=True,
               help="List every skipped input, not only the first few; say which signing kernel ran.")
@@ -90,7 +93,8 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
             if context.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
                 raise text_option_for_sets(name, given[name])
             del given[name]  # integer sets are signed with permutations of their universe
-    options = SignOptions(input=reading, **given)
+    engine = engine_of(given)
+    options = SignOptions(input=reading, engine=engine, **given)
     with progress_bar(quiet, "signing") as (on_start, advance):
         report = api.sign(inputs, default_store(out), options, progress=advance, on_start=on_start)
     print_warnings(read_warnings(report.read, flag), verbose)

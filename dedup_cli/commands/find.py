@@ -4,7 +4,8 @@ Candidates come from LSH banding on all stored bits (or from comparing every pai
 scored with the b-bit estimator (Li & König 2010, eq. 9), pairs whose interval straddles R0 may be checked
 exactly, and accepted pairs (and with ``ways=3`` triples, Li, König & Gui 2010, eq. 8) become groups. The
 options are checked against the store's parameters, read from its manifest alone, before the store is read;
-the stages run in the local engine (:mod:`dedup_cli.engine.local`).
+the stages run in the local engine (:mod:`dedup_cli.engine.local`) or on a Dask cluster
+(:mod:`dedup_cli.engine.dask.find`), with the same answers.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from dedup_cli.engine import local
+from dedup_cli.engine.extras import require_dask
 from dedup_cli.engine.find_stages import combine_stores
 from dedup_cli.engine.results import FindResult
 from dedup_cli.errors import OptionError, UsageError
@@ -45,11 +47,19 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
     options.check_store(params.bits, params.num_perm, path, params.input_kind)
     if options.new_since is not None:
         opened.check_run(options.new_since)
-    against = None if options.against is None else open_reference(opened, options.against)
-    stored, reference = opened.read(), None
-    if against is not None:
-        stored, reference = combine_stores(stored, against.read())
-    result = local.find(stored, options, progress, reference)
+    if options.engine.name == "dask":
+        require_dask()
+        from dedup_cli.engine.dask import cluster
+        from dedup_cli.engine.dask import find as dask_find
+
+        with cluster.connected(options.engine):
+            result = dask_find.find(opened, options)
+    else:
+        against = None if options.against is None else open_reference(opened, options.against)
+        stored, reference = opened.read(), None
+        if against is not None:
+            stored, reference = combine_stores(stored, against.read())
+        result = local.find(stored, options, progress, reference)
     result.seconds = time.perf_counter() - started
     return result
 

@@ -12,12 +12,19 @@ Its text and JSON forms are :mod:`dedup_cli.output.plan_report`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dedup_cli.candidates.banding import candidate_probability, resolve_banding, row_agreement_probability
+from dedup_cli.candidates.banding import (
+    CHANCE_FRACTION,
+    BandingChoice,
+    candidate_probability,
+    resolve_banding,
+    row_agreement_probability,
+)
 from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY
 from dedup_cli.estimates.pairs import COMPARISON_BYTES
 from dedup_cli.estimates.two_way import expected_match_2way, storage_factor, variance_2way
@@ -100,6 +107,8 @@ class Plan:
     memory_peak_bytes: int | None = None
     memory_peak_phase: str | None = None
     memory_peak_formula: str | None = None  # the sum of the terms in the peak
+    chance_budget: float | None = None  # with docs: CHANCE_FRACTION · N, the chance candidates the banding aims at
+    required_num_perm: int | None = None  # with docs: the smallest k meeting both the recall and that budget
     warnings: tuple[str, ...] = ()
 
     @property
@@ -180,6 +189,41 @@ def _memory(n_docs: int, num_perm: int, stored_bits: int, bits: int, bands: int,
     return parts, phase
 
 
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _count(value: float) -> str:
+    for unit, size in (("billion", 1e9), ("million", 1e6)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:,.0f}"
+
+
+def banding_warnings(choice: BandingChoice, threshold: float, num_perm: int, flag: Callable[[str], str]) -> list[str]:
+    """What a banding fails to promise for its corpus (recall at R0, or chance candidates within
+    :data:`CHANCE_FRACTION` of the documents) and the k that would keep both, options named by ``flag``."""
+    banding, documents = choice.banding, choice.documents
+    shape = f"{banding.bands}×{banding.rows} bands"
+    if documents is None or (choice.meets_budget and choice.meets_recall):
+        return []
+    chance = _count(choice.chance_candidates or 0.0)
+    if not choice.chosen:
+        if choice.meets_budget:
+            return []
+        return [f"{flag('bands')} {banding.bands} × {flag('rows')} {banding.rows} expect about {chance} candidates "
+                f"between unrelated documents among {documents:,} (more than {CHANCE_FRACTION:g} per document); "
+                "leave them out to choose a banding for the corpus size"]
+    needs = (f"sign with {flag('num_perm')} {choice.required_num_perm} or more" if choice.required_num_perm
+             else f"no {flag('num_perm')} up to 65536 can")
+    if not choice.meets_recall:
+        return [f"recall at R0 = {threshold:g} is {choice.recall:.4f} ({shape}), below the target "
+                f"{choice.recall_target:g}: no banding of k = {num_perm} values reaches it; {needs}"]
+    return [f"k = {num_perm} values are too few to keep chance candidates within {CHANCE_FRACTION:g} per document "
+            f"at {documents:,} documents with recall {choice.recall_target:g} at R0 = {threshold:g}: {shape} expect "
+            f"about {chance} candidates between unrelated documents; {needs}, or raise {flag('threshold')}"]
+
+
 def plan(options: PlanOptions | None = None) -> Plan:
     """Everything ``dedup find --threshold R0 --bits b`` promises and costs, from the formulas alone.
 
@@ -196,8 +240,8 @@ def plan(options: PlanOptions | None = None) -> Plan:
     threshold, bits, num_perm, stored_bits = options.threshold, options.bits, options.num_perm, options.stored_bits
     recall, docs = options.recall, options.docs
     # One of bands/rows alone takes as many of the other as k allows, as find does.
-    banding = resolve_banding(threshold, num_perm, stored_bits, recall, options.bands, options.rows)
-    chosen = options.bands is None and options.rows is None
+    choice = resolve_banding(threshold, num_perm, stored_bits, recall, options.bands, options.rows, documents=docs)
+    banding, chosen = choice.banding, choice.chosen
 
     grid = np.round(np.linspace(0.0, 1.0, CURVE_STEPS + 1), 12)
     resemblances = np.unique(np.append(grid, threshold))
@@ -221,10 +265,11 @@ def plan(options: PlanOptions | None = None) -> Plan:
             f"{banding.bands} bands × {banding.rows} rows use {banding.bands * banding.rows} of the {num_perm} "
             f"values; the other {unused} never make a pair a candidate (the estimator still uses all {num_perm})"
         )
-    if at_threshold < recall:
+    if at_threshold < recall and (not chosen or docs is None):
         fix = ("choose more --bands or fewer --rows" if not chosen
                else "no banding of these values reaches it; use a larger --num-perm or a lower --recall")
         warnings.append(f"recall at R0 = {threshold:g} is {at_threshold:.4f}, below the target {recall:g}; {fix}")
+    warnings += banding_warnings(choice, threshold, num_perm, _flag)
     if unrelated > 0.01:
         warnings.append(
             f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: {stored_bits}-bit band values agree by "
@@ -240,7 +285,8 @@ def plan(options: PlanOptions | None = None) -> Plan:
         parts, phase = _memory(docs, num_perm, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
                                candidates, collisions)
         peak = [part for part in parts if part.in_peak]
-        extra = dict(docs=docs, pairs=pairs, expected_candidates=candidates, memory=parts,
+        extra = dict(docs=docs, pairs=pairs, expected_candidates=candidates, memory=parts, chance_budget=choice.budget,
+                     required_num_perm=choice.required_num_perm,
                      memory_peak_bytes=sum(part.bytes for part in peak), memory_peak_phase=phase,
                      memory_peak_formula=" + ".join(part.formula for part in peak))
 

@@ -19,15 +19,19 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli.engine.extras import require_dask
 from dedup_cli.engine.sign_stage import SignedTask
 from dedup_cli.engine.sign_workers import sign_tasks
-from dedup_cli.errors import OptionError, StoreError
+from dedup_cli.errors import OptionError, StoreError, UsageError
+from dedup_cli.inputs.locations import STDIN, Source
+from dedup_cli.inputs.parquet import row_group_sizes
 from dedup_cli.inputs.planning import plan_tasks
 from dedup_cli.inputs.reading import accept_documents, plan_inputs
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import ReadTask
 from dedup_cli.kernel.choice import INTEGER_SETS, KernelChoice, numba_version
 from dedup_cli.options.checks import literal
+from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.params import SignatureParams
@@ -83,6 +87,23 @@ def _write_signed(run: StoreRun, signed: Iterable[tuple[ReadTask, SignedTask]], 
         progress(read.input_done - done)  # the unchanged files skipped after the last task
 
 
+def _sign_on_cluster(sources: Sequence[Source], reading: InputOptions, params: SignatureParams, run: StoreRun,
+                     index: DocumentIndex, options: SignOptions, report: SignReport, progress: Progress | None,
+                     seen: list[str], choice: KernelChoice) -> None:
+    """The Dask engine's share of a run: tasks sign and write parts, adopted into ``run`` (committed by the caller)."""
+    from dedup_cli.engine.dask import cluster
+    from dedup_cli.engine.dask.sign import sign_on_cluster
+
+    report.read.max_document_bytes = reading.max_document_bytes
+    with cluster.connected(options.engine):
+        signed = sign_on_cluster(sources, reading, params, run, index, row_group_sizes, progress, choice)
+    report.read.merge(signed.report)
+    report.documents += signed.documents
+    report.empty += signed.empty
+    report.unchanged += signed.unchanged
+    seen.extend(signed.seen)
+
+
 def sign(
     inputs: Sequence[str],
     store: str | os.PathLike[str] | None = None,
@@ -130,7 +151,14 @@ def sign(
         return unchanged
 
     # Inputs are checked (a missing one is an error) before the store is created or locked.
-    sources, stream = plan_inputs(inputs, dataclasses.replace(options.input, id_root=root), report.read, stdin)
+    reading = dataclasses.replace(options.input, id_root=root)
+    sources, stream = plan_inputs(inputs, reading, report.read, stdin)
+    on_cluster = options.engine.name == "dask"
+    if on_cluster:
+        require_dask()
+        if any(source.path == STDIN for source in sources):
+            raise UsageError("- (stdin) cannot be read by Dask workers; save it to a file they can read, or sign it "
+                             "with {engine} local", options=True)
     created = create_store(output, params, exist_ok=True, lock_timeout=options.wait)
     with created.begin_run(params, lock_timeout=options.wait) as run:
         if run.id_root is None:
@@ -142,12 +170,15 @@ def sign(
         report.files_found = report.read.files_found
         if on_start is not None:
             on_start(report.read.input_bytes)
-        known = file_unchanged if len(index) else None  # a new store: nothing to look up
-        tasks = plan_tasks(sources, options.input, report.read, stream, unchanged=known)
         choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", report.read.input_bytes,
                               options.workers)
-        signed = sign_tasks(tasks, params, options.input, options.workers, choice)
-        _write_signed(run, signed, index, seen, report, progress)
+        if on_cluster:
+            _sign_on_cluster(sources, reading, params, run, index, options, report, progress, seen, choice)
+        else:
+            known = file_unchanged if len(index) else None  # a new store: nothing to look up
+            tasks = plan_tasks(sources, reading, report.read, stream, unchanged=known)
+            signed = sign_tasks(tasks, params, reading, options.workers, choice)
+            _write_signed(run, signed, index, seen, report, progress)
         if options.prune:
             if report.read.count("unreadable"):
                 report.prune_skipped = True

@@ -10,6 +10,7 @@ same functions (docs/architecture.md, "Engines").
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,9 +26,11 @@ from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.triples import ScoredTriples, score_triples
 from dedup_cli.groups.components import Groups, group_components
+from dedup_cli.groups.representatives import representatives, weakest_estimates
 from dedup_cli.groups.strict import strict_groups
 from dedup_cli.inputs.fields import field_values
 from dedup_cli.inputs.reread import same_file_aliases
+from dedup_cli.options.finding import FindOptions
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
@@ -178,3 +181,94 @@ def group(num_docs: int, first: np.ndarray, second: np.ndarray, similarity: np.n
     if method == "strict":
         return strict_groups(num_docs, first, second, similarity, triple_ok)
     return group_components(num_docs, first, second)
+
+
+def store_runs(store: StoredSignatures) -> np.ndarray:
+    """int64[n_docs]: the sign run that wrote each document (0 for a format 1 store)."""
+    return store.runs if store.runs is not None else np.zeros(len(store), dtype=np.int64)
+
+
+def new_documents(runs: np.ndarray, new_since: int | None, reference: np.ndarray | None) -> np.ndarray | None:
+    """bool[n_docs]: the documents reports must touch (written after ``new_since``, and not the reference
+    store's), or None when every pair counts."""
+    new = None if new_since is None else runs > new_since
+    if reference is not None:
+        new = ~reference if new is None else new & ~reference
+    return new
+
+
+def wanted(docs: np.ndarray, new: np.ndarray | None, reference: np.ndarray | None, only_across: bool) -> np.ndarray:
+    """bool[m]: pairs or triples (int64[m, 2 or 3]) to report: touching a ``new`` document, and with
+    ``only_across`` holding documents of both stores."""
+    keep = np.ones(docs.shape[0], bool) if new is None else new[docs].any(axis=1)
+    if reference is not None and only_across:
+        keep &= reference[docs].any(axis=1) & ~reference[docs].all(axis=1)
+    return keep
+
+
+@dataclass
+class Concluded:
+    """What ``find`` reports once the candidates are scored and decided: accepted pairs (with their exact
+    resemblance where checked), triples, groups, each group's weakest link and kept member."""
+
+    pairs: ScoredPairs
+    exact: np.ndarray  # float64[n_accepted], NaN where not checked
+    triples: ScoredTriples | None
+    groups: Groups
+    weakest: np.ndarray  # float64[n_groups]
+    kept: np.ndarray  # int64[n_groups]
+    keep_field_problems: list[tuple[str, str]]  # (id, reason): grouped documents without a value to keep by
+
+
+def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored: ScoredPairs,
+             exact_all: np.ndarray, decided: np.ndarray, aliases: np.ndarray, new: np.ndarray | None,
+             options: FindOptions, bits: int, reference: np.ndarray | None = None) -> Concluded:
+    """The stages after the decisions: accepted pairs, triples (``ways=3``), ``new_since`` and ``against``,
+    groups, weakest links and representatives.
+
+    Every array is indexed by document number in (store, id) order; the documents may be all of a store (the
+    local engine) or only those a distributed engine gathered (any subset holding every document of ``scored``,
+    numbered in the same order), which gives the same answer because each stage depends only on the order of
+    the documents, never on their number.
+
+    Args:
+        store: the documents (ids, locations, counts, runs, times; signatures are not read here).
+        values: uint[n_docs, k], the lowest ``bits`` bits of each minwise value; r: float64[n_docs], r = f/D.
+        scored: every scored candidate pair that was not dropped for ``new_since`` (only those with
+            R̂ ≥ R0 − margin matter for triples, only the ``decided`` ones for pairs and groups).
+        exact_all: float64[m], exact resemblance of the checked candidates (NaN elsewhere).
+        decided: bool[m], the accepted candidates (aliases already left out).
+        aliases: int64[a], documents that are another document's file under a second name.
+        new: bool[n_docs], the documents reports must touch (:func:`new_documents`), or None.
+        reference: bool[n_docs] with ``against``: the reference store's documents.
+    """
+    threshold = options.threshold
+    accepted = scored.select(decided)
+    exact = exact_all[decided]
+    found_triples = None
+    if options.ways == 3:
+        found_triples = find_triples(values, scored, r, threshold, bits)
+        if aliases.size:
+            found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
+        if new is not None:
+            # Triangles need the old-old pairs too, so triples are filtered only now.
+            found_triples = found_triples.select(wanted(found_triples.docs, new, reference, options.only_across))
+            accepted_new = wanted(np.c_[accepted.first, accepted.second], new, reference, options.only_across)
+            exact = exact[accepted_new]
+            accepted = accepted.select(accepted_new)
+
+    # What is known of each accepted pair: its exact resemblance where it was checked, else its estimate.
+    similarity = np.where(np.isnan(exact), accepted.estimate, exact)
+    triple_ok = None
+    if options.group == "strict" and options.ways == 3:
+        def triple_ok(docs: np.ndarray) -> np.ndarray:
+            return score_triples(values, docs, r, bits).estimate >= threshold
+    groups = group(len(store), accepted.first, accepted.second, similarity, options.group, triple_ok)
+    scores, problems = None, list[tuple[str, str]]()
+    if options.keep_field is not None:
+        scores, problems = keep_field_values(store, groups.members, options.keep_field)
+    kept = representatives(groups, options.keep_policy, store.shingle_counts, store_runs(store), store.mtimes_ns,
+                           scores, reference)
+    return Concluded(pairs=accepted, exact=exact, triples=found_triples, groups=groups,
+                     weakest=weakest_estimates(groups, accepted.first, accepted.second, similarity), kept=kept,
+                     keep_field_problems=problems)

@@ -15,8 +15,6 @@ from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import find_stages as stages
 from dedup_cli.engine.results import FindResult
 from dedup_cli.estimates.pairs import score_pairs
-from dedup_cli.estimates.triples import score_triples
-from dedup_cli.groups.representatives import representatives, weakest_estimates
 from dedup_cli.minhash.packing import lowest_bits
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.snapshot import StoredSignatures
@@ -42,31 +40,23 @@ def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int]
     stored_values = store.values()
     values = lowest_bits(stored_values, bits)
     r = stages.set_size_ratios(store.shingle_counts, params.universe)
-    new = None if options.new_since is None else store_runs(store) > options.new_since
-    if reference is not None:
-        new = ~reference if new is None else new & ~reference
-
-    def wanted(docs: np.ndarray) -> np.ndarray:
-        """bool[m]: pairs or triples (int64[m, 2 or 3]) to report: touching a new document, and with
-        ``only_across`` holding documents of both stores."""
-        keep = np.ones(docs.shape[0], bool) if new is None else new[docs].any(axis=1)
-        if reference is not None and options.only_across:
-            keep &= reference[docs].any(axis=1) & ~reference[docs].all(axis=1)
-        return keep
+    new = stages.new_documents(stages.store_runs(store), options.new_since, reference)
 
     # Candidates below R0 matter too: a triple's pairs only need R0 − margin, and verification may rescue
     # a pair the estimate put just under R0.
-    banding = None
+    choice = None
     oversized = 0
     if options.candidates == "all":
         first, second = stages.every_pair_candidates(values, bits, threshold, r, eligible, progress)
     else:
         recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
-        banding = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows)
-        first, second, oversized = stages.lsh_candidates(stored_values, banding, eligible, options.max_bucket)
+        choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
+                                 documents=int(np.count_nonzero(eligible)))
+        first, second, oversized = stages.lsh_candidates(stored_values, choice.banding, eligible,
+                                                         options.max_bucket)
     if new is not None and options.ways == 2:
         # Only pairs touching a new document matter; dropping the others before scoring saves the work.
-        touching = wanted(np.c_[first, second])
+        touching = stages.wanted(np.c_[first, second], new, reference, options.only_across)
         first, second = first[touching], second[touching]
     scored = score_pairs(values, first, second, r, bits)
 
@@ -77,44 +67,19 @@ def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int]
     aliases = stages.alias_documents(store.paths, scored.first[same], scored.second[same])
     if aliases.size:
         decided &= stages.without(aliases, scored.first, scored.second)
-    accepted = scored.select(decided)
-    exact = exact_all[decided]
-
-    found_triples = None
-    if options.ways == 3:
-        found_triples = stages.find_triples(values, scored, r, threshold, bits)
-        if aliases.size:
-            found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
-        if new is not None:
-            # Triangles need the old-old pairs too, so triples are filtered only now.
-            found_triples = found_triples.select(wanted(found_triples.docs))
-            accepted_new = wanted(np.c_[accepted.first, accepted.second])
-            exact = exact[accepted_new]
-            accepted = accepted.select(accepted_new)
-
-    # What is known of each accepted pair: its exact resemblance where it was checked, else its estimate.
-    similarity = np.where(np.isnan(exact), accepted.estimate, exact)
-    triple_ok = None
-    if options.group == "strict" and options.ways == 3:
-        def triple_ok(docs: np.ndarray) -> np.ndarray:
-            return score_triples(values, docs, r, bits).estimate >= threshold
-    groups = stages.group(len(store), accepted.first, accepted.second, similarity, options.group, triple_ok)
-    scores, problems = None, list[tuple[str, str]]()
-    if options.keep_field is not None:
-        scores, problems = stages.keep_field_values(store, groups.members, options.keep_field)
+    concluded = stages.conclude(store, values, r, scored, exact_all, decided, aliases, new, options, bits, reference)
     return FindResult(
         store=store,
         bits=bits,
         threshold=threshold,
-        banding=banding,
+        banding=None if choice is None else choice.banding,
         candidates=int(scored.first.size),
-        pairs=accepted,
-        exact=exact,
-        triples=found_triples,
-        groups=groups,
-        weakest=weakest_estimates(groups, accepted.first, accepted.second, similarity),
-        kept=representatives(groups, options.keep_policy, store.shingle_counts, store_runs(store), store.mtimes_ns,
-                             scores, reference),
+        pairs=concluded.pairs,
+        exact=concluded.exact,
+        triples=concluded.triples,
+        groups=concluded.groups,
+        weakest=concluded.weakest,
+        kept=concluded.kept,
         oversized_buckets=oversized,
         eligible=int(np.count_nonzero(eligible)),
         verification=verification,
@@ -123,10 +88,6 @@ def find(store: StoredSignatures, options: FindOptions, progress: Callable[[int]
         estimator=stages.estimator_name(r),
         reference=reference,
         against=options.against,
-        keep_field_problems=problems,
+        keep_field_problems=concluded.keep_field_problems,
+        banding_choice=choice,
     )
-
-
-def store_runs(store: StoredSignatures) -> np.ndarray:
-    """int64[n_docs]: the sign run that wrote each document (0 for a format 1 store)."""
-    return store.runs if store.runs is not None else np.zeros(len(store), dtype=np.int64)

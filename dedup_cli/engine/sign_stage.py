@@ -15,7 +15,7 @@ Text is signed by one of two kernels with byte-identical results (:mod:`dedup_cl
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
@@ -38,6 +38,25 @@ if TYPE_CHECKING:
 
 Record = Document | IntegerSet
 Hasher: TypeAlias = "HashFamily | UniversePermutations"
+
+# Small enough that two workers get several batches of a 10 MB corpus, large enough that numpy's per-call
+# overhead stays small (1 MB vs 8 MB batches: 0.27 s vs 0.30 s for 16 MB on 2 workers).
+BATCH_BYTES = 1 << 20
+BATCH_DOCUMENTS = 4096
+
+
+def batches(documents: Iterable[Record]) -> Iterator[list[Record]]:
+    """Documents in batches of about :data:`BATCH_BYTES` bytes or :data:`BATCH_DOCUMENTS` documents, in order."""
+    batch: list[Record] = []
+    size = 0
+    for document in documents:
+        batch.append(document)
+        size += document.size
+        if size >= BATCH_BYTES or len(batch) >= BATCH_DOCUMENTS:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 @functools.lru_cache(maxsize=4)

@@ -65,15 +65,27 @@ def score_pairs(
     """
     k = values.shape[1]
     matches = count_matches(values, first, second)
-    r1, r2 = resemblance_r[first], resemblance_r[second]
-    fraction = matches / k
-    low, high = confidence_interval_2way(matches, k, r1, r2, bits, level=level)
+    return score_matches(first, second, matches, resemblance_r[first], resemblance_r[second], k, bits, level)
+
+
+def score_matches(first: np.ndarray, second: np.ndarray, matches: np.ndarray, r1: np.ndarray, r2: np.ndarray,
+                  num_perm: int, bits: int, level: float = 0.95) -> ScoredPairs:
+    """Estimate R for each pair from its b-bit match count (what :func:`score_pairs` does after counting).
+
+    Args:
+        first, second: int64[n_pairs] document numbers.
+        matches: int64[n_pairs], positions out of ``num_perm`` whose b-bit values agree.
+        r1, r2: float64[n_pairs], r = f/D of each pair's documents.
+        num_perm: k; bits: b; level: confidence level of the interval.
+    """
+    fraction = matches / num_perm
+    low, high = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=level)
     return ScoredPairs(
         first=first,
         second=second,
         matches=matches,
         estimate=estimate_2way(fraction, r1, r2, bits),
-        stderr=standard_error_2way(fraction, r1, r2, bits, k),
+        stderr=standard_error_2way(fraction, r1, r2, bits, num_perm),
         ci_low=np.asarray(low, dtype=np.float64),
         ci_high=np.asarray(high, dtype=np.float64),
     )

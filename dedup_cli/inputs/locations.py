@@ -102,6 +102,15 @@ def infer_id_root(ids: Sequence[str], locations: Sequence[str]) -> str | None:
     return None
 
 
+def where_read(location: str) -> str:
+    """A location as messages name it: ``FILE``, ``FILE:LINE`` or ``FILE row N`` (as the reader reports it)."""
+    where = parse_location(location)
+    name = "<stdin>" if where.path == STDIN else display_name(where.path)
+    if where.kind == "line":
+        return f"{name}:{where.number}"
+    return f"{name} row {where.number}" if where.kind == "row" else name
+
+
 @dataclass(frozen=True)
 class Source:
     id: str  # document id (files) or the FILE part of record ids
@@ -111,3 +120,6 @@ class Source:
     compression: str | None
     size: int = 0  # bytes on disk (0 for stdin), for progress
     status: os.stat_result | None = None  # ``os.stat`` when the file was listed (None for stdin, or if it failed)
+    # Parquet read in parts: row groups start … stop − 1 only, the first of them holding row ``first_row``.
+    row_groups: tuple[int, int] | None = None
+    first_row: int = 0

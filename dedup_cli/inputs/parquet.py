@@ -99,15 +99,19 @@ def parquet_rows(parquet: pq.ParquetFile, source: Source, options: InputOptions,
     check_columns(parquet.schema_arrow, source, options)
     text_column, id_column = options.text_column, options.id_column
     columns = [text_column] if id_column is None or id_column == text_column else [text_column, id_column]
-    total = max(parquet.metadata.num_rows, 1)
-    first, row, texts, ids, held = 0, 0, [], [], 0
-    for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns, use_threads=False):
+    # A source may stand for some row groups only (a distributed engine's share of a large file).
+    groups = range(*source.row_groups) if source.row_groups is not None else range(parquet.num_row_groups)
+    total = max(sum(parquet.metadata.row_group(group).num_rows for group in groups), 1)
+    first = row = source.first_row
+    texts, ids, held = [], [], 0
+    for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=list(groups), columns=columns,
+                                      use_threads=False):
         texts.append(batch.column(text_column))
         ids.append(batch.column(id_column) if id_column is not None else None)
         row += batch.num_rows
         held += texts[-1].nbytes
         if row - first >= rows_per_part or held >= bytes_per_part:
-            yield _rows(first, texts, ids, source.size * row // total)
+            yield _rows(first, texts, ids, source.size * (row - source.first_row) // total)
             first, texts, ids, held = row, [], [], 0
     if texts:
         yield _rows(first, texts, ids, source.size)
@@ -154,3 +158,13 @@ def row_documents(rows: ParquetRows, source: Source, options: InputOptions, mtim
             report.note("invalid_utf8", where)
         location = record_location(source.path, "row", number, text_column)
         yield where, make_document(identifier, location, text, mtime_ns, None if replaced else raw)
+
+
+def row_group_sizes(source: Source) -> list[int] | None:
+    """The rows of each row group of a Parquet source, from its footer; None when it cannot be read."""
+    try:
+        with open(source.path, "rb") as handle:
+            metadata = pq.ParquetFile(handle).metadata
+            return [metadata.row_group(group).num_rows for group in range(metadata.num_row_groups)]
+    except (pa.ArrowException, OSError):
+        return None

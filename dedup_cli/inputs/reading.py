@@ -65,11 +65,15 @@ def read_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport
     ``unchanged``, a whole text file it accepts is skipped unread and counted in ``report.unchanged``.
     """
     sources, stream = plan_inputs(inputs, options, report, stdin)
-    return _read_planned(sources, options, report, stream, unchanged)
+    return read_sources(sources, options, report, stream, unchanged)
 
 
-def _read_planned(sources: Sequence[Source], options: InputOptions, report: ReadReport,
-                  stdin: BinaryIO, unchanged: Unchanged | None) -> Iterator[Document | IntegerSet]:
+def read_sources(sources: Sequence[Source], options: InputOptions, report: ReadReport,
+                 stdin: BinaryIO | None = None, unchanged: Unchanged | None = None) -> Iterator[Document | IntegerSet]:
+    """Stream the documents of planned ``sources`` (:func:`dedup_cli.inputs.discovery.plan_sources`), in order;
+    a distributed engine reads its share of them with this, as :func:`read_inputs` reads them all."""
+    stdin = stdin if stdin is not None else sys.stdin.buffer
+    report.max_document_bytes = options.max_document_bytes
     seen: set[str] = set()
     for task in plan_tasks(sources, options, report, stdin, unchanged):
         read = read_task(task, options)

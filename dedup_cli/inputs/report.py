@@ -53,16 +53,18 @@ class ReadReport:
         """How many items of ``kind`` there were, listed or not."""
         return len(getattr(self, kind)) + self.unlisted.get(kind, 0)
 
-    def merge(self, part: ReadReport) -> None:
-        """Add what reading one part of the inputs (a task read elsewhere) found: its skipped and repaired
-        inputs after this report's, its bytes and blank lines. Documents are counted as they are accepted."""
-        for kind in (*self.SKIPPED_KINDS, "invalid_utf8"):
-            for item in getattr(part, kind):
+    LISTED_KINDS = (*SKIPPED_KINDS, "invalid_utf8")
+    COUNTS = ("bytes_read", "documents", "empty_documents", "blank_lines", "unchanged")
+
+    def merge(self, other: ReadReport) -> None:
+        """Add what another reader of part of the inputs saw (one task of a distributed run), listed after ours."""
+        for kind in self.LISTED_KINDS:
+            for item in getattr(other, kind):
                 self.note(kind, item)
-            if part.unlisted.get(kind):
-                self.unlisted[kind] = self.unlisted.get(kind, 0) + part.unlisted[kind]
-        self.bytes_read += part.bytes_read
-        self.blank_lines += part.blank_lines
+            if other.unlisted.get(kind):
+                self.unlisted[kind] = self.unlisted.get(kind, 0) + other.unlisted[kind]
+        for name in self.COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
     @property
     def skipped(self) -> int:

@@ -88,6 +88,18 @@ def reread_group(path: str, kind: str, name: str | None, numbers: set[int]) -> d
         raise InputError(f"cannot read {display_name(path)}: {reason}") from error
 
 
+def file_identity(location: str) -> tuple[int, int] | None:
+    """(device, inode) of the file a whole-file location names, or None (a record, stdin, a file not found)."""
+    where = parse_location(location)
+    if where.kind != "file" or where.path == STDIN:
+        return None
+    try:
+        status = os.stat(where.path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
 def same_file_aliases(locations: Sequence[str], rows: np.ndarray) -> np.ndarray:
     """The ``rows`` (int64 positions into ``locations``) whose document is a whole file that another of ``rows``
     with a lower position also is, on disk (the same device and inode: a hard or symbolic link).
@@ -98,14 +110,9 @@ def same_file_aliases(locations: Sequence[str], rows: np.ndarray) -> np.ndarray:
     first_row: dict[tuple[int, int], int] = {}
     aliases: list[int] = []
     for row in np.sort(rows).tolist():
-        where = parse_location(locations[row])
-        if where.kind != "file" or where.path == STDIN:
+        key = file_identity(locations[row])
+        if key is None:
             continue
-        try:
-            status = os.stat(where.path)
-        except OSError:
-            continue
-        key = (status.st_dev, status.st_ino)
         if key in first_row:
             aliases.append(row)
         else:

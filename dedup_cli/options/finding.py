@@ -20,6 +20,7 @@ from dedup_cli.options.checks import (
     set_fields,
     threshold_value,
 )
+from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.vocabulary import (
     CANDIDATE_METHODS,
     GROUP_METHODS,
@@ -52,6 +53,7 @@ class FindOptions:
         against: a reference store: report near-duplicates of this store's documents among its documents too
             (it is only read, and its signatures must have the same parameters).
         only_across: with ``against``, only pairs (and triples, groups) across the two stores.
+        engine: where to run (this process, or a Dask cluster: same answers).
     """
 
     threshold: float = 0.5
@@ -69,6 +71,7 @@ class FindOptions:
     keep_field: str | None = None
     against: str | None = None
     only_across: bool = False
+    engine: EngineOptions = EngineOptions()
 
     def __post_init__(self) -> None:
         set_fields(self, threshold=threshold_value(self.threshold))
@@ -102,6 +105,13 @@ class FindOptions:
             if problem is not None:
                 raise OptionError("recall", self.recall, problem)
         set_fields(self, max_bucket=at_least("max_bucket", self.max_bucket, 1))
+        if self.engine.name == "dask":
+            if self.candidates == "all":
+                raise OptionError("candidates", "all", "{candidates} all compares every pair in one process; use "
+                                  "{candidates} lsh with {engine} dask, or {engine} local")
+            if self.against is not None:
+                raise OptionError("against", self.against, "{against} is not yet run by {engine} dask; use "
+                                  "{engine} local")
 
     @property
     def keep_policy(self) -> str:

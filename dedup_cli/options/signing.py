@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from dedup_cli.errors import OptionError
 from dedup_cli.options.checks import at_least, check_signature, choice, set_fields, text_option_for_sets
+from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.vocabulary import SIGNING_KERNELS, TEXT_UNIVERSE
 
@@ -28,11 +29,12 @@ class SignOptions:
         bits: B, the lowest bits kept of each value (``find`` may use any b ≤ B).
         seed: the hash family's seed; stores with different seeds are not comparable.
         scheme: ``oph`` (one permutation in k bins, densified) or ``kperm`` (k hash functions).
-        jobs: worker processes (0: one per core); the store is the same whatever the number.
+        jobs: worker processes of the local engine (0: one per core); the store is the same whatever the number.
         kernel: the signing kernel: ``numba`` (compiled; the ``fast`` extra), ``numpy``, or ``auto`` (numba for
             runs large enough to repay loading it); the store is the same whatever the kernel.
         prune: remove stored documents this run did not see (skipped when an input was unreadable).
         wait: seconds to wait for another run on the same store (0: fail at once).
+        engine: where to sign (the local engine, or tasks on a Dask cluster, each writing a part).
     """
 
     input: InputOptions = InputOptions()
@@ -46,6 +48,7 @@ class SignOptions:
     kernel: str = "auto"
     prune: bool = False
     wait: float = 0.0
+    engine: EngineOptions = EngineOptions()
 
     def __post_init__(self) -> None:
         sets = self.input.input_format == "sets"
@@ -64,6 +67,9 @@ class SignOptions:
         if self.kernel == "numba" and importlib.util.find_spec("numba") is None:
             raise OptionError("kernel", self.kernel, "{kernel} numba needs numba, which is not installed; install "
                               "it with pip install 'dedup-cli[fast]', or leave {kernel} at auto")
+        if self.jobs and self.engine.name == "dask":
+            raise OptionError("jobs", self.jobs, "{jobs} sets the local engine's processes; with {engine} dask "
+                              "the cluster's workers sign")
         if not self.wait >= 0:
             raise OptionError("wait", self.wait, f"{{wait}} {self.wait:g} must be at least 0 seconds")
 

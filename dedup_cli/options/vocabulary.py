@@ -20,6 +20,7 @@ VERIFY_MODES = ("borderline", "all", "none")
 CANDIDATE_METHODS = ("lsh", "all")
 OUTPUT_KINDS = ("groups", "pairs", "triples", "members")
 OUTPUT_FORMATS = ("jsonl", "tsv", "csv", "parquet")
+ENGINES = ("local", "dask")
 READING_OPTIONS = ("input_format", "id_field", "text_field", "id_column", "text_column")
 """The input options that decide documents' ids and texts: a store records them per sign run, for ``filter``."""
 
@@ -31,6 +32,7 @@ MAX_SEED = (1 << 63) - 1
 
 DEFAULT_STORE = "dedup.parquet"  # in the current directory, so `dedup sign corpus/` and `dedup find` meet
 STORE_VARIABLE = "DEDUP_STORE"  # names the store for every command
+SCHEDULER_VARIABLE = "DEDUP_SCHEDULER"  # the Dask scheduler of --engine dask, for every command
 
 
 def default_store(named: str | os.PathLike[str] | None = None) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.candidates.banding import candidate_probability
+from dedup_cli.candidates.banding import CHANCE_FRACTION, candidate_probability
 from dedup_cli.commands.plan import Plan
 from dedup_cli.minhash.packing import value_dtype
 
@@ -76,6 +76,8 @@ def render_plan(plan: Plan, width: int = 60) -> str:
     r0 = f"{plan.threshold:g}"
     decimals = min(4, max(1, len(r0.partition(".")[2])))
     how = f"chosen for recall ≥ {plan.recall_target:g} at R0" if plan.banding_chosen else "as given"
+    if plan.banding_chosen and plan.docs is not None:
+        how += f" and ≤ {CHANCE_FRACTION:g}·N chance candidates"
     lines = [
         f"dedup plan: threshold R0 = {r0}, estimator b = {plan.bits} bits, k = {plan.num_perm} values, "
         f"B = {plan.stored_bits} stored bits" + (f", N = {plan.docs:,} documents" if plan.docs is not None else ""),
@@ -126,6 +128,9 @@ def render_plan(plan: Plan, width: int = 60) -> str:
             f"  expected candidates    {_count(plan.expected_candidates)} = N(N − 1)/2 · "
             f"{_probability(plan.candidate_probability_unrelated)} if nearly all pairs are unrelated;",
             "                         true near-duplicates add their own (Pr(candidate) at their R, above)",
+            f"  chance budget          {_count(plan.chance_budget or 0.0)} = {CHANCE_FRACTION:g}·N: the banding is "
+            "chosen with more rows as N grows to stay within it"
+            + (f"; k ≥ {plan.required_num_perm} keeps it at this recall" if plan.required_num_perm else ""),
             f"  memory for find        about {_bytes(plan.memory_peak_bytes or 0)} at its peak, while "
             f"{plan.memory_peak_phase}:",
             f"    {plan.memory_peak_formula}",
@@ -171,6 +176,8 @@ def plan_record(plan: Plan) -> dict[str, Any]:
         "docs": plan.docs,
         "pairs": plan.pairs,
         "expected_candidates": plan.expected_candidates,
+        "chance_budget": plan.chance_budget,
+        "required_num_perm": plan.required_num_perm,
         "memory_peak_bytes": plan.memory_peak_bytes,
         "memory_peak_phase": plan.memory_peak_phase,
         "memory_peak_formula": plan.memory_peak_formula,

@@ -96,7 +96,7 @@ def group_records(result: FindResult) -> Iterator[dict[str, Any]]:
     for index in range(len(groups)):
         members = groups.group(index)
         record = {
-            "group": index + 1,
+            "group": index + result.first_group,
             "size": int(members.size),
             "weakest": _round(result.weakest[index]),
             "representative": ids[result.kept[index]],
@@ -118,7 +118,7 @@ def member_records(result: FindResult) -> Iterator[dict[str, Any]]:
         for member in members:
             record = {
                 "id": ids[member],
-                "group": index + 1,
+                "group": index + result.first_group,
                 "action": "keep" if member == kept or (reference is not None and reference[member]) else "drop",
                 "group_size": int(members.size),
                 "representative": ids[kept],
@@ -156,3 +156,12 @@ def removed_records(report: FilterReport) -> Iterator[dict[str, Any]]:
 
 
 RECORDS = {"pairs": pair_records, "triples": triple_records, "groups": group_records, "members": member_records}
+
+
+def find_records(kind: str, result: FindResult) -> Iterator[dict[str, Any]]:
+    """The records of ``kind``, from the result, or one chunk after another when its output is streamed."""
+    if result.streamed is None:
+        yield from RECORDS[kind](result)
+        return
+    for chunk in result.streamed.chunks(kind):
+        yield from RECORDS[kind](chunk)

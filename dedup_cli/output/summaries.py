@@ -74,7 +74,7 @@ def kernel_line(report: SignReport, flag: Flag) -> str:
 def find_summary(store: str, result: FindResult) -> str:
     """One line: documents, banding, candidates, pairs, triples, groups, checks, time and estimator."""
     threshold = result.threshold
-    documents = len(result.store)
+    documents = result.document_count
     if result.banding is None:
         how = "all pairs compared"
     else:
@@ -89,18 +89,18 @@ def find_summary(store: str, result: FindResult) -> str:
         f"{stores} ({documents - result.eligible} with no shingle)",
         how,
         f"{result.candidates} candidates",
-        f"{result.pairs.first.size} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
+        f"{result.pair_count} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
     ]
-    if result.triples is not None:
-        parts.append(f"{result.triples.docs.shape[0]} triples")
-    parts.append(f"{len(result.groups)} groups")
+    if result.triple_count is not None:
+        parts.append(f"{result.triple_count} triples")
+    parts.append(f"{result.group_count} groups")
     if result.verification is not None:
         parts.append(f"{result.verification.checked} pairs verified exactly")
     parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")
     return ", ".join(parts)
 
 
-def find_warnings(result: FindResult) -> list[str]:
+def find_warnings(result: FindResult, flag: Flag) -> list[str]:
     """Documents that could not be re-read, same-file aliases left out, LSH buckets cut."""
     lines = []
     if result.verification is not None and result.verification.unverifiable_documents:
@@ -112,6 +112,10 @@ def find_warnings(result: FindResult) -> list[str]:
                      "only the first id of each file is reported")
     if result.oversized_buckets:
         lines.append(f"{result.oversized_buckets} LSH buckets held more than 1000 documents and were cut")
+    if result.banding_choice is not None:
+        from dedup_cli.commands.plan import banding_warnings  # here: sign's summary must not import plan
+
+        lines += banding_warnings(result.banding_choice, result.threshold, result.store.params.num_perm, flag)
     return lines + _keep_field_lines(result.keep_field_problems)
 
 
@@ -151,7 +155,10 @@ def find_store_line(store: str, result: FindResult) -> str:
     """The second summary line of ``find -v``: the store's parameters and the runs its documents came from."""
     params = result.store.params
     runs = result.store.runs
-    span = "none" if runs is None or runs.size == 0 else f"{int(runs.min())}–{int(runs.max())}"
+    if result.run_span is not None:
+        span = f"{result.run_span[0]}–{result.run_span[1]}"
+    else:
+        span = "none" if runs is None or runs.size == 0 else f"{int(runs.min())}–{int(runs.max())}"
     return (f"store {store}: k = {params.num_perm}, {params.bits} stored bits, scheme {params.scheme}, "
             f"seed {params.seed}; documents of runs {span}")
 

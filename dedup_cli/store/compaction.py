@@ -1,6 +1,7 @@
 """Compaction: the live rows rewritten into fresh parts, and every removal file dropped.
 
-A commit compacts when more than :data:`MAX_DELTA_FILES` run parts and removal files have accumulated since
+A commit compacts when the parts of more than :data:`MAX_DELTA_FILES` runs (a run's parts count once, however
+many tasks wrote them) and removal files have accumulated since
 the last compaction, or when more than :data:`MAX_DEAD_FRACTION` of the stored rows are dead. It holds the
 ``id`` and ``run`` columns of the whole store but only one row group of the other columns at a time. Compacted
 parts are not sorted by id; readers sort (one Arrow sort on id and run).

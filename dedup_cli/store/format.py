@@ -32,7 +32,9 @@ MANIFEST_NAME = "_dedup_manifest.json"
 LOCK_NAME = "_dedup.lock"
 PART_NAME = re.compile(r"part-\d{6,}\.parquet")
 REMOVAL_NAME = re.compile(r"_removed-\d{6,}\.parquet")
-TEMPORARY_NAME = re.compile(r"\.(part-\d{6,}\.parquet|_removed-\d{6,}\.parquet|_dedup_manifest\.json)\.tmp")
+# A temporary file; parts written by a distributed run's tasks carry the run's token (and an attempt's) too.
+TEMPORARY_NAME = re.compile(
+    r"\.(part-\d{6,}\.parquet|_removed-\d{6,}\.parquet|_dedup_manifest\.json)(\.[0-9a-f]+)?\.tmp")
 
 LIVE_ROW_RULE = (
     "per id, the row with the highest run wins; it is live unless a removal of that id has a higher run"

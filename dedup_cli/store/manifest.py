@@ -34,6 +34,7 @@ class PartFile:
     file: str
     rows: int
     compacted: bool = False  # written by a compaction or a replacing run, not counted as a delta
+    run: int | None = None  # the run that wrote it (None in manifests from before it was recorded)
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,8 @@ class Manifest:
                 raise ValueError(f"format_version {version} is not a directory store format")
             manifest = cls(
                 params=SignatureParams.from_dict(document["params"]),
-                parts=tuple(PartFile(str(p["file"]), int(p["rows"]), bool(p["compacted"])) for p in document["parts"]),
+                parts=tuple(PartFile(str(p["file"]), int(p["rows"]), bool(p["compacted"]),
+                                     None if p.get("run") is None else int(p["run"])) for p in document["parts"]),
                 removals=tuple(
                     RemovalFile(str(r["file"]), int(r["rows"]), int(r["run"])) for r in document["removals"]
                 ),

@@ -8,8 +8,10 @@ point, so a run killed at any moment leaves the store as it was before the run o
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -76,6 +78,7 @@ class StoreRun:
         self._removed: list[str] = []
         self._index: DocumentIndex | None = None
         self._temporaries: list[Path] = []
+        self._adopted: list[WrittenFile] = []
         self._open = True
 
     def __enter__(self) -> StoreRun:
@@ -110,6 +113,22 @@ class StoreRun:
         self._written_ids.append(table.column("id").combine_chunks())
         self.rows_written += len(batch.ids)
 
+    def reserve_file(self) -> int:
+        """A file number for a part another process writes for this run (:func:`write_task_part`)."""
+        return self._counter()
+
+    def adopt(self, written: WrittenFile, ids: Sequence[str]) -> None:
+        """Commit with this run a part another process wrote (:func:`write_task_part`); ``ids`` are its rows' ids.
+
+        The run must not be over; a file adopted is renamed into place by the commit like the run's own parts,
+        and deleted if the run is aborted.
+        """
+        assert self._open, "the run is over"
+        self._adopted.append(written)
+        self._temporaries.append(written.temporary)
+        self._written_ids.append(pa.array(list(ids), pa.string()))
+        self.rows_written += written.rows
+
     def remove(self, ids: Iterable[str]) -> None:
         """Remove documents (those gone from the corpus); ids not stored are ignored, ids written in this run win."""
         assert self._open, "the run is over"
@@ -142,7 +161,7 @@ class StoreRun:
     def _commit(self) -> RunRecord:
         path, before = self.path, self._manifest
         try:
-            new_parts = self._parts.close()
+            new_parts = self._parts.close() + self._adopted
         except OSError as error:
             raise StoreError(f"cannot write {path}: {error.strerror or error}") from error
         written = pa.chunked_array(self._written_ids, pa.string())
@@ -183,10 +202,12 @@ class StoreRun:
             pq.write_table(removals, temporary, compression="zstd")
             fsync_path(temporary)
             removal_files.append(WrittenFile(temporary, name, removals.num_rows))
-        parts = old_parts + tuple(PartFile(w.name, w.rows, self.replace) for w in new_parts)
+        parts = old_parts + tuple(PartFile(w.name, w.rows, self.replace, self.number) for w in new_parts)
         listed_removals = old_removals + tuple(RemovalFile(w.name, w.rows, self.number) for w in removal_files)
         rows = sum(part.rows for part in parts)
-        deltas = sum(not part.compacted for part in parts) + len(listed_removals)
+        # The parts of one run count once: a distributed run writes a part per task.
+        deltas = len({part.file if part.run is None else part.run for part in parts if not part.compacted})
+        deltas += len(listed_removals)
         compacting = not self.replace and compaction_due(deltas, rows, documents)
         if compacting:
             all_removals = pa.concat_tables([
@@ -220,3 +241,70 @@ class StoreRun:
         except OSError:
             pass
         return self.record
+
+
+# --- parts written by other processes (the tasks of a distributed run) --------------------------------------
+
+
+def task_part_names(number: int, token: str) -> tuple[str, str]:
+    """(final name, temporary name) of part ``number`` written by a task of the run with ``token`` (hex)."""
+    name = f"part-{number:06d}.parquet"
+    return name, f".{name}.{token}.tmp"
+
+
+def _write_rows(path: Path, number: int, token: str, schema: pa.Schema, tables: Iterable[pa.Table]
+                ) -> WrittenFile | None:
+    """Write ``tables`` to a temporary file of this attempt, fsync it, then rename it to the task's temporary name.
+
+    A task may run twice (a worker thought dead finishes after its retry): each attempt writes its own file and
+    the rename is atomic, so the temporary part is always one whole attempt's, never a mix.
+    """
+    name, temporary = task_part_names(number, token)
+    attempt = path / f".{name}.{token}{secrets.token_hex(4)}.tmp"
+    rows = 0
+    try:
+        with pq.ParquetWriter(attempt, schema, compression="zstd") as writer:
+            for table in tables:
+                writer.write_table(table)
+                rows += table.num_rows
+        if rows == 0:
+            unlink_quietly(attempt)
+            return None
+        fsync_path(attempt)
+        os.replace(attempt, path / temporary)
+    except BaseException:
+        unlink_quietly(attempt)
+        raise
+    return WrittenFile(path / temporary, name, rows)
+
+
+def write_task_part(path: str | Path, params: SignatureParams, run: int, number: int, token: str,
+                    batches: Iterable[DocumentBatch]) -> WrittenFile | None:
+    """Write signed batches as part ``number`` of run ``run`` of the store at ``path``, under a temporary name that
+    only :meth:`StoreRun.adopt` and a commit make visible; None when there was nothing to write."""
+    schema = part_schema(params)
+    tables = (batch_table(batch, params, schema, run) for batch in batches if batch.ids)
+    try:
+        return _write_rows(Path(path), number, token, schema, tables)
+    except OSError as error:
+        raise StoreError(f"cannot write {path}: {error.strerror or error}") from error
+
+
+def rewrite_task_part(written: WrittenFile, params: SignatureParams, token: str, drop: Sequence[int]
+                      ) -> tuple[WrittenFile | None, list[str], int]:
+    """The part without its rows at positions ``drop``: the new file (None if nothing is left), the locations of
+    the dropped rows, and how many of them had no shingle."""
+    table = pq.read_table(written.temporary)
+    dropped = np.zeros(table.num_rows, dtype=bool)
+    dropped[np.asarray(drop, dtype=np.int64)] = True
+    gone = table.filter(pa.array(dropped))
+    kept = table.filter(pa.array(~dropped)).replace_schema_metadata(None)
+    number = int(written.name.split("-")[1].split(".")[0])
+    result = _write_rows(written.temporary.parent, number, token, part_schema(params),
+                         [kept.cast(part_schema(params))] if kept.num_rows else [])
+    if result is None:
+        unlink_quietly(written.temporary)
+    import pyarrow.compute as pc  # here: a run of one document does without it
+
+    empty = int(pc.sum(pc.equal(gone.column("shingle_count"), 0)).as_py() or 0)
+    return result, gone.column("path").to_pylist(), empty

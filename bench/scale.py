@@ -1,0 +1,202 @@
+"""find at scale with the local engine and the Dask engine: wall time, peak memory of all processes, candidates.
+
+Usage (every timing run holds the shared lock, so no two benchmarks overlap on this 2-core machine):
+
+    flock /tmp/dedup-bench.lock python bench/scale.py --sizes 1000000 10000000 --out bench/RESULTS-scale.md
+    flock /tmp/dedup-bench.lock python bench/scale.py --sizes 100000 1000000 --engines local --threshold 0.5
+
+Stores are synthetic (``bench/find_scale.py``'s generator: k = 256, B = 8, 1 % of documents in planted families
+of 2–5 near-duplicates), built into the git-ignored ``bench/data/`` unless ``--data`` names a folder that holds
+them already (``synthetic-N.parquet``). Each measurement runs in a fresh process: ``dedup.find`` with
+``--engine local``, or ``--engine dask`` on a local cluster of 1 or 2 worker processes (one thread each, a memory
+limit per worker, spilling to disk), started and closed by the engine inside the measured time. A thread samples
+the peak resident memory (VmHWM) of that process and of every process it starts (nannies, workers, Dask's
+resource tracker) every 0.2 s; their sum is an upper bound of the simultaneous peak. Prints JSON lines and writes a
+markdown table; asserts nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+DATA = BENCH / "data"
+
+
+def _peak_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process started by ``pid`` or its children, from any of their threads."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children") as children:
+                found += [int(x) for x in children.read().split()]
+        except OSError:
+            continue
+    return found + [grandchild for child in found for grandchild in _descendants(child)]
+
+
+class Peaks:
+    """The latest VmHWM of this process and each descendant, sampled until stopped (VmHWM only grows)."""
+
+    def __init__(self, every: float = 0.2) -> None:
+        self.peaks: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
+        self._thread.start()
+
+    def _run(self, every: float) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            for pid in [me, *_descendants(me)]:
+                self.peaks[pid] = max(self.peaks.get(pid, 0), _peak_kib(pid))
+            self._stop.wait(every)
+
+    def stop(self) -> dict[int, int]:
+        self._stop.set()
+        self._thread.join()
+        self.peaks[os.getpid()] = _peak_kib(os.getpid())
+        return self.peaks
+
+
+def measure(store: Path, engine: str, workers: int, memory_limit: str, threshold: float, bits: int) -> dict:
+    """One find in this process."""
+    import dedup_cli as dedup
+    from dedup_cli.options.engines import EngineOptions
+
+    peaks = Peaks()
+    options = EngineOptions() if engine == "local" else EngineOptions("dask", workers=workers,
+                                                                      memory_limit=memory_limit)
+    started = time.perf_counter()
+    result = dedup.find(store, dedup.FindOptions(threshold=threshold, bits=bits, engine=options))
+    seconds = time.perf_counter() - started
+    found = peaks.stop()
+    me = os.getpid()
+    banding = result.banding
+    return {
+        "documents": result.document_count, "engine": engine, "workers": workers if engine == "dask" else 0,
+        "threshold": threshold, "bits": bits, "seconds": seconds, "banding": f"{banding.bands}x{banding.rows}",
+        "candidates": result.candidates, "pairs": result.pair_count, "groups": result.group_count,
+        "peak_mb": sum(found.values()) / 1024, "driver_peak_mb": found[me] / 1024,
+        "other_peaks_mb": sorted((kib / 1024 for pid, kib in found.items() if pid != me), reverse=True),
+        "chance_expected": (result.banding_choice.chance_candidates if result.banding_choice else None),
+        "profile": result.profile,
+    }
+
+
+def ensure_store(size: int, data: Path) -> Path:
+    path = data / f"synthetic-{size}.parquet"
+    if not path.exists():
+        sys.path.insert(0, str(BENCH))
+        from find_scale import build_store
+
+        data.mkdir(parents=True, exist_ok=True)
+        build_store(size, path)
+    return path
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = ["| documents | R0 | engine | banding | candidates | per document | pairs ≥ R0 | time s | peak MB (sum) |"
+             " driver MB | largest other MB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        engine = "local" if r["engine"] == "local" else f"dask, {r['workers']} worker{'s' * (r['workers'] > 1)}"
+        other = f"{r['other_peaks_mb'][0]:,.0f}" if r["other_peaks_mb"] else ""
+        lines.append(f"| {r['documents']:,} | {r['threshold']:g} | {engine} | {r['banding']} | {r['candidates']:,} | "
+                     f"{r['candidates'] / r['documents']:.4f} | {r['pairs']:,} | {r['seconds']:.1f} | "
+                     f"{r['peak_mb']:,.0f} | {r['driver_peak_mb']:,.0f} | {other} |")
+    return lines
+
+
+def stages(rows: list[dict]) -> list[str]:
+    """The Dask runs' stages: seconds, and the payload each shuffle moved."""
+    lines = ["| documents | workers | read s | candidates s | scoring s | decisions s | end s | rounds | band rows | "
+             "band-row bytes | pair-code bytes | join bytes |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        p = r["profile"]
+        if not p:
+            continue
+        lines.append(f"| {r['documents']:,} | {r['workers']} | {p['read_seconds']:.1f} | {p['candidates_seconds']:.1f} "
+                     f"| {p['scoring_seconds']:.1f} | {p['decisions_seconds']:.1f} | {p['end_seconds']:.1f} | "
+                     f"{p['rounds']:.0f} | {p['band_rows']:,.0f} | {p['band_bytes'] / 1e6:,.0f} MB | "
+                     f"{p['pair_code_bytes'] / 1e6:,.1f} MB | {p['join_bytes'] / 1e6:,.1f} MB |")
+    return lines
+
+
+def report(rows: list[dict], command: str) -> str:
+    return "\n".join([
+        "# find at scale: the local engine and the Dask engine", "",
+        f"Command: `{command}` (written by `bench/scale.py`). Synthetic stores: k = 256, B = 8, 1 % of documents in "
+        "planted families; `--bits 2`. Peak memory is the sum of every process's VmHWM (driver with the "
+        "scheduler, workers, Dask's resource tracker); each Dask worker has one thread and `--memory-limit` "
+        "1.5 GiB, spilling to disk. Time includes starting and closing the local cluster.", "",
+        *table(rows), "", "Stages of the Dask runs (payload bytes; p2p sends about 1.5 times the band rows):", "",
+        *stages(rows), ""])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", type=int, default=[1_000_000, 10_000_000])
+    parser.add_argument("--engines", nargs="+", default=["local", "dask"], choices=["local", "dask"])
+    parser.add_argument("--workers", nargs="+", type=int, default=[1, 2])
+    parser.add_argument("--memory-limit", default="1.5GiB", help="per Dask worker")
+    parser.add_argument("--threshold", nargs="+", type=float, default=[0.55])
+    parser.add_argument("--bits", type=int, default=2)
+    parser.add_argument("--data", type=Path, default=DATA, help="folder holding (or to hold) synthetic-N.parquet")
+    parser.add_argument("--out", type=Path, help="write the markdown table here")
+    parser.add_argument("--report", nargs="+", type=Path, help="write --out from the JSON lines of earlier runs' logs")
+    parser.add_argument("--measure", nargs=5, help=argparse.SUPPRESS)  # child: store engine workers R0 memory
+    arguments = parser.parse_args()
+    command = "python bench/scale.py " + " ".join(sys.argv[1:])
+    if arguments.report:
+        found = [json.loads(line) for log in arguments.report for line in log.read_text().splitlines()
+                 if line.startswith("{")]
+        if arguments.out:
+            arguments.out.write_text(report(found, command))
+        print(report(found, command))
+        return
+    if arguments.measure:
+        store, engine, workers, threshold, memory = arguments.measure
+        print(json.dumps(measure(Path(store), engine, int(workers), memory, float(threshold), arguments.bits)))
+        return
+    rows = []
+    for size in arguments.sizes:
+        store = ensure_store(size, arguments.data)
+        for threshold in arguments.threshold:
+            runs = [("local", 0)] if "local" in arguments.engines else []
+            runs += [("dask", workers) for workers in arguments.workers] if "dask" in arguments.engines else []
+            for engine, workers in runs:
+                child = subprocess.run([sys.executable, __file__, "--bits", str(arguments.bits), "--measure",
+                                        str(store), engine, str(workers), str(threshold), arguments.memory_limit],
+                                       capture_output=True, text=True)
+                if child.returncode != 0:
+                    print(f"{size} {engine} {workers}: failed\n{child.stderr[-2000:]}", flush=True)
+                    continue
+                row = json.loads(child.stdout.strip().splitlines()[-1])
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    print(report(rows, command))
+    if arguments.out:
+        arguments.out.write_text(report(rows, command))
+
+
+if __name__ == "__main__":
+    main()

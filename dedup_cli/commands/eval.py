@@ -1,0 +1,53 @@
+"""``eval``: how accurate a ``find`` on this store is, measured on a stratified sample of its pairs.
+
+Pairs are drawn across the estimated resemblance (candidates of every R̂ bin, and non-candidates for the low
+end), their documents re-read and their exact resemblance computed; design-weighted estimators then give the bias,
+RMSE, variance (against Li & König 2010, eq. 11) and interval coverage of R̂_b for b = 1, 2, 4 and the stored bits,
+the banding's measured S-curve, and precision and recall of ``find`` with and without exact checks, each with a
+confidence interval (docs/evaluation.md). With a truth file, precision and recall are counted against it instead.
+Options are checked against the store's manifest before the store is read; the stages run in this process
+(:mod:`dedup_cli.engine.evaluation`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from dedup_cli.engine.evaluation import LocalPairs
+from dedup_cli.engine.evaluation import evaluate as run
+from dedup_cli.engine.results import EvalResult
+from dedup_cli.errors import DedupError
+from dedup_cli.inputs.truth import read_truth
+from dedup_cli.options.evaluating import EvalOptions
+from dedup_cli.options.vocabulary import default_store
+from dedup_cli.store.store import open_store
+
+
+def evaluate(store: str | os.PathLike[str] | None = None, options: EvalOptions | None = None) -> EvalResult:
+    """Measure the accuracy of ``find`` with ``options`` on the store (``dedup eval``).
+
+    Args:
+        store: a store written by ``sign`` (default: ``$DEDUP_STORE``, else ``./dedup.parquet``).
+        options: the find to judge, the sample and its seed, and an optional truth file (default: ``EvalOptions()``).
+
+    Raises:
+        dedup_cli.errors.OptionError: ``bits`` above the stored bits, or a banding that does not fit in k.
+        dedup_cli.errors.InputError: a truth file that is missing or malformed.
+        dedup_cli.errors.DedupError: a store with fewer than two documents that have shingles.
+    """
+    started = time.perf_counter()
+    options = EvalOptions() if options is None else options
+    path = default_store(store)
+    opened = open_store(path)  # the manifest only: options are checked before the store is read
+    options.check_store(opened.params.bits, opened.params.num_perm, path)
+    if options.truth is not None and not os.path.isfile(options.truth):
+        read_truth(options.truth, [])  # the missing file's error, before the store is read
+    stored = opened.read()
+    pairs = LocalPairs(stored, options.find.max_bucket)
+    if int(pairs.eligible.sum()) < 2:
+        raise DedupError(f"{path} holds fewer than two documents with shingles; there is no pair to evaluate")
+    truth = None if options.truth is None else read_truth(options.truth, stored.ids)
+    result = run(pairs, options, path, truth)
+    result.seconds = time.perf_counter() - started
+    return result

@@ -1,0 +1,203 @@
+"""A store's live rows as Dask data frames indexed by document number: the rank of the id, as the local engine counts.
+
+The local engine reads the live rows in ascending id order and calls the i-th one document i; pair codes,
+bucket cuts, component labels and the order of every output follow that number. Numbering the partitions the
+same way is what lets both engines write the same bytes. Two frames share one set of divisions (ranges of
+document numbers): ``values`` (shingle count, run, the packed signature as uint64 words), read by the stages
+that touch every document, and ``names`` (id, location, content hash), joined only with the few documents that
+are re-read or reported.
+
+- **In order** (one sorted part, a format 1 file, or parts whose ids follow each other in manifest order, with
+  no removal): a piece's first document number is the rows before it; nothing moves, and each stage reads the
+  pieces again from the store rather than hold them.
+- **Otherwise** (incremental runs interleave ids; JSON Lines ids come in file order): the parts' rows and the
+  removals are sorted on ``id`` by one shuffle (range partitions from sampled quantiles, so the rows of one id
+  meet in one partition), the live-row rule is applied per partition (docs/store-format.md), and the live rows
+  are numbered and kept on the cluster, spilling to disk beyond the workers' memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dedup_cli.engine.dask.cluster import settled
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.pieces import StorePiece, read_piece, word_columns
+
+VALUE_COLUMNS = ("shingle_count", "run")
+NAME_COLUMNS = ("id", "path", "content_hash", "mtime_ns")
+_STRING = "str"  # pandas' Arrow-backed strings, what read_piece gives
+
+
+def _meta(params: SignatureParams, names: bool) -> pd.DataFrame:
+    columns: dict[str, pd.Series] = {}
+    if names:
+        columns = {"id": pd.Series([], dtype=_STRING), "path": pd.Series([], dtype=_STRING),
+                   "content_hash": pd.Series([], dtype=np.uint64), "mtime_ns": pd.Series([], dtype=np.int64)}
+    else:
+        columns = {"shingle_count": pd.Series([], dtype=np.int64), "run": pd.Series([], dtype=np.int64)}
+        columns.update({name: pd.Series([], dtype=np.uint64) for name in word_columns(params.signature_bytes)})
+    return pd.DataFrame(columns, index=pd.Index([], dtype=np.int64, name="doc"))
+
+
+@dataclass
+class DocumentFrames:
+    """The live rows of a store, numbered by rank of id (see the module docstring)."""
+
+    params: SignatureParams
+    documents: int  # live documents
+    eligible: int  # of them, documents with at least one shingle
+    max_shingle_count: int
+    run_span: tuple[int, int] | None  # the first and last run of the live documents
+    divisions: tuple[int, ...]  # the first document of each partition, then the last document
+    values: dd.DataFrame  # index doc; shingle_count, run, w0, w1, … (the packed signature)
+    names: dd.DataFrame  # index doc; id, path, content_hash, mtime_ns
+    in_order: bool
+
+    @property
+    def words(self) -> list[str]:
+        return word_columns(self.params.signature_bytes)
+
+
+def _bounds(piece: StorePiece) -> tuple[int, str | None, str | None, bool, int, int, int, int]:
+    """(rows, first id, last id, ids strictly increasing, eligible, max shingle count, first and last run)."""
+    frame = read_piece(piece, ["id", "shingle_count", "run"])
+    if frame.empty:
+        return 0, None, None, True, 0, 0, 0, 0
+    ids = frame["id"]
+    increasing = bool(len(ids) < 2 or (ids.iloc[1:].to_numpy() > ids.iloc[:-1].to_numpy()).all())
+    counts, runs = frame["shingle_count"].to_numpy(), frame["run"].to_numpy()
+    return (len(frame), str(ids.iloc[0]), str(ids.iloc[-1]), increasing, int(np.count_nonzero(counts > 0)),
+            int(counts.max()), int(runs.min()), int(runs.max()))
+
+
+def _numbered_piece(piece: StorePiece, first: int, params: SignatureParams, names: bool) -> pd.DataFrame:
+    columns = list(NAME_COLUMNS) if names else [*VALUE_COLUMNS, "signature"]
+    frame = read_piece(piece, columns, params)
+    frame.index = pd.Index(np.arange(first, first + len(frame), dtype=np.int64), name="doc")
+    return frame
+
+
+def _full_meta(params: SignatureParams) -> pd.DataFrame:
+    """Every column the sort moves: the names, the values, and whether the row is a removal."""
+    frame = pd.concat([_meta(params, True), _meta(params, False)], axis=1).reset_index(drop=True)
+    frame["removed"] = pd.Series([], dtype=bool)
+    return frame
+
+
+def _piece_rows(piece: StorePiece, params: SignatureParams, removal: bool) -> pd.DataFrame:
+    """Every column of a piece, for the sort; a removal file's rows carry ``removed`` and zeros."""
+    meta = _full_meta(params)
+    if removal:
+        frame = read_piece(piece, ["id", "run"])
+        frame["path"] = pd.Series([""] * len(frame), dtype=_STRING)
+        for name in meta.columns:
+            if name not in frame:
+                frame[name] = np.zeros(len(frame), dtype=meta[name].dtype)
+        frame["removed"] = True
+    else:
+        frame = read_piece(piece, [*NAME_COLUMNS, *VALUE_COLUMNS, "signature"], params)
+        frame["removed"] = False
+    return frame[list(meta.columns)]
+
+
+def live(frame: pd.DataFrame) -> pd.DataFrame:
+    """The live rows of one id-range partition, ascending id (docs/store-format.md, "Which rows are live").
+
+    Per id the row with the highest run wins; it is dead when a removal of that id has a higher run.
+    """
+    writes = frame[~frame["removed"].to_numpy()]
+    removals = frame[frame["removed"].to_numpy()]
+    writes = writes.sort_values(["id", "run"], ascending=[True, False])  # a lexicographic, stable sort
+    writes = writes[~writes["id"].duplicated(keep="first").to_numpy()]
+    if len(removals):
+        latest = removals.groupby("id", sort=False, observed=True)["run"].max()
+        removed_at = writes["id"].map(latest).to_numpy(dtype=np.float64, na_value=np.nan)
+        writes = writes[~(removed_at > writes["run"].to_numpy())]  # NaN (no removal) compares False: kept
+    return writes.drop(columns="removed")
+
+
+def _number(frame: pd.DataFrame, firsts: list[int], partition_info: dict | None = None) -> pd.DataFrame:
+    """A partition of the sorted live rows with its documents' numbers in a ``doc`` column."""
+    assert partition_info is not None
+    first = firsts[partition_info["number"]]
+    frame = frame.reset_index(drop=True)
+    frame.insert(0, "doc", np.arange(first, first + len(frame), dtype=np.int64))
+    return frame
+
+
+def _ordered(params: SignatureParams, pieces: list[StorePiece], offsets: np.ndarray
+             ) -> tuple[tuple[int, ...], dd.DataFrame, dd.DataFrame]:
+    divisions = (*(int(x) for x in offsets[:-1]), int(offsets[-1]) - 1)
+    frames = []
+    for names in (False, True):
+        frames.append(dd.from_map(_numbered_piece, pieces, list(offsets[:-1].tolist()), params=params, names=names,
+                                  meta=_meta(params, names), divisions=divisions, enforce_metadata=False))
+    return divisions, frames[0], frames[1]
+
+
+def read_documents(params: SignatureParams, pieces: list[StorePiece], removals: list[StorePiece],
+                   shuffle_method: str | None = None) -> DocumentFrames:
+    """The live rows of the store whose pieces are ``pieces`` and ``removals`` (:func:`store_pieces`).
+
+    One pass over the ``id``, ``shingle_count`` and ``run`` columns decides whether the rows are already in id
+    order; if not, the rows are sorted on the cluster (see the module docstring).
+    """
+    bounds = dask.compute(*[dask.delayed(_bounds)(piece) for piece in pieces]) if pieces else ()
+    kept = [(piece, bound) for piece, bound in zip(pieces, bounds, strict=True) if bound[0] > 0]
+    firsts = [bound[1] for _, bound in kept]
+    lasts = [bound[2] for _, bound in kept]
+    in_order = (not removals and all(bound[3] for _, bound in kept)
+                and all(str(last) < str(first) for last, first in zip(lasts[:-1], firsts[1:], strict=True)))
+    if in_order:
+        if not kept:
+            return _empty(params)
+        rows = np.array([bound[0] for _, bound in kept], dtype=np.int64)
+        offsets = np.r_[0, np.cumsum(rows)].astype(np.int64)
+        divisions, values, names = _ordered(params, [piece for piece, _ in kept], offsets)
+        return DocumentFrames(
+            params, int(offsets[-1]), sum(bound[4] for _, bound in kept), max(bound[5] for _, bound in kept),
+            (min(bound[6] for _, bound in kept), max(bound[7] for _, bound in kept)), divisions, values, names, True)
+    return _sorted(params, [piece for piece, _ in kept], removals, shuffle_method)
+
+
+def _empty(params: SignatureParams) -> DocumentFrames:
+    values = dd.from_pandas(_meta(params, False), npartitions=1)
+    names = dd.from_pandas(_meta(params, True), npartitions=1)
+    return DocumentFrames(params, 0, 0, 0, None, (0, 0), values, names, True)
+
+
+def _sorted(params: SignatureParams, pieces: list[StorePiece], removals: list[StorePiece],
+            shuffle_method: str | None) -> DocumentFrames:
+    meta = _full_meta(params)
+    rows = [dd.from_map(_piece_rows, pieces, params=params, removal=False, meta=meta, enforce_metadata=False)]
+    if removals:
+        rows.append(dd.from_map(_piece_rows, removals, params=params, removal=True, meta=meta,
+                                enforce_metadata=False))
+    combined = dd.concat(rows) if len(rows) > 1 else rows[0]
+    (ordered,) = settled(combined.sort_values("id", shuffle_method=shuffle_method).map_partitions(
+        live, meta=meta.drop(columns="removed")))
+    lengths = ordered.map_partitions(len).compute().to_numpy().astype(np.int64)
+    if not lengths.sum():
+        return _empty(params)
+    keep = [index for index, length in enumerate(lengths) if length > 0]
+    if len(keep) < len(lengths):
+        ordered = ordered.partitions[keep]
+    offsets = np.r_[0, np.cumsum(lengths[keep])].astype(np.int64)
+    divisions = (*(int(x) for x in offsets[:-1]), int(offsets[-1]) - 1)
+    meta_values, meta_names = _meta(params, False), _meta(params, True)
+    numbered_meta = pd.concat([meta_names, meta_values], axis=1).reset_index()
+    numbered = ordered.map_partitions(_number, offsets[:-1].tolist(), meta=numbered_meta, align_dataframes=False)
+    # The documents are numbered in order, so their ranges are the divisions: no shuffle, no pass over the data.
+    (frame,) = settled(numbered.set_index("doc", sorted=True, divisions=list(divisions)))
+    values, names = frame[list(meta_values.columns)], frame[list(meta_names.columns)]
+    counts = frame["shingle_count"]
+    eligible, most, first_run, last_run = dask.compute((counts > 0).sum(), counts.max(), frame["run"].min(),
+                                                       frame["run"].max())
+    return DocumentFrames(params, int(offsets[-1]), int(eligible), int(most), (int(first_run), int(last_run)),
+                          divisions, values, names, False)

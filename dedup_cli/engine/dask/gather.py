@@ -1,0 +1,103 @@
+"""The end of find when its edges are few: the pairs that matter and their documents, gathered into this process.
+
+The accepted pairs (and with ``ways=3`` every scored pair within the triple margin of R0) come to the driver with
+the documents they touch, renumbered 0 … m − 1 in document order, which is id order. The local engine's
+:func:`dedup_cli.engine.find_stages.conclude` then finds the triples, groups, weakest links and representatives:
+every stage there depends only on the order of the documents, so the answer is the local engine's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dedup_cli.candidates.triples import pair_margin
+from dedup_cli.engine.dask.frames import DocumentFrames
+from dedup_cli.engine.dask.joins import SCORE_COLUMNS, unpack_bits
+from dedup_cli.engine.find_stages import set_size_ratios
+from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.options.finding import FindOptions
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.pieces import frame_words, words_to_packed
+from dedup_cli.store.snapshot import StoredSignatures
+
+
+@dataclass
+class Gathered:
+    """Pairs and their documents in this process, documents renumbered 0 … m − 1 in id order."""
+
+    docs: np.ndarray  # int64[m], the documents' numbers in the whole store, ascending
+    store: StoredSignatures  # those documents' ids, locations, counts, signatures, hashes and runs
+    values: np.ndarray  # uint[m, k], their b-bit values
+    scored: ScoredPairs  # the gathered pairs, in (first, second) order, renumbered
+    exact: np.ndarray  # float64[p], exact resemblance where checked
+    decided: np.ndarray  # bool[p]
+
+
+def needed(frame: pd.DataFrame, floor: float | None) -> pd.DataFrame:
+    """The rows of a decided partition the end of find needs: accepted, or (for triples) within the margin."""
+    keep = frame["decided"].to_numpy()
+    if floor is not None:
+        keep = keep | (frame["estimate"].to_numpy() >= floor)
+    return frame[keep]
+
+
+def triple_floor(options: FindOptions, num_perm: int, bits: int) -> float | None:
+    """R0 − margin, the lowest estimate a pair may have and still be an edge of a candidate triple (ways 3)."""
+    if options.ways != 3:
+        return None
+    return options.threshold - pair_margin(options.threshold, num_perm, bits)
+
+
+def _take(frame: pd.DataFrame, docs: np.ndarray) -> pd.DataFrame:
+    return frame.loc[docs]
+
+
+def rows_of(frame: dd.DataFrame, divisions: tuple[int, ...], docs: np.ndarray) -> pd.DataFrame:
+    """The rows of ``docs`` (int64, ascending) of a frame indexed by document with ``divisions``, in that order;
+    each partition is asked only for its own documents."""
+    cuts = np.searchsorted(docs, np.asarray(divisions[1:-1], dtype=np.int64), side="left")
+    pieces = np.split(docs, cuts)
+    parts = [dask.delayed(_take)(part, wanted) for part, wanted in zip(frame.to_delayed(), pieces, strict=True)
+             if wanted.size]
+    if not parts:
+        return frame._meta
+    return pd.concat(dask.compute(*parts))
+
+
+def documents_of(params: SignatureParams, frames: DocumentFrames, reduced: dd.DataFrame, bits: int,
+                 docs: np.ndarray) -> tuple[StoredSignatures, np.ndarray]:
+    """The documents ``docs`` (ascending) as a store of their own, and their b-bit values uint[m, k]."""
+    values = rows_of(frames.values, frames.divisions, docs)
+    names = rows_of(frames.names, frames.divisions, docs)
+    bit_values = unpack_bits(rows_of(reduced, frames.divisions, docs), "s", bits, params.num_perm)
+    store = StoredSignatures(
+        params=params, ids=[str(x) for x in names["id"].tolist()], paths=[str(x) for x in names["path"].tolist()],
+        shingle_counts=values["shingle_count"].to_numpy(dtype=np.int64),
+        packed=np.ascontiguousarray(words_to_packed(frame_words(values, frames.words), params.signature_bytes)),
+        content_hashes=names["content_hash"].to_numpy(dtype=np.uint64),
+        runs=values["run"].to_numpy(dtype=np.int64), mtimes_ns=names["mtime_ns"].to_numpy(dtype=np.int64))
+    return store, bit_values
+
+
+def gather(pairs: pd.DataFrame, params: SignatureParams, frames: DocumentFrames, reduced: dd.DataFrame,
+           bits: int) -> Gathered:
+    """``pairs`` (gathered rows of the decided frame) and the documents they touch, renumbered."""
+    pairs = pairs.reset_index(drop=True)  # the index repeats the second document
+    pairs = pairs.sort_values(["first", "second"], kind="stable")
+    first, second = pairs["first"].to_numpy(dtype=np.int64), pairs["second"].to_numpy(dtype=np.int64)
+    docs = np.unique(np.concatenate([first, second]))
+    store, values = documents_of(params, frames, reduced, bits, docs)
+    columns = {name: pairs[name].to_numpy() for name in SCORE_COLUMNS}
+    columns["first"], columns["second"] = np.searchsorted(docs, first), np.searchsorted(docs, second)
+    scored = ScoredPairs(**{name: np.asarray(columns[name]) for name in SCORE_COLUMNS})
+    return Gathered(docs, store, values, scored, pairs["exact"].to_numpy(dtype=np.float64),
+                    pairs["decided"].to_numpy(dtype=bool))
+
+
+def ratios(store: StoredSignatures) -> np.ndarray:
+    return set_size_ratios(store.shingle_counts, store.params.universe)

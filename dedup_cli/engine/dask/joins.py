@@ -1,0 +1,170 @@
+"""Pairs meet their documents: range joins on document numbers, and candidate pairs scored where they meet.
+
+Document frames are partitioned by ranges of document numbers with known divisions; a pair frame is sent to the
+range of one of its documents (one shuffle of the pairs, nothing of the documents moves) and merged partition by
+partition. Scoring sends each candidate pair to its first document's range, then with that document's b-bit
+signature to its second's: per candidate 16 + 16 + ⌈k·b/8⌉ bytes shuffled (96 at k = 256, b = 2), against the
+stored ⌈k·B/8⌉ bytes a document (256 at B = 8) that stay where they are.
+
+The match count k·Ê_b (Li & König 2010, Sec. 2) comes from the packed b-bit words by XOR and popcount; the
+estimate, its standard error and interval from :func:`dedup_cli.estimates.pairs.score_matches`, the function the
+local engine's :func:`dedup_cli.estimates.pairs.score_pairs` ends with, so both give the same floats.
+"""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from dedup_cli.engine.dask.candidates import Candidates
+from dedup_cli.engine.find_stages import set_size_ratios
+from dedup_cli.estimates.pairs import ScoredPairs, score_matches
+from dedup_cli.minhash.packing import lowest_bits, pack_values, unpack_values
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.pieces import frame_words, packed_to_words, words_to_packed
+
+PAIR_CHUNK = 1 << 17
+"""Pairs compared per numpy step: bounds the [pairs, words] temporaries."""
+
+SCORE_COLUMNS = ("first", "second", "matches", "estimate", "stderr", "ci_low", "ci_high")
+
+
+def bit_columns(prefix: str, bits: int, num_perm: int) -> list[str]:
+    """Names of the uint64 columns holding k values of ``bits`` bits, packed."""
+    return [f"{prefix}{i}" for i in range(((num_perm * bits + 7) // 8 + 7) // 8)]
+
+
+def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
+    """:func:`dedup_cli.minhash.packing.pack_values` of uint8[n, k] values, by shifts when ``bits`` divides 8.
+
+    Value j occupies bits j·b … j·b + b − 1 (least significant first), so byte q holds values q·(8/b) …; the
+    general packer goes through one byte per bit, several times slower.
+    """
+    if values.dtype != np.uint8 or 8 % bits or values.shape[1] % (8 // bits):
+        return pack_values(values, bits)
+    per_byte = 8 // bits
+    grouped = (values & np.uint8((1 << bits) - 1)).reshape(values.shape[0], -1, per_byte)
+    packed = np.zeros(grouped.shape[:2], dtype=np.uint8)
+    for m in range(per_byte):
+        packed |= grouped[:, :, m] << np.uint8(m * bits)
+    return packed
+
+
+def reduce_bits(frame: pd.DataFrame, words: list[str], params: SignatureParams, bits: int) -> pd.DataFrame:
+    """A partition of stored signatures → the lowest ``bits`` bits of each value packed as ``s…`` columns, with
+    the shingle count and run (index: doc)."""
+    values = unpack_values(words_to_packed(frame_words(frame, words), params.signature_bytes), params.bits,
+                           params.num_perm)
+    packed = packed_to_words(pack_bits(lowest_bits(values, bits), bits))
+    columns: dict[str, np.ndarray] = {"shingle_count": frame["shingle_count"].to_numpy(),
+                                      "run": frame["run"].to_numpy()}
+    columns.update({name: packed[:, i] for i, name in enumerate(bit_columns("s", bits, params.num_perm))})
+    return pd.DataFrame(columns, index=frame.index)
+
+
+def reduced_meta(bits: int, num_perm: int) -> pd.DataFrame:
+    columns = {"shingle_count": pd.Series([], dtype=np.int64), "run": pd.Series([], dtype=np.int64)}
+    columns.update({name: pd.Series([], dtype=np.uint64) for name in bit_columns("s", bits, num_perm)})
+    return pd.DataFrame(columns, index=pd.Index([], dtype=np.int64, name="doc"))
+
+
+def unpack_bits(frame: pd.DataFrame, prefix: str, bits: int, num_perm: int) -> np.ndarray:
+    """The b-bit values uint[n, k] of a frame's packed ``prefix`` columns."""
+    columns = bit_columns(prefix, bits, num_perm)
+    return unpack_values(words_to_packed(frame_words(frame, columns), (num_perm * bits + 7) // 8), bits, num_perm)
+
+
+def packed_matches(a: np.ndarray, b: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
+    """Positions whose b-bit values agree, from packed uint64 words: int64[n].
+
+    When b divides 64 no value straddles two words: a value differs exactly when its b-bit field of a XOR b is
+    non-zero, so each field's bits are OR-ed into its lowest bit and counted (padding is zero on both sides).
+    """
+    if 64 % bits == 0 and bits < 64:
+        difference = a ^ b
+        folded = difference.copy()
+        for shift in range(1, bits):
+            folded |= difference >> np.uint64(shift)
+        lowest = np.uint64(sum(1 << i for i in range(0, 64, bits)))
+        return num_perm - np.bitwise_count(folded & lowest).sum(axis=1, dtype=np.int64)
+    width = (num_perm * bits + 7) // 8
+    values_a = unpack_values(words_to_packed(a, width), bits, num_perm)
+    values_b = unpack_values(words_to_packed(b, width), bits, num_perm)
+    return np.count_nonzero(values_a == values_b, axis=1).astype(np.int64)
+
+
+def by_document(frame: dd.DataFrame, column: str, divisions: tuple[int, ...], shuffle_method: str | None
+                ) -> dd.DataFrame:
+    """Rows sent to the range partition of the document in ``column``, which becomes the index."""
+    return frame.set_index(column, divisions=list(divisions), shuffle_method=shuffle_method)
+
+
+def attach(pairs: dd.DataFrame, column: str, documents: dd.DataFrame, prefix: str, divisions: tuple[int, ...],
+           shuffle_method: str | None) -> dd.DataFrame:
+    """``pairs`` with the columns of ``documents`` (indexed by doc) for the document in ``column``, each renamed
+    ``prefix`` + name: an inner join, partitioned by the range of that document, which becomes the index."""
+    indexed = by_document(pairs, column, divisions, shuffle_method)
+    renamed = documents.rename(columns={name: prefix + name for name in documents.columns})
+    joined = indexed.merge(renamed, left_index=True, right_index=True, how="inner")
+    return joined.rename_axis(column)
+
+
+def _pairs(frame: pd.DataFrame, documents: int) -> pd.DataFrame:
+    codes = frame["code"].to_numpy(dtype=np.uint64)
+    return pd.DataFrame({"first": (codes // np.uint64(documents)).astype(np.int64),
+                         "second": (codes % np.uint64(documents)).astype(np.int64)})
+
+
+def scored_frame(scored: ScoredPairs, index: np.ndarray | None = None) -> pd.DataFrame:
+    """ScoredPairs as a data frame with :data:`SCORE_COLUMNS` (index: ``index``, named second)."""
+    frame = pd.DataFrame({name: getattr(scored, name) for name in SCORE_COLUMNS})
+    if index is not None:
+        frame.index = pd.Index(index, dtype=np.int64, name="second")
+    return frame
+
+
+def scored_pairs(frame: pd.DataFrame) -> ScoredPairs:
+    """The inverse of :func:`scored_frame`."""
+    return ScoredPairs(**{name: frame[name].to_numpy() for name in SCORE_COLUMNS})
+
+
+def score_partition(frame: pd.DataFrame, bits: int, num_perm: int, universe: int, new_since: int | None,
+                    level: float = 0.95) -> pd.DataFrame:
+    """Score the pairs of one partition (index: the second document), each row holding both documents' packed
+    b-bit words (``a_s…``, ``b_s…``), shingle counts and runs; with ``new_since`` (pairs only) the pairs touching
+    no newer document are left out first, as the local engine drops them before scoring."""
+    if new_since is not None:
+        frame = frame[(frame["a_run"].to_numpy() > new_since) | (frame["b_run"].to_numpy() > new_since)]
+    first, second = frame["first"].to_numpy(dtype=np.int64), frame.index.to_numpy(dtype=np.int64)
+    matches = np.empty(len(frame), dtype=np.int64)
+    columns_a, columns_b = bit_columns("a_s", bits, num_perm), bit_columns("b_s", bits, num_perm)
+    for start in range(0, len(frame), PAIR_CHUNK):
+        chunk = frame.iloc[start : start + PAIR_CHUNK]
+        matches[start : start + len(chunk)] = packed_matches(frame_words(chunk, columns_a),
+                                                             frame_words(chunk, columns_b), bits, num_perm)
+    r1 = set_size_ratios(frame["a_shingle_count"].to_numpy(), universe)
+    r2 = set_size_ratios(frame["b_shingle_count"].to_numpy(), universe)
+    return scored_frame(score_matches(first, second, matches, r1, r2, num_perm, bits, level), index=second)
+
+
+def scored_meta(extra: dict[str, np.dtype] | None = None) -> pd.DataFrame:
+    empty = ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 4))
+    frame = scored_frame(empty, index=np.empty(0, np.int64))
+    for name, dtype in (extra or {}).items():
+        frame[name] = pd.Series([], dtype=dtype)
+    return frame
+
+
+def score_candidates(reduced: dd.DataFrame, candidates: Candidates, divisions: tuple[int, ...], bits: int,
+                     params: SignatureParams, new_since: int | None, shuffle_method: str | None) -> dd.DataFrame:
+    """Every candidate pair scored (:data:`SCORE_COLUMNS`), indexed and range-partitioned by its second document.
+
+    ``reduced`` is :func:`reduce_bits` of the document frame (persisted: both joins read it).
+    """
+    pairs = candidates.codes.map_partitions(_pairs, candidates.documents, meta=pd.DataFrame(
+        {"first": pd.Series([], dtype=np.int64), "second": pd.Series([], dtype=np.int64)}))
+    with_first = attach(pairs, "first", reduced, "a_", divisions, shuffle_method).reset_index()
+    both = attach(with_first, "second", reduced, "b_", divisions, shuffle_method)
+    return both.map_partitions(score_partition, bits, params.num_perm, params.universe, new_since,
+                               meta=scored_meta())

@@ -1,0 +1,261 @@
+"""``sign`` on a Dask cluster: tasks read and sign their share of the inputs and each write one part of the run.
+
+The driver lists the inputs, takes the store's writer lock and reads its document index, as the local engine does
+(:mod:`dedup_cli.commands.sign`); it cuts the inputs into tasks of about :data:`TASK_BYTES` (runs of files in id
+order; a Parquet file larger than that by row groups) and gives each task the stored entries of its documents, so
+that unchanged files and records are skipped there without being signed. Each task reads with
+:func:`dedup_cli.inputs.reading.read_sources`, signs with :func:`dedup_cli.engine.sign_stage.sign_records` and
+writes its rows as one part under a temporary name (:func:`dedup_cli.store.runs.write_task_part`). The driver then
+drops what the tasks could not know alone (an id already read by an earlier task; a record with an id field whose
+stored copy is unchanged), adopts the parts into the run and commits once: the manifest replace is still the only
+commit point, so a driver killed at any moment leaves the store as it was, and a task that ran on a worker killed
+mid-way runs again and writes its part again.
+
+The workers read the inputs at the paths the driver names and write into the store directory: both must be on a
+filesystem the workers share.
+"""
+
+from __future__ import annotations
+
+import bisect
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from distributed import as_completed, get_client
+
+from dedup_cli.engine.sign_stage import Record, batches, hasher_for, sign_records
+from dedup_cli.inputs.locations import Source, where_read
+from dedup_cli.inputs.reading import read_sources
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.kernel.choice import KernelChoice
+from dedup_cli.options.reading import InputOptions
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.parts import WrittenFile
+from dedup_cli.store.runs import StoreRun, rewrite_task_part, write_task_part
+from dedup_cli.store.snapshot import DocumentIndex
+
+TASK_BYTES = 64 << 20
+"""Input bytes a task aims at: a few seconds of signing, so a lost worker costs little, and few parts per run."""
+
+Known = dict[str, tuple[str, int, int, int]]
+"""Stored entries a task compares its documents with: id → (location, size, mtime_ns, content hash)."""
+
+
+@dataclass
+class SignTask:
+    """One task: its sources (in order), what the store knows of their documents, and where its part goes."""
+
+    index: int
+    sources: list[Source]
+    known: Known
+    input: InputOptions
+    params: SignatureParams
+    store: str
+    run: int
+    number: int  # the part's file number
+    token: str  # the run's, in temporary names
+    kernel: str  # the signing kernel (numpy or numba: the same bytes)
+
+
+@dataclass
+class TaskResult:
+    """What a task did: its reading report, its part and the ids of its rows, the ids it read, counts."""
+
+    index: int
+    report: ReadReport
+    part: WrittenFile | None
+    ids: list[str]  # of the part's rows, in order
+    hashes: np.ndarray  # uint64, their content hashes
+    seen: list[str]  # every id read (signed or unchanged), in order
+    empty: int  # rows with no shingle
+    unchanged: int  # documents read and found unchanged
+    size: int  # the sources' bytes on disk
+
+
+def sign_task(task: SignTask) -> TaskResult:
+    """Read, sign and write one task's share (runs on a worker)."""
+    report = ReadReport()
+    seen: list[str] = []
+    unchanged = 0
+    ids: list[str] = []
+    hashes: list[int] = []
+    empty = 0
+
+    def file_unchanged(identifier: str, location: str, status: Any) -> bool:
+        entry = task.known.get(identifier)
+        same = entry is not None and entry[:3] == (location, status.st_size, status.st_mtime_ns)
+        if same:
+            seen.append(identifier)
+        return same
+
+    def to_sign() -> Iterator[Record]:
+        nonlocal unchanged
+        for document in read_sources(task.sources, task.input, report, unchanged=file_unchanged):
+            seen.append(document.id)
+            entry = task.known.get(document.id)
+            if entry is not None and entry[3] == document.content_hash:
+                unchanged += 1
+                continue
+            ids.append(document.id)
+            hashes.append(document.content_hash)
+            yield document
+
+    hasher = hasher_for(task.params)
+
+    def signed() -> Iterator[Any]:
+        nonlocal empty
+        for batch in batches(to_sign()):
+            result = sign_records(batch, task.params, hasher, task.kernel)
+            empty += int(np.count_nonzero(result.shingle_counts == 0))
+            yield result
+
+    part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
+    return TaskResult(task.index, report, part, ids, np.array(hashes, dtype=np.uint64), seen, empty, unchanged,
+                      sum(source.size for source in task.sources))
+
+
+def _parquet_pieces(source: Source, sizes: Sequence[int], task_bytes: int) -> list[Source]:
+    """A Parquet source cut at row groups into pieces of about ``task_bytes`` of the file each."""
+    total = max(sum(sizes), 1)
+    pieces, start, first_row, rows = [], 0, 0, 0
+    for group, size in enumerate(sizes):
+        rows += size
+        if source.size * rows // total >= task_bytes or group == len(sizes) - 1:
+            share = source.size * rows // total
+            pieces.append(Source(source.id, source.path, source.display, source.format, source.compression, share,
+                                 (start, group + 1), first_row))
+            start, first_row, rows = group + 1, first_row + rows, 0
+    return pieces
+
+
+def plan_tasks(sources: Sequence[Source], row_groups: Callable[[Source], list[int] | None],
+               task_bytes: int | None = None) -> list[list[Source]]:
+    """Sources cut into tasks of about ``task_bytes`` (default :data:`TASK_BYTES`) each, in order; ``row_groups``
+    gives a large Parquet file's row-group sizes (None when it cannot be read: it is one task then)."""
+    task_bytes = TASK_BYTES if task_bytes is None else task_bytes
+    tasks: list[list[Source]] = []
+    current: list[Source] = []
+    size = 0
+    for source in sources:
+        pieces = [source]
+        if source.format == "parquet" and source.compression is None and source.size > task_bytes:
+            sizes = row_groups(source)
+            pieces = _parquet_pieces(source, sizes, task_bytes) if sizes else [source]
+        for piece in pieces:
+            if current and size + piece.size > task_bytes:
+                tasks.append(current)
+                current, size = [], 0
+            current.append(piece)
+            size += piece.size
+    if current:
+        tasks.append(current)
+    return tasks
+
+
+def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source], records: bool) -> Known:
+    """The stored entries of a task's documents: its files by id, and (``records`` without an id field) the
+    records ``FILE:N`` of its files, found by prefix in the sorted ids."""
+    rows: list[int] = []
+    for source in sources:
+        if source.format == "text":
+            row = index.row(source.id)
+            if row is not None:
+                rows.append(row)
+        elif records:
+            prefix = source.id + ":"
+            rows.extend(range(bisect.bisect_left(ids, prefix), bisect.bisect_left(ids, source.id + ";")))
+    if not rows:
+        return {}
+    paths = index.path_array.take(rows).to_pylist()
+    return {ids[row]: (paths[place], int(index.sizes[row]), int(index.mtimes_ns[row]), int(index.content_hashes[row]))
+            for place, row in enumerate(rows)}
+
+
+@dataclass
+class Signed:
+    """What the tasks of a run did, once merged and corrected by the driver."""
+
+    report: ReadReport = field(default_factory=ReadReport)
+    documents: int = 0
+    empty: int = 0
+    unchanged: int = 0
+    seen: list[str] = field(default_factory=list)
+
+
+def _corrections(results: list[TaskResult], index: DocumentIndex) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """Rows to drop from each task's part: ids an earlier task read (duplicates, reported), and rows whose
+    stored copy has the same content (unchanged records the task could not look up). Returns the rows and, per
+    task, how many of them are duplicates (the first ones of its list)."""
+    drop: dict[int, list[int]] = {}
+    duplicates: dict[int, int] = {}
+    read: set[str] = set()
+    for result in results:
+        repeated = [row for row, identifier in enumerate(result.ids) if identifier in read]
+        unchanged = [row for row, identifier in enumerate(result.ids)
+                     if identifier not in read and (stored := index.row(identifier)) is not None
+                     and int(index.content_hashes[stored]) == int(result.hashes[row])]
+        if repeated or unchanged:
+            drop[result.index] = repeated + unchanged
+            duplicates[result.index] = len(repeated)
+        read.update(result.seen)
+    return drop, duplicates
+
+
+def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: SignatureParams, run: StoreRun,
+                    index: DocumentIndex, row_groups: Callable[[Source], list[int] | None],
+                    progress: Callable[[int], None] | None = None, choice: KernelChoice | None = None) -> Signed:
+    """Sign ``sources`` into ``run`` with the current Dask client's workers; the caller commits the run.
+
+    ``choice`` picks each task's kernel by its bytes, as for the local engine (default: numpy), and records
+    which ran; a worker loads the compiled kernel from numba's on-disk cache.
+    """
+    client = get_client()
+    token = secrets.token_hex(8)
+    ids = index.ids
+    records = options.id_field is None and options.id_column is None
+    folder = str(run.path.resolve())  # the workers' working directory is not this one
+    choice = choice if choice is not None else KernelChoice("numpy", 0, 1)
+
+    def kernel(share: list[Source]) -> str:
+        return choice.kernel_for(sum(source.size for source in share)) if params.input_kind == "text" else "numpy"
+
+    tasks = [SignTask(number, share, known_entries(index, ids, share, records), options, params, folder,
+                      run.number, run.reserve_file(), token, kernel(share))
+             for number, share in enumerate(plan_tasks(sources, row_groups))]
+    results: list[TaskResult] = []
+    futures = client.map(sign_task, tasks, pure=False)
+    for future in as_completed(futures):
+        result = future.result()
+        results.append(result)
+        if progress is not None:
+            progress(result.size)
+    results.sort(key=lambda result: result.index)
+    drop, duplicates = _corrections(results, index)
+    rewritten = {result.index: client.submit(rewrite_task_part, result.part, params, token,
+                                             sorted(drop[result.index]), pure=False)
+                 for result in results if result.index in drop and result.part is not None}
+    signed = Signed()
+    for result in results:
+        signed.report.merge(result.report)
+        signed.seen.extend(result.seen)
+        signed.unchanged += result.unchanged
+        part, ids_written, empty = result.part, result.ids, result.empty
+        if result.index in rewritten:
+            part, locations, dropped_empty = rewritten[result.index].result()
+            dropped = sorted(drop[result.index])
+            repeated = set(drop[result.index][: duplicates[result.index]])
+            for location, row in zip(locations, dropped, strict=True):
+                if row in repeated:  # read by an earlier task: skipped, as the local engine skips it
+                    signed.report.note("duplicate_ids", (where_read(location), result.ids[row]))
+            ids_written = [identifier for row, identifier in enumerate(result.ids) if row not in set(dropped)]
+            signed.unchanged += len(dropped) - len(repeated)
+            signed.report.documents -= len(repeated)
+            empty -= dropped_empty
+        if part is not None:
+            run.adopt(part, ids_written)
+        signed.documents += len(ids_written)
+        signed.empty += empty
+    return signed

@@ -1,0 +1,220 @@
+"""``eval`` on find's stages: candidates, a stratified sample of pairs, their exact checks, and what they show.
+
+The run (docs/evaluation.md): band the store as ``find`` would (:func:`find_stages.lsh_candidates`), score the
+candidates on all stored bits to stratify them, draw the sample (:mod:`dedup_cli.evaluation.design`), re-read its
+documents (:mod:`dedup_cli.verification`), then measure on the pairs that could be re-read: the errors of R̂_b for
+each evaluated b, the S-curve, and precision and recall of ``find`` with and without ``--verify borderline`` at R0
+and over a sweep of thresholds (or, with a truth file, of the pairs ``find`` actually reports).
+
+Everything after the draw works on at most ``sample`` pairs in this process. What grows with the store goes through
+:class:`LocalPairs`, the part an engine replaces: the eligible documents and their r = f/D, the candidate pairs of
+a banding, scores of given pairs, the stored values of given documents, the exact resemblance of given pairs
+(re-read where the documents are), and the pairs ``find`` accepts at a threshold (for a truth file).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dedup_cli.candidates.banding import Banding, resolve_banding
+from dedup_cli.engine import find_stages as stages
+from dedup_cli.engine.results import EvalResult, EvalSample
+from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
+from dedup_cli.estimates.two_way import variance_2way
+from dedup_cli.evaluation.accuracy import STORAGE_BITS, estimator_accuracy, prefix_matches, storage_tradeoff
+from dedup_cli.evaluation.design import draw_pairs, frame_banding, inside, pair_codes, reach
+from dedup_cli.evaluation.retrieval import (
+    Retrieval,
+    counted_retrieval,
+    s_curve,
+    sampled_retrieval,
+    share_a_band,
+)
+from dedup_cli.evaluation.survey import StratifiedSample
+from dedup_cli.inputs.truth import Truth
+from dedup_cli.minhash.packing import lowest_bits
+from dedup_cli.options.evaluating import EvalOptions
+from dedup_cli.primitives import sorted_unique
+from dedup_cli.store.snapshot import StoredSignatures
+from dedup_cli.verification import pairs_to_verify, verify_pairs
+
+EVALUATED_BITS = (1, 2, 4)  # besides the stored bits and find's b
+SWEEP_THRESHOLDS = tuple(round(0.1 + 0.05 * step, 2) for step in range(18))  # 0.1, 0.15, …, 0.95
+RESEMBLANCE_BINS = 10  # bins of R̂ (strata) and of the exact R (what is reported)
+VERIFY_MODES = ("none", "borderline")
+LEVEL = 0.95  # find's intervals, and the level of eval's own
+
+
+class LocalPairs:
+    """What ``eval`` asks of a store, answered in this process with find's stages (the engine's part).
+
+    Args:
+        store: the live rows.
+        max_bucket: LSH buckets with more documents are cut to this many, as in ``find``.
+    """
+
+    def __init__(self, store: StoredSignatures, max_bucket: int) -> None:
+        self.store = store
+        self.params = store.params
+        self.stored_values = store.values()
+        self.eligible = store.shingle_counts > 0
+        self.r = stages.set_size_ratios(store.shingle_counts, store.params.universe)
+        self.max_bucket = max_bucket
+        self.unverifiable: set[str] = set()
+        # The last banding's candidates and scores: eval asks for the same ones for each b and verify mode in turn.
+        self._candidates: tuple[Banding, tuple[np.ndarray, np.ndarray, int]] | None = None
+        self._scored: tuple[Banding, int, ScoredPairs] | None = None
+
+    def candidates(self, banding: Banding) -> tuple[np.ndarray, np.ndarray, int]:
+        """The candidate pairs of ``banding``: (int64 first, int64 second, buckets cut), as ``find`` finds them."""
+        if self._candidates is None or self._candidates[0] != banding:
+            self._candidates = banding, stages.lsh_candidates(self.stored_values, banding, self.eligible,
+                                                              self.max_bucket)
+        return self._candidates[1]
+
+    def score(self, first: np.ndarray, second: np.ndarray, bits: int) -> ScoredPairs:
+        """Matches, R̂_b and its interval for the pairs (first[p], second[p])."""
+        return score_pairs(lowest_bits(self.stored_values, bits), first, second, self.r, bits, level=LEVEL)
+
+    def signatures(self, rows: np.ndarray) -> np.ndarray:
+        """The stored B-bit values of documents ``rows``: uint[len(rows), k]."""
+        return self.stored_values[rows]
+
+    def exact(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+        """float64[m]: the exact resemblance of each pair, NaN where a document cannot be re-read or changed."""
+        verification = verify_pairs(self.store, first, second)
+        self.unverifiable.update(verification.unverifiable_documents)
+        return verification.exact
+
+    def accepted(self, banding: Banding, threshold: float, bits: int, verify: str) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs ``find`` accepts (before same-file aliases are dropped): candidates, scores, exact checks."""
+        if self._scored is None or self._scored[:2] != (banding, bits):
+            first, second, _ = self.candidates(banding)
+            self._scored = banding, bits, self.score(first, second, bits)
+        scored = self._scored[2]
+        exact, verification = stages.verify_borderline(self.store, scored, threshold, verify)
+        if verification is not None:
+            self.unverifiable.update(verification.unverifiable_documents)
+        decided = stages.decide(scored.estimate, exact, threshold)
+        return scored.first[decided], scored.second[decided]
+
+
+def find_reports(scored: ScoredPairs, exact: np.ndarray, candidate: np.ndarray, threshold: float, verify: str
+                 ) -> np.ndarray:
+    """bool[n]: whether ``find`` reports each sampled pair, its exact resemblance known.
+
+    The pairs ``--verify`` would re-read are decided by their exact value, the others by the estimate, with find's
+    own rule (:func:`dedup_cli.verification.pairs_to_verify`, :func:`find_stages.decide`): the exact checks are
+    simulated on the sample instead of run over every candidate, which gives the same decisions.
+    """
+    checked = pairs_to_verify(verify, threshold, scored.estimate, scored.ci_low, scored.ci_high)
+    return candidate & stages.decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
+
+
+def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold: float, bits: int, verify: str
+                    ) -> Retrieval:
+    """Precision and recall of the pairs ``find`` reports, counted against a truth file.
+
+    A reported pair the file does not list is re-read and judged by its exact resemblance (so an omission of the
+    file is not counted against ``find``), and counted among the true pairs when it reaches the threshold.
+    """
+    num_docs = len(pairs.store)
+    listed_codes = pair_codes(truth.first, truth.second, num_docs)
+    order = np.argsort(listed_codes)
+    listed_codes, listed_values = listed_codes[order], truth.resemblance[order]
+    first, second = pairs.accepted(banding, threshold, bits, verify)
+    codes = pair_codes(first, second, num_docs)
+    where = np.minimum(np.searchsorted(listed_codes, codes), max(listed_codes.size - 1, 0))
+    listed = (listed_codes[where] == codes) if listed_codes.size else np.zeros(codes.size, dtype=bool)
+    value = np.where(listed, listed_values[where] if listed_codes.size else 0.0, np.nan)
+    outside = ~listed
+    value[outside] = pairs.exact(first[outside], second[outside])
+    found = np.nan_to_num(value, nan=0.0) >= threshold  # a pair that cannot be re-read is not confirmed
+    true = int(np.count_nonzero(listed_values >= threshold)) + int(np.count_nonzero(found & outside))
+    return counted_retrieval(codes.size, true, int(np.count_nonzero(found)), int(np.count_nonzero(outside)),
+                             threshold, bits, verify)
+
+
+def _banding_for(options: EvalOptions, threshold: float, num_perm: int, stored_bits: int, documents: int
+                 ) -> Banding:
+    """The banding ``find`` would use at ``threshold`` on this store (chosen for its ``documents`` too)."""
+    find = options.find
+    return resolve_banding(threshold, num_perm, stored_bits, find.recall, find.bands, find.rows, documents).banding
+
+
+def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth | None = None) -> EvalResult:
+    """Draw the sample, re-read it and measure (see the module docstring).
+
+    Args:
+        pairs: the store's pairs (:class:`LocalPairs`, or an engine's equivalent).
+        options: checked against the store's parameters by :func:`dedup_cli.commands.eval.evaluate`.
+        store: the store's path, for the report.
+        truth: the pairs of a truth file, to count precision and recall against.
+    """
+    params = pairs.params
+    num_docs, num_perm, stored_bits = len(pairs.store), params.num_perm, params.bits
+    threshold = options.find.threshold
+    bits = options.find.bits_for(stored_bits)
+    evaluated = sorted({b for b in (*EVALUATED_BITS, stored_bits, bits) if b <= stored_bits})
+    eligible = int(np.count_nonzero(pairs.eligible))
+    banding = _banding_for(options, threshold, num_perm, stored_bits, eligible)
+    first, second, oversized = pairs.candidates(banding)
+    candidate_codes = pair_codes(first, second, num_docs)  # ascending, as the banding returns them
+    frame = frame_banding(eligible, num_perm, stored_bits)
+    codes = candidate_codes
+    if frame is not None and frame != banding:
+        frame_first, frame_second, _ = pairs.candidates(frame)
+        codes = sorted_unique(np.concatenate([candidate_codes, pair_codes(frame_first, frame_second, num_docs)]))
+    banded_first, banded_second = (codes // np.uint64(num_docs)).astype(np.int64), (codes % np.uint64(num_docs)
+                                                                                      ).astype(np.int64)
+    strata_estimate = pairs.score(banded_first, banded_second, stored_bits).estimate
+    draw = draw_pairs(codes, strata_estimate, inside(codes, candidate_codes), pairs.eligible, options.sample,
+                      options.seed, RESEMBLANCE_BINS)
+
+    exact = pairs.exact(draw.first, draw.second)
+    measured = ~np.isnan(exact)
+    design = StratifiedSample(draw.stratum[measured], np.array([s.population for s in draw.strata]), LEVEL)
+    left, right, exact = draw.first[measured], draw.second[measured], exact[measured]
+    candidate = draw.candidate[measured]
+    r1, r2 = pairs.r[left], pairs.r[right]
+    scores = {b: pairs.score(left, right, b) for b in evaluated}
+    estimators = [estimator_accuracy(design, b, exact, scores[b].estimate, scores[b].ci_low, scores[b].ci_high,
+                                     variance_2way(exact, r1, r2, b, num_perm), RESEMBLANCE_BINS) for b in evaluated]
+    curve = s_curve(design, exact, candidate, banding, RESEMBLANCE_BINS)
+    left_values, right_values = pairs.signatures(left), pairs.signatures(right)
+
+    if truth is None:
+        at_threshold = [sampled_retrieval(design, find_reports(scores[b], exact, candidate, threshold, verify),
+                                          exact >= threshold, threshold, b, verify)
+                        for b in evaluated for verify in VERIFY_MODES]
+        sweep = []
+        for level in SWEEP_THRESHOLDS:
+            # Another threshold is another find: its own banding, whose candidates among the sampled pairs are
+            # the pairs sharing one of its bands.
+            level_banding = _banding_for(options, level, num_perm, stored_bits, eligible)
+            shared = share_a_band(left_values, right_values, level_banding)
+            sweep += [sampled_retrieval(design, find_reports(scores[bits], exact, shared, level, verify),
+                                        exact >= level, level, bits, verify) for verify in VERIFY_MODES]
+    else:
+        at_threshold = [truth_retrieval(pairs, truth, banding, threshold, b, verify)
+                        for b in evaluated for verify in VERIFY_MODES]
+        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, num_perm, stored_bits, eligible), level,
+                                 bits, verify)
+                 for level in SWEEP_THRESHOLDS if level >= truth.floor for verify in VERIFY_MODES]
+
+    prefixes = sorted({max(num_perm // 4, 1), max(num_perm // 2, 1), num_perm})
+    matches = {b: prefix_matches(lowest_bits(left_values, b), lowest_bits(right_values, b), np.array(prefixes))
+               for b in evaluated}
+    storage = storage_tradeoff(design, exact, r1, r2, matches, prefixes, threshold,
+                               sorted(set(STORAGE_BITS) | set(evaluated)))
+    return EvalResult(
+        store=store, documents=num_docs, eligible=eligible, num_perm=num_perm, stored_bits=stored_bits,
+        threshold=threshold, bits=bits, evaluated_bits=evaluated, banding=banding, frame=frame,
+        reach=reach([banding] if frame is None else [banding, frame]),
+        candidates=int(first.size), banded=int(codes.size), oversized_buckets=oversized,
+        population=draw.population, sample=options.sample,
+        seed=options.seed, strata=draw.strata, measured=design.measured, unverifiable=sorted(pairs.unverifiable),
+        pairs=EvalSample(left, right, design.stratum, design.weights, candidate, exact, scores),
+        estimators=estimators, s_curve=curve, accuracy_source="sample" if truth is None else "truth",
+        at_threshold=at_threshold, sweep=sweep, storage=storage, truth=truth,
+    )

@@ -1,0 +1,178 @@
+"""``eval --plot FILE.png``: the four pictures of what ``eval`` measured, drawn with matplotlib (the ``plot`` extra).
+
+Top row, one panel per evaluated b: each sampled pair's estimate R̂_b against its exact resemblance R, with the band
+R ± 2σ of Li & König 2010, eq. 11 (sparse limit); about 95 % of the pairs should fall inside it. Bottom row: the
+banding's predicted S-curve (Mining of Massive Datasets §3.4.2, rows agreeing with probability E_B) with the
+measured candidate probability per bin of R; precision and recall of ``find`` against the threshold, with and
+without ``--verify borderline``; the standard error near R0 against the bytes a document takes (k·b/8), the storage
+trade-off of eq. 12, as lines from the formula and points measured on the sample. The figure is drawn on a
+:class:`matplotlib.figure.Figure` (Agg), without pyplot's global state.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+import numpy as np
+
+from dedup_cli.candidates.banding import candidate_probability
+from dedup_cli.engine.results import EvalResult
+from dedup_cli.errors import DedupError
+from dedup_cli.estimates.two_way import variance_2way
+from dedup_cli.files import atomic_write
+
+INSTALL_HINT = "pip install 'dedup-cli[plot]'"
+
+
+def require_matplotlib() -> None:
+    """Fail early, before any work, when matplotlib is missing: a one-line error saying how to install it."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise DedupError(f"{{plot}} needs matplotlib, which is not installed; install it with: {INSTALL_HINT}",
+                         options=True) from None
+
+
+def _colours(bits: list[int]) -> dict[int, Any]:
+    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
+    return {b: palette[index % len(palette)] for index, b in enumerate(sorted(bits))}
+
+
+def _label(axes: Any, title: str, x: str, y: str, legend: str, xlim: tuple[float, float] | None = None,
+           ylim: tuple[float, float] | None = None) -> None:
+    """Title, axis labels and limits, a light grid and the legend: what every panel ends with."""
+    axes.set_title(title, fontsize=11)
+    axes.set_xlabel(x)
+    axes.set_ylabel(y)
+    if xlim is not None:
+        axes.set_xlim(*xlim)
+    if ylim is not None:
+        axes.set_ylim(*ylim)
+    axes.grid(alpha=0.3, which="both")
+    axes.legend(loc=legend, fontsize=8, markerscale=1.5)
+
+
+def _estimates_panel(axes: Any, result: EvalResult, bits: int, colour: Any) -> None:
+    sample = result.pairs
+    scores = sample.scores[bits]
+    grid = np.linspace(0.0, 1.0, 201)
+    sigma = np.sqrt(variance_2way(grid, 0.0, 0.0, bits, result.num_perm))
+    axes.fill_between(grid, grid - 2 * sigma, grid + 2 * sigma, color=colour, alpha=0.18,
+                      label="R ± 2σ, Li & König eq. 11")
+    axes.plot(grid, grid, color="black", linewidth=0.8, label="R̂ = R")
+    candidate = sample.candidate
+    axes.scatter(sample.exact[~candidate], scores.estimate[~candidate], s=6, color="0.55", alpha=0.5,
+                 linewidths=0, label="sampled pair, not a candidate")
+    axes.scatter(sample.exact[candidate], scores.estimate[candidate], s=8, color=colour, alpha=0.8, linewidths=0,
+                 label="sampled pair, candidate")
+    accuracy = next(item for item in result.estimators if item.bits == bits)
+    coverage = accuracy.overall.coverage
+    note = f"coverage of 95 % intervals: {coverage.value:.3f}" if coverage is not None else ""
+    _label(axes, f"b = {bits}: estimate against exact R\n{note}", "exact resemblance R",
+           f"estimate R̂ (b = {bits}, k = {result.num_perm})", "upper left", (0, 1), (-0.2, 1.05))
+
+
+def _shade_unreached(axes: Any, result: EvalResult) -> None:
+    if result.reach > 0:
+        axes.axvspan(0, result.reach, color="0.85", alpha=0.5, linewidth=0,
+                     label=f"R < {result.reach:g}: pairs mostly outside the\n"
+                           "sampled strata, measured values can be high")
+
+
+def _s_curve_panel(axes: Any, result: EvalResult) -> None:
+    _shade_unreached(axes, result)
+    banding = result.banding
+    grid = np.linspace(0.0, 1.0, 201)
+    axes.plot(grid, candidate_probability(grid, banding.bands, banding.rows, banding.band_bits), color="#1f77b4",
+              label=f"predicted, {banding.bands}×{banding.rows} bands on {banding.band_bits} bits")
+    points = [point for point in result.s_curve if point.measured is not None and point.resemblance is not None]
+    x = np.array([point.resemblance for point in points])
+    y = np.array([point.measured.value for point in points if point.measured is not None])
+    low = np.array([point.measured.ci_low for point in points if point.measured is not None])
+    high = np.array([point.measured.ci_high for point in points if point.measured is not None])
+    axes.errorbar(x, y, yerr=[y - low, high - y], fmt="o", color="#d62728", capsize=3, markersize=4,
+                  label="measured per 0.1 bin of R (95 % interval)")
+    axes.axvline(result.threshold, color="0.4", linestyle=":", label=f"R0 = {result.threshold:g}")
+    _label(axes, "Banding: Pr(candidate) against exact R", "exact resemblance R",
+           "probability of being a candidate pair", "lower right", (0, 1), (-0.03, 1.03))
+
+
+def _sweep_panel(axes: Any, result: EvalResult) -> None:
+    if result.accuracy_source == "sample":
+        _shade_unreached(axes, result)
+    styles = {"none": "-", "borderline": "--"}
+    for verify, style in styles.items():
+        rows = [item for item in result.sweep if item.verify == verify]
+        for measure, colour in (("precision", "#1f77b4"), ("recall", "#ff7f0e")):
+            kept = [(item.threshold, getattr(item, measure)) for item in rows if getattr(item, measure) is not None]
+            if not kept:
+                continue
+            x = np.array([threshold for threshold, _ in kept])
+            axes.plot(x, [e.value for _, e in kept], style, color=colour, marker="o", markersize=3,
+                      label=f"{measure}, verify {verify}")
+            axes.fill_between(x, [e.ci_low for _, e in kept], [e.ci_high for _, e in kept], color=colour, alpha=0.12)
+    axes.axvline(result.threshold, color="0.4", linestyle=":", label=f"R0 = {result.threshold:g}")
+    source = "against the truth file" if result.accuracy_source == "truth" else "estimated from the sample"
+    _label(axes, f"find (b = {result.bits}): precision and recall\n{source}, shaded: 95 % interval",
+           "threshold R0 (each with its own banding)", "precision, recall", "lower center", (0.05, 1.0),
+           (-0.03, 1.03))
+
+
+def _storage_panel(axes: Any, result: EvalResult, colours: dict[int, Any]) -> None:
+    storage = result.storage
+    for line in storage.lines:
+        colour = colours.get(line.bits, "0.3")
+        axes.plot(line.bytes, line.stderr, "-", color=colour, linewidth=1.2, label=f"b = {line.bits}, eq. 11–12")
+    for bits in sorted({point.bits for point in storage.measured}):
+        points = [point for point in storage.measured if point.bits == bits and point.rmse is not None]
+        if points:
+            axes.plot([point.bytes for point in points], [point.rmse.value for point in points if point.rmse],
+                      "o", color=colours.get(bits, "0.3"), markersize=5, markeredgecolor="black", markeredgewidth=0.5)
+    axes.plot([], [], "o", color="0.6", markeredgecolor="black", markeredgewidth=0.5,
+              label="measured (first k' of the k positions)")
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    _label(axes, f"Error against storage, pairs with R in [{storage.low:.2g}, {storage.high:.2g}]",
+           "bytes per document, k·b/8 (k from 16 to 2048)", "standard error of R̂", "upper right")
+
+
+def plot_evaluation(result: EvalResult, path: str | os.PathLike[str]) -> None:
+    """Draw ``result`` into the PNG file ``path`` (written whole or not at all).
+
+    Raises:
+        dedup_cli.errors.DedupError: matplotlib is not installed, or the file cannot be written.
+    """
+    require_matplotlib()
+    from matplotlib.figure import Figure
+    from matplotlib.gridspec import GridSpec
+
+    bits = result.evaluated_bits
+    colours = _colours(sorted(set(bits) | {line.bits for line in result.storage.lines}))
+    figure = Figure(figsize=(3.7 * max(len(bits), 3), 8.5), dpi=90, layout="constrained")
+    width = len(bits) * 3
+    grid = GridSpec(2, width, figure=figure)
+    for index, b in enumerate(bits):
+        _estimates_panel(figure.add_subplot(grid[0, index * 3 : index * 3 + 3]), result, b, colours[b])
+    third = width // 3
+    _s_curve_panel(figure.add_subplot(grid[1, :third]), result)
+    _sweep_panel(figure.add_subplot(grid[1, third : 2 * third]), result)
+    _storage_panel(figure.add_subplot(grid[1, 2 * third :]), result, colours)
+    figure.suptitle(f"dedup eval {os.path.basename(result.store)}: {result.eligible:,} documents, "
+                    f"{sum(s.drawn for s in result.strata):,} sampled pairs (seed {result.seed}), "
+                    f"R0 = {result.threshold:g}", fontsize=12)
+    rendered = io.BytesIO()
+    figure.savefig(rendered, format="png")
+    rendered.seek(0)
+    # 256 colours lose nothing visible in a chart and make the file a quarter of the size (Pillow comes with
+    # matplotlib).
+    from PIL import Image
+
+    with Image.open(rendered) as image:
+        palette = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
+    try:
+        with atomic_write(path, binary=True) as stream:
+            palette.save(stream, format="PNG", optimize=True)
+    except OSError as error:
+        raise DedupError(f"cannot write {os.fspath(path)}: {error.strerror or error}") from error

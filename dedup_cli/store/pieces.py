@@ -1,0 +1,139 @@
+"""A store in pieces, for an engine that reads it in parallel: runs of row groups of its files, as data frames.
+
+The pieces are the listed parts (in manifest order) cut at row-group boundaries into runs of about
+``rows_per_piece`` rows, and the removal files; a format 1 store is one file cut the same way. Listing them reads
+the manifest and the Parquet footers only. :func:`read_piece` reads some columns of one piece into a pandas data
+frame (the Dask engine's unit of work; pandas comes with the ``dask`` extra), its signatures as fixed-width
+uint64 columns ``w0, w1, …`` holding the packed bytes little-endian and zero-padded: they move between processes
+as plain numbers rather than one Python object per row. Which rows are live is the engine's to decide, by the
+rule of docs/store-format.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from dedup_cli.errors import StoreError
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.format import one_line, packed_signatures
+from dedup_cli.store.snapshot import open_part
+from dedup_cli.store.store import Store
+
+ROWS_PER_PIECE = 1 << 17
+"""Rows a piece aims at: 33 MB of signatures at k = 256, B = 8, so a task holds a few pieces at most."""
+
+
+@dataclass(frozen=True)
+class StorePiece:
+    """Consecutive row groups of one file of a store; ``legacy`` for a format 1 file (no ``run`` column)."""
+
+    path: str
+    row_groups: tuple[int, ...]
+    rows: int
+    legacy: bool = False
+
+
+def _cut(path: str, legacy: bool, rows_per_piece: int) -> list[StorePiece]:
+    folder, name = path.rsplit("/", 1)
+    parquet = open_part(Path(folder), name)
+    try:
+        sizes = [parquet.metadata.row_group(group).num_rows for group in range(parquet.num_row_groups)]
+    finally:
+        parquet.close()
+    pieces: list[StorePiece] = []
+    groups: list[int] = []
+    rows = 0
+    for group, size in enumerate(sizes):
+        if size == 0:
+            continue
+        groups.append(group)
+        rows += size
+        if rows >= rows_per_piece:
+            pieces.append(StorePiece(path, tuple(groups), rows, legacy))
+            groups, rows = [], 0
+    if groups:
+        pieces.append(StorePiece(path, tuple(groups), rows, legacy))
+    return pieces
+
+
+def store_pieces(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> tuple[list[StorePiece], list[StorePiece]]:
+    """The pieces of the parts (in manifest order) and of the removal files of ``store``'s current manifest."""
+    manifest = store.manifest
+    if manifest is None:  # format 1: one file, every row live
+        return _cut(str(store.path.resolve()), True, rows_per_piece), []
+    folder = store.path.resolve()
+    try:
+        parts = [piece for part in manifest.parts for piece in _cut(str(folder / part.file), False, rows_per_piece)]
+        removals = [piece for removal in manifest.removals
+                    for piece in _cut(str(folder / removal.file), False, rows_per_piece)]
+    except FileNotFoundError as missing:
+        raise StoreError(f"{store.path} changed while it was read ({missing.filename} is gone); run again") from None
+    return parts, removals
+
+
+def word_columns(signature_bytes: int) -> list[str]:
+    """Names of the uint64 columns that hold ``signature_bytes`` packed bytes."""
+    return [f"w{i}" for i in range((signature_bytes + 7) // 8)]
+
+
+def packed_to_words(packed: np.ndarray) -> np.ndarray:
+    """uint8[n, S] → uint64[n, ⌈S/8⌉], zero-padded, little-endian (the inverse of :func:`words_to_packed`)."""
+    count, width = packed.shape
+    padded = np.zeros((count, (width + 7) // 8 * 8), dtype=np.uint8)
+    padded[:, :width] = packed
+    return padded.view("<u8").astype(np.uint64, copy=False)
+
+
+def words_to_packed(words: np.ndarray, signature_bytes: int) -> np.ndarray:
+    """uint64[n, W] → uint8[n, signature_bytes], the packed signature bytes again."""
+    words = np.ascontiguousarray(words, dtype="<u8")
+    return words.view(np.uint8).reshape(words.shape[0], words.shape[1] * 8)[:, :signature_bytes]
+
+
+def frame_words(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """Some uint64 columns of a data frame as one uint64[n, len(columns)] array."""
+    if not columns:
+        return np.empty((len(frame), 0), dtype=np.uint64)
+    return np.column_stack([frame[name].to_numpy(dtype=np.uint64) for name in columns])
+
+
+def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParams | None = None) -> pd.DataFrame:
+    """``columns`` of a piece's rows, in file order, as a data frame with a default index.
+
+    ``signature`` becomes the columns :func:`word_columns` (``params`` says its width); ``run`` is 0 throughout
+    a format 1 file; ``id`` and ``path`` are Arrow-backed strings. A piece whose file is gone (a compaction
+    committed since the pieces were listed) is a :class:`StoreError`.
+    """
+    stored = [name for name in columns if not (piece.legacy and name == "run")]
+    folder, name = piece.path.rsplit("/", 1)
+    try:
+        parquet = open_part(Path(folder), name)
+    except FileNotFoundError:
+        raise StoreError(f"{folder} changed while it was read ({name} is gone); run again") from None
+    try:
+        table = parquet.read_row_groups(list(piece.row_groups), columns=stored, use_threads=False)
+    except (pa.ArrowException, OSError, KeyError) as error:
+        raise StoreError(f"{folder} is damaged ({name}: {one_line(error)}); sign the corpus again") from error
+    finally:
+        parquet.close()
+    data: dict[str, object] = {}
+    for column in columns:
+        if column == "run" and piece.legacy:
+            data["run"] = np.zeros(table.num_rows, dtype=np.int64)
+        elif column == "signature":
+            assert params is not None
+            words = packed_to_words(packed_signatures(table.column("signature"), params, Path(folder)))
+            for index, word in enumerate(word_columns(params.signature_bytes)):
+                data[word] = words[:, index]
+        elif column in ("id", "path"):
+            data[column] = table.column(column).to_pandas()  # pandas' Arrow-backed strings
+        else:
+            data[column] = table.column(column).to_numpy()
+    return pd.DataFrame(data)
+

@@ -1,0 +1,185 @@
+"""find --engine dask writes what --engine local writes, byte for byte, for every output, format and option.
+
+Stores: the bundled corpora signed in one run (ids in order: the pieces are numbered where they lie), the same
+grown by incremental runs with changes and removals (parts interleave ids: the rows are sorted on the cluster), and
+a format 1 file. Each option set runs once per engine; every output kind is then written in every format from
+both results and compared.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers import StoreWriter
+from same_answers import assert_same_answers
+
+import dedup_cli as dedup
+from dedup_cli.cli import cli
+from dedup_cli.engine import extras
+from dedup_cli.options.engines import EngineOptions
+from dedup_cli.output.summaries import find_store_line, find_summary
+from dedup_cli.store.format import DocumentBatch
+from dedup_cli.store.store import read_store
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "sample_corpora"
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """``sample``: the corpora in one run; ``grown``: three runs with a change, additions and a prune;
+    ``legacy``: the sample's rows as a format 1 file."""
+    folder = tmp_path_factory.mktemp("stores")
+    reading = dedup.InputOptions(exclude=("SOURCE",))
+    sample = folder / "sample.parquet"
+    dedup.sign([str(SAMPLES)], sample, dedup.SignOptions(input=reading))
+    corpus = folder / "corpus"
+    shutil.copytree(SAMPLES / "bible-editions", corpus / "bible")
+    shutil.copytree(SAMPLES / "licenses", corpus / "licenses")
+    grown = folder / "grown.parquet"
+    dedup.sign([str(corpus / "bible" / "KJV"), str(corpus / "licenses")], grown,
+               dedup.SignOptions(input=dedup.InputOptions(exclude=("SOURCE",), id_root=str(corpus))))
+    dedup.sign([str(corpus)], grown, dedup.SignOptions(input=reading))
+    shutil.rmtree(corpus / "bible" / "ASV")
+    (corpus / "bible" / "WEB" / "ruth-02.txt").write_text((corpus / "bible" / "KJV" / "ruth-02.txt").read_text())
+    dedup.sign([str(corpus)], grown, dedup.SignOptions(input=reading, prune=True))
+    legacy = folder / "legacy.parquet"
+    rows = read_store(sample)
+    with StoreWriter(legacy, rows.params) as writer:
+        writer.write(DocumentBatch(rows.ids, rows.paths, np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64),
+                                   rows.content_hashes, rows.shingle_counts, rows.packed))
+    return {"sample": sample, "grown": grown, "legacy": legacy}
+
+
+CASES = [
+    ("sample", {}),
+    ("sample", {"threshold": 0.8, "bits": 2}),
+    ("sample", {"ways": 3, "bits": 2}),
+    ("sample", {"ways": 3, "bits": 4, "group": "strict", "keep": "longest"}),
+    ("sample", {"group": "strict", "keep": "shortest", "bits": 1, "threshold": 0.6}),
+    ("sample", {"verify": "all", "threshold": 0.3}),
+    ("sample", {"verify": "none", "bits": 2, "bands": 20, "rows": 4}),
+    ("sample", {"max_bucket": 2, "threshold": 0.4}),
+    ("grown", {}),
+    ("grown", {"new_since": 1, "threshold": 0.4}),
+    ("grown", {"new_since": 2, "ways": 3, "group": "strict", "bits": 2}),
+    ("grown", {"verify": "all", "ways": 3, "keep": "longest"}),
+    ("grown", {"keep": "newest", "threshold": 0.4}),
+    ("grown", {"keep": "oldest", "group": "strict", "bits": 2}),
+    ("legacy", {"threshold": 0.5, "bits": 2}),
+]
+
+
+def _without_time(line: str) -> str:
+    return re.sub(r"\d+\.\d+ s", "T s", line)
+
+
+@pytest.mark.parametrize(("store", "options"), CASES, ids=[f"{s}-{'-'.join(map(str, o.values())) or 'default'}"
+                                                           for s, o in CASES])
+def test_both_engines_write_the_same_bytes(stores: dict[str, Path], engine: EngineOptions, store: str,
+                                           options: dict) -> None:
+    path = stores[store]
+    local = dedup.find(path, dedup.FindOptions(**options))
+    remote = dedup.find(path, dedup.FindOptions(engine=engine, **options))
+    assert_same_answers(local, remote)
+    assert _without_time(find_summary(str(path), remote)) == _without_time(find_summary(str(path), local))
+    assert find_store_line(str(path), remote) == find_store_line(str(path), local)
+    assert len(remote.store) < len(local.store) or store == "legacy"  # only the documents reported were gathered
+
+
+def test_the_command_line_writes_the_same_file(stores: dict[str, Path], engine: EngineOptions,
+                                               tmp_path: Path) -> None:
+    runner = CliRunner()
+    common = ["find", str(stores["grown"]), "--ways", "3", "--bits", "2", "--output", "triples", "--format", "tsv"]
+    local = runner.invoke(cli, [*common, "-o", str(tmp_path / "local.tsv")])
+    remote = runner.invoke(cli, [*common, "-o", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler",
+                                 str(engine.scheduler)])
+    assert local.exit_code == remote.exit_code == 0, remote.output
+    assert (tmp_path / "dask.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    assert (tmp_path / "local.tsv").read_text().count("\n") > 1
+    assert _without_time(remote.stderr) == _without_time(local.stderr)
+
+
+def test_the_scheduler_comes_from_the_environment(stores: dict[str, Path], engine: EngineOptions) -> None:
+    runner = CliRunner()
+    arguments = ["find", str(stores["sample"]), "--output", "pairs", "-q"]
+    remote = runner.invoke(cli, [*arguments, "--engine", "dask"], env={"DEDUP_SCHEDULER": str(engine.scheduler)})
+    assert remote.exit_code == 0, remote.output
+    assert remote.stdout == runner.invoke(cli, arguments).stdout
+
+
+def test_every_pair_and_a_reference_store_are_refused_on_the_cluster(stores: dict[str, Path]) -> None:
+    result = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--candidates", "all", "--engine", "dask"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("Error: --candidates all compares every pair in one process; use --candidates "
+                                     "lsh with --engine dask, or --engine local")
+    result = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--against", str(stores["grown"]), "--engine",
+                                      "dask"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "Error: --against is not yet run by --engine dask; use --engine local"
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--workers", "2"], "Error: --workers applies to --engine dask"),
+    (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:1", "--memory-limit", "1GiB"],
+     "Error: --memory-limit sets up a local cluster; the cluster at --scheduler has its own workers"),
+    (["--engine", "dask", "--memory-limit", "lots"],
+     "Error: --memory-limit 'lots' is not an amount of memory; write e.g. 2GiB, 1.5GB or auto"),
+])
+def test_cluster_options_are_checked_before_any_work(stores: dict[str, Path], arguments: list[str],
+                                                     message: str) -> None:
+    result = CliRunner().invoke(cli, ["find", str(stores["sample"]), *arguments])
+    assert result.exit_code == 2 and result.stderr.strip() == message
+
+
+def test_an_unreachable_scheduler_is_one_line(stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from dedup_cli.engine.dask import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 1)
+    result = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--engine", "dask", "--scheduler",
+                                      "tcp://127.0.0.1:9"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.startswith("Error: cannot connect to the Dask scheduler at tcp://127.0.0.1:9 (")
+    assert result.stderr.rstrip().endswith("start one with: dask scheduler, or leave --scheduler out for a local "
+                                           "cluster")
+
+
+def test_without_the_extra_the_engine_says_how_to_install_it(stores: dict[str, Path], tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    real = extras.importlib.util.find_spec
+    monkeypatch.setattr(extras.importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "distributed" else real(name, *rest))
+    new = tmp_path / "new.parquet"
+    for command in (["find", str(stores["sample"])], ["sign", str(SAMPLES / "licenses"), "-o", str(new)]):
+        result = CliRunner().invoke(cli, [*command, "--engine", "dask"])
+        assert result.exit_code == 1
+        assert result.stderr == ("Error: --engine dask needs the dask extra (distributed not installed); install it "
+                                 "with: pip install 'dedup-cli[dask]'\n")
+    assert not new.exists()
+
+
+@pytest.mark.parametrize(("store", "options"), [
+    ("sample", {"ways": 3, "bits": 2}),
+    ("sample", {"group": "strict", "verify": "all", "threshold": 0.3}),
+    ("grown", {"new_since": 1, "ways": 3, "group": "strict", "threshold": 0.4}),
+], ids=["triples", "strict", "new-since"])
+def test_many_edges_end_per_component_on_the_workers(stores: dict[str, Path], engine: EngineOptions,
+                                                     monkeypatch: pytest.MonkeyPatch, store: str,
+                                                     options: dict) -> None:
+    # Nothing is gathered: components on the cluster, then output sorted there in chunks of 15 rows.
+    from dedup_cli.engine.dask import find as dask_find
+    from dedup_cli.engine.dask import tail
+
+    monkeypatch.setattr(dask_find, "GATHER_LIMIT", 0)
+    monkeypatch.setattr(tail, "PAIRS_PER_PARTITION", 15)
+    local = dedup.find(stores[store], dedup.FindOptions(**options))
+    remote = dedup.find(stores[store], dedup.FindOptions(engine=engine, **options))
+    assert remote.streamed is not None and len(list(remote.streamed.chunks("pairs"))) > 2
+    assert_same_answers(local, remote)
+    assert (remote.pair_count, remote.group_count, remote.triple_count) == (local.pair_count, local.group_count,
+                                                                           local.triple_count)
