@@ -11,17 +11,19 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 # Marker files record which extras are installed, so a second run installs nothing. The plot extra (matplotlib,
-# for dedup eval --plot) comes with dedup itself, so demo, test and CI have it.
+# for dedup eval --plot) comes with dedup itself, so demo, test and CI have it; so does the fast extra (numba, the
+# compiled signing kernel), compiled here, once, into numba's cache, so that no user's run pays for it.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[plot]'
+	$(BIN)/python -m pip install --quiet -e '.[fast,plot]'
+	$(BIN)/python -c 'from dedup_cli.kernel.compiled import compile_kernel; compile_kernel()'
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[dask,test]'
+	$(BIN)/python -m pip install --quiet -e '.[fast,plot,dask,test]'
 	touch $@
 
 $(VENV)/.installed-dask: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[dask]'
+	$(BIN)/python -m pip install --quiet -e '.[fast,plot,dask]'
 	touch $@
 
 $(VENV)/.installed-lint: $(VENV)/.installed
@@ -48,12 +50,16 @@ corpora:
 
 # The benchmark: its own virtualenv (dedup plus the peers it is compared with), corpora built into the
 # git-ignored bench/data/ (deterministic; rebuilt only when make_corpus.py or its parameters change), the
-# side-by-side comparison (bench/RESULTS.md), then find at scale, and the accuracy tables from dedup eval --truth on
-# the same corpora (their truth.tsv), with the main venv.
+# side-by-side comparison (bench/RESULTS.md), signing against reading and start-up (bench/RESULTS-sign.md,
+# beside dedup at BENCH_BASELINE), then find at scale, and the accuracy tables from dedup eval --truth on the same
+# corpora (their truth.tsv), with the main venv. Every measurement holds BENCH_LOCK, so benchmarks on a shared
+# machine take turns.
 BENCH_VENV ?= bench/.venv
 BENCH_BIN := $(BENCH_VENV)/bin
 BENCH_SIZES ?= 10000 100000
 BENCH_REPEAT ?= 3
+BENCH_BASELINE ?= main
+BENCH_LOCK ?= $(shell command -v flock >/dev/null 2>&1 && echo flock /tmp/dedup-bench.lock)
 BENCH_CORPORA := $(foreach size,$(BENCH_SIZES),bench/data/corpus-$(size))
 
 $(BENCH_BIN)/python:
@@ -61,17 +67,21 @@ $(BENCH_BIN)/python:
 	$(BENCH_BIN)/python -m pip install --quiet --upgrade pip
 
 $(BENCH_VENV)/.installed: $(BENCH_BIN)/python pyproject.toml bench/requirements.txt
-	$(BENCH_BIN)/python -m pip install --quiet -e . -r bench/requirements.txt
+	$(BENCH_BIN)/python -m pip install --quiet -e '.[fast]' -r bench/requirements.txt
+	$(BENCH_BIN)/python -c 'from dedup_cli.kernel.compiled import compile_kernel; compile_kernel()'
 	touch $@
 
 bench-corpora: $(BENCH_VENV)/.installed
 	for size in $(BENCH_SIZES); do $(BENCH_BIN)/python bench/make_corpus.py --docs $$size || exit 1; done
 
 bench: bench-corpora $(VENV)/.installed
-	$(BENCH_BIN)/python bench/compare.py --corpus $(BENCH_CORPORA) --repeat $(BENCH_REPEAT) --out bench/RESULTS.md
-	$(BIN)/python bench/find_scale.py --out bench/RESULTS-find.md
-	$(BIN)/python bench/accuracy.py --corpus $(BENCH_CORPORA) --out bench/RESULTS-accuracy.md
-	@echo "wrote bench/RESULTS.md, bench/RESULTS-find.md, bench/RESULTS-accuracy.md"
+	$(BENCH_LOCK) $(BENCH_BIN)/python bench/compare.py --corpus $(BENCH_CORPORA) --repeat $(BENCH_REPEAT) \
+		--out bench/RESULTS.md
+	$(BENCH_LOCK) $(BENCH_BIN)/python bench/sign_bench.py --corpus $(BENCH_CORPORA) --repeat $(BENCH_REPEAT) \
+		--baseline $(BENCH_BASELINE) --out bench/RESULTS-sign.md
+	$(BENCH_LOCK) $(BIN)/python bench/find_scale.py --out bench/RESULTS-find.md
+	$(BENCH_LOCK) $(BIN)/python bench/accuracy.py --corpus $(BENCH_CORPORA) --out bench/RESULTS-accuracy.md
+	@echo "wrote bench/RESULTS.md, bench/RESULTS-sign.md, bench/RESULTS-find.md, bench/RESULTS-accuracy.md"
 
 # find at 10^6 and 10^7 documents with the local engine and the Dask engine on 1 and 2 workers (about 30 minutes,
 # 2.8 GB of synthetic stores in bench/data/, up to 12 GB of memory for the local engine at 10^7); under the shared

@@ -18,6 +18,7 @@ filesystem the workers share.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -125,8 +126,7 @@ def _parquet_pieces(source: Source, sizes: Sequence[int], task_bytes: int) -> li
         rows += size
         if source.size * rows // total >= task_bytes or group == len(sizes) - 1:
             share = source.size * rows // total
-            pieces.append(Source(source.id, source.path, source.display, source.format, source.compression, share,
-                                 (start, group + 1), first_row))
+            pieces.append(dataclasses.replace(source, size=share, row_groups=(start, group + 1), first_row=first_row))
             start, first_row, rows = group + 1, first_row + rows, 0
     return pieces
 
