@@ -3,6 +3,7 @@ either way, whatever the number of workers; sign -v says which ran; the options 
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import os
@@ -96,6 +97,40 @@ def test_a_small_run_never_imports_numba(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stderr
+
+
+def test_the_command_line_signs_and_finds_without_importing_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas, when installed, on its first conversion (0.27 s); the local engine's commands run
+    as in the core install, and pandas stays importable afterwards."""
+    (tmp_path / "small.txt").write_text("a small document of a few words, signed in a fresh process")
+    store = str(tmp_path / "s.parquet")
+    script = ("import sys\n"
+              "from dedup_cli.cli import cli\n"
+              f"cli(['sign', {str(tmp_path / 'small.txt')!r}, '-o', {store!r}, '-q'], standalone_mode=False)\n"
+              f"cli(['find', {store!r}, '--threshold', '0.5', '--bits', '2', '-q'], standalone_mode=False)\n"
+              "print('pandas' in sys.modules)\n"
+              "import importlib.util\n"
+              "print(importlib.util.find_spec('pandas') is not None)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    imported, installed = result.stdout.split()
+    assert imported == "False"
+    if installed == "True":  # the test install has it (the dask extra): still importable after the commands
+        check = subprocess.run([sys.executable, "-c", script + "import pandas\n"], capture_output=True, text=True,
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert check.returncode == 0, check.stderr
+
+
+def test_pandas_hidden_hides_pandas_only_within() -> None:
+    from dedup_cli.store.pandas_probe import pandas_hidden
+
+    finders = list(sys.meta_path)
+    with pandas_hidden():
+        if "pandas" not in sys.modules:
+            with pytest.raises(ModuleNotFoundError):
+                importlib.import_module("pandas.nonexistent_submodule_of_the_test")
+    assert sys.meta_path == finders
 
 
 # --- the same store whatever runs ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import click
@@ -32,6 +33,7 @@ from dedup_cli.options.vocabulary import (
     STORE_VARIABLE,
     default_store,
 )
+from dedup_cli.store.pandas_probe import pandas_hidden
 
 
 @click.command()
@@ -95,7 +97,9 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
             del given[name]  # integer sets are signed with permutations of their universe
     engine = engine_of(given)
     options = SignOptions(input=reading, engine=engine, **given)
-    with progress_bar(quiet, "signing") as (on_start, advance):
+    # The local engine runs as in the core install, without pandas (dedup_cli.store.pandas_probe: 0.27 s saved).
+    hidden = pandas_hidden() if engine.name == "local" else contextlib.nullcontext()
+    with hidden, progress_bar(quiet, "signing") as (on_start, advance):
         report = api.sign(inputs, default_store(out), options, progress=advance, on_start=on_start)
     print_warnings(read_warnings(report.read, flag), verbose)
     if report.prune_skipped:
