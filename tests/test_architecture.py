@@ -166,7 +166,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [
-        ["store.format", "store.parts", "store.pandas_probe"], ["store.lock", "store.legacy", "store.manifest"], ["store.snapshot"],
+        ["store.format", "store.parts", "store.pandas_probe"], ["store.lock", "store.legacy", "store.manifest"],
+        ["store.snapshot"],
         ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [

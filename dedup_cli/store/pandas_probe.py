@@ -31,8 +31,8 @@ def pandas_hidden() -> Iterator[None]:
         yield
         return
     finder = _NoPandas()
-    sys.meta_path.insert(0, finder)  # type: ignore[arg-type]
+    sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
-        sys.meta_path.remove(finder)  # type: ignore[arg-type]
+        sys.meta_path.remove(finder)
