@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 import dedup_cli as dedup
 from dedup_cli.cli import cli
+from dedup_cli.engine import sign_stage
 from dedup_cli.engine.sign_stage import sign_records, sign_task
 from dedup_cli.inputs import chunks, planning
 from dedup_cli.inputs.reading import read_inputs
@@ -205,5 +206,39 @@ def test_a_task_of_files_signs_as_the_documents_read_here(tmp_path: Path) -> Non
     assert signed.batch.ids == expected.ids == [document.id for document in documents]
     assert (signed.batch.signatures == expected.signatures).all()
     assert signed.wheres == [document.path for document in documents]
-    assert signed.empty.tolist() == [document.is_empty for document in documents] == [True] + [False] * 59
+    assert signed.empty == [document.is_empty for document in documents] == [True] + [False] * 59
+    assert signed.ids == expected.ids and signed.fresh == [True] * 60
     assert signed.kernel == "numpy" and signed.report.bytes_read == sum(Path(f).stat().st_size for f in files)
+
+
+# --- incremental runs sign only what changed -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_an_incremental_run_signs_only_new_and_changed_records(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              jobs: int) -> None:
+    """Records of a line file are re-read on every run (only whole files are skipped by size and time), but
+    those whose content is unchanged are not signed again: the worker checks the store's index first."""
+    records = tmp_path / "records.jsonl"
+    lines = [json.dumps({"id": f"r{n}", "text": f"record number {n} says a few words of its own"}) for n in range(60)]
+    records.write_text("\n".join(lines) + "\n")
+    store = tmp_path / "s.parquet"
+    options = dedup.SignOptions(input=dedup.InputOptions(id_field="id"), jobs=jobs)
+    dedup.sign([str(records)], store, options)
+    monkeypatch.setattr(chunks, "CHUNK_LINES", 8)  # several tasks, so two workers share them
+    signed_counts: list[int] = []
+    original = sign_stage.sign_records
+
+    def counting(batch: Any, *args: Any, **kwargs: Any) -> Any:
+        signed_counts.append(len(batch))
+        return original(batch, *args, **kwargs)
+
+    monkeypatch.setattr(sign_stage, "sign_records", counting)
+    lines[7] = json.dumps({"id": "r7", "text": "record number 7 now says something else entirely"})
+    records.write_text("\n".join(lines + [json.dumps({"id": "r60", "text": "a new record"})]) + "\n")
+    report = dedup.sign([str(records)], store, options)
+    assert report.run is not None and (report.run.added, report.run.changed) == (1, 1)
+    assert report.unchanged == 59 and report.documents == 2
+    if jobs == 1:  # the forked workers' counts stay in the workers
+        assert sum(signed_counts) == 2
+    assert dedup.read_store(store).ids == sorted(f"r{n}" for n in range(61))

@@ -62,20 +62,20 @@ class SignReport:
     numba_version: str | None = None  # when the compiled kernel ran
 
 
-def _write_signed(run: StoreRun, signed: Iterable[tuple[ReadTask, SignedTask]], index: DocumentIndex,
-                  seen: list[str], report: SignReport, progress: Progress | None) -> None:
+def _write_signed(run: StoreRun, signed: Iterable[tuple[ReadTask, SignedTask]], seen: list[str],
+                  report: SignReport, progress: Progress | None) -> None:
     """Write the new and changed documents of each signed task, in task order; count the rest."""
     read = report.read
     ids: set[str] = set()
     done = 0
     for task, result in signed:
         read.merge(result.report)
-        batch = result.batch
-        kept = accept_documents(read, ids, batch.ids, result.wheres, result.empty.tolist())
-        seen.extend(batch.ids[row] for row in kept)
-        changed = [row for row in kept if index.content_changed(batch.ids[row], int(batch.content_hashes[row]))]
+        kept = accept_documents(read, ids, result.ids, result.wheres, result.empty)
+        seen.extend(result.ids[position] for position in kept)
+        batch_rows = np.cumsum(result.fresh) - 1  # the batch row of each fresh document
+        changed = [int(batch_rows[position]) for position in kept if result.fresh[position]]
         report.unchanged += len(kept) - len(changed)
-        written = batch.take(changed)
+        written = result.batch.take(changed)
         run.write(written)
         report.documents += len(changed)
         report.empty += int(np.count_nonzero(written.shingle_counts == 0))
@@ -177,8 +177,8 @@ def sign(
         else:
             known = file_unchanged if len(index) else None  # a new store: nothing to look up
             tasks = plan_tasks(sources, reading, report.read, stream, unchanged=known)
-            signed = sign_tasks(tasks, params, reading, options.workers, choice)
-            _write_signed(run, signed, index, seen, report, progress)
+            signed = sign_tasks(tasks, params, reading, options.workers, choice, index)
+            _write_signed(run, signed, seen, report, progress)
         if options.prune:
             if report.read.count("unreadable"):
                 report.prune_skipped = True

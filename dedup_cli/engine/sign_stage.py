@@ -31,6 +31,7 @@ from dedup_cli.minhash.packing import pack_values
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
+from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.text.shingles import batch_shingles
 
 if TYPE_CHECKING:
@@ -149,23 +150,32 @@ def sign_records(batch: Sequence[Record], params: SignatureParams, hasher: Hashe
 class SignedTask:
     """One reading task read and signed: its rows, and what the run needs to accept them.
 
-    ``wheres`` (where each row was read, for messages) and ``empty`` (bool[n], empty or white-space-only
-    documents) are aligned with ``batch``; ``report`` is what reading the task skipped or repaired.
+    ``ids``, ``wheres`` (where each document was read, for messages), ``empty`` (empty or white-space-only)
+    and ``fresh`` (new or changed since the store signed it: only these were signed) are aligned with the
+    documents read; ``batch`` holds the rows of the fresh ones, in order; ``report`` is what reading the task
+    skipped or repaired.
     """
 
     batch: DocumentBatch
+    ids: list[str]
     wheres: list[str]
-    empty: np.ndarray
+    empty: list[bool]
+    fresh: list[bool]
     report: ReadReport
     kernel: str
 
 
-def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, kernel: str = "numpy") -> SignedTask:
-    """Read one task (as ``options`` say) and sign its documents with ``kernel``: the unit of work a worker
-    runs. Duplicate ids and documents unchanged since a store signed them are for the caller to drop, in
-    task order (:func:`dedup_cli.inputs.reading.accept_documents`)."""
+def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, kernel: str = "numpy",
+              stored: DocumentIndex | None = None) -> SignedTask:
+    """Read one task (as ``options`` say) and sign with ``kernel`` its documents that are new or changed since
+    ``stored`` (the store's index; None: all of them): the unit of work a worker runs. Duplicate ids are for
+    the caller to drop, in task order (:func:`dedup_cli.inputs.reading.accept_documents`)."""
     read = read_task(task, options)
     documents = read.documents
-    batch = sign_records(documents, params, kernel=kernel)
-    empty = np.fromiter((document.is_empty for document in documents), dtype=bool, count=len(documents))
-    return SignedTask(batch, read.wheres, empty, read.report, kernel if params.input_kind == "text" else "numpy")
+    fresh = [True] * len(documents) if stored is None or not len(stored) else [
+        stored.content_changed(document.id, document.content_hash) for document in documents]
+    batch = sign_records([document for document, new in zip(documents, fresh, strict=True) if new], params,
+                         kernel=kernel)
+    return SignedTask(batch, [document.id for document in documents], read.wheres,
+                      [document.is_empty for document in documents], fresh, read.report,
+                      kernel if params.input_kind == "text" else "numpy")

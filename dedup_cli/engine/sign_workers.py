@@ -21,16 +21,26 @@ from dedup_cli.kernel.choice import KernelChoice, compiled_kernel
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.snapshot import DocumentIndex
+
+# The store's index, for the forked workers to inherit rather than receive with every task.
+_stored: DocumentIndex | None = None
+
+
+def _sign_in_worker(task: ReadTask, params: SignatureParams, options: InputOptions, kernel: str) -> SignedTask:
+    return sign_task(task, params, options, kernel, _stored)
 
 
 def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: InputOptions, jobs: int,
-               choice: KernelChoice) -> Iterator[tuple[ReadTask, SignedTask]]:
+               choice: KernelChoice, stored: DocumentIndex | None = None) -> Iterator[tuple[ReadTask, SignedTask]]:
     """Sign tasks in order, with ``jobs`` worker processes once there is more than one task.
 
-    ``choice`` gives each task's kernel (and records which ran). At most two tasks per worker are in flight, so
-    memory stays bounded. A worker that dies (out of memory, a signal) ends the run with a one-line
-    :class:`DedupError`; nothing is stored.
+    ``choice`` gives each task's kernel (and records which ran); documents unchanged since ``stored`` (the
+    store's index) are read but not signed. At most two tasks per worker are in flight, so memory stays
+    bounded. A worker that dies (out of memory, a signal) ends the run with a one-line :class:`DedupError`;
+    nothing is stored.
     """
+    global _stored
     iterator = iter(tasks)
     first = next(iterator, None)
     if first is None:
@@ -43,7 +53,7 @@ def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: Inpu
 
     if jobs <= 1 or second is None:  # one task: a pool would only add start-up time
         for task in ahead:
-            yield task, sign_task(task, params, options, kernel(task))
+            yield task, sign_task(task, params, options, kernel(task), stored)
         return
     if params.input_kind == "text" and choice.planned == "numba":
         compiled_kernel()  # loaded once, here: the forked workers inherit it
@@ -52,13 +62,17 @@ def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: Inpu
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    # fork: workers inherit the imported modules, so they start in milliseconds.
+    # fork: workers inherit the imported modules (and the store's index, its id look-up built once here), so
+    # they start in milliseconds.
+    if stored is not None and len(stored):
+        stored.row("")
+    _stored = stored
     context = multiprocessing.get_context("fork")
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             pending: deque[tuple[ReadTask, Any]] = deque()
             for task in ahead:
-                pending.append((task, pool.submit(sign_task, task, params, options, kernel(task))))
+                pending.append((task, pool.submit(_sign_in_worker, task, params, options, kernel(task))))
                 if len(pending) >= 2 * jobs:
                     done, future = pending.popleft()
                     yield done, future.result()
@@ -69,3 +83,5 @@ def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: Inpu
         # A worker was killed (out of memory, a signal): the run is discarded, the store stays as it was.
         raise DedupError(f"a signing worker process died ({literal(error)}); nothing was stored, run again "
                          "(with {jobs} 1 to sign in one process)", options=True) from error
+    finally:
+        _stored = None

@@ -184,7 +184,7 @@ def read_task(task: ReadTask, options: InputOptions) -> TaskDocuments:
 def task_bytes(task: ReadTask) -> int:
     """About how many bytes of text a task holds: its size on disk, or its bytes already read."""
     if isinstance(task, LinesTask):
-        return len(task.chunk.data)
+        return task.chunk.length or len(task.chunk.data)  # a chunk read in place holds no data yet
     if isinstance(task, RowsTask):
         return task.rows.texts.nbytes
     return task.input_bytes
