@@ -23,9 +23,10 @@ import pandas as pd
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.dask.joins import attach, scored_meta
-from dedup_cli.engine.find_stages import decide
+from dedup_cli.engine.find_stages import decide, without
 from dedup_cli.inputs.reread import file_identity
 from dedup_cli.params import SignatureParams
+from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import pairs_to_verify, verify_pairs
 
@@ -121,7 +122,7 @@ def check_and_decide(scored: dd.DataFrame, frames: DocumentFrames, mode: str, th
 def _decided_documents(frame: pd.DataFrame) -> pd.DataFrame:
     decided = frame["decided"].to_numpy()
     docs = np.concatenate([frame["first"].to_numpy()[decided], frame.index.to_numpy()[decided]])
-    return pd.DataFrame({"doc": np.unique(docs).astype(np.int64)})
+    return pd.DataFrame({"doc": sorted_unique(np.asarray(docs, dtype=np.int64))})
 
 
 def _file_keys(frame: pd.DataFrame) -> pd.DataFrame:
@@ -163,9 +164,8 @@ def accept(decided: dd.DataFrame, alias_documents: np.ndarray) -> dd.DataFrame:
 
     def drop(frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame.copy()
-        touching = np.isin(frame["first"].to_numpy(), alias_documents) | np.isin(frame.index.to_numpy(),
-                                                                                 alias_documents)
-        frame["decided"] = frame["decided"].to_numpy() & ~touching
+        untouched = without(alias_documents, frame["first"].to_numpy(), frame.index.to_numpy())
+        frame["decided"] = frame["decided"].to_numpy() & untouched
         return frame
 
     return decided.map_partitions(drop, meta=decided._meta)

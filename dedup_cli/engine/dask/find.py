@@ -24,7 +24,7 @@ from dedup_cli.engine.dask.candidates import candidate_pairs
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import read_documents
 from dedup_cli.engine.dask.joins import bit_columns, reduce_bits, reduced_meta, score_candidates
-from dedup_cli.engine.find_stages import conclude, estimator_name, set_size_ratios
+from dedup_cli.engine.find_stages import conclude, estimator_name, new_documents, set_size_ratios, store_runs
 from dedup_cli.engine.results import FindResult
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.pieces import store_pieces
@@ -94,8 +94,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None) 
                                           shuffle_method)
     else:
         got = gather.gather(needed.compute(), params, frames, reduced, bits)
-        runs = got.store.runs if got.store.runs is not None else np.zeros(len(got.store), np.int64)
-        new = None if options.new_since is None else runs > options.new_since
+        new = new_documents(store_runs(got.store), options.new_since, None)
         local_aliases = np.searchsorted(got.docs, alias_documents[np.isin(alias_documents, got.docs)])
         concluded = conclude(got.store, got.values, gather.ratios(got.store), got.scored, got.exact, got.decided,
                              local_aliases, new, options, bits)

@@ -22,7 +22,7 @@ from dedup_cli.engine.find_stages import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.pieces import frame_words, words_to_packed
+from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 
 
@@ -71,16 +71,19 @@ def rows_of(frame: dd.DataFrame, divisions: tuple[int, ...], docs: np.ndarray) -
 
 def documents_of(params: SignatureParams, frames: DocumentFrames, reduced: dd.DataFrame, bits: int,
                  docs: np.ndarray) -> tuple[StoredSignatures, np.ndarray]:
-    """The documents ``docs`` (ascending) as a store of their own, and their b-bit values uint[m, k]."""
-    values = rows_of(frames.values, frames.divisions, docs)
+    """The documents ``docs`` (ascending) as a store of their own, and their b-bit values uint[m, k].
+
+    The store holds no stored signatures (the end of find needs only the b-bit values), so the driver holds
+    about 100 bytes and k·b/8 per document, not the B-bit signatures."""
+    reduced_rows = rows_of(reduced, frames.divisions, docs)
     names = rows_of(frames.names, frames.divisions, docs)
-    bit_values = unpack_bits(rows_of(reduced, frames.divisions, docs), "s", bits, params.num_perm)
+    bit_values = unpack_bits(reduced_rows, "s", bits, params.num_perm)
     store = StoredSignatures(
         params=params, ids=[str(x) for x in names["id"].tolist()], paths=[str(x) for x in names["path"].tolist()],
-        shingle_counts=values["shingle_count"].to_numpy(dtype=np.int64),
-        packed=np.ascontiguousarray(words_to_packed(frame_words(values, frames.words), params.signature_bytes)),
+        shingle_counts=reduced_rows["shingle_count"].to_numpy(dtype=np.int64),
+        packed=np.empty((docs.size, 0), np.uint8),
         content_hashes=names["content_hash"].to_numpy(dtype=np.uint64),
-        runs=values["run"].to_numpy(dtype=np.int64), mtimes_ns=names["mtime_ns"].to_numpy(dtype=np.int64))
+        runs=reduced_rows["run"].to_numpy(dtype=np.int64), mtimes_ns=names["mtime_ns"].to_numpy(dtype=np.int64))
     return store, bit_values
 
 
@@ -90,7 +93,7 @@ def gather(pairs: pd.DataFrame, params: SignatureParams, frames: DocumentFrames,
     pairs = pairs.reset_index(drop=True)  # the index repeats the second document
     pairs = pairs.sort_values(["first", "second"], kind="stable")
     first, second = pairs["first"].to_numpy(dtype=np.int64), pairs["second"].to_numpy(dtype=np.int64)
-    docs = np.unique(np.concatenate([first, second]))
+    docs = sorted_unique(np.concatenate([first, second]))
     store, values = documents_of(params, frames, reduced, bits, docs)
     columns = {name: pairs[name].to_numpy() for name in SCORE_COLUMNS}
     columns["first"], columns["second"] = np.searchsorted(docs, first), np.searchsorted(docs, second)

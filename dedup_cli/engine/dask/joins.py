@@ -124,11 +124,6 @@ def scored_frame(scored: ScoredPairs, index: np.ndarray | None = None) -> pd.Dat
     return frame
 
 
-def scored_pairs(frame: pd.DataFrame) -> ScoredPairs:
-    """The inverse of :func:`scored_frame`."""
-    return ScoredPairs(**{name: frame[name].to_numpy() for name in SCORE_COLUMNS})
-
-
 def score_partition(frame: pd.DataFrame, bits: int, num_perm: int, universe: int, new_since: int | None,
                     level: float = 0.95) -> pd.DataFrame:
     """Score the pairs of one partition (index: the second document), each row holding both documents' packed

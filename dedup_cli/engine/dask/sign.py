@@ -250,7 +250,8 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
             for location, row in zip(locations, dropped, strict=True):
                 if row in repeated:  # read by an earlier task: skipped, as the local engine skips it
                     signed.report.note("duplicate_ids", (where_read(location), result.ids[row]))
-            ids_written = [identifier for row, identifier in enumerate(result.ids) if row not in set(dropped)]
+            gone = set(dropped)
+            ids_written = [identifier for row, identifier in enumerate(result.ids) if row not in gone]
             signed.unchanged += len(dropped) - len(repeated)
             signed.report.documents -= len(repeated)
             empty -= dropped_empty
