@@ -58,10 +58,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
     engine = engine_of(given)
     options = FindOptions(group=group_method, engine=engine, **given)
     store = default_store(store)
-    if engine.name == "local":
-        with pandas_hidden():  # as in the core install (dedup_cli.store.pandas_probe: 0.27 s saved)
-            result = api.find(store, options)
-    else:
+    with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.store.pandas_probe)
         result = api.find(store, options)
     fields = (fields_of(kind, result, True), fields_of(kind, result, False))
     written = write_records(RECORDS[kind](result), kind, fields, fmt, out, not no_header)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import click
@@ -98,8 +97,7 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
     engine = engine_of(given)
     options = SignOptions(input=reading, engine=engine, **given)
     # The local engine runs as in the core install, without pandas (dedup_cli.store.pandas_probe: 0.27 s saved).
-    hidden = pandas_hidden() if engine.name == "local" else contextlib.nullcontext()
-    with hidden, progress_bar(quiet, "signing") as (on_start, advance):
+    with pandas_hidden(engine.name == "local"), progress_bar(quiet, "signing") as (on_start, advance):
         report = api.sign(inputs, default_store(out), options, progress=advance, on_start=on_start)
     print_warnings(read_warnings(report.read, flag), verbose)
     if report.prune_skipped:

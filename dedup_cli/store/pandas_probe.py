@@ -25,9 +25,10 @@ class _NoPandas:
 
 
 @contextmanager
-def pandas_hidden() -> Iterator[None]:
-    """Within: ``import pandas`` fails, unless pandas was imported already (then nothing changes)."""
-    if "pandas" in sys.modules:
+def pandas_hidden(hide: bool = True) -> Iterator[None]:
+    """Within: ``import pandas`` fails, unless pandas was imported already or ``hide`` is False (then nothing
+    changes)."""
+    if not hide or "pandas" in sys.modules:
         yield
         return
     finder = _NoPandas()
