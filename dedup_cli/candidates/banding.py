@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dedup_cli.options.vocabulary import MAX_NUM_PERM  # no larger k is ever recommended
+
 
 def row_agreement_probability(resemblance: np.ndarray | float, band_bits: int) -> np.ndarray:
     """E_b in the sparse limit: 1/2^b + (1 − 1/2^b)·R (Li & König 2010, eq. 4 with C_1 = C_2 = 2^-b)."""
@@ -95,8 +97,6 @@ def choose_banding(threshold: float, num_perm: int, band_bits: int, recall: floa
 # even 5 % near-duplicates; 0.01 · n would buy nothing measurable but need a row more about log2(10)/B rows sooner.
 CHANCE_FRACTION = 0.1
 
-# The largest k a signature may hold (``dedup_cli.options.MAX_NUM_PERM``): no larger k is ever recommended.
-MAX_NUM_PERM = 1 << 16
 
 # Bands wider than 64 bits are hashed to 64-bit keys (``buckets.band_keys``), which collide with probability 2^-64.
 _KEY_BITS = 64

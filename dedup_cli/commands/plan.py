@@ -30,6 +30,7 @@ from dedup_cli.estimates.pairs import COMPARISON_BYTES
 from dedup_cli.estimates.two_way import expected_match_2way, storage_factor, variance_2way
 from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.options.planning import PlanOptions
+from dedup_cli.options.vocabulary import MAX_NUM_PERM
 
 # The S-curve is tabulated at R = 0, 0.1, …, 1 (R = 0 stands for the unrelated pairs) and at R0.
 CURVE_STEPS = 10
@@ -215,7 +216,7 @@ def banding_warnings(choice: BandingChoice, threshold: float, num_perm: int, fla
                 f"between unrelated documents among {documents:,} (more than {CHANCE_FRACTION:g} per document); "
                 "leave them out to choose a banding for the corpus size"]
     needs = (f"sign with {flag('num_perm')} {choice.required_num_perm} or more" if choice.required_num_perm
-             else f"no {flag('num_perm')} up to 65536 can")
+             else f"no {flag('num_perm')} up to {MAX_NUM_PERM} can")
     if not choice.meets_recall:
         return [f"recall at R0 = {threshold:g} is {choice.recall:.4f} ({shape}), below the target "
                 f"{choice.recall_target:g}: no banding of k = {num_perm} values reaches it; {needs}"]

@@ -94,7 +94,6 @@ def _sign_on_cluster(sources: Sequence[Source], reading: InputOptions, params: S
     from dedup_cli.engine.dask import cluster
     from dedup_cli.engine.dask.sign import sign_on_cluster
 
-    report.read.max_document_bytes = reading.max_document_bytes
     with cluster.connected(options.engine):
         signed = sign_on_cluster(sources, reading, params, run, index, row_group_sizes, progress, choice)
     report.read.merge(signed.report)

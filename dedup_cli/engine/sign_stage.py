@@ -23,7 +23,7 @@ import numpy as np
 
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.tasks import ReadTask, read_task
+from dedup_cli.inputs.tasks import ReadTask, Record, read_task
 from dedup_cli.kernel.choice import compiled_kernel
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
 from dedup_cli.minhash.oph import min_hash_values_oph
@@ -37,7 +37,6 @@ from dedup_cli.text.shingles import batch_shingles
 if TYPE_CHECKING:
     from dedup_cli.minhash.universe import UniversePermutations
 
-Record = Document | IntegerSet
 Hasher: TypeAlias = "HashFamily | UniversePermutations"
 
 # Small enough that two workers get several batches of a 10 MB corpus, large enough that numpy's per-call
