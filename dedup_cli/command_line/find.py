@@ -13,7 +13,10 @@ from dedup_cli.command_line.common import (
     engine_options,
     find_options,
     flag,
+    out_option,
     reports_errors,
+    say,
+    warn,
     write_records,
 )
 from dedup_cli.errors import UsageError
@@ -27,8 +30,7 @@ from dedup_cli.store.pandas_probe import pandas_hidden
 @find_options
 @click.option("--output", "kind", type=click.Choice(OUTPUT_KINDS), default="groups", help="What to print.")
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="jsonl", help="Output format.")
-@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str), default=None,
-              help="Write to FILE instead of stdout (replaced atomically).")
+@out_option
 @click.option("--no-header", is_flag=True, help="Omit the header row of TSV/CSV output.")
 @click.option("--fail-on-duplicates", is_flag=True,
               help=f"Exit with code {EXIT_DUPLICATES} when anything is reported (like grep), for scripts and cron.")
@@ -61,12 +63,13 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
     with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.store.pandas_probe)
         result = api.find(store, options)
     fields = (fields_of(kind, result, True), fields_of(kind, result, False))
-    written = write_records(RECORDS[kind](result), kind, fields, fmt, out, not no_header)
+    written = write_records(RECORDS[kind](result), kind, fields, fmt, out, not no_header,
+                            EXIT_DUPLICATES if fail_on_duplicates else None)
     if not quiet:
-        click.echo(find_summary(store, result), err=True)
+        say(find_summary(store, result))
         for line in find_warnings(result, flag):
-            click.echo(f"warning: {line}", err=True)
+            warn(line)
         if verbose:
-            click.echo(find_store_line(store, result), err=True)
+            say(find_store_line(store, result))
     if fail_on_duplicates and written:
         sys.exit(EXIT_DUPLICATES)

@@ -16,6 +16,8 @@ from dedup_cli.command_line.common import (
     progress_bar,
     reading_options,
     reports_errors,
+    say,
+    warn,
 )
 from dedup_cli.options.checks import text_option_for_sets
 from dedup_cli.options.reading import InputOptions
@@ -101,11 +103,11 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
         report = api.sign(inputs, default_store(out), options, progress=advance, on_start=on_start)
     print_warnings(read_warnings(report.read, flag), verbose)
     if report.prune_skipped:
-        click.echo("warning: --prune skipped: some inputs could not be read, so nothing was removed", err=True)
+        warn("--prune skipped: some inputs could not be read, so nothing was removed")
     if not quiet:
-        click.echo(sign_summary(report), err=True)
+        say(sign_summary(report))
         if verbose:
-            click.echo(kernel_line(report, flag), err=True)
+            say(kernel_line(report, flag))
     unreadable = report.read.count("unreadable")
     if unreadable:
         fail(f"{unreadable} input(s) could not be read; {report.store} holds the rest", EXIT_ERROR)

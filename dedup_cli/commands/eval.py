@@ -18,6 +18,7 @@ from dedup_cli.engine.evaluation import LocalPairs
 from dedup_cli.engine.evaluation import evaluate as run
 from dedup_cli.engine.results import EvalResult
 from dedup_cli.errors import DedupError
+from dedup_cli.files import path_kind
 from dedup_cli.inputs.truth import read_truth
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.options.vocabulary import default_store
@@ -41,8 +42,8 @@ def evaluate(store: str | os.PathLike[str] | None = None, options: EvalOptions |
     path = default_store(store)
     opened = open_store(path)  # the manifest only: options are checked before the store is read
     options.check_store(opened.params.bits, opened.params.num_perm, path)
-    if options.truth is not None and not os.path.isfile(options.truth):
-        read_truth(options.truth, [])  # the missing file's error, before the store is read
+    if options.truth is not None and path_kind(options.truth) in (None, "directory"):
+        read_truth(options.truth, [])  # the missing file's error, before the store is read (a pipe is read once)
     stored = opened.read()
     pairs = LocalPairs(stored, options.find.max_bucket)
     if int(pairs.eligible.sum()) < 2:
