@@ -32,6 +32,9 @@ from dedup_cli.store.pandas_probe import pandas_hidden
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="jsonl", help="Output format.")
 @out_option
 @click.option("--no-header", is_flag=True, help="Omit the header row of TSV/CSV output.")
+@click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
+              help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on the "
+                   "workers and the records stream in chunks (a tuning knob; the output is the same).")
 @click.option("--fail-on-duplicates", is_flag=True,
               help=f"Exit with code {EXIT_DUPLICATES} when anything is reported (like grep), for scripts and cron.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
@@ -52,7 +55,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
       dedup find train.parquet --against test.parquet --only-across --output pairs
     """
     import dedup_cli as api
-    from dedup_cli.output.records import RECORDS, fields_of
+    from dedup_cli.output.records import fields_of, find_records
     from dedup_cli.output.summaries import find_store_line, find_summary, find_warnings
 
     if kind == "triples" and given["ways"] != 3:
@@ -63,7 +66,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
     with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.store.pandas_probe)
         result = api.find(store, options)
     fields = (fields_of(kind, result, True), fields_of(kind, result, False))
-    written = write_records(RECORDS[kind](result), kind, fields, fmt, out, not no_header,
+    written = write_records(find_records(kind, result), kind, fields, fmt, out, not no_header,
                             EXIT_DUPLICATES if fail_on_duplicates else None)
     if not quiet:
         say(find_summary(store, result))

@@ -31,11 +31,6 @@ from dedup_cli.store.pieces import store_pieces
 from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
 
-GATHER_LIMIT = 20_000_000
-"""Pairs the end of find gathers into the driver (about 100 bytes each with their documents); beyond it, the
-end runs per connected component on the workers and the output is streamed from them."""
-
-
 def find(store: Store, options: FindOptions, shuffle_method: str | None = None) -> FindResult:
     """Find near-duplicates in ``store`` on the current Dask client's cluster (options already checked).
 
@@ -89,7 +84,9 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None) 
         aliases=int(alias_documents.size), seconds=0.0, banding_choice=choice, documents=frames.documents,
         estimator=estimator_name(set_size_ratios(np.array([frames.max_shingle_count]), params.universe)),
         run_span=frames.run_span)
-    if needed_count > GATHER_LIMIT:
+    # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
+    # component on the workers and the output streams from them in chunks no larger.
+    if needed_count > options.gather_limit:
         result = tail.conclude_on_cluster(needed, frames, reduced, alias_documents, options, bits, common,
                                           shuffle_method)
     else:
