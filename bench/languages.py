@@ -268,7 +268,7 @@ from pathlib import Path
 from dedup_cli.engine.sign_stage import sign_texts
 from dedup_cli.kernel import compiled
 from dedup_cli.params import SignatureParams
-paths, repeat = json.loads(sys.stdin.read()), int(sys.argv[1])
+paths, repeat, tokenisations = json.loads(sys.stdin.read()), int(sys.argv[1]), sys.argv[2:]
 texts = [Path(path).read_bytes().decode("utf-8") for path in paths]
 batches, size = [[]], 0
 for text in texts:
@@ -285,19 +285,23 @@ def cpu(run):
         run()
         best = min(best, time.thread_time() - started)
     return best
-rows = {}
-for num_perm in (128, 256):
-    params = SignatureParams(num_perm=num_perm)
-    compiled.sign_texts(batches[0], params)  # compile or load the kernel first
-    rows[num_perm] = (total / cpu(lambda: [sign_texts(b, params, kernel="numpy") for b in batches]) / 1e6,
-                      total / cpu(lambda: [compiled.sign_texts(b, params) for b in batches]) / 1e6)
+rows = []
+for tokenisation in tokenisations or [None]:
+    for num_perm in (128, 256):
+        params = SignatureParams(num_perm=num_perm, **({"tokenisation": tokenisation} if tokenisation else {}))
+        compiled.sign_texts(batches[0], params)  # compile or load the kernel first
+        rows.append((tokenisation or "w-runs", num_perm,
+                     total / cpu(lambda: [sign_texts(b, params, kernel="numpy") for b in batches]) / 1e6,
+                     total / cpu(lambda: [compiled.sign_texts(b, params) for b in batches]) / 1e6))
 print(json.dumps({"megabytes": total / 1e6, "rows": rows}))
 """
 
 
-def speed(package_root: Path, paths: list[str], repeat: int) -> dict:  # type: ignore[type-arg]
+def speed(package_root: Path, paths: list[str], repeat: int, tokenisations: tuple[str, ...] = ()) -> dict:  # type: ignore[type-arg]
+    """Per-core MB/s of both kernels (``tokenisations``: none for a revision that predates them)."""
     environment = {**os.environ, "PYTHONPATH": str(package_root)}
-    completed = subprocess.run([sys.executable, "-c", SPEED, str(repeat)], env=environment, input=json.dumps(paths),
+    completed = subprocess.run([sys.executable, "-c", SPEED, str(repeat), *tokenisations], env=environment,
+                               input=json.dumps(paths),
                                capture_output=True, text=True, check=True)
     return json.loads(completed.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -306,7 +310,7 @@ def speed_table(corpus: Path, baseline: str | None, repeat: int) -> list[str]:
     english = sorted(path for path in glob.glob(str(corpus / "docs" / "**" / "*.txt"), recursive=True))
     if not english:
         raise SystemExit(f"{corpus} has no docs/; build it with python bench/make_corpus.py --docs 10000")
-    lines = ["| text | dedup | k | numpy MB/s | numba MB/s |", "|---|---|---|---|---|"]
+    lines = ["| text | dedup | tokenisation | k | numpy MB/s | numba MB/s |", "|---|---|---|---|---|---|"]
     runs = [("this checkout", REPO)]
     with tempfile.TemporaryDirectory(prefix="dedup-baseline-") as temporary:
         if baseline:
@@ -315,10 +319,10 @@ def speed_table(corpus: Path, baseline: str | None, repeat: int) -> list[str]:
             subprocess.run(["tar", "-x", "-C", temporary], input=archive, check=True)
             runs.append((f"at {baseline}", Path(temporary)))
         for label, root in runs:
-            measured = speed(root, english, repeat)
-            for num_perm, (numpy_rate, numba_rate) in measured["rows"].items():
-                lines.append(f"| English, {measured['megabytes']:.1f} MB | {label} | {num_perm} | {numpy_rate:.1f} | "
-                             f"{numba_rate:.1f} |")
+            measured = speed(root, english, repeat, ("unicode-words",) if root == REPO else ())
+            for tokenisation, num_perm, numpy_rate, numba_rate in measured["rows"]:
+                lines.append(f"| English, {measured['megabytes']:.1f} MB | {label} | {tokenisation} | {num_perm} | "
+                             f"{numpy_rate:.1f} | {numba_rate:.1f} |")
         with tempfile.TemporaryDirectory(prefix="dedup-udhr-") as copies:
             # The declarations, each repeated 16 times under its own name, as documents of 30–700 KB.
             paths = []
@@ -326,10 +330,11 @@ def speed_table(corpus: Path, baseline: str | None, repeat: int) -> list[str]:
                 target = Path(copies) / path.name
                 target.write_text(path.read_text(encoding="utf-8") * 16, encoding="utf-8")
                 paths.append(str(target))
-            measured = speed(REPO, paths, repeat)
-            for num_perm, (numpy_rate, numba_rate) in measured["rows"].items():
-                lines.append(f"| the 25 declarations ×16, {measured['megabytes']:.1f} MB | this checkout | {num_perm} "
-                             f"| {numpy_rate:.1f} | {numba_rate:.1f} |")
+            measured = speed(REPO, paths, repeat, ("unicode-words", "w-runs"))
+            for tokenisation, num_perm, numpy_rate, numba_rate in measured["rows"]:
+                lines.append(f"| the 25 declarations ×16, {measured['megabytes']:.1f} MB | this checkout | "
+                             f"{tokenisation} | {num_perm} | {numpy_rate:.1f} | {numba_rate:.1f} |")
+    lines += ["", "At main there is one tokenisation, the runs of \\w (w-runs)."]
     return lines
 
 
