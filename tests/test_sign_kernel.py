@@ -27,7 +27,7 @@ from dedup_cli.kernel import compiled  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_CORPORA = REPO / "sample_corpora"
-CORPORA = ["bible-editions", "devils-dictionary", "licenses"]
+CORPORA = ["bible-editions", "devils-dictionary", "licenses", "udhr"]
 
 # A word whose Horner sum over its two 8-byte chunks is exactly 0 mod 2^64, so its token hash is mix64(0) = 0 and,
 # with w = 1, so is its shingle hash: the value the kernel's hash set cannot store in a slot. Found by drawing the

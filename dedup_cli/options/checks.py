@@ -7,9 +7,9 @@ from typing import Any
 
 from dedup_cli.errors import OptionError
 from dedup_cli.options.vocabulary import (
+    CHAR_TOKENISATION,
     MAX_NUM_PERM,
     MAX_SEED,
-    CHAR_TOKENISATION,
     MAX_STORED_BITS,
     SHINGLE_UNITS,
     SIGNATURE_SCHEMES,

@@ -73,10 +73,9 @@ def _shingle_lines() -> list[str]:
         f"Shingles (sign's default, w = {w} word tokens; docs/languages.md):",
         f"  {w} words where words are written with spaces (Latin, Cyrillic, Greek, Hangul, Arabic, Devanagari …);",
         f"  {w} characters in Chinese and Japanese (each ideograph and hiragana is a token, each run of katakana one),",
-        "  about 2 or 3 words; {w} letters with their marks in Thai, Lao, Khmer and Myanmar, about 1 or 2 words.".format(
-            w=w),
-        f"  A share p of tokens changed far apart leaves R ≈ (1 − {w}p)/(1 + {w}p): {_resemblance(w, 0.01):.2f} for 1 %, "
-        f"{_resemblance(w, 0.03):.2f} for 3 %",
+        f"  about 2 or 3 words; {w} letters with their marks in Thai, Lao, Khmer and Myanmar, about 1 or 2 words.",
+        f"  A share p of tokens changed far apart leaves R ≈ (1 − {w}p)/(1 + {w}p): "
+        f"{_resemblance(w, 0.01):.2f} for 1 %, {_resemblance(w, 0.03):.2f} for 3 %",
         "  (measured on 1,000-character Chinese, Japanese and Thai texts: 0.91 and 0.75).",
     ]
 
