@@ -18,6 +18,7 @@ import numpy as np
 from dedup_cli import primitives
 from dedup_cli.minhash import oph
 from dedup_cli.minhash.kperm import HashFamily
+from dedup_cli.options.vocabulary import DEFAULT_TOKENISATION
 from dedup_cli.text import normalise, scripts, shingles, tokens
 
 # Code point classes (one uint8 per code point, :func:`dedup_cli.text.scripts.token_classes`): \w (word
@@ -68,8 +69,8 @@ def _ascii_classes() -> np.ndarray:
 
 
 @functools.cache
-def code_point_tables(ascii_only: bool, tokenisation: str = "unicode-words") -> tuple[np.ndarray, np.ndarray,
-                                                                                   np.ndarray]:
+def code_point_tables(ascii_only: bool, tokenisation: str = DEFAULT_TOKENISATION) -> tuple[np.ndarray, np.ndarray,
+                                                                                        np.ndarray]:
     """(uint8[n] classes, uint32[n] fold table, uint32[m, 3] expansions) for code points below n; the classes of
     word tokens found as ``tokenisation`` says (:func:`dedup_cli.text.scripts.token_classes`).
 
