@@ -141,7 +141,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["options.signing", "options.finding", "options.planning"], ["options.filtering", "options.evaluating"],
         ["params"],
     ]),
-    ("text: documents → shingles", [["text.normalise"], ["text.tokens"], ["text.shingles"]]),
+    ("text: documents → shingles", [["text.normalise"], ["text.scripts"], ["text.tokens"], ["text.shingles"]]),
     ("minhash: shingles → signatures", [
         ["minhash.feistel", "minhash.packing", "minhash.kperm"], ["minhash.oph", "minhash.universe"],
     ]),

@@ -32,6 +32,7 @@ from dedup_cli.options.vocabulary import (
     SIGNATURE_SCHEMES,
     SIGNING_KERNELS,
     STORE_VARIABLE,
+    WORD_TOKENISATIONS,
     default_store,
 )
 from dedup_cli.store.pandas_probe import pandas_hidden
@@ -52,6 +53,10 @@ from dedup_cli.store.pandas_probe import pandas_hidden
               help="Tokens per shingle (w).")
 @click.option("--shingle-unit", type=click.Choice(SHINGLE_UNITS), default=SignOptions.shingle_unit,
               help="Shingle words or characters.")
+@click.option("--tokenisation", type=click.Choice(WORD_TOKENISATIONS), default=SignOptions.tokenisation,
+              help="How words are found: unicode-words (an ideograph, a hiragana, a Thai, Lao, Khmer or Myanmar "
+                   "letter is a token, so is a run of katakana; combining marks stay in their word) or w-runs "
+                   "(runs of \\w, as stores signed before had).  [default: the store's, else unicode-words]")
 @click.option("--num-perm", "-k", type=click.IntRange(1, MAX_NUM_PERM), default=SignOptions.num_perm,
               help="Minwise hash values per document (k).")
 @click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=SignOptions.bits,

@@ -7,12 +7,14 @@ from typing import Any
 
 from dedup_cli.errors import OptionError
 from dedup_cli.options.vocabulary import (
+    CHAR_TOKENISATION,
     MAX_NUM_PERM,
     MAX_SEED,
     MAX_STORED_BITS,
     SHINGLE_UNITS,
     SIGNATURE_SCHEMES,
     TEXT_UNIVERSE,
+    WORD_TOKENISATIONS,
 )
 
 
@@ -83,6 +85,19 @@ def check_signature(num_perm: Any, bits: Any, seed: Any, shingle_size: Any, shin
         raise OptionError("scheme", scheme, f"{{scheme}} {literal(scheme)} is for text input; integer sets are signed "
                           "with k permutations of their universe, so use {scheme} kperm")
     in_range("universe", universe, 2, TEXT_UNIVERSE, "2^64")
+
+
+def check_tokenisation(tokenisation: Any, shingle_unit: str, input_kind: str) -> None:
+    """How tokens are found must suit the unit: one of the word tokenisations for words, ``code-points`` for
+    characters, ``none`` for integer sets."""
+    if input_kind == "sets":
+        allowed: tuple[str, ...] = ("none",)
+    elif shingle_unit == "char":
+        allowed = (CHAR_TOKENISATION,)
+    else:
+        allowed = WORD_TOKENISATIONS
+    choice("tokenisation", tokenisation, allowed, f"{{{{tokenisation}}}} {{value}}: {literal(shingle_unit)} "
+           "shingles take {either}")
 
 
 def check_bits(bits: int, stored_bits: int, stored_in: str | None = None) -> None:

@@ -8,6 +8,13 @@ import os
 
 INPUT_FORMATS = ("auto", "text", "lines", "jsonl", "parquet", "sets")
 SHINGLE_UNITS = ("word", "char")
+# How the word unit finds words: "unicode-words" as Unicode's default word boundaries do (one token per ideograph,
+# kana or letter of the scripts written without spaces, combining marks kept with their letter); "w-runs" the
+# maximal runs of \w, what stores signed before the first had. Character tokens are "code-points"; sets "none".
+WORD_TOKENISATIONS = ("unicode-words", "w-runs")
+DEFAULT_TOKENISATION = "unicode-words"  # for new stores
+LEGACY_TOKENISATION = "w-runs"  # what a store whose metadata names no tokenisation was signed with
+CHAR_TOKENISATION = "code-points"
 # "kperm": k independent hash functions (Li & König 2010); "oph": one permutation split into k bins, densified
 # (Li, Owen & Zhang 2012; Shrivastava 2017).
 SIGNATURE_SCHEMES = ("kperm", "oph")

@@ -343,6 +343,13 @@ def read_store(path: str | os.PathLike[str], since_run: int | None = None) -> St
     return open_store(path).read(since_run)
 
 
+def stored_params(path: str | os.PathLike[str]) -> SignatureParams | None:
+    """The signature parameters of the store at ``path``; None when there is none (yet)."""
+    if not os.path.isdir(path) or not os.path.exists(os.path.join(path, MANIFEST_NAME)):
+        return None
+    return open_store(path).params
+
+
 def stored_id_root(path: str | os.PathLike[str]) -> str | None:
     """The id root recorded in the store at ``path``, or inferred from its rows (stores from before roots were
     recorded); None when there is no store or it has no file documents."""
