@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 
 from dedup_cli.candidates.triangles import _forward_graph
 from dedup_cli.cli import message
+from dedup_cli.engine.results import FindResult
 from dedup_cli.errors import DedupError, InputError, StoreError
 from dedup_cli.files import commit_file, fsync_path
 from dedup_cli.inputs.locations import display_name, parse_location
@@ -342,3 +343,12 @@ def planted_families(root: Path, families: int, size: int, edit_rate: tuple[floa
     for name, text in texts.items():
         (root / name).write_text(text)
     return texts
+
+
+def pair_codes_by_id(result: FindResult, ids: Sequence[str]) -> np.ndarray:
+    """The accepted pairs of a find as codes a · n + b over ``ids`` (the whole store's ids, ascending): a result
+    holds only the documents it reports, numbered among themselves."""
+    rank = {identifier: index for index, identifier in enumerate(ids)}
+    numbers = np.array([rank[identifier] for identifier in result.store.ids], np.int64)
+    first, second = numbers[result.pairs.first], numbers[result.pairs.second]
+    return np.minimum(first, second) * len(ids) + np.maximum(first, second)

@@ -31,6 +31,7 @@ from dedup_cli.store.pieces import store_pieces
 from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
 
+
 def find(store: Store, options: FindOptions, shuffle_method: str | None = None) -> FindResult:
     """Find near-duplicates in ``store`` on the current Dask client's cluster (options already checked).
 
@@ -51,7 +52,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None) 
     pieces, removals = store_pieces(store)
     frames = read_documents(params, pieces, removals, shuffle_method)
     if frames.documents == 0:
-        return local.find(store.read(), options)
+        return local.find([store], options)
     lap("read")
     recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
     choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
