@@ -42,23 +42,25 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
     return keys
 
 
-def bucket_pairs(
-    sorted_docs: np.ndarray, sorted_keys: np.ndarray, max_bucket: int
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """All pairs within runs of equal keys; runs longer than ``max_bucket`` are cut to it."""
+def bucket_runs(sorted_keys: np.ndarray, max_bucket: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The buckets of keys sorted so that equal keys are adjacent: (starts int64[b], lengths int64[b] cut to
+    ``max_bucket``, cut bool[b]), buckets of one member left out (they pair with nothing)."""
     n = sorted_keys.size
     if n < 2:
         empty = np.empty(0, dtype=np.int64)
-        return empty, empty, 0
+        return empty, empty, np.empty(0, bool)
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
     lengths = np.diff(np.r_[starts, n])
-    oversized = int(np.count_nonzero(lengths > max_bucket))
-    lengths = np.minimum(lengths, max_bucket)
     keep = lengths >= 2
     starts, lengths = starts[keep], lengths[keep]
+    return starts, np.minimum(lengths, max_bucket), lengths > max_bucket
+
+
+def run_pairs(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions (first, second) of every pair within each run [start, start + length), first < second."""
     if starts.size == 0:
         empty = np.empty(0, dtype=np.int64)
-        return empty, empty, oversized
+        return empty, empty
     # Every member at offset o of a run of length L pairs with the L − 1 − o members after it.
     member_run = np.repeat(np.arange(starts.size), lengths)
     member_offset = np.arange(member_run.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
@@ -66,8 +68,16 @@ def bucket_pairs(
     partners = lengths[member_run] - 1 - member_offset
     first = np.repeat(member_position, partners)
     step = np.arange(first.size) - np.repeat(np.cumsum(partners) - partners, partners) + 1
-    second = first + step
-    return sorted_docs[first], sorted_docs[second], oversized
+    return first, first + step
+
+
+def bucket_pairs(
+    sorted_docs: np.ndarray, sorted_keys: np.ndarray, max_bucket: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """All pairs within runs of equal keys; runs longer than ``max_bucket`` are cut to it."""
+    starts, lengths, cut = bucket_runs(sorted_keys, max_bucket)
+    first, second = run_pairs(starts, lengths)
+    return sorted_docs[first], sorted_docs[second], int(np.count_nonzero(cut))
 
 
 def key_dtype(rows: int, value_dtype: np.dtype) -> np.dtype:

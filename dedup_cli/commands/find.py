@@ -52,7 +52,7 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
         from dedup_cli.engine.dask import find as dask_find
 
         with cluster.connected(options.engine):
-            result = dask_find.find(opened, options)
+            result = dask_find.find(opened, options, progress=progress)
     else:
         stores = [opened] if options.against is None else [opened, open_reference(opened, options.against)]
         result = local.find(stores, options, progress)

@@ -26,12 +26,11 @@ from dedup_cli.candidates.banding import (
     row_agreement_probability,
 )
 from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
-from dedup_cli.engine.band_rounds import ROUND_BYTES
 from dedup_cli.estimates.pairs import COMPARISON_BYTES
 from dedup_cli.estimates.two_way import expected_match_2way, storage_factor, variance_2way
 from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.options.planning import PlanOptions
-from dedup_cli.options.vocabulary import MAX_NUM_PERM
+from dedup_cli.options.vocabulary import BAND_MEMORY, MAX_NUM_PERM
 
 # The S-curve is tabulated at R = 0, 0.1, …, 1 (R = 0 stands for the unrelated pairs) and at R0.
 CURVE_STEPS = 10
@@ -150,7 +149,7 @@ def _memory(n_docs: int, num_perm: int, stored_bits: int, bits: int, bands: int,
                       f"{NUMBERING_BYTES}·N"),
         "documents": ("each document's count, run, eligibility and key slot", DOCUMENT_BYTES * n,
                       f"{DOCUMENT_BYTES}·N"),
-        "round_keys": ("band keys of one round", min(ROUND_BYTES, bands * n * key_bytes),
+        "round_keys": ("band keys of one round", min(BAND_MEMORY, bands * n * key_bytes),
                        f"min(2^30, bands·N·{key_bytes})"),
         "sort": ("sorting one band (transient)", SORT_TEMPORARY_BYTES * n, f"{SORT_TEMPORARY_BYTES}·N"),
         "codes": ("candidate codes while de-duplicating (transient)",

@@ -17,10 +17,8 @@ from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.buckets import CandidateResult, PairCodes, band_keys, band_pair_codes, key_dtype
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
+from dedup_cli.options.vocabulary import BAND_MEMORY
 from dedup_cli.store.documents import NumberedDocuments
-
-ROUND_BYTES = 1 << 30
-"""Keys one round of the local engine may hold: 1 GiB, 24 bands of 32-bit keys at 10^7 documents."""
 
 
 def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: int) -> list[tuple[int, int]]:
@@ -31,14 +29,15 @@ def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: i
 
 
 def streamed_candidates(documents: NumberedDocuments, eligible: np.ndarray, banding: Banding, max_bucket: int,
-                        progress: Progress = silent, round_bytes: int = ROUND_BYTES) -> tuple[CandidateResult, int]:
+                        progress: Progress = silent, round_bytes: int = BAND_MEMORY) -> tuple[CandidateResult, int]:
     """The candidate pairs of banding the stored values, reading the signatures once per round.
 
     Args:
         documents: the store(s), numbered.
         eligible: bool[documents], the documents that take part (at least one shingle).
         banding: bands × rows, bands · rows ≤ k.
-        round_bytes: the keys a round may hold (see :data:`ROUND_BYTES`).
+        round_bytes: the keys a round may hold (``FindOptions.band_memory``; 1 GiB is 24 bands of 32-bit keys at
+            10^7 documents).
 
     Returns:
         the pairs (document numbers) and the number of rounds.

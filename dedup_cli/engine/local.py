@@ -20,7 +20,7 @@ import numpy as np
 from dedup_cli.candidates.banding import resolve_banding
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import find_stages as stages
-from dedup_cli.engine.band_rounds import ROUND_BYTES, streamed_candidates
+from dedup_cli.engine.band_rounds import streamed_candidates
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
 from dedup_cli.estimates.pairs import score_pairs
@@ -30,8 +30,7 @@ from dedup_cli.store.documents import NumberedDocuments
 from dedup_cli.store.store import Store
 
 
-def find(stores: Sequence[Store], options: FindOptions, progress: Progress = silent,
-         round_bytes: int = ROUND_BYTES) -> FindResult:
+def find(stores: Sequence[Store], options: FindOptions, progress: Progress = silent) -> FindResult:
     """Find near-duplicate pairs (and triples) with R̂ ≥ R0 in a store (and a reference store) and group them.
 
     Args:
@@ -40,13 +39,12 @@ def find(stores: Sequence[Store], options: FindOptions, progress: Progress = sil
             numbered by (store, id): pairs inside the reference are left out (with ``only_across``, pairs inside
             the store too), and a group keeps a reference document.
         progress: told each stage as it begins, and its steps.
-        round_bytes: the band keys one round of the candidate stage may hold.
     """
     with NumberedDocuments(stores) as documents:
-        return _find(documents, options, progress, round_bytes, stores)
+        return _find(documents, options, progress, stores)
 
 
-def _find(documents: NumberedDocuments, options: FindOptions, progress: Progress, round_bytes: int,
+def _find(documents: NumberedDocuments, options: FindOptions, progress: Progress,
           stores: Sequence[Store]) -> FindResult:
     params = documents.params
     threshold = options.threshold
@@ -76,7 +74,7 @@ def _find(documents: NumberedDocuments, options: FindOptions, progress: Progress
         choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
                                  documents=int(np.count_nonzero(eligible)))
         found, _ = streamed_candidates(documents, eligible, choice.banding, options.max_bucket, progress,
-                                       round_bytes)
+                                       options.band_memory)
         first, second, oversized = found.first, found.second, found.oversized_buckets
     if new is not None and options.ways == 2:
         # Only pairs touching a new document matter; dropping the others before scoring saves the work.

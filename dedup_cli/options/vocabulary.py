@@ -39,6 +39,7 @@ MAX_SEED = (1 << 63) - 1
 
 DEFAULT_STORE = "dedup.parquet"  # in the current directory, so `dedup sign corpus/` and `dedup find` meet
 STORE_VARIABLE = "DEDUP_STORE"  # names the store for every command
+BAND_MEMORY = 1 << 30  # band keys a process holds in one round of the candidate stage
 GATHER_LIMIT = 20_000_000  # pairs the end of a Dask find gathers into the driver; beyond, it runs on the workers
 SCHEDULER_VARIABLE = "DEDUP_SCHEDULER"  # the Dask scheduler of --engine dask, for every command
 

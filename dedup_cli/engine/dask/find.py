@@ -25,6 +25,7 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import read_documents
 from dedup_cli.engine.dask.joins import bit_columns, reduce_bits, reduced_meta, score_candidates
 from dedup_cli.engine.find_stages import conclude, estimator_name, new_documents, set_size_ratios, store_runs
+from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.pieces import store_pieces
@@ -32,7 +33,8 @@ from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
 
 
-def find(store: Store, options: FindOptions, shuffle_method: str | None = None) -> FindResult:
+def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
+         progress: Progress = silent) -> FindResult:
     """Find near-duplicates in ``store`` on the current Dask client's cluster (options already checked).
 
     The result's ``profile`` holds each stage's seconds and the rows and payload bytes its shuffles moved.
@@ -57,7 +59,8 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None) 
     recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
     choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
                              documents=frames.eligible)
-    found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket, shuffle_method)
+    found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket,
+                            options.band_memory, shuffle_method, progress)
     lap("candidates")
     (reduced,) = settled(frames.values.map_partitions(reduce_bits, frames.words, params, bits,
                                                       meta=reduced_meta(bits, params.num_perm)))
@@ -73,8 +76,10 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None) 
     lap("decisions")
     word_bytes = 8 * len(bit_columns("s", bits, params.num_perm))
     profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=found.rounds,
-                   band_rows=found.band_rows, band_row_bytes=found.band_row_bytes, band_bytes=found.band_rows
-                   * found.band_row_bytes, pair_codes=found.shuffled_codes, pair_code_bytes=8 * found.shuffled_codes,
+                   shares=found.shares, band_keys=found.band_keys, fingerprint_bytes=found.fingerprint_bytes,
+                   fingerprint_bytes_across=found.fingerprint_bytes_across, crossing_rows=found.crossing_rows,
+                   crossing_bytes=found.crossing_rows * found.crossing_row_bytes, pair_codes=found.shuffled_codes,
+                   pair_code_bytes=8 * found.shuffled_codes,
                    candidates=int(candidates), join_bytes=int(found.codes.map_partitions(len).sum().compute())
                    * (16 + 32 + word_bytes), in_order=float(frames.in_order), needed_pairs=int(needed_count))
     verification = None if checked is None else Verification(np.empty(0), checked.checked,
