@@ -20,6 +20,7 @@ import click
 from dedup_cli.errors import DedupError, UsageError
 from dedup_cli.files import OutputError, open_output
 from dedup_cli.inputs.locations import display_name
+from dedup_cli.options.checks import memory_bytes
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.reading import InputOptions
@@ -43,6 +44,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Options whose flag is not ``--`` and the name with dashes.
 _FLAGS = {"null_separated": "-0/--null"}
 FORMAT_SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".parquet": "parquet"}  # --removed FILE's default format
+
+
+class MemorySize(click.ParamType):
+    """An amount of memory: ``512MiB``, ``1.5GB``, ``1GiB`` or a number of bytes."""
+
+    name = "bytes"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        found = memory_bytes(str(value))
+        if found is None or found < 1:
+            self.fail(f"{value!r} is not an amount of memory; write e.g. 512MiB, 1.5GB or 1GiB", param, ctx)
+        return found
+
+
+MEMORY_SIZE = MemorySize()
 
 
 def flag(name: str) -> str:
@@ -215,26 +233,31 @@ def engine_of(given: dict[str, Any]) -> EngineOptions:
 
 
 class Counted:
-    """Records passed through, counted: how many a closed pipe had already been offered."""
+    """Records passed through, counted: how many a closed pipe had already been offered (and each told to
+    ``advance``, a progress bar)."""
 
-    def __init__(self, records: Iterator[dict[str, Any]]) -> None:
+    def __init__(self, records: Iterator[dict[str, Any]], advance: Callable[[int], None] | None = None) -> None:
         self._records = records
+        self._advance = advance
         self.count = 0
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for record in self._records:
             self.count += 1
+            if self._advance is not None:
+                self._advance(1)
             yield record
 
 
 def write_records(records: Iterator[dict[str, Any]], kind: str, fields: tuple[tuple[str, ...], tuple[str, ...]],
-                  fmt: str, out: str | None, header: bool, found_code: int | None = None) -> int:
+                  fmt: str, out: str | None, header: bool, found_code: int | None = None,
+                  advance: Callable[[int], None] | None = None) -> int:
     """Write records to ``out`` (stdout when None) in ``fmt``; ``fields``: (TSV/CSV columns, the others).
 
     When the reader of the output goes away (a closed pipe), stop quietly: exit 0, or ``found_code`` if any
     record had been written (``find --fail-on-duplicates`` keeps its meaning under ``| head``).
     """
-    counted = Counted(records)
+    counted = Counted(records, advance)
     try:
         with output_stream(out, binary=fmt == "parquet") as stream:
             if fmt == "parquet":
@@ -285,6 +308,41 @@ def progress_bar(quiet: bool, description: str) -> Iterator[tuple[Callable[[int 
     finally:
         if bar is not None:
             bar.close()
+
+
+class StageBars:
+    """The stages of a long run on stderr (a ``Progress``): a bar per stage where its steps are counted, a line
+    with a running clock where they are not; nothing unless stderr is a terminal and ``quiet`` is off. Use as a
+    context manager, so the last bar is closed."""
+
+    def __init__(self, quiet: bool) -> None:
+        self._shown = not quiet and sys.stderr.isatty()
+        self._bar: Any = None
+
+    def stage(self, name: str, total: int | None = None, unit: str = "steps") -> Callable[[int], None]:
+        self.close()
+        if not self._shown:
+            return _ignore
+        from tqdm import tqdm  # 40 ms: only when a bar is shown
+
+        self._bar = tqdm(total=total, desc=name, unit=f" {unit}" if total else "", file=sys.stderr, leave=False,
+                         bar_format=None if total else "{desc} {elapsed}")
+        return self._bar.update
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> StageBars:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
+
+
+def _ignore(count: int) -> None:
+    pass
 
 
 def print_warnings(warnings: list[str], verbose: bool) -> None:

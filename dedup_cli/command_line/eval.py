@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dedup_cli.command_line.common import echo_output, out_option, reports_errors, say
+from dedup_cli.command_line.common import StageBars, echo_output, out_option, reports_errors, say
 from dedup_cli.options.evaluating import MAX_SAMPLE, MIN_SAMPLE, EvalOptions
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.vocabulary import MAX_SEED, MAX_STORED_BITS, default_store
@@ -58,9 +58,11 @@ def evaluate(store: str | None, sample: int, seed: int, truth: str | None, plot:
         from dedup_cli.output.eval_plot import require_matplotlib
 
         require_matplotlib()  # before the work, not after it
-    result = api.evaluate(default_store(store), options)
-    if plot is not None:
-        api.plot_evaluation(result, plot)
+    with StageBars(quiet) as stages:
+        result = api.evaluate(default_store(store), options, stages)
+        if plot is not None:
+            stages.stage("drawing the plot", None)
+            api.plot_evaluation(result, plot)
     if fmt == "json":
         echo_output(json.dumps(eval_record(result)), out)
     elif out is not None:  # the report itself, which stderr shows as the summary

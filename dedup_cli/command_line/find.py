@@ -9,6 +9,8 @@ import click
 
 from dedup_cli.command_line.common import (
     EXIT_DUPLICATES,
+    MEMORY_SIZE,
+    StageBars,
     engine_of,
     engine_options,
     find_options,
@@ -32,6 +34,9 @@ from dedup_cli.store.pandas_probe import pandas_hidden
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="jsonl", help="Output format.")
 @out_option
 @click.option("--no-header", is_flag=True, help="Omit the header row of TSV/CSV output.")
+@click.option("--band-memory", type=MEMORY_SIZE, default=FindOptions.band_memory, metavar="BYTES", show_default="1GiB",
+              help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
+                   "less means more rounds (a tuning knob; the output is the same).")
 @click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
               help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on the "
                    "workers and the records stream in chunks (a tuning knob; the output is the same).")
@@ -63,11 +68,14 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
     engine = engine_of(given)
     options = FindOptions(group=group_method, engine=engine, **given)
     store = default_store(store)
-    with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.store.pandas_probe)
-        result = api.find(store, options)
-    fields = (fields_of(kind, result, True), fields_of(kind, result, False))
-    written = write_records(find_records(kind, result), kind, fields, fmt, out, not no_header,
-                            EXIT_DUPLICATES if fail_on_duplicates else None)
+    with StageBars(quiet) as stages:
+        with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.store.pandas_probe)
+            result = api.find(store, options, stages)
+        totals = {"pairs": result.pair_count, "groups": result.group_count, "triples": result.triple_count}
+        advance = stages.stage("writing", totals.get(kind), "records")
+        fields = (fields_of(kind, result, True), fields_of(kind, result, False))
+        written = write_records(find_records(kind, result), kind, fields, fmt, out, not no_header,
+                                EXIT_DUPLICATES if fail_on_duplicates else None, advance)
     if not quiet:
         say(find_summary(store, result))
         for line in find_warnings(result, flag):

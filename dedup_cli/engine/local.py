@@ -40,6 +40,7 @@ def find(stores: Sequence[Store], options: FindOptions, progress: Progress = sil
             the store too), and a group keeps a reference document.
         progress: told each stage as it begins, and its steps.
     """
+    progress.stage("numbering the documents", None)
     with NumberedDocuments(stores) as documents:
         return _find(documents, options, progress, stores)
 

@@ -147,3 +147,20 @@ def text_option_for_sets(name: str, value: object) -> OptionError:
     """The error for a text option (``shingle_size``, ``shingle_unit``, ``scheme``) given with integer sets."""
     return OptionError(name, value, f"{{{name}}} applies to text; integer sets are not shingled and are signed with "
                        "k permutations of their universe; leave it out")
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "kib": 1 << 10, "mib": 1 << 20,
+          "gib": 1 << 30, "tib": 1 << 40}
+
+
+def memory_bytes(text: str) -> int | None:
+    """Bytes of an amount of memory written like ``512MiB``, ``1.5GB`` or ``1000000`` (None when it is not one)."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kKmMgGtT]?i?[bB])?\s*", text)
+    if match is None:
+        return None
+    unit = (match.group(2) or "").lower()
+    if unit not in _UNITS:
+        return None
+    return int(float(match.group(1)) * _UNITS[unit])

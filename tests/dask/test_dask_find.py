@@ -243,3 +243,23 @@ def test_a_real_process_writes_the_local_engines_bytes(stores: dict[str, Path], 
                             timeout=300, env={**os.environ, "DEDUP_FIND_GATHER_LIMIT": gather_limit})
     assert local.returncode == remote.returncode == 3, remote.stderr
     assert remote.stdout == local.stdout and local.stdout.count(b"\n") > 10
+
+
+def test_rounds_of_bands_and_progress_through_the_command_line(stores: dict[str, Path], engine: EngineOptions,
+                                                               tmp_path: Path) -> None:
+    """--band-memory forces several rounds on the workers: the same file as the local engine's; and on a terminal
+    the driver shows the stages."""
+    from test_progress import on_a_terminal
+
+    common = ["find", str(stores["grown"]), "--output", "pairs", "--format", "csv", "--ways", "3", "--bits", "2"]
+    local = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "local.csv")])
+    remote = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "dask.csv"), "--engine", "dask", "--scheduler",
+                                      str(engine.scheduler), "--band-memory", "2KiB"])
+    assert local.exit_code == remote.exit_code == 0, remote.stderr
+    assert (tmp_path / "dask.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
+    code, shown = on_a_terminal(*common, "--engine", "dask", "--scheduler", str(engine.scheduler), "--band-memory",
+                                "2KiB", "-o", str(tmp_path / "shown.csv"))
+    assert code == 0
+    for stage in ("reading the store's pieces", "candidates, bands 1–", "round 2 of", "scoring the candidate pairs",
+                  "exact checks and decisions", "groups", "writing"):
+        assert stage in shown, shown[-2000:]

@@ -51,6 +51,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
         profile[f"{stage}_seconds"] = now - clock
         clock = now
 
+    progress.stage("reading the store's pieces", None)
     pieces, removals = store_pieces(store)
     frames = read_documents(params, pieces, removals, shuffle_method)
     if frames.documents == 0:
@@ -62,11 +63,13 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket,
                             options.band_memory, shuffle_method, progress)
     lap("candidates")
+    progress.stage("scoring the candidate pairs", None)
     (reduced,) = settled(frames.values.map_partitions(reduce_bits, frames.words, params, bits,
                                                       meta=reduced_meta(bits, params.num_perm)))
     new_since = options.new_since if options.ways == 2 else None
     (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params, new_since, shuffle_method))
     lap("scoring")
+    progress.stage("exact checks and decisions", None)
     decided, checked = decisions.check_and_decide(scored, frames, options.verify, threshold, shuffle_method)
     alias_documents = decisions.aliases(decided, frames, shuffle_method)
     (decided,) = settled(decisions.accept(decided, alias_documents))
@@ -92,6 +95,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
         run_span=frames.run_span)
     # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
     # component on the workers and the output streams from them in chunks no larger.
+    progress.stage("groups", None)
     if needed_count > options.gather_limit:
         result = tail.conclude_on_cluster(needed, frames, reduced, alias_documents, options, bits, common,
                                           shuffle_method)
