@@ -40,7 +40,6 @@ from dedup_cli.candidates.crossing import (
     BandBuckets,
     absolute,
     band_buckets,
-    band_hashes,
     fingerprint_bits,
     fingerprints_of,
     member,
@@ -88,12 +87,10 @@ class Candidates:
 
 @dataclass
 class _ShareRound:
-    """A share's band keys for one round, on its worker, and what sorting each band gave it."""
+    """What sorting each band of a round gave a share, on its worker."""
 
     docs: np.ndarray  # int64[n], its eligible documents, ascending
-    keys: np.ndarray  # uint32 or uint64 [bands, n]
-    first_band: int
-    buckets: list[BandBuckets]  # per band: its own pairs (with fingerprints) and cut buckets
+    buckets: list[BandBuckets]  # per band: rows by hash, its own pairs (with fingerprints) and cut buckets
 
 
 @dataclass
@@ -139,15 +136,17 @@ def share_round(parts: list[tuple[np.ndarray, np.ndarray]], first_band: int, bit
     """A share's keys of one round sorted band by band into its own buckets, and per owner and band the coded set
     of its fingerprints (and their sizes in bytes, per owner)."""
     docs = np.concatenate([part[0] for part in parts])
-    keys = np.concatenate([part[1] for part in parts], axis=1)
-    buckets = [band_buckets(keys[band], docs, first_band + band, bits, max_bucket) for band in range(keys.shape[0])]
+    bands = parts[0][1].shape[0] if parts else 0
+    # One band at a time: the share's keys of a band, sorted by hash (the rows are kept in that order).
+    buckets = [band_buckets(np.concatenate([part[1][band] for part in parts]), docs, first_band + band, bits,
+                            max_bucket) for band in range(bands)]
     sets: list[list[EliasFano]] = [[] for _ in range(slices if slices > 1 else 0)]
     for found in buckets:
         for owner, coded in enumerate(slice_sets(found.prints, bits, slices) if slices > 1 else []):
             sets[owner].append(coded)
         found.prints = found.prints[:0]  # sent; the rows are found again from the keys
     sizes = np.array([sum(coded.nbytes for coded in owned) for owned in sets], np.int64)
-    return _ShareRound(docs, keys, first_band, buckets), sets, sizes
+    return _ShareRound(docs, buckets), sets, sizes
 
 
 def owner_answers(sets: list[list[EliasFano]]) -> list[list[np.ndarray]]:
@@ -176,14 +175,15 @@ def share_split(state: _ShareRound, answers: list[list[np.ndarray]], bits: int, 
         oversized += int(np.count_nonzero(~member(found.cut_prints, crossing)))
         if not slices:
             continue
-        keys = state.keys[band]
-        prints = fingerprints_of(band_hashes(keys, state.first_band + band), bits)
-        sent = member(prints, crossing)
-        owner = owner_of(prints[sent], bits, slices)
-        sent_keys, sent_docs = keys[sent], state.docs[sent]
+        # The crossing rows, found by binary search in the band's hash order, go to their owners as (hash,
+        # document): the hash is a bijection of the key, so the owner's buckets are the keys'.
+        sent = found.rows_of(crossing, bits)
+        hashes = found.hashes[sent]
+        sent_docs = state.docs[found.order[sent]]
+        owner = owner_of(fingerprints_of(hashes, bits), bits, slices)
         for t in range(slices):
             mine = owner == t
-            rows[t].append((sent_keys[mine], sent_docs[mine]))
+            rows[t].append((hashes[mine], sent_docs[mine]))
     counts = np.array([sum(part[0].size for part in owned) for owned in rows], np.int64)
     return _Split(codes.unique(), oversized, rows), counts
 
@@ -191,7 +191,7 @@ def share_split(state: _ShareRound, answers: list[list[np.ndarray]], bits: int, 
 def owner_pairs(rows: list[list[tuple[np.ndarray, np.ndarray]]], max_bucket: int, documents: int
                 ) -> tuple[np.ndarray, int]:
     """The pairs of the crossing buckets of one owner's range: per band, every share's rows (in share order, so
-    documents ascend) sorted by key and paired; and the buckets cut."""
+    documents ascend) sorted by hash and paired; and the buckets cut."""
     codes = PairCodes()
     oversized = 0
     for band in range(len(rows[0]) if rows else 0):
@@ -252,7 +252,8 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
     dtype = key_dtype(rows, value_dtype(params.bits))
     held = max(sum(frames.partition_documents(share) for share in shares[index::len(workers)])
                for index in range(min(len(workers), len(shares))))
-    per_round = max(1, band_memory // max(1, held * dtype.itemsize))
+    # A share's round holds its partitions' keys while it sorts them into hashes and positions: three times a key.
+    per_round = max(1, band_memory // max(1, held * 3 * dtype.itemsize))
     bits = fingerprint_bits(documents, 8 * dtype.itemsize)
     slices = len(shares)
     partitions = frames.values.to_delayed() if frames.pieces is None else None
