@@ -168,7 +168,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("store: the Parquet signature store", [
         ["store.format", "store.parts", "store.pandas_probe"], ["store.lock", "store.legacy", "store.manifest"],
         ["store.snapshot"],
-        ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces", "store.documents"],
+        ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces", "store.documents", "store.checkpoints"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],

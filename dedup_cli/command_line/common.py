@@ -316,8 +316,19 @@ class StageBars:
     context manager, so the last bar is closed."""
 
     def __init__(self, quiet: bool) -> None:
+        self._quiet = quiet
         self._shown = not quiet and sys.stderr.isatty()
         self._bar: Any = None
+
+    def note(self, text: str) -> None:
+        """A line on stderr (unless ``quiet``), above the bar."""
+        if self._quiet:
+            return
+        if self._bar is not None:
+            self._bar.clear()
+        click.echo(one_line(text), err=True)
+        if self._bar is not None:
+            self._bar.refresh()
 
     def stage(self, name: str, total: int | None = None, unit: str = "steps") -> Callable[[int], None]:
         self.close()

@@ -37,6 +37,10 @@ from dedup_cli.store.pandas_probe import pandas_hidden
 @click.option("--band-memory", type=MEMORY_SIZE, default=FindOptions.band_memory, metavar="BYTES", show_default="1GiB",
               help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
                    "less means more rounds (a tuning knob; the output is the same).")
+@click.option("--work-dir", type=click.Path(path_type=str, file_okay=False), default=None, metavar="DIR",
+              help="Keep each completed stage in DIR (created if missing; for --engine dask, a path every worker "
+                   "sees), so that the same find run again after a failure resumes there.")
+@click.option("--keep-work", is_flag=True, help="With --work-dir: keep its files after the run completes.")
 @click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
               help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on the "
                    "workers and the records stream in chunks (a tuning knob; the output is the same).")
