@@ -8,8 +8,9 @@ version (:data:`STAGE_VERSIONS`, raised whenever a stage's output would change),
 that stage. A file is used only when its name's fingerprint is the one this run computes and its checksum holds:
 a file from another snapshot or other options is never read, and a torn or damaged one is removed and recomputed.
 
-A stage too large for one file (the Dask engine's, written by its workers) is a folder ``STAGE-KEY/`` of part
-files and an index written last, which commits it.
+A stage too large for one file (the Dask engine's, written by its workers) also has a folder ``STAGE-KEY/`` of
+part files, each written atomically by one task; the stage's own file, written last, lists them with their
+SHA-256 and so commits them.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class WorkDir:
 
     def load(self, stage: str, key: str) -> dict[str, np.ndarray] | None:
         """The arrays saved for ``stage`` under ``key``, or None when there are none or they do not check out
-        (a damaged file is removed)."""
+        (a damaged file is removed, with its folder of parts). A stage with parts (:meth:`part`) is returned only
+        when every part listed in its ``parts`` array still has the SHA-256 listed in ``part_sha256``."""
         file = self.file(stage, key)
         if not file.exists():
             return None
@@ -94,14 +96,24 @@ class WorkDir:
                 arrays = {name: stored[name] for name in stored.files}
         except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError):
             arrays = None
-        if arrays is None or str(arrays.pop(_CHECKSUM, "")) != _digest(arrays):
+        good = arrays is not None and str(arrays.pop(_CHECKSUM, "")) == _digest(arrays)
+        if good and arrays is not None and "parts" in arrays:
+            folder = self.folder(stage, key)
+            try:
+                good = all(hashlib.sha256((folder / str(name)).read_bytes()).hexdigest() == str(digest)
+                           for name, digest in zip(arrays["parts"], arrays["part_sha256"], strict=True))
+            except OSError:
+                good = False
+        if not good or arrays is None:
             file.unlink(missing_ok=True)
+            shutil.rmtree(self.folder(stage, key), ignore_errors=True)
             return None
         self.used.append(file)
         return arrays
 
     def save(self, stage: str, key: str, arrays: dict[str, np.ndarray]) -> None:
-        """Keep ``arrays`` as ``stage``'s output under ``key``, atomically, with their checksum."""
+        """Keep ``arrays`` as ``stage``'s output under ``key``, atomically, with their checksum: the commit of the
+        stage (of its parts too, listed in ``parts`` and ``part_sha256``)."""
         buffer = io.BytesIO()
         named: dict[str, Any] = {**arrays, _CHECKSUM: np.array(_digest(arrays))}
         np.savez(buffer, **named)
@@ -114,35 +126,9 @@ class WorkDir:
         self.used.append(file)
 
     def folder(self, stage: str, key: str) -> Path:
-        """A folder of parts for a stage written by many tasks; committed by :meth:`commit_folder`."""
+        """Where the parts of a stage written by many tasks go (every worker must see it)."""
         return self.path / f"{stage}-{key}"
 
-    def commit_folder(self, stage: str, key: str, parts: dict[str, str]) -> None:
-        """Write the index of a stage's folder (part name → SHA-256 of its bytes): the stage is complete."""
-        index = self.path / f"{stage}-{key}.index.json"
-        with atomic_write(index, binary=False) as stream:
-            stream.write(json.dumps(parts, sort_keys=True))
-        self.used += [index, self.folder(stage, key)]
-
-    def load_folder(self, stage: str, key: str) -> list[Path] | None:
-        """The parts of a committed stage folder, in name order, each checked against the index; None when the
-        stage is not complete or a part does not check out (then the folder is removed)."""
-        index = self.path / f"{stage}-{key}.index.json"
-        folder = self.folder(stage, key)
-        if not index.exists():
-            return None
-        try:
-            parts = json.loads(index.read_text(encoding="utf-8"))
-            files = [folder / name for name in sorted(parts)]
-            good = all(hashlib.sha256(file.read_bytes()).hexdigest() == parts[file.name] for file in files)
-        except (OSError, ValueError, KeyError):
-            good = False
-        if not good:
-            index.unlink(missing_ok=True)
-            shutil.rmtree(folder, ignore_errors=True)
-            return None
-        self.used += [index, folder]
-        return files
 
     def finish(self, keep: bool) -> None:
         """After a complete run: remove the work files (every stage's file or folder here, and what killed
@@ -161,3 +147,21 @@ class WorkDir:
             self.path.rmdir()  # only when nothing else is there
         except OSError:
             pass
+
+
+def write_part(folder: Path, name: str, arrays: dict[str, np.ndarray]) -> str:
+    """Write one part of a stage (a task's share of it) atomically into ``folder``: its SHA-256, for the index."""
+    buffer = io.BytesIO()
+    named: dict[str, Any] = dict(arrays)
+    np.savez(buffer, **named)
+    data = buffer.getvalue()
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_write(folder / name) as stream:
+        stream.write(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_part(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """The arrays of one part, checked by :meth:`WorkDir.load` before."""
+    with np.load(path, allow_pickle=False) as stored:
+        return {name: stored[name] for name in stored.files}

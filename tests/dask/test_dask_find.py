@@ -263,3 +263,48 @@ def test_rounds_of_bands_and_progress_through_the_command_line(stores: dict[str,
     for stage in ("reading the store's pieces", "candidates, bands 1–", "round 2 of", "scoring the candidate pairs",
                   "exact checks and decisions", "groups", "writing"):
         assert stage in shown, shown[-2000:]
+
+
+def test_a_killed_dask_find_resumes_from_its_work_dir(engine: EngineOptions, tmp_path: Path) -> None:
+    """The driver SIGKILLed during the candidate stage (a band a round), then run again: the local engine's bytes,
+    the rounds kept by the killed run reused, and the same again from the kept scores and decisions."""
+    import signal
+    import time
+
+    from test_resume import reused_bands
+
+    from dedup_cli.params import SignatureParams
+    from dedup_cli.store.store import create_store
+
+    store = tmp_path / "sigs"
+    params = SignatureParams(num_perm=64, bits=8)
+    rng = np.random.default_rng(9)
+    values = rng.integers(0, 256, size=(40_000, 64), dtype=np.uint8)
+    values[1::50] = values[::50]
+    with create_store(store, params).begin_run(params) as run:
+        run.write(DocumentBatch([f"d{i:06d}" for i in range(40_000)], [""] * 40_000, np.zeros(40_000, np.int64),
+                                np.zeros(40_000, np.int64), np.zeros(40_000, np.uint64),
+                                np.full(40_000, 100, np.int64), values))
+    common = ["find", str(store), "-t", "0.6", "--output", "pairs", "--verify", "none", "--band-memory", "1KiB"]
+    local = CliRunner().invoke(cli, common)
+    assert local.exit_code == 0 and local.stdout.count("\n") > 500
+    work = tmp_path / "work"
+    remote = [sys.executable, "-m", "dedup_cli", *common, "--engine", "dask", "--scheduler", str(engine.scheduler),
+              "--work-dir", str(work)]
+    child = subprocess.Popen(remote, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(list(work.glob("candidates-*.npz"))) < 2 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert child.poll() is None
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    kept = len(list(work.glob("candidates-*.npz")))
+    resumed = subprocess.run([*remote, "--keep-work"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout == local.stdout
+    assert resumed.stderr.startswith("resuming: candidates for bands 1–") and reused_bands(resumed.stderr) >= kept
+    again = subprocess.run(remote, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and again.stdout == local.stdout
+    assert again.stderr.splitlines()[:2] == [f"resuming: scored candidate pairs from {work}",
+                                             f"resuming: exact checks and decisions from {work}"]
+    assert not work.exists()

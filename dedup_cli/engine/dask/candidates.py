@@ -48,12 +48,15 @@ from dedup_cli.candidates.crossing import (
     slice_sets,
 )
 from dedup_cli.candidates.elias_fano import EliasFano
+from dedup_cli.engine.band_rounds import band_ranges
+from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.params import SignatureParams
 from dedup_cli.primitives import sorted_unique
+from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.pieces import StorePiece, frame_words, read_piece_signatures, words_to_packed
 
 SHARE_DOCUMENTS = 5_000_000
@@ -83,6 +86,12 @@ class Candidates:
     crossing_rows: int  # rows of crossing buckets (or chance fingerprint matches) sent to their owners
     crossing_row_bytes: int
     shuffled_codes: int  # pair codes shuffled to be de-duplicated, 8 bytes each
+
+    def stats(self) -> list[int]:
+        """What finding them cost, as kept with the scored pairs in a work folder: rounds, shares, band keys,
+        fingerprint bytes (to another worker), crossing rows and their bytes, shuffled codes, cut buckets."""
+        return [self.rounds, self.shares, self.band_keys, self.fingerprint_bytes, self.fingerprint_bytes_across,
+                self.crossing_rows, self.crossing_row_bytes, self.shuffled_codes, self.oversized_buckets]
 
 
 @dataclass
@@ -240,10 +249,13 @@ def _shares(frames: DocumentFrames, workers: int) -> list[list[int]]:
 
 
 def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: int, band_memory: int,
-                    shuffle_method: str | None = None, progress: Progress = silent) -> Candidates:
+                    shuffle_method: str | None = None, progress: Progress = silent, work: WorkDir | None = None
+                    ) -> Candidates:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
 
     ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands).
+    ``work``: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
+    earlier run with the same bands is read back instead of computed.
     """
     params, documents = frames.params, frames.documents
     workers = sorted(get_client().scheduler_info()["workers"])
@@ -261,8 +273,23 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
     collected: list[dd.DataFrame] = []
     shuffled = 0
     rounds = list(range(0, bands, per_round))
+    reused: list[tuple[int, int]] = []
     for number, first_band in enumerate(rounds, start=1):
         last_band = min(bands, first_band + per_round)
+        key = None if work is None else work.key("candidates", engine="dask", bands=bands, rows=rows,
+                                                  first_band=first_band, last_band=last_band, max_bucket=max_bucket)
+        kept_round = None if work is None or key is None else work.load("candidates", key)
+        if kept_round is not None:
+            assert work is not None and key is not None
+            collected.append(kept_frame(work, "candidates", key, kept_round, _CODE_META))
+            cut_kept, fingerprint_kept, across_kept, crossing_kept, made_kept = kept_round["stats"].tolist()
+            stats["oversized"] += cut_kept
+            stats["fingerprint"] += fingerprint_kept
+            stats["across"] += across_kept
+            stats["crossing"] += crossing_kept
+            shuffled += made_kept
+            reused.append((first_band, last_band))
+            continue
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
         # Every task of a share runs on its worker; what goes to an owner is cut out there first, so that only
         # the owner's part travels.
@@ -311,14 +338,22 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
             dask.delayed(list)([split[1] for split in splits]),
             dask.delayed(sum)([dask.delayed(len)(part) for part in code_parts]))
         round_cut, round_sizes, round_rows, made = dask.compute(round_cut, round_sizes, round_rows, made)
+        fingerprint = int(sum(int(np.sum(per_owner)) for per_owner in round_sizes))
+        across = int(sum(size for sender, per_owner in enumerate(round_sizes)
+                         for owner, size in enumerate(per_owner.tolist()) if placed[owner] != placed[sender]))
+        crossing = int(sum(int(np.sum(counts)) for counts in round_rows))
+        if work is not None and key is not None:
+            keep_frame(work, "candidates", key, kept, {"stats": np.array([int(round_cut), fingerprint, across,
+                                                                           crossing, int(made)])})
         stats["oversized"] += int(round_cut)
-        for sender, per_owner in enumerate(round_sizes):
-            stats["fingerprint"] += int(np.sum(per_owner))
-            stats["across"] += int(sum(size for owner, size in enumerate(per_owner.tolist())
-                                       if placed[owner] != placed[sender]))
-        stats["crossing"] += int(sum(int(np.sum(counts)) for counts in round_rows))
+        stats["fingerprint"] += fingerprint
+        stats["across"] += across
+        stats["crossing"] += crossing
         shuffled += int(made)
         collected.append(dd.from_delayed(kept, meta=_CODE_META, verify_meta=False))
+    if reused:
+        assert work is not None
+        progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path}")
     progress.stage("candidates, de-duplicating pairs", None)
     merged = dd.concat(collected) if len(collected) > 1 else collected[0]
     outputs = max(1, -(-shuffled // ROWS_PER_PARTITION))

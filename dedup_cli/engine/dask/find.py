@@ -21,13 +21,15 @@ from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import local
 from dedup_cli.engine.dask import decisions, gather, tail
 from dedup_cli.engine.dask.candidates import candidate_pairs
+from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import read_documents
-from dedup_cli.engine.dask.joins import bit_columns, reduce_bits, reduced_meta, score_candidates
+from dedup_cli.engine.dask.joins import bit_columns, reduce_bits, reduced_meta, score_candidates, scored_meta
 from dedup_cli.engine.find_stages import conclude, estimator_name, new_documents, set_size_ratios, store_runs
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
 from dedup_cli.options.finding import FindOptions
+from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.pieces import store_pieces
 from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
@@ -60,36 +62,73 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
     choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
                              documents=frames.eligible)
-    found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket,
-                            options.band_memory, shuffle_method, progress)
-    lap("candidates")
+    work = None if options.work_dir is None else WorkDir(options.work_dir, [store])
+    # What each kept stage depends on besides the store (store.checkpoints); the frames' divisions too, since a
+    # kept frame is read back with them.
+    scored_by = dict(engine="dask", banding=(choice.banding.bands, choice.banding.rows), bits=bits,
+                     max_bucket=options.max_bucket, new_since=options.new_since, ways=options.ways,
+                     divisions=frames.divisions)
+    scored_key = None if work is None else work.key("scored", **scored_by)
+    decided_key = None if work is None else work.key("decisions", verify=options.verify, threshold=threshold,
+                                                    **scored_by)
+    kept_scores = None if work is None or scored_key is None else work.load("scored", scored_key)
+    kept_decisions = None if work is None or decided_key is None else work.load("decisions", decided_key)
+    progress_meta = scored_meta()
+    if kept_scores is None:
+        found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket,
+                                options.band_memory, shuffle_method, progress, work)
+        stats = found.stats()
+        lap("candidates")
     progress.stage("scoring the candidate pairs", None)
     (reduced,) = settled(frames.values.map_partitions(reduce_bits, frames.words, params, bits,
                                                       meta=reduced_meta(bits, params.num_perm)))
-    new_since = options.new_since if options.ways == 2 else None
-    (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params, new_since, shuffle_method))
+    if kept_scores is None:
+        new_since = options.new_since if options.ways == 2 else None
+        (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params, new_since,
+                                             shuffle_method))
+        if work is not None and scored_key is not None:
+            keep_frame(work, "scored", scored_key, scored.to_delayed(), {"stats": np.array(stats)})
+    else:
+        assert work is not None and scored_key is not None
+        progress.note(f"resuming: scored candidate pairs from {work.path}")
+        scored = kept_frame(work, "scored", scored_key, kept_scores, progress_meta, frames.divisions)
+        stats = kept_scores["stats"].tolist()
+        profile["candidates_seconds"] = 0.0
     lap("scoring")
     progress.stage("exact checks and decisions", None)
-    decided, checked = decisions.check_and_decide(scored, frames, options.verify, threshold, shuffle_method)
-    alias_documents = decisions.aliases(decided, frames, shuffle_method)
-    (decided,) = settled(decisions.accept(decided, alias_documents))
+    decided_meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
+    if kept_decisions is None:
+        decided, checked = decisions.check_and_decide(scored, frames, options.verify, threshold, shuffle_method)
+        alias_documents = decisions.aliases(decided, frames, shuffle_method)
+        (decided,) = settled(decisions.accept(decided, alias_documents))
+        if work is not None and decided_key is not None:
+            keep_frame(work, "decisions", decided_key, decided.to_delayed(), {
+                "aliases": alias_documents, "checked": np.array(-1 if checked is None else checked.checked),
+                "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
+    else:
+        assert work is not None and decided_key is not None
+        progress.note(f"resuming: exact checks and decisions from {work.path}")
+        decided = kept_frame(work, "decisions", decided_key, kept_decisions, decided_meta, frames.divisions)
+        alias_documents = kept_decisions["aliases"]
+        count = int(kept_decisions["checked"])
+        checked = None if count < 0 else decisions.Checked(count, kept_decisions["unverifiable"].tolist())
     floor = gather.triple_floor(options, params.num_perm, bits)
     needed = decided.map_partitions(gather.needed, floor, meta=decided._meta)
     candidates, needed_count = dask.compute(scored.map_partitions(len).sum(), needed.map_partitions(len).sum())
     lap("decisions")
     word_bytes = 8 * len(bit_columns("s", bits, params.num_perm))
-    profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=found.rounds,
-                   shares=found.shares, band_keys=found.band_keys, fingerprint_bytes=found.fingerprint_bytes,
-                   fingerprint_bytes_across=found.fingerprint_bytes_across, crossing_rows=found.crossing_rows,
-                   crossing_bytes=found.crossing_rows * found.crossing_row_bytes, pair_codes=found.shuffled_codes,
-                   pair_code_bytes=8 * found.shuffled_codes,
-                   candidates=int(candidates), join_bytes=int(found.codes.map_partitions(len).sum().compute())
-                   * (16 + 32 + word_bytes), in_order=float(frames.in_order), needed_pairs=int(needed_count))
+    rounds, shares, band_keys, fingerprint_bytes, across, crossing_rows, crossing_row_bytes, codes, cut = stats
+    profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=rounds, shares=shares,
+                   band_keys=band_keys, fingerprint_bytes=fingerprint_bytes, fingerprint_bytes_across=across,
+                   crossing_rows=crossing_rows, crossing_bytes=crossing_rows * crossing_row_bytes, pair_codes=codes,
+                   pair_code_bytes=8 * codes, candidates=int(candidates),
+                   join_bytes=int(candidates) * (16 + 32 + word_bytes), in_order=float(frames.in_order),
+                   needed_pairs=int(needed_count))
     verification = None if checked is None else Verification(np.empty(0), checked.checked,
                                                              checked.unverifiable_documents)
     common: dict[str, Any] = dict(
         bits=bits, threshold=threshold, banding=choice.banding, candidates=int(candidates),
-        oversized_buckets=found.oversized_buckets, eligible=frames.eligible, verification=verification,
+        oversized_buckets=int(cut), eligible=frames.eligible, verification=verification,
         aliases=int(alias_documents.size), seconds=0.0, banding_choice=choice, documents=frames.documents,
         estimator=estimator_name(set_size_ratios(np.array([frames.max_shingle_count]), params.universe)),
         run_span=frames.run_span)
@@ -109,5 +148,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
                             triples=concluded.triples, groups=concluded.groups, weakest=concluded.weakest,
                             kept=concluded.kept, keep_field_problems=concluded.keep_field_problems, **common)
     lap("end")
+    if work is not None:
+        work.finish(options.keep_work)
     result.profile = profile
     return result
