@@ -253,12 +253,18 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
                     ) -> Candidates:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
 
-    ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands).
+    ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands); at
+    most a quarter of the smallest worker's memory limit.
     ``work``: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
     earlier run with the same bands is read back instead of computed.
     """
     params, documents = frames.params, frames.documents
-    workers = sorted(get_client().scheduler_info()["workers"])
+    info = get_client().scheduler_info()["workers"]
+    workers = sorted(info)
+    # A round must fit beside everything else a worker holds: at most a quarter of its memory limit.
+    limits = [int(info[worker].get("memory_limit") or 0) for worker in workers]
+    if all(limits):
+        band_memory = min(band_memory, min(limits) // 4)
     shares = _shares(frames, len(workers))
     placed = [workers[index % len(workers)] for index in range(len(shares))]
     dtype = key_dtype(rows, value_dtype(params.bits))
