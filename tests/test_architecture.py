@@ -130,10 +130,11 @@ def _violations(items: list[Import]) -> str:
 # flow documents → shingles → signatures → candidates → estimates → groups, then what runs and shows it) and a
 # step inside the tier, for modules of one package that build on each other. docs/architecture.md explains it.
 LAYERS: list[tuple[str, list[list[str]]]] = [
-    ("foundations: nothing of dedup", [
-        ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "engine.dask",
-         "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "output", "store", "text",
-         "command_line", "options"],
+    ("foundations: nothing of dedup but each other", [
+        ["errors", "version", "primitives", "storage.urls", "candidates", "commands", "corpus", "engine",
+         "engine.dask", "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "output", "store", "text",
+         "command_line", "options", "storage"],
+        ["storage.objects"], ["files"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
@@ -166,8 +167,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [
-        ["store.format", "store.parts", "store.pandas_probe"], ["store.lock", "store.legacy", "store.manifest"],
-        ["store.snapshot"],
+        ["store.format", "store.places", "store.pandas_probe"],
+        ["store.parts", "store.lock", "store.legacy", "store.manifest"], ["store.leases", "store.snapshot"],
         ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
@@ -217,6 +218,11 @@ CONFINED = {
     "dask": {"engine.dask."},
     "distributed": {"engine.dask."},
     "pandas": {"engine.dask.", "store.pieces"},
+    # Object storage (the ``s3`` extra): one client, behind one module.
+    "s3fs": {"storage.objects"},
+    "fsspec": {"storage.objects"},
+    "botocore": {"storage.objects"},
+    "aiobotocore": {"storage.objects"},
 }
 
 
