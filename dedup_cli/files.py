@@ -397,6 +397,12 @@ def open_input(path: str | os.PathLike[str]) -> Any:
     return open(path, "rb")  # noqa: SIM115 - the caller closes it
 
 
+def input_status(handle: Any) -> os.stat_result:
+    """``os.fstat`` of a file :func:`open_input` opened (an object's size and modification time)."""
+    status = getattr(handle, "status", None)
+    return status() if callable(status) else os.fstat(handle.fileno())
+
+
 @contextmanager
 def output_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """An empty scratch directory to build the output directory ``path`` in, renamed into place as a whole when

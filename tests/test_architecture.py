@@ -162,7 +162,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding"],
-        ["inputs.streams"], ["inputs.parquet", "inputs.chunks"], ["inputs.discovery", "inputs.reread"],
+        ["inputs.streams"], ["inputs.parquet", "inputs.chunks", "inputs.remote"], ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"], ["inputs.planning"],
         ["inputs.reading"],
     ]),

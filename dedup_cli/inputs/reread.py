@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from dedup_cli.errors import InputError
+from dedup_cli.files import open_input
 from dedup_cli.inputs.decoding import clean, decode, json_record, whole_text
 from dedup_cli.inputs.locations import STDIN, display_name, parse_location
 from dedup_cli.inputs.parquet import column_values
@@ -47,7 +48,7 @@ def reread_cells(path: str, numbers: set[int], columns: Sequence[str]) -> dict[i
     """The values of ``columns`` in rows ``numbers`` (from 0) of the Parquet file ``path``, strings as bytes;
     only the row groups holding those rows are read."""
     found: dict[int, list[Any]] = {}
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         parquet = pq.ParquetFile(handle)
         for column in columns:
             if column not in parquet.schema_arrow.names:

@@ -268,7 +268,7 @@ def _date(response: dict[str, Any]) -> float:
 def _info_of(url: str, response: dict[str, Any]) -> ObjectInfo:
     modified = response.get("LastModified")
     mtime_ns = int(modified.timestamp() * 1e9) if modified is not None else 0
-    size = response.get("ContentLength", response.get("Size", 0))
+    size = response.get("ContentLength", response.get("Size", response.get("size", 0)))
     return ObjectInfo(url, int(size or 0), mtime_ns, _etag(response))
 
 
@@ -391,6 +391,10 @@ class _Reading:
     def size(self) -> int:
         return int(self._handle.size)
 
+    def status(self) -> os.stat_result:
+        """The object as ``os.stat`` describes a file (from the description fetched when it was opened)."""
+        return status_of(_info_of(self.name, self._handle.details))
+
     def close(self) -> None:
         self._handle.close()
 
@@ -455,6 +459,59 @@ class _Writing:
 
     def close(self) -> None:
         pass  # :func:`writing` completes or aborts the upload
+
+
+FETCH_CONCURRENCY = 32
+"""GETs in flight at once when many small objects are read together (a task's whole-file documents)."""
+
+
+def status_of(described: ObjectInfo) -> os.stat_result:
+    """An object as ``os.stat`` describes a regular file: its size and modification time (the rest is 0)."""
+    import stat
+
+    seconds = described.mtime_ns // 1_000_000_000
+    return os.stat_result((stat.S_IFREG | 0o444, 0, 0, 1, 0, 0, described.size, seconds, seconds, seconds),
+                          {"st_mtime_ns": described.mtime_ns, "st_atime_ns": described.mtime_ns,
+                           "st_ctime_ns": described.mtime_ns})
+
+
+async def _get(fs: Any, url: str) -> tuple[bytes, ObjectInfo]:
+    bucket, key = split(url)
+    response = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+    body = response["Body"]
+    try:
+        data = await body.read()
+    finally:
+        body.close()
+    return data, _info_of(url, response)
+
+
+def fetch(urls: list[str]) -> dict[str, tuple[bytes, ObjectInfo] | OSError]:
+    """Many whole objects, :data:`FETCH_CONCURRENCY` GETs at a time: each URL's bytes and description, or the error
+    reading it (one request an object, however small, so reading many is bound by their count)."""
+    if not urls:
+        return {}
+    import asyncio
+
+    from fsspec.asyn import sync
+
+    fs = client(urls[0])
+
+    async def fetch_all() -> list[Any]:
+        semaphore = asyncio.Semaphore(FETCH_CONCURRENCY)
+
+        async def one(url: str) -> Any:
+            async with semaphore:
+                try:
+                    return await _get(fs, url)
+                except Exception as error:
+                    return translate(error, url)
+
+        return await asyncio.gather(*(one(url) for url in urls))
+
+    with translated(urls[0]):
+        results = sync(fs.loop, fetch_all)
+    return dict(zip(urls, results, strict=True))
 
 
 def read_all(urls: list[str]) -> dict[str, bytes | OSError]:

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from dedup_cli.errors import StoreError
 from dedup_cli.files import atomic_write, unlink_quietly
-from dedup_cli.storage.urls import ObjectPath
-from dedup_cli.store.places import Folder
 from dedup_cli.params import SignatureParams
+from dedup_cli.storage.urls import ObjectPath
 from dedup_cli.store.format import (
     FORMAT_VERSION,
     LIVE_ROW_RULE,
@@ -26,6 +25,7 @@ from dedup_cli.store.format import (
     TEMPORARY_NAME,
     one_line,
 )
+from dedup_cli.store.places import Folder
 from dedup_cli.version import __version__
 
 

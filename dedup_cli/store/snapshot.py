@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa

@@ -31,6 +31,7 @@ from dedup_cli.store.pieces import store_pieces
 from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
 
+
 def find(store: Store, options: FindOptions, shuffle_method: str | None = None) -> FindResult:
     """Find near-duplicates in ``store`` on the current Dask client's cluster (options already checked).
 
