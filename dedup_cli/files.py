@@ -369,11 +369,11 @@ def open_output(path: str | os.PathLike[str], binary: bool = True) -> Iterator[A
 @contextmanager
 def _object_output(url: str, binary: bool) -> Iterator[Any]:
     """A stream onto the object ``url``, complete when the block ends without an exception, else never written."""
-    from dedup_cli.storage import objects
+    from dedup_cli.storage import streams
 
     written = False
     try:
-        with objects.writing(url) as raw:
+        with streams.writing(url) as raw:
             if binary:
                 yield OutputStream(raw, url)
             else:
@@ -391,9 +391,9 @@ def _object_output(url: str, binary: bool) -> Iterator[Any]:
 def open_input(path: str | os.PathLike[str]) -> Any:
     """A binary file to read the input ``path`` from: a local file, or an object (read in large ranged GETs)."""
     if is_url(path):
-        from dedup_cli.storage import objects
+        from dedup_cli.storage import streams
 
-        return objects.open_read(str(path))
+        return streams.open_read(str(path))
     return open(path, "rb")  # noqa: SIM115 - the caller closes it
 
 

@@ -134,7 +134,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["errors", "version", "primitives", "storage.urls", "candidates", "commands", "corpus", "engine",
          "engine.dask", "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "output", "store", "text",
          "command_line", "options", "storage"],
-        ["storage.objects"], ["files"],
+        ["storage.objects"], ["storage.streams"], ["files"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
@@ -220,7 +220,7 @@ CONFINED = {
     "pandas": {"engine.dask.", "store.pieces"},
     # Object storage (the ``s3`` extra): one client, behind one module.
     "s3fs": {"storage.objects"},
-    "fsspec": {"storage.objects"},
+    "fsspec": {"storage.objects", "storage.streams"},
     "botocore": {"storage.objects"},
     "aiobotocore": {"storage.objects"},
 }

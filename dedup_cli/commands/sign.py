@@ -35,10 +35,10 @@ from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.params import SignatureParams
+from dedup_cli.storage.urls import absolute
 from dedup_cli.store.manifest import RunInput, RunRecord
 from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex
-from dedup_cli.storage.urls import absolute
 from dedup_cli.store.store import create_store, stored_id_root
 
 Progress = Callable[[int], None]

@@ -103,11 +103,11 @@ def find_objects(named: Sequence[str], listed: Sequence[str], include: Sequence[
 def fetch_documents(paths: Sequence[str]) -> dict[str, tuple[bytes, os.stat_result] | OSError]:
     """The bytes and status of every object among ``paths``, fetched many at a time; local paths are not read
     here."""
-    from dedup_cli.storage import objects
+    from dedup_cli.storage import objects, streams
 
     urls = [path for path in paths if is_url(path)]
     if not urls:
         return {}
-    fetched = objects.fetch(urls)
+    fetched = streams.fetch(urls)
     return {url: value if isinstance(value, OSError) else (value[0], objects.status_of(value[1]))
             for url, value in fetched.items()}

@@ -165,7 +165,7 @@ def translated(url: str) -> Iterator[None]:
         raise translate(error, url) from error
 
 
-def _path(url: str) -> str:
+def fs_path(url: str) -> str:
     bucket, key = split(url)
     return f"{bucket}/{key}" if key else bucket
 
@@ -195,7 +195,7 @@ def read_described(url: str) -> tuple[bytes, ObjectInfo, float]:
             data = _sync(body.read())
         finally:
             body.close()
-        return data, _info_of(url, response), _date(response)
+        return data, describe(url, response), _date(response)
 
 
 def _sync(awaitable: Any) -> Any:
@@ -243,7 +243,7 @@ def delete_many(urls: list[str]) -> None:
     if not urls:
         return
     with translated(urls[0]):
-        client(urls[0]).rm([_path(url) for url in urls])
+        client(urls[0]).rm([fs_path(url) for url in urls])
 
 
 def head(url: str) -> tuple[ObjectInfo | None, float]:
@@ -255,7 +255,7 @@ def head(url: str) -> tuple[ObjectInfo | None, float]:
             response = client(url).call_s3("head_object", Bucket=bucket, Key=key)
     except FileNotFoundError:
         return None, time.time()
-    return _info_of(url, response), _date(response)
+    return describe(url, response), _date(response)
 
 
 def _date(response: dict[str, Any]) -> float:
@@ -265,7 +265,7 @@ def _date(response: dict[str, Any]) -> float:
     return time.time()
 
 
-def _info_of(url: str, response: dict[str, Any]) -> ObjectInfo:
+def describe(url: str, response: dict[str, Any]) -> ObjectInfo:
     modified = response.get("LastModified")
     mtime_ns = int(modified.timestamp() * 1e9) if modified is not None else 0
     size = response.get("ContentLength", response.get("Size", response.get("size", 0)))
@@ -304,7 +304,7 @@ def listing(url: str, recursive: bool = True) -> list[ObjectInfo]:
         while True:
             response = client(url).call_s3("list_objects_v2", **options)
             for item in response.get("Contents", ()):
-                found.append(_info_of(f"s3://{bucket}/{item['Key']}", item))
+                found.append(describe(f"s3://{bucket}/{item['Key']}", item))
             if not response.get("IsTruncated"):
                 break
             options["ContinuationToken"] = response["NextContinuationToken"]
@@ -346,121 +346,6 @@ def abort_upload(url: str, upload: str) -> None:
         pass
 
 
-def open_read(url: str, block_size: int = READ_BLOCK) -> Any:
-    """A seekable binary file reading the object in blocks of ``block_size`` bytes (ranged GETs)."""
-    with translated(url):
-        return _Reading(client(url).open(_path(url), "rb", block_size=block_size, cache_type="readahead"), url)
-
-
-class _Reading:
-    """An s3fs file whose failures are ``OSError`` s naming the URL."""
-
-    def __init__(self, handle: Any, url: str) -> None:
-        self._handle = handle
-        self.name = url
-
-    def read(self, size: int = -1) -> bytes:
-        with translated(self.name):
-            return bytes(self._handle.read(size))
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return int(self._handle.seek(offset, whence))
-
-    def tell(self) -> int:
-        return int(self._handle.tell())
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
-
-    def writable(self) -> bool:
-        return False
-
-    @property
-    def closed(self) -> bool:
-        return bool(self._handle.closed)
-
-    @property
-    def size(self) -> int:
-        return int(self._handle.size)
-
-    def status(self) -> os.stat_result:
-        """The object as ``os.stat`` describes a file (from the description fetched when it was opened)."""
-        return status_of(_info_of(self.name, self._handle.details))
-
-    def close(self) -> None:
-        self._handle.close()
-
-    def __enter__(self) -> _Reading:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-@contextmanager
-def writing(url: str) -> Iterator[Any]:
-    """A binary stream to write the object ``url`` through: it appears, complete, only if the block ends without
-    an exception (the one PUT or the multipart upload is completed then); otherwise the upload is aborted and an
-    object already at ``url`` is left as it was."""
-    with translated(url):
-        handle = client(url).open(_path(url), "wb", block_size=WRITE_BLOCK, autocommit=False)
-    stream = _Writing(handle, url)
-    try:
-        yield stream
-        with translated(url):
-            handle.close()
-            handle.commit()
-    except BaseException:
-        try:
-            handle.discard()
-        except Exception:  # the upload is abandoned either way; the next writer removes it
-            pass
-        handle.closed = True  # so that closing it (when it is collected) uploads nothing
-        raise
-
-
-class _Writing:
-    """An s3fs file being written; failures are ``OSError`` s naming the URL."""
-
-    def __init__(self, handle: Any, url: str) -> None:
-        self._handle = handle
-        self.name = url
-
-    def write(self, data: Any) -> int:
-        with translated(self.name):
-            return int(self._handle.write(data))
-
-    def flush(self) -> None:
-        pass  # a part is sent when a block is full; flushing early would only make pieces smaller
-
-    def tell(self) -> int:
-        return int(self._handle.tell())
-
-    def writable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return False
-
-    def seekable(self) -> bool:
-        return False
-
-    @property
-    def closed(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass  # :func:`writing` completes or aborts the upload
-
-
 FETCH_CONCURRENCY = 32
 """GETs in flight at once when many small objects are read together (a task's whole-file documents)."""
 
@@ -473,67 +358,6 @@ def status_of(described: ObjectInfo) -> os.stat_result:
     return os.stat_result((stat.S_IFREG | 0o444, 0, 0, 1, 0, 0, described.size, seconds, seconds, seconds),
                           {"st_mtime_ns": described.mtime_ns, "st_atime_ns": described.mtime_ns,
                            "st_ctime_ns": described.mtime_ns})
-
-
-async def _get(fs: Any, url: str) -> tuple[bytes, ObjectInfo]:
-    bucket, key = split(url)
-    response = await fs._call_s3("get_object", Bucket=bucket, Key=key)
-    body = response["Body"]
-    try:
-        data = await body.read()
-    finally:
-        body.close()
-    return data, _info_of(url, response)
-
-
-def fetch(urls: list[str]) -> dict[str, tuple[bytes, ObjectInfo] | OSError]:
-    """Many whole objects, :data:`FETCH_CONCURRENCY` GETs at a time: each URL's bytes and description, or the error
-    reading it (one request an object, however small, so reading many is bound by their count)."""
-    if not urls:
-        return {}
-    import asyncio
-
-    from fsspec.asyn import sync
-
-    fs = client(urls[0])
-
-    async def fetch_all() -> list[Any]:
-        semaphore = asyncio.Semaphore(FETCH_CONCURRENCY)
-
-        async def one(url: str) -> Any:
-            async with semaphore:
-                try:
-                    return await _get(fs, url)
-                except Exception as error:
-                    return translate(error, url)
-
-        return await asyncio.gather(*(one(url) for url in urls))
-
-    with translated(urls[0]):
-        results = sync(fs.loop, fetch_all)
-    return dict(zip(urls, results, strict=True))
-
-
-def read_all(urls: list[str]) -> dict[str, bytes | OSError]:
-    """Many whole objects at once (concurrent GETs): each URL's bytes, or the error reading it."""
-    if not urls:
-        return {}
-    fs = client(urls[0])
-    paths = [_path(url) for url in urls]
-    result: dict[str, bytes | OSError] = {}
-    with translated(urls[0]):
-        fetched = fs.cat(paths, on_error="return")
-    if not isinstance(fetched, dict):
-        fetched = {paths[0]: fetched}
-    for url, path in zip(urls, paths, strict=True):
-        value = fetched.get(path)
-        if isinstance(value, BaseException):
-            result[url] = translate(value, url)
-        elif value is None:
-            result[url] = FileNotFoundError(errno.ENOENT, "no such object", url)
-        else:
-            result[url] = bytes(value)
-    return result
 
 
 def make_bucket(url: str) -> None:

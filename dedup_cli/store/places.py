@@ -98,9 +98,9 @@ def new_file(file: Folder) -> Iterator[Any]:
     when the block ends), in object storage a stream whose upload completes when the block ends without an
     exception and is aborted otherwise."""
     if isinstance(file, ObjectPath):
-        from dedup_cli.storage import objects
+        from dedup_cli.storage import streams
 
-        with objects.writing(str(file)) as stream:
+        with streams.writing(str(file)) as stream:
             yield stream
         return
     try:
