@@ -408,7 +408,19 @@ def output_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """An empty scratch directory to build the output directory ``path`` in, renamed into place as a whole when
     the block ends without an exception (:func:`atomic_path`); a symbolic link to a directory stays a link, its
     target replaced. What killed runs left beside it is removed first."""
+    if is_url(path):
+        # A prefix has no rename: each object is written whole where it goes, the marker last (docs/filter.md).
+        yield str(path).rstrip("/")  # type: ignore[misc]
+        return
     target = Path(os.path.realpath(path))
     remove_stale_scratch(target)
     with atomic_path(target, directory=True) as scratch:
         yield scratch
+
+
+def remove_others(url: str, names: list[str]) -> None:
+    """Delete the objects under the prefix ``url`` other than ``names`` (keys relative to it)."""
+    from dedup_cli.storage import objects
+
+    keep = {f"{url}/{name}" for name in names}
+    objects.delete_many([item.url for item in objects.listing(url) if item.url not in keep])

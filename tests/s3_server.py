@@ -207,9 +207,10 @@ class FaultProxy:
                     return
                 self.send_response(response.status)
                 for name, value in response.getheaders():
-                    if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
+                    if name.lower() not in _HOP_BY_HOP and (name.lower() != "content-length" or self.command == "HEAD"):
                         self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
+                if self.command != "HEAD":  # a HEAD answer keeps the object's length
+                    self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 if self.command != "HEAD":
                     self.wfile.write(payload)

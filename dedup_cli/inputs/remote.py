@@ -55,6 +55,7 @@ def find_objects(named: Sequence[str], listed: Sequence[str], include: Sequence[
     """
     from dedup_cli.storage import objects
 
+    objects.require_s3(next(name for name in [*named, *listed] if is_url(name)))
     local = [name for name in [*named, *listed] if not is_url(name)]
     if local:
         raise UsageError(f"input {display_name(local[0])} is a local path and other inputs are in object storage; "

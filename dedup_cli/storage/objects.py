@@ -61,13 +61,21 @@ class ObjectInfo:
     etag: str = ""
 
 
-_CLIENTS: dict[int, Any] = {}
+_CLIENTS: dict[tuple[str, ...], Any] = {}
+_SETTINGS = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+             "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+             "AWS_RETRY_MODE", "AWS_MAX_ATTEMPTS")
+"""The environment a client is made from: a process that changes it (a test, a library user) gets another."""
 _LOCK = threading.Lock()
 
 
 def require_s3(url: str) -> None:
     """Raise a one-line :class:`DedupError` naming the extra unless s3fs is importable (nothing is imported)."""
-    if importlib.util.find_spec("s3fs") is None:
+    try:
+        installed = importlib.util.find_spec("s3fs") is not None
+    except (ImportError, ValueError):  # hidden, or a module entry without a spec
+        installed = False
+    if not installed:
         raise DedupError(f"{url} is in object storage, which needs the s3 extra (s3fs is not installed); install it "
                          f"with: {S3_EXTRA}")
 
@@ -81,8 +89,8 @@ def _config() -> dict[str, Any]:
 
 
 def client(url: str = "s3://") -> Any:
-    """The process's ``s3fs.S3FileSystem`` (one per process: a forked worker makes its own)."""
-    pid = os.getpid()
+    """The process's ``s3fs.S3FileSystem`` (one per process and environment: a forked worker makes its own)."""
+    pid = (str(os.getpid()), *(os.environ.get(name, "") for name in _SETTINGS))
     found = _CLIENTS.get(pid)
     if found is not None:
         return found
@@ -97,6 +105,14 @@ def client(url: str = "s3://") -> Any:
             created.retries = 2
             _CLIENTS[pid] = created
     return _CLIENTS[pid]
+
+
+def attempts() -> int:
+    """Attempts per request: ``AWS_MAX_ATTEMPTS``, else :data:`MAX_ATTEMPTS`."""
+    try:
+        return int(os.environ.get("AWS_MAX_ATTEMPTS", MAX_ATTEMPTS))
+    except ValueError:
+        return MAX_ATTEMPTS
 
 
 def endpoint() -> str:
@@ -143,12 +159,12 @@ def translate(error: BaseException, url: str) -> OSError:
                                              "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)", url)
     if status >= 500 or code in ("InternalError", "ServiceUnavailable", "SlowDown", "503", "500"):
         return OSError(errno.EIO, f"{endpoint()} answered {code or status} (HTTP {status or '5xx'}) after "
-                                  f"{MAX_ATTEMPTS} attempts; try again later", url)
+                                  f"{attempts()} attempts; try again later", url)
     if name in ("EndpointConnectionError", "ConnectionClosedError", "ClientConnectorError", "ServerDisconnectedError",
                 "ConnectTimeoutError", "ReadTimeoutError", "ClientOSError", "ConnectionError",
                 "ResponseStreamingError", "IncompleteRead") or isinstance(error, (ConnectionError, TimeoutError)):
         return OSError(errno.EIO, f"cannot reach {endpoint()} ({' '.join(str(error).split()) or name}) after "
-                                  f"{MAX_ATTEMPTS} attempts; check AWS_ENDPOINT_URL and the network", url)
+                                  f"{attempts()} attempts; check AWS_ENDPOINT_URL and the network", url)
     if isinstance(error, OSError) and error.errno is not None:
         return OSError(error.errno, " ".join((error.strerror or str(error)).split()), url)
     return OSError(errno.EIO, f"{name}: {' '.join(str(error).split())}", url)

@@ -29,17 +29,24 @@ from dedup_cli.storage.urls import split
 
 
 def open_read(url: str, block_size: int = READ_BLOCK) -> Any:
-    """A seekable binary file reading the object in blocks of ``block_size`` bytes (ranged GETs)."""
+    """A seekable binary file reading the object: one HEAD for its size, then one GET for the whole of an object of
+    at most ``block_size`` bytes, else ranged GETs of ``block_size`` bytes as it is read."""
     with translated(url):
-        return _Reading(client(url).open(fs_path(url), "rb", block_size=block_size, cache_type="readahead"), url)
+        handle = client(url).open(fs_path(url), "rb", block_size=block_size, cache_type="readahead")  # one HEAD
+        if handle.size <= block_size:
+            from fsspec.caching import caches
+
+            handle.cache = caches["all"](handle.blocksize, handle._fetch_range, handle.size)  # one GET, now
+        return _Reading(handle, url, describe(url, handle.details))
 
 
 class _Reading:
     """An s3fs file whose failures are ``OSError`` s naming the URL."""
 
-    def __init__(self, handle: Any, url: str) -> None:
+    def __init__(self, handle: Any, url: str, described: ObjectInfo) -> None:
         self._handle = handle
         self.name = url
+        self._described = described
 
     def read(self, size: int = -1) -> bytes:
         with translated(self.name):
@@ -75,7 +82,7 @@ class _Reading:
 
     def status(self) -> os.stat_result:
         """The object as ``os.stat`` describes a file (from the description fetched when it was opened)."""
-        return status_of(describe(self.name, self._handle.details))
+        return status_of(self._described)
 
     def close(self) -> None:
         self._handle.close()

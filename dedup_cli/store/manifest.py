@@ -186,6 +186,8 @@ def read_manifest_version(path: Folder) -> tuple[bytes, str | None]:
             "pass a store written by dedup sign"
         ) from None
     except OSError as error:
+        if isinstance(path, ObjectPath):
+            raise  # already one line naming the object: refused credentials, an endpoint out of reach
         raise StoreError(f"cannot read store {path}: {error.strerror or error}") from error
 
 

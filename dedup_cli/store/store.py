@@ -21,7 +21,7 @@ from dedup_cli.errors import StoreError, UsageError
 from dedup_cli.files import path_kind
 from dedup_cli.inputs.locations import infer_id_root
 from dedup_cli.params import SignatureParams
-from dedup_cli.storage.objects import ConditionFailed
+from dedup_cli.storage.objects import ConditionFailed, require_s3
 from dedup_cli.storage.urls import ObjectPath, is_url
 from dedup_cli.store.compaction import compact_parts
 from dedup_cli.store.format import (
@@ -293,6 +293,7 @@ def writer_lock(path: Folder, timeout: float | None) -> WriterLock | ObjectLock:
 
 
 def _open_objects(path: ObjectPath) -> Store:
+    require_s3(str(path))
     try:
         data, version = read_manifest_version(path)
     except StoreError:
@@ -382,6 +383,7 @@ def create_store(path: str | os.PathLike[str], params: SignatureParams, exist_ok
 def _create_objects(path: ObjectPath, params: SignatureParams, exist_ok: bool, lock_timeout: float | None
                     ) -> Store:
     """:func:`create_store` in object storage: the manifest is created with ``If-None-Match: *``, under the lock."""
+    require_s3(str(path))
     kind = path_kind(path)  # also says, in one line, that the bucket is missing or the credentials are refused
     if kind == "file":
         raise StoreError(f"refusing to overwrite {path}: it is an object, not a store; choose another path")
