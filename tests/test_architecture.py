@@ -346,7 +346,8 @@ def test_the_public_api_is_lazy_and_complete() -> None:
     # What mypy sees (the TYPE_CHECKING imports) comes from the modules __getattr__ serves.
     assert {item.target for item in _imports_of("__init__")} >= set(public.values())
     code = ("import sys, dedup_cli, dedup_cli.cli; "
-            "print(sorted(name for name in ('numpy', 'pyarrow', 'xxhash', 'tqdm') if name in sys.modules))")
+            "print(sorted(name for name in ('numpy', 'pyarrow', 'xxhash', 'tqdm', 's3fs', 'botocore', 'fsspec') "
+            "if name in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)})
     assert loaded.stdout.strip() == "[]", f"importing the CLI loads {loaded.stdout.strip()}"
