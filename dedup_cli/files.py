@@ -377,7 +377,7 @@ def _object_output(url: str, binary: bool) -> Iterator[Any]:
             if binary:
                 yield OutputStream(raw, url)
             else:
-                text = io.TextIOWrapper(raw, encoding="utf-8", newline="", write_through=True)  # type: ignore[arg-type]
+                text = io.TextIOWrapper(raw, encoding="utf-8", newline="", write_through=True)
                 yield OutputStream(text, url)
                 text.flush()
                 text.detach()

@@ -29,6 +29,8 @@ HOST = "127.0.0.1"
 ACCESS_KEY = "dedup-tests"
 SECRET_KEY = "dedup-tests-secret"
 START_SECONDS = 60
+NO_FILE = "/nonexistent/dedup-tests-use-no-aws-configuration"
+"""Where the AWS configuration and credentials files are said to be: nowhere, so the user's are never read."""
 
 
 def free_port() -> int:
@@ -47,8 +49,8 @@ def aws_environment(endpoint: str, access_key: str = ACCESS_KEY) -> dict[str, st
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_REGION": "us-east-1",
         "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": os.devnull,
-        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+        "AWS_CONFIG_FILE": NO_FILE,
+        "AWS_SHARED_CREDENTIALS_FILE": NO_FILE,
     }
 
 

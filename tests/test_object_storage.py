@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from s3_server import ACCESS_KEY, FaultProxy, Faults, S3Server
 
 from dedup_cli.cli import cli
 from dedup_cli.storage.urls import ObjectPath
-from s3_server import ACCESS_KEY, FaultProxy, Faults, S3Server
 
 pytest.importorskip("s3fs", reason="object storage needs the s3 extra: pip install 'dedup-cli[s3]'")
 
@@ -113,6 +113,8 @@ def test_sign_find_filter_eval_give_the_local_bytes(bucket: str, tmp_path: Path)
         report = json.loads(stdout)
         reports.append({key: value for key, value in report.items() if key not in ("store", "seconds")})
     assert reports[0] == reports[1]
+    code, _, stderr = invoke("find", remote_store, "--against", f"{remote_store}/", "-q")
+    assert code == 2 and "is the store itself" in stderr
     info = [json.loads(invoke("info", store)[1]) for store in (local_store, remote_store)]
     assert info[0]["params"] == info[1]["params"] and info[1]["store"] == remote_store
 

@@ -337,7 +337,7 @@ def unfinished_uploads(url: str) -> list[tuple[str, str, float]]:
     """(object URL, upload id, when it began in seconds since the epoch) of the multipart uploads begun and never
     completed under the prefix ``url``."""
     bucket, key = split(url)
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, float]] = []
     options: dict[str, Any] = {"Bucket": bucket, "Prefix": f"{key}/" if key else ""}
     with translated(url):
         while True:

@@ -87,7 +87,7 @@ def location(path: str | os.PathLike[str]) -> Any:
     """A ``Path`` for a local path, an :class:`ObjectPath` for a URL."""
     from pathlib import Path
 
-    return ObjectPath(path) if is_url(path) else Path(path)
+    return ObjectPath(str(path)) if is_url(path) else Path(path)
 
 
 def absolute(path: str) -> str:

@@ -29,7 +29,7 @@ Folder = Path | ObjectPath
 
 def folder_of(path: str | os.PathLike[str] | ObjectPath) -> Folder:
     """The folder ``path`` names (a URL becomes an :class:`ObjectPath`)."""
-    return ObjectPath(str(path)) if is_url(path) else Path(path)
+    return ObjectPath(str(path)) if isinstance(path, ObjectPath) or is_url(path) else Path(path)
 
 
 def in_objects(folder: Folder) -> bool:

@@ -142,6 +142,7 @@ class Store:
         """``columns`` of the stored rows (with ``id`` and ``run``) and the positions of the live ones, in id
         order."""
         if self._manifest is None:
+            assert isinstance(self.path, Path)  # a format 1 store is a local file
             table = read_legacy_table(self.path, list(dict.fromkeys([*columns, "id", "run"])))
             return table, np.arange(table.num_rows, dtype=np.int64)
         return self._reading(lambda manifest: read_snapshot(self.path, manifest, columns))
@@ -200,6 +201,7 @@ class Store:
         row groups that hold the named documents.
         """
         if self._manifest is None:
+            assert isinstance(self.path, Path)  # a format 1 store is a local file
             table = read_legacy_table(self.path, SIGNATURE_COLUMNS)
             rows, missing = _named_rows(table.column("id"), np.arange(table.num_rows, dtype=np.int64), ids)
             return stored_signatures(table.take(pa.array(rows, pa.int64())), self.params, self.path), missing
@@ -241,7 +243,7 @@ class Store:
     def _lock(self, lock_timeout: float | None) -> tuple[WriterLock | ObjectLock, Manifest]:
         """Take the writer lock, read the manifest again under it and delete what killed runs left behind."""
         if self._manifest is None:
-            raise legacy_error(self.path)
+            raise legacy_error(Path(str(self.path)))
         lock = writer_lock(self.path, lock_timeout)
         lock.acquire()
         try:
@@ -297,7 +299,7 @@ def _open_objects(path: ObjectPath) -> Store:
     try:
         data, version = read_manifest_version(path)
     except StoreError:
-        kind = path_kind(path)
+        kind = path_kind(str(path))
         if kind is None:
             raise StoreError(f"store {path} does not exist; create it with: dedup sign INPUT -o {path}") from None
         if kind == "file":
@@ -310,7 +312,7 @@ def _open_objects(path: ObjectPath) -> Store:
 def open_store(path: str | os.PathLike[str] | ObjectPath) -> Store:
     """Open the store at ``path`` (a format 2 directory or a format 1 file, or a prefix in object storage),
     reading only its manifest or footer."""
-    if is_url(path):
+    if isinstance(path, ObjectPath) or is_url(path):
         return _open_objects(ObjectPath(str(path)))
     path = Path(path)
     kind = path_kind(path)
@@ -323,10 +325,10 @@ def open_store(path: str | os.PathLike[str] | ObjectPath) -> Store:
     if kind != "file":  # never opened: a FIFO would wait for a writer, a device read forever
         raise StoreError(f"{path} is a {kind}, not a store; a store is a directory written by dedup sign")
     parquet = open_parquet(path)
-    version, params = parse_metadata(path, parquet.schema_arrow.metadata)
-    if version != LEGACY_FORMAT_VERSION:
+    legacy_version, params = parse_metadata(path, parquet.schema_arrow.metadata)
+    if legacy_version != LEGACY_FORMAT_VERSION:
         raise StoreError(f"{path} is one part of a directory store; pass the directory {path.parent}")
-    return Store(path, version, params, None, legacy_rows=parquet.metadata.num_rows)
+    return Store(path, legacy_version, params, None, legacy_rows=parquet.metadata.num_rows)  # format 1: local only
 
 
 def refuse_foreign_directory(path: Folder) -> None:
@@ -384,7 +386,7 @@ def _create_objects(path: ObjectPath, params: SignatureParams, exist_ok: bool, l
                     ) -> Store:
     """:func:`create_store` in object storage: the manifest is created with ``If-None-Match: *``, under the lock."""
     require_s3(str(path))
-    kind = path_kind(path)  # also says, in one line, that the bucket is missing or the credentials are refused
+    kind = path_kind(str(path))  # also says, in one line, that the bucket is missing or the credentials are refused
     if kind == "file":
         raise StoreError(f"refusing to overwrite {path}: it is an object, not a store; choose another path")
     if kind == "directory":
