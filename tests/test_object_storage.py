@@ -136,6 +136,30 @@ def test_filter_reads_and_writes_objects_as_it_does_files(bucket: str, tmp_path:
     assert local == remote and local[0].count(b"\n") < crawl.read_bytes().count(b"\n")
 
 
+def test_filter_mirrors_a_prefix_into_another_as_it_mirrors_a_folder(bucket: str, tmp_path: Path) -> None:
+    upload(BIBLE / "KJV", f"{bucket}/corpus")
+    for inputs, store, out in ((str(BIBLE / "KJV"), str(tmp_path / "sigs"), str(tmp_path / "clean")),
+                               (f"{bucket}/corpus/", f"{bucket}/sigs", f"{bucket}/clean/")):
+        code, _, stderr = invoke("filter", inputs, "--sign", "-s", store, "-o", out, "-t", "0.3", "-q")
+        assert code == 0, stderr
+    local = {path.relative_to(tmp_path / "clean").as_posix(): path.read_bytes()
+             for path in (tmp_path / "clean").rglob("*") if path.is_file() and path.name != ".dedup-filter.json"}
+    remote = {key: read(f"{bucket}/clean/{key}") for key in keys(f"{bucket}/clean") if key != ".dedup-filter.json"}
+    assert remote == local and 0 < len(local) < 8
+    assert ".dedup-filter.json" in keys(f"{bucket}/clean")
+    from dedup_cli.storage import objects
+
+    objects.put(f"{bucket}/clean/stale.txt", b"left by an earlier output")
+    code, _, stderr = invoke("filter", f"{bucket}/corpus/", "-s", f"{bucket}/sigs", "-o", f"{bucket}/clean/", "-t",
+                             "0.3", "-q")
+    assert code == 0, stderr
+    assert "stale.txt" not in keys(f"{bucket}/clean")
+    objects.put(f"{bucket}/foreign/mine.txt", b"not dedup's")
+    code, _, stderr = invoke("filter", f"{bucket}/corpus/", "-s", f"{bucket}/sigs", "-o", f"{bucket}/foreign", "-q")
+    assert code == 1 and "refusing to overwrite" in stderr
+    assert read(f"{bucket}/foreign/mine.txt") == b"not dedup's"
+
+
 def test_an_output_object_is_replaced_whole_or_not_at_all(bucket: str) -> None:
     from dedup_cli.files import open_output
     from dedup_cli.storage import objects
