@@ -33,7 +33,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from dedup_cli.errors import DedupError
-from dedup_cli.storage.urls import split
+from dedup_cli.storage.urls import split, split_prefix
 
 S3_EXTRA = "pip install 'dedup-cli[s3]'"
 MAX_ATTEMPTS = 6
@@ -299,19 +299,18 @@ def kind(url: str) -> str | None:
     Raises:
         OSError: the bucket does not exist, the credentials are refused, the endpoint cannot be reached.
     """
-    bucket, key = split(url)
-    if key and info(url) is not None:
+    bucket, prefix = split_prefix(url)
+    if prefix and not url.endswith("/") and info(url) is not None:
         return "file"
     with translated(url):
-        response = client(url).call_s3("list_objects_v2", Bucket=bucket, Prefix=f"{key}/" if key else "", MaxKeys=1)
-    return "directory" if response.get("KeyCount", 0) or not key else None
+        response = client(url).call_s3("list_objects_v2", Bucket=bucket, Prefix=prefix, MaxKeys=1)
+    return "directory" if response.get("KeyCount", 0) or not prefix else None
 
 
 def listing(url: str, recursive: bool = True) -> list[ObjectInfo]:
     """Every object under the prefix ``url`` (``url/…``), sorted by key; with ``recursive`` False only those
     directly under it."""
-    bucket, key = split(url)
-    prefix = f"{key}/" if key else ""
+    bucket, prefix = split_prefix(url)
     found: list[ObjectInfo] = []
     options: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     if not recursive:
@@ -336,9 +335,9 @@ def names(url: str) -> list[str]:
 def unfinished_uploads(url: str) -> list[tuple[str, str, float]]:
     """(object URL, upload id, when it began in seconds since the epoch) of the multipart uploads begun and never
     completed under the prefix ``url``."""
-    bucket, key = split(url)
+    bucket, prefix = split_prefix(url)
     found: list[tuple[str, str, float]] = []
-    options: dict[str, Any] = {"Bucket": bucket, "Prefix": f"{key}/" if key else ""}
+    options: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
     with translated(url):
         while True:
             response = client(url).call_s3("list_multipart_uploads", **options)

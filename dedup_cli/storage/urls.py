@@ -31,6 +31,14 @@ def split(url: str) -> tuple[str, str]:
     return bucket, key.lstrip("/")
 
 
+def split_prefix(url: str) -> tuple[str, str]:
+    """(bucket, prefix) of a URL naming a directory: every key under it starts with the prefix (``""`` for a whole
+    bucket, else the key and a ``/``, however many slashes the URL ends with)."""
+    bucket, key = split(url)
+    key = key.rstrip("/")
+    return bucket, f"{key}/" if key else ""
+
+
 def normalised(url: str) -> str:
     """``url`` with a lower-case scheme and no trailing slash: one spelling per location."""
     scheme, _, rest = str(url).partition("://")
