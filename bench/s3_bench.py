@@ -96,7 +96,8 @@ def compare(corpus: Path, scratch: Path, repeat: int, folder_repeat: int, env: d
     for kind, slug, local_input, remote_input, reading, times in (
             ("one JSON Lines file", "jsonl", str(jsonl_of(corpus)), f"{BUCKET}/corpus.jsonl", ["--id-field", "id"],
              repeat),
-            ("a folder of files", "folder", str(corpus / "docs"), f"{BUCKET}/docs/", [], folder_repeat)):
+            ("a folder of files", "folder", str(corpus / "docs"), f"{BUCKET}/docs/", [], folder_repeat))[
+            :2 if folder_repeat else 1]:
         best: dict[str, dict[str, float]] = {}
         outputs = {}
         for attempt in range(times):
@@ -149,17 +150,17 @@ def kills(corpus: Path, scratch: Path, count: int, env: dict[str, str], seed: in
         upload(path, f"{BUCKET}/kills/v{version}.jsonl", env)
         versions.append(f"{BUCKET}/kills/v{version}.jsonl")
     store = f"{BUCKET}/kills/sigs"
-    started = time.perf_counter()
     dedup("sign", versions[0], "--id-field", "id", "-o", store, "-q", env=env)
-    full = time.perf_counter() - started
+    full = dedup("sign", versions[1], "--id-field", "id", "-o", store, "-q", env=env)  # a run that rewrites all
     generator = random.Random(seed)
-    torn, killed, finished, moments = 0, 0, 0, []
-    for attempt in range(count):
-        moment = generator.uniform(0.2, full * 1.1)
+    torn, killed, finished, moments, attempt = 0, 0, 0, [], 0
+    while killed < count and attempt < 2 * count:
+        moment = generator.uniform(0.2, full * 0.9)
         moments.append(moment)
-        run = subprocess.Popen([sys.executable, "-m", "dedup_cli", "sign", versions[(attempt + 1) % 2], "--id-field",
+        run = subprocess.Popen([sys.executable, "-m", "dedup_cli", "sign", versions[attempt % 2], "--id-field",
                                 "id", "-o", store, "-q"], env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, cwd=tempfile.gettempdir())
+        attempt += 1
         time.sleep(moment)
         run.send_signal(signal.SIGKILL)
         run.wait()
@@ -180,7 +181,7 @@ def kills(corpus: Path, scratch: Path, count: int, env: dict[str, str], seed: in
     listed = {part.file for part in opened.manifest.parts} | {"_dedup_manifest.json"}
     left = [item.url for item in objects.listing(store) if item.url.rsplit("/", 1)[1] not in listed]
     left += [url for url, _, _ in objects.unfinished_uploads(store)]
-    return {"runs": count, "killed": killed, "finished": finished, "torn": torn, "full_run": full,
+    return {"runs": attempt, "killed": killed, "finished": finished, "torn": torn, "full_run": full,
             "moments": (min(moments), max(moments)), "left_after_next_run": len(left)}
 
 
@@ -221,9 +222,11 @@ def report(rows: list[dict[str, Any]], counted: list[dict[str, Any]], killing: d
               "run |", "|---|---|---|---|---|",
               f"| {killing['runs']} | {killing['killed']} | {killing['finished']} | {killing['torn']} | "
               f"{killing['left_after_next_run']} |", "",
-              f"Each run rewrites every document of the corpus (two versions alternate; a run takes "
-              f"{killing['full_run']:.1f} s) and is killed after {killing['moments'][0]:.1f}–"
-              f"{killing['moments'][1]:.1f} s (seeded)."]
+              f"Each run rewrites every document of the corpus (two versions alternate; such a run took "
+              f"{killing['full_run']:.1f} s to the end) and is killed after {killing['moments'][0]:.1f}–"
+              f"{killing['moments'][1]:.1f} s (uniform, seeded), until {arguments.kills} runs were killed; after "
+              "each, the store is read whole: torn means it could not be read, a listed part was missing, or its "
+              "rows came from two runs."]
     return "\n".join(lines) + "\n"
 
 
@@ -231,8 +234,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=HERE / "data" / "corpus-100000")
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--folder-repeat", type=int, default=1, help="runs of the folder (10^5 GETs a sign)")
-    parser.add_argument("--kills", type=int, default=25)
+    parser.add_argument("--folder-repeat", type=int, default=1,
+                        help="runs of the folder (10^5 GETs a sign; 0: leave the folder out)")
+    parser.add_argument("--kills", type=int, default=25, help="runs to kill with SIGKILL")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS-s3.md")
     arguments = parser.parse_args()
     arguments.corpus = arguments.corpus.resolve()
@@ -246,8 +250,9 @@ def main() -> None:
         objects.make_bucket(BUCKET)
         print("upload JSON Lines:", round(upload(jsonl_of(arguments.corpus), f"{BUCKET}/corpus.jsonl", direct), 1),
               "s", flush=True)
-        print("upload folder:", round(upload(arguments.corpus / "docs", f"{BUCKET}/docs", direct), 1), "s",
-              flush=True)
+        if arguments.folder_repeat:
+            print("upload folder:", round(upload(arguments.corpus / "docs", f"{BUCKET}/docs", direct), 1), "s",
+                  flush=True)
         with tempfile.TemporaryDirectory() as scratch:
             rows = compare(arguments.corpus, Path(scratch), arguments.repeat, arguments.folder_repeat, direct)
             numbers = requests(proxy, counted)

@@ -30,9 +30,12 @@ from dedup_cli.storage.urls import split
 
 def open_read(url: str, block_size: int = READ_BLOCK) -> Any:
     """A seekable binary file reading the object: one HEAD for its size, then one GET for the whole of an object of
-    at most ``block_size`` bytes, else ranged GETs of ``block_size`` bytes as it is read."""
+    at most ``block_size`` bytes, else ranged GETs of ``block_size`` bytes as it is read, the next one fetched in
+    the background while the current one is read."""
     with translated(url):
-        handle = client(url).open(fs_path(url), "rb", block_size=block_size, cache_type="readahead")  # one HEAD
+        # One HEAD; then blocks read ahead in the background, so that the next GET overlaps parsing this block.
+        handle = client(url).open(fs_path(url), "rb", block_size=block_size, cache_type="background",
+                                  cache_options={"maxblocks": 2})
         if handle.size <= block_size:
             from fsspec.caching import caches
 
