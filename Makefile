@@ -19,7 +19,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[fast,plot,dask,test]'
+	$(BIN)/python -m pip install --quiet -e '.[fast,plot,dask,s3,test]'
 	touch $@
 
 $(VENV)/.installed-dask: $(VENV)/.installed

@@ -130,10 +130,11 @@ def _violations(items: list[Import]) -> str:
 # flow documents → shingles → signatures → candidates → estimates → groups, then what runs and shows it) and a
 # step inside the tier, for modules of one package that build on each other. docs/architecture.md explains it.
 LAYERS: list[tuple[str, list[list[str]]]] = [
-    ("foundations: nothing of dedup", [
-        ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "engine.dask",
-         "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "output", "store", "text",
-         "command_line", "options"],
+    ("foundations: nothing of dedup but each other", [
+        ["errors", "version", "primitives", "storage.urls", "candidates", "commands", "corpus", "engine",
+         "engine.dask", "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "output", "store", "text",
+         "command_line", "options", "storage"],
+        ["storage.objects"], ["storage.streams"], ["files"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
@@ -161,13 +162,13 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding"],
-        ["inputs.streams"], ["inputs.parquet", "inputs.chunks"], ["inputs.discovery", "inputs.reread"],
+        ["inputs.streams"], ["inputs.parquet", "inputs.chunks", "inputs.remote"], ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"], ["inputs.planning"],
         ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [
-        ["store.format", "store.parts", "store.pandas_probe"], ["store.lock", "store.legacy", "store.manifest"],
-        ["store.snapshot"],
+        ["store.format", "store.places", "store.pandas_probe"],
+        ["store.parts", "store.lock", "store.legacy", "store.manifest"], ["store.leases", "store.snapshot"],
         ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces", "store.documents", "store.checkpoints"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
@@ -219,6 +220,11 @@ CONFINED = {
     "dask": {"engine.dask."},
     "distributed": {"engine.dask."},
     "pandas": {"engine.dask.", "store.pieces"},
+    # Object storage (the ``s3`` extra): one client, behind one module.
+    "s3fs": {"storage.objects"},
+    "fsspec": {"storage.objects", "storage.streams"},
+    "botocore": {"storage.objects"},
+    "aiobotocore": {"storage.objects"},
 }
 
 
@@ -342,7 +348,8 @@ def test_the_public_api_is_lazy_and_complete() -> None:
     # What mypy sees (the TYPE_CHECKING imports) comes from the modules __getattr__ serves.
     assert {item.target for item in _imports_of("__init__")} >= set(public.values())
     code = ("import sys, dedup_cli, dedup_cli.cli; "
-            "print(sorted(name for name in ('numpy', 'pyarrow', 'xxhash', 'tqdm') if name in sys.modules))")
+            "print(sorted(name for name in ('numpy', 'pyarrow', 'xxhash', 'tqdm', 's3fs', 'botocore', 'fsspec') "
+            "if name in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)})
     assert loaded.stdout.strip() == "[]", f"importing the CLI loads {loaded.stdout.strip()}"

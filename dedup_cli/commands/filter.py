@@ -24,11 +24,11 @@ import numpy as np
 from dedup_cli.commands.find import find, open_reference
 from dedup_cli.commands.sign import SignReport, sign
 from dedup_cli.corpus.decisions import Decisions, SourceOutcome
-from dedup_cli.corpus.layout import Layout, plan_layout, write_marker
+from dedup_cli.corpus.layout import MARKER, Layout, plan_layout, write_marker
 from dedup_cli.corpus.sources import filter_source
 from dedup_cli.engine.filter_stages import known_exact, member_decisions, pair_estimates
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.files import open_output, output_directory, path_kind
+from dedup_cli.files import open_output, output_directory, path_kind, remove_others
 from dedup_cli.inputs.discovery import plan_sources
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path
 from dedup_cli.inputs.members import read_members
@@ -37,6 +37,8 @@ from dedup_cli.options.checks import literal
 from dedup_cli.options.filtering import FilterOptions
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
+from dedup_cli.storage.urls import absolute as absolute_path
+from dedup_cli.storage.urls import is_url
 from dedup_cli.store.store import Store, open_store, stored_id_root
 
 Progress = Callable[[int], None]
@@ -121,7 +123,7 @@ def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[So
     files = store.source_files()
     signed = [(STDIN if source.path == STDIN else location_path(source.path)) in files for source in sources]
     for name in inputs:
-        absolute = STDIN if name == STDIN else os.path.abspath(name)
+        absolute = STDIN if name == STDIN else absolute_path(name)
         if not any(known and (source.path == absolute or source.path.startswith(absolute.rstrip(os.sep) + os.sep))
                    for source, known in zip(sources, signed, strict=True)):
             shown = "stdin" if name == STDIN else display_name(name)
@@ -201,6 +203,8 @@ def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], de
             with output_directory(layout.out) as scratch:
                 each([os.path.join(scratch, target) for target in layout.targets])
                 write_marker(scratch, store, inputs)
+                if is_url(scratch):  # objects of an earlier output that this one did not write
+                    remove_others(str(scratch), [*layout.targets, MARKER])
     except OSError as error:
         raise InputError(f"cannot write {display_name(layout.out)}: {error.strerror or error}") from error
     return total

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from dedup_cli.engine import local
 from dedup_cli.engine.extras import require_dask
@@ -63,7 +64,9 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
 def open_reference(store: Store, against: str) -> Store:
     """The reference store ``against`` (its manifest), checked against ``store``: another store, same parameters."""
     reference = open_store(against)
-    if os.path.exists(store.path) and os.path.samefile(store.path, reference.path):
+    here, there = store.path, reference.path
+    local = isinstance(here, Path) and isinstance(there, Path)
+    if here == there or (local and os.path.exists(str(here)) and os.path.samefile(str(here), str(there))):
         raise OptionError("against", against, f"{{against}} {literal(against)} is the store itself; name another "
                           "store to compare with")
     differences = store.params.differences(reference.params)

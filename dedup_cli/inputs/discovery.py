@@ -25,11 +25,13 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from dedup_cli.errors import InputError, UsageError
+from dedup_cli.files import open_input
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME, Source, display_name
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import COMPRESSION_SUFFIXES, READ_ERRORS
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
+from dedup_cli.storage.urls import is_url
 
 FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 
@@ -54,6 +56,7 @@ class SourceFile:
 
     id: str
     path: str
+    status: os.stat_result | None = None  # known when listed (objects in object storage)
 
 
 def _matches(relative: str, patterns: Sequence[str]) -> bool:
@@ -91,6 +94,11 @@ def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[st
     a list made by ``find`` may name a file deleted since. Ids are relative to :func:`_id_root`, which is
     recorded in ``report.id_root``.
     """
+    if any(is_url(name) for name in [*named, *listed]):
+        from dedup_cli.inputs.remote import find_objects
+
+        return [SourceFile(display_name(relative), url, status) for relative, url, status in
+                find_objects(named, listed, include, exclude, report, id_root, _matches)]
     named_absolute = []
     for name in named:
         if not os.path.lexists(name):
@@ -181,7 +189,7 @@ def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
     for file in files:
         file_format, file_compression = _kinds(file.path)
         try:
-            status: os.stat_result | None = os.stat(file.path)
+            status: os.stat_result | None = file.status or os.stat(file.path)
         except OSError:
             status = None  # reported when it is read
         sources.append(Source(file.id, file.path, display_name(file.path),
@@ -194,7 +202,7 @@ def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
             from dedup_cli.inputs.parquet import check_columns
 
             try:
-                with open(source.path, "rb") as handle:
+                with open_input(source.path) as handle:
                     schema = pq.read_schema(handle)
             except READ_ERRORS:
                 continue  # reported when it is read

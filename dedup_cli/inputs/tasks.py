@@ -17,6 +17,7 @@ whole run knows which id came first.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,9 +27,11 @@ from dedup_cli.inputs.chunks import LineChunk, chunk_lines
 from dedup_cli.inputs.files import line_document, note_unreadable, read_whole
 from dedup_cli.inputs.locations import Source, display_name
 from dedup_cli.inputs.records import Document, IntegerSet
+from dedup_cli.inputs.remote import fetch_documents
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import READ_ERRORS, compression, open_decompressed
 from dedup_cli.options.reading import InputOptions
+from dedup_cli.storage.urls import is_url
 
 if TYPE_CHECKING:
     from dedup_cli.inputs.parquet import ParquetRows
@@ -127,10 +130,17 @@ class PlainFile:
         os.close(self.descriptor)
 
 
-def read_file(source: Source, limit: int | None, report: ReadReport) -> Iterator[tuple[str, Document]]:
-    """The document of one whole file (plain or compressed); a file that cannot be read is noted in ``report``."""
+def read_file(source: Source, limit: int | None, report: ReadReport,
+              fetched: tuple[bytes, os.stat_result] | OSError | None = None) -> Iterator[tuple[str, Document]]:
+    """The document of one whole file (plain or compressed); a file that cannot be read is noted in ``report``.
+    ``fetched``: an object already read, with its status, or the error reading it."""
     try:
-        if source.compression is None:
+        if fetched is not None:
+            if isinstance(fetched, OSError):
+                raise fetched
+            yield from read_whole(io.BytesIO(fetched[0]), fetched[1], source, limit, report)
+            return
+        if source.compression is None and not is_url(source.path):
             # The common case, many small plain files: without the decompression layer or Python's buffering.
             with PlainFile(source.path) as plain:
                 yield from read_whole(plain, plain.status(), source, limit, report)
@@ -168,8 +178,10 @@ def read_task(task: ReadTask, options: InputOptions) -> TaskDocuments:
     """The documents of one task, read as ``options`` say, and what reading them found."""
     read = TaskDocuments(report=ReadReport(max_document_bytes=options.max_document_bytes))
     if isinstance(task, FilesTask):
+        # Objects in object storage are fetched together: one GET each, many in flight.
+        fetched = fetch_documents([path for path in task.paths if compression(path) is None])
         for source in task.sources():
-            read.add(read_file(source, options.max_document_bytes, read.report))
+            read.add(read_file(source, options.max_document_bytes, read.report, fetched.get(source.path)))
     elif isinstance(task, LinesTask):
         read.add(_line_documents(task, options, read.report))
     elif isinstance(task, RowsTask):

@@ -42,7 +42,7 @@ _STAGE_PREFIX = re.compile(r"(candidates|scored|decisions)-[0-9a-f]{24}")
 def snapshot_of(store: Store) -> str:
     """What identifies a store's contents as opened: its manifest, or for a format 1 file its size, time, inode."""
     if store.manifest is None:
-        status = os.stat(store.path)
+        status = os.stat(str(store.path))  # format 1 stores are local files
         return f"format 1 {status.st_size} {status.st_mtime_ns} {status.st_ino}"
     return store.manifest.to_json().decode("utf-8")
 
