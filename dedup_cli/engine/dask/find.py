@@ -22,7 +22,7 @@ from dedup_cli.engine import local
 from dedup_cli.engine.dask import decisions, gather, tail
 from dedup_cli.engine.dask.candidates import candidate_pairs
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import read_documents
+from dedup_cli.engine.dask.frames import read_documents, with_reference
 from dedup_cli.engine.dask.joins import bit_columns, reduce_bits, reduced_meta, score_candidates
 from dedup_cli.engine.find_stages import conclude, estimator_name, new_documents, set_size_ratios, store_runs
 from dedup_cli.engine.progress import Progress, silent
@@ -34,8 +34,9 @@ from dedup_cli.verification import Verification
 
 
 def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
-         progress: Progress = silent) -> FindResult:
-    """Find near-duplicates in ``store`` on the current Dask client's cluster (options already checked).
+         progress: Progress = silent, reference: Store | None = None) -> FindResult:
+    """Find near-duplicates in ``store`` (and with ``options.against``, against the ``reference`` store) on the
+    current Dask client's cluster (options already checked).
 
     The result's ``profile`` holds each stage's seconds and the rows and payload bytes its shuffles moved.
     """
@@ -54,8 +55,11 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     progress.stage("reading the store's pieces", None)
     pieces, removals = store_pieces(store)
     frames = read_documents(params, pieces, removals, shuffle_method)
+    if reference is not None:
+        frames = with_reference(frames, read_documents(params, *store_pieces(reference), shuffle_method))
     if frames.documents == 0:
-        return local.find([store], options)
+        return local.find([store] if reference is None else [store, reference], options)
+    start = frames.reference_start
     lap("read")
     recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
     choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
@@ -66,8 +70,10 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     progress.stage("scoring the candidate pairs", None)
     (reduced,) = settled(frames.values.map_partitions(reduce_bits, frames.words, params, bits,
                                                       meta=reduced_meta(bits, params.num_perm)))
-    new_since = options.new_since if options.ways == 2 else None
-    (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params, new_since, shuffle_method))
+    pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
+    (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params,
+                                         options.new_since if pairs_only else None, shuffle_method,
+                                         start if pairs_only else None, options.only_across))
     lap("scoring")
     progress.stage("exact checks and decisions", None)
     decided, checked = decisions.check_and_decide(scored, frames, options.verify, threshold, shuffle_method)
@@ -92,7 +98,8 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
         oversized_buckets=found.oversized_buckets, eligible=frames.eligible, verification=verification,
         aliases=int(alias_documents.size), seconds=0.0, banding_choice=choice, documents=frames.documents,
         estimator=estimator_name(set_size_ratios(np.array([frames.max_shingle_count]), params.universe)),
-        run_span=frames.run_span)
+        run_span=frames.run_span, against=options.against,
+        reference_documents=None if start is None else frames.documents - start)
     # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
     # component on the workers and the output streams from them in chunks no larger.
     progress.stage("groups", None)
@@ -101,13 +108,15 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
                                           shuffle_method)
     else:
         got = gather.gather(needed.compute(), params, frames, reduced, bits)
-        new = new_documents(store_runs(got.store), options.new_since, None)
+        in_reference = None if start is None else got.docs >= start
+        new = new_documents(store_runs(got.store), options.new_since, in_reference)
         local_aliases = np.searchsorted(got.docs, alias_documents[np.isin(alias_documents, got.docs)])
         concluded = conclude(got.store, got.values, gather.ratios(got.store), got.scored, got.exact, got.decided,
-                             local_aliases, new, options, bits)
+                             local_aliases, new, options, bits, in_reference)
         result = FindResult(store=got.store, pairs=concluded.pairs, exact=concluded.exact,
                             triples=concluded.triples, groups=concluded.groups, weakest=concluded.weakest,
-                            kept=concluded.kept, keep_field_problems=concluded.keep_field_problems, **common)
+                            kept=concluded.kept, keep_field_problems=concluded.keep_field_problems,
+                            reference=in_reference, **common)
     lap("end")
     result.profile = profile
     return result
