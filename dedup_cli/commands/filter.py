@@ -26,7 +26,7 @@ from dedup_cli.commands.sign import SignReport, sign
 from dedup_cli.corpus.decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.layout import Layout, plan_layout, write_marker
 from dedup_cli.corpus.sources import filter_source
-from dedup_cli.engine.filter_stages import known_exact, member_decisions, pair_estimates
+from dedup_cli.engine.filter_stages import find_decisions, pair_estimates
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.files import open_output, output_directory, path_kind
 from dedup_cli.inputs.discovery import plan_sources
@@ -131,19 +131,14 @@ def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[So
 
 
 def _from_find(path: str, options: FilterOptions) -> _Plan:
+    """The decisions of ``find`` (on either engine; a result streamed from a cluster is read chunk by chunk)."""
     result = find(path, options.find)
-    chosen = member_decisions(result, dropped_only=not options.annotate)
-    store, ids = result.store, result.store.ids
-    assert store.content_hashes is not None
-    decisions = Decisions([ids[row] for row in chosen.rows.tolist()], store.content_hashes[chosen.rows],
-                          chosen.drop, chosen.groups, [ids[row] for row in chosen.representatives.tolist()])
-    exact = known_exact(result, chosen.rows, chosen.representatives)
-    estimate = pair_estimates(store, chosen.rows, chosen.representatives, result.bits)
+    found = find_decisions(result, dropped_only=not options.annotate)
+    decisions = Decisions(found.ids, found.content_hashes, found.drop, found.groups, found.representatives)
     stores = None
-    if result.reference is not None:
-        stores = ["reference" if origin else "new" for origin in result.reference[chosen.representatives].tolist()]
-    return _Plan(decisions, np.where(np.isnan(exact), estimate, exact), ~np.isnan(exact), stores,
-                 len(result.groups), result.keep_field_problems)
+    if found.representative_in_reference is not None:
+        stores = ["reference" if origin else "new" for origin in found.representative_in_reference.tolist()]
+    return _Plan(decisions, found.similarity, found.verified, stores, found.group_count, result.keep_field_problems)
 
 
 def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:

@@ -24,6 +24,7 @@ from dedup_cli.engine.dask.candidates import candidate_pairs
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import read_documents, with_reference
 from dedup_cli.engine.dask.joins import bit_columns, reduce_bits, reduced_meta, score_candidates
+from dedup_cli.engine.filter_stages import member_details
 from dedup_cli.engine.find_stages import conclude, estimator_name, new_documents, set_size_ratios, store_runs
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
@@ -117,6 +118,9 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
                             triples=concluded.triples, groups=concluded.groups, weakest=concluded.weakest,
                             kept=concluded.kept, keep_field_problems=concluded.keep_field_problems,
                             reference=in_reference, **common)
+        # The gathered store holds b-bit values, not signatures: what filter needs of each member is found here.
+        result.member_details = member_details(got.store, got.values, concluded.pairs, concluded.exact,
+                                               concluded.groups, concluded.kept, bits)
     lap("end")
     result.profile = profile
     return result

@@ -31,8 +31,9 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.components import connected_components
 from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach, unpack_bits
+from dedup_cli.engine.filter_stages import member_details
 from dedup_cli.engine.find_stages import conclude, new_documents, set_size_ratios
-from dedup_cli.engine.results import FindResult
+from dedup_cli.engine.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.triples import ScoredTriples
 from dedup_cli.groups.components import Groups
@@ -129,10 +130,12 @@ def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, params: Signatur
     triples_out["negative"] = -triples.estimate
     sizes = np.diff(done.groups.offsets)
     group = np.repeat(np.arange(len(done.groups)), sizes)
+    details = member_details(store, values, accepted, done.exact, done.groups, done.kept, bits)
     members_out = pd.DataFrame({
         "first": numbers[done.groups.members[done.groups.offsets[:-1]]][group] if group.size else np.empty(0, np.int64),
         "member": numbers[done.groups.members], "id": ids[done.groups.members], "size": sizes[group],
-        "weakest": done.weakest[group], "kept": numbers[done.kept][group], "kept_id": ids[done.kept][group]})
+        "weakest": done.weakest[group], "kept": numbers[done.kept][group], "kept_id": ids[done.kept][group],
+        "content_hash": details.content_hashes, "similarity": details.similarity, "verified": details.verified})
     return pairs_out, triples_out, members_out, done.keep_field_problems
 
 
@@ -170,9 +173,11 @@ def _groups_result(frame: pd.DataFrame, params: SignatureParams, common: dict[st
     starts = np.flatnonzero(np.r_[True, firsts[1:] != firsts[:-1]]) if firsts.size else np.empty(0, np.int64)
     groups = Groups(members=np.searchsorted(docs, frame["member"].to_numpy()),
                     offsets=np.r_[starts, firsts.size].astype(np.int64))
+    details = MemberDetails(frame["content_hash"].to_numpy(dtype=np.uint64),
+                            frame["similarity"].to_numpy(dtype=np.float64), frame["verified"].to_numpy(dtype=bool))
     return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, groups=groups,
                    weakest=frame["weakest"].to_numpy()[starts], first_group=first_group,
-                   kept=np.searchsorted(docs, frame["kept"].to_numpy()[starts]))
+                   kept=np.searchsorted(docs, frame["kept"].to_numpy()[starts]), member_details=details)
 
 
 def _result(store: StoredSignatures, common: dict[str, Any], reference_start: int | None, docs: np.ndarray,
