@@ -40,8 +40,9 @@ class FilterOptions:
         if self.members is None:
             return
         set_fields(self, members=os.fspath(self.members))
+        # The engine also rewrites the inputs, so it applies with a members file too.
         default, names = FindOptions(), FindOptions.__dataclass_fields__
-        given = [name for name in names if getattr(self.find, name) != getattr(default, name)]
+        given = [name for name in names if name != "engine" and getattr(self.find, name) != getattr(default, name)]
         if given:
             raise OptionError(given[0], getattr(self.find, given[0]), f"{{members}} FILE says what to drop, so "
                               f"{{{given[0]}}} does not apply; leave it out (or leave out {{members}} to run find)")

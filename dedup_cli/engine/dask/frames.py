@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import dask
 import dask.dataframe as dd
@@ -198,7 +199,7 @@ def with_reference(new: DocumentFrames, reference: DocumentFrames) -> DocumentFr
         return dataclasses.replace(only, reference_start=start)
     spans = [span for span in (new.run_span, reference.run_span) if span is not None]
     divisions = (*new.divisions[:-1], *(division + start for division in reference.divisions))
-    common = dict(documents=start + reference.documents, eligible=new.eligible + reference.eligible,
+    common: dict[str, Any] = dict(documents=start + reference.documents, eligible=new.eligible + reference.eligible,
                   max_shingle_count=max(new.max_shingle_count, reference.max_shingle_count),
                   run_span=(min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None,
                   in_order=new.in_order and reference.in_order, reference_start=start)
