@@ -280,6 +280,11 @@ def filter(
     if report.read.unreadable:
         where, reason = report.read.unreadable[0]
         raise InputError(f"cannot read {where}: {reason}; nothing was written")
+    if options.find.engine.name == "dask":
+        require_dask()
+        if any(source.path == STDIN for source in sources):
+            raise UsageError("- (stdin) cannot be read by Dask workers; save it to a file they can read, or filter "
+                             "it with {engine} local", options=True)
     layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
     signed = _signed(opened, path, inputs, sources)
     if options.annotate and not any(source.format in ("jsonl", "parquet") for source in sources):
@@ -287,10 +292,6 @@ def filter(
                          options=True)
     engine = options.find.engine
     if engine.name == "dask":
-        require_dask()
-        if any(source.path == STDIN for source in sources):
-            raise UsageError("- (stdin) cannot be read by Dask workers; save it to a file they can read, or filter "
-                             "it with {engine} local", options=True)
         from dedup_cli.engine.dask import cluster
 
         with cluster.connected(engine) as client:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, BinaryIO
 
@@ -48,6 +49,8 @@ from dedup_cli.options.reading import InputOptions
 
 TASK_BYTES = 64 << 20
 """Input bytes a task aims at: a few seconds of filtering, so a lost worker costs little."""
+STOP_SECONDS = 300
+"""How long a failed run waits for its tasks still running (each about :data:`TASK_BYTES` of work) to end."""
 
 Progress = Callable[[int], None]
 
@@ -150,17 +153,34 @@ def _tasks(sources: Sequence[Source], task_bytes: int) -> list[list[int]]:
     return runs
 
 
-def _settle(futures: list[Future], sizes: dict[Future, int], progress: Progress | None) -> None:
+def _executing(dask_worker: Any) -> list[str]:
+    """The tasks a worker is running now (run on each worker by :func:`stop`)."""
+    return [str(task.key) for task in dask_worker.state.executing]
+
+
+def stop(client: Client, futures: Sequence[Future]) -> None:
+    """Cancel ``futures`` and wait until none of them still runs on a worker: cancelling does not interrupt a
+    running task, and one still writing would put files back into a scratch directory being removed."""
+    keys = {str(future.key) for future in futures}
+    client.cancel(list(futures))
+    deadline = time.monotonic() + STOP_SECONDS
+    while time.monotonic() < deadline:
+        running = client.run(_executing, on_error="ignore")
+        if not keys.intersection(key for found in running.values() if isinstance(found, list) for key in found):
+            return
+        time.sleep(0.05)
+
+
+def _settle(client: Client, futures: list[Future], sizes: dict[Future, int], progress: Progress | None) -> None:
     """Wait for every future, telling ``progress`` each one's input bytes; at the first failure the others are
-    cancelled and the failure raised."""
+    stopped and the failure raised."""
     try:
         for future in as_completed(futures):
             future.result()  # raises the task's error
             if progress is not None:
                 progress(sizes.get(future, 0))
     except BaseException:
-        for future in futures:
-            future.cancel()
+        stop(client, futures)
         raise
 
 
@@ -194,12 +214,12 @@ def filter_into_directory(client: Client, sources: Sequence[Source], signed: Seq
                 piece_futures[index].append(future)
                 sizes[future] = piece.size
         futures = run_futures + [future for found in piece_futures.values() for future in found]
-        _settle(futures, sizes, progress)
+        _settle(client, futures, sizes, progress)
         joins = [client.submit(join_task, sources[index], [_part_name(targets[index], piece) for piece in pieces],
                                [future.result()[1] for future in piece_futures[index]], targets[index], root, options,
                                annotate, pure=False) for index, pieces in cuts.items()]
         futures += joins
-        _settle(joins, {}, None)
+        _settle(client, joins, {}, None)
         outcomes: dict[int, list[SourceOutcome]] = {}
         for run, future in zip(runs, run_futures, strict=True):
             for index, outcome in zip(run, future.result(), strict=True):
@@ -245,7 +265,7 @@ def filter_into_stream(client: Client, source: Source, signed: bool, out: Binary
         else:
             join_lines((data for data, _ in parts()), out)
     except BaseException:
-        client.cancel(futures)
+        stop(client, futures)
         raise
     finally:
         client.cancel([shared])
