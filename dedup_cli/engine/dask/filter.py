@@ -162,13 +162,16 @@ def stop(client: Client, futures: Sequence[Future]) -> None:
     """Cancel ``futures`` and wait until none of them still runs on a worker: cancelling does not interrupt a
     running task, and one still writing would put files back into a scratch directory being removed."""
     keys = {str(future.key) for future in futures}
-    client.cancel(list(futures))
     deadline = time.monotonic() + STOP_SECONDS
-    while time.monotonic() < deadline:
-        running = client.run(_executing, on_error="ignore")
-        if not keys.intersection(key for found in running.values() if isinstance(found, list) for key in found):
-            return
-        time.sleep(0.05)
+    try:
+        client.cancel(list(futures))
+        while time.monotonic() < deadline:
+            running = client.run(_executing, on_error="ignore")
+            if not keys.intersection(key for found in running.values() if isinstance(found, list) for key in found):
+                return
+            time.sleep(0.05)
+    except Exception:  # noqa: BLE001 - the cluster is gone: nothing of it runs any more; the first error is raised
+        return
 
 
 def _settle(client: Client, futures: list[Future], sizes: dict[Future, int], progress: Progress | None) -> None:
