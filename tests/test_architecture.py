@@ -176,7 +176,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("corpus: the kept records of each input, written in its own format", [
         ["corpus.decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"], ["corpus.parquet"],
-        ["corpus.sources"],
+        ["corpus.sources"], ["corpus.pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
         ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras", "engine.progress"],
@@ -185,7 +185,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.dask.cluster"], ["engine.dask.frames", "engine.dask.checkpoints"], ["engine.dask.candidates"],
         ["engine.dask.joins"],
         ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],
-        ["engine.dask.find", "engine.dask.sign"],
+        ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"],
     ]),
     ("commands: one module per command of the API", [
         ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval"],

@@ -47,16 +47,16 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
     options.check_store(params.bits, params.num_perm, path, params.input_kind)
     if options.new_since is not None:
         opened.check_run(options.new_since)
+    reference = None if options.against is None else open_reference(opened, options.against)
     if options.engine.name == "dask":
         require_dask()
         from dedup_cli.engine.dask import cluster
         from dedup_cli.engine.dask import find as dask_find
 
         with cluster.connected(options.engine):
-            result = dask_find.find(opened, options, progress=progress)
+            result = dask_find.find(opened, options, progress=progress, reference=reference)
     else:
-        stores = [opened] if options.against is None else [opened, open_reference(opened, options.against)]
-        result = local.find(stores, options, progress)
+        result = local.find([opened] if reference is None else [opened, reference], options, progress)
     result.seconds = time.perf_counter() - started
     return result
 

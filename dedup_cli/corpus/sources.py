@@ -106,8 +106,13 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
     except OutputError:
         raise  # the output's failure, reported by the caller with the output's name
     except READ_ERRORS as error:
-        reason = getattr(error, "strerror", None) or " ".join(str(error).split()) or type(error).__name__
-        raise InputError(f"cannot read {source.display} to its end ({reason}); nothing was written") from error
+        raise read_failure(source, error) from error
     if progress is not None and source.size > done:
         progress(source.size - done)
     return outcome
+
+
+def read_failure(source: Source, error: BaseException) -> InputError:
+    """The error of an input that could not be read to its end (nothing is written then)."""
+    reason = getattr(error, "strerror", None) or " ".join(str(error).split()) or type(error).__name__
+    return InputError(f"cannot read {source.display} to its end ({reason}); nothing was written")

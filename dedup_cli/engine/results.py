@@ -31,6 +31,17 @@ class StreamedOutput(Protocol):
 
 
 @dataclass
+class MemberDetails:
+    """What ``filter`` needs of each grouped document beyond its group, aligned with ``Groups.members``: its stored
+    content hash, and its similarity to its group's representative (the exact resemblance where ``find`` verified
+    that accepted pair, else the b-bit estimate of the pair)."""
+
+    content_hashes: np.ndarray  # uint64[m]
+    similarity: np.ndarray  # float64[m]
+    verified: np.ndarray  # bool[m]: the similarity is the exact resemblance
+
+
+@dataclass
 class FindResult:
     """Everything ``find`` learned, for printing in any format."""
 
@@ -61,6 +72,7 @@ class FindResult:
     first_group: int = 1  # the number of the first group here (a chunk of a streamed output starts later)
     profile: dict[str, float] = field(default_factory=dict)  # an engine's own measures: seconds, rows, bytes moved
     reference_documents: int | None = None  # with ``against``: the reference store's live documents
+    member_details: MemberDetails | None = None  # from an engine whose ``store`` holds no signatures (None: from it)
 
     @property
     def pair_count(self) -> int:

@@ -142,10 +142,11 @@ def line_content(line: bytes, number: int) -> bytes:
     return line
 
 
-def iter_raw_lines(stream: Any) -> Iterator[tuple[int, bytes, bytes]]:
-    """(line number from 1, the line exactly as read, with its end; its content as :func:`iter_lines` gives it),
-    for copying lines byte for byte (one line is held at a time)."""
-    for number, raw in enumerate(iter(stream.readline, b""), start=1):
+def iter_raw_lines(stream: Any, first: int = 1) -> Iterator[tuple[int, bytes, bytes]]:
+    """(line number, the line exactly as read, with its end; its content as :func:`iter_lines` gives it), for
+    copying lines byte for byte (one line is held at a time); ``first``: the number of the stream's first line (a
+    stream that starts inside a file)."""
+    for number, raw in enumerate(iter(stream.readline, b""), start=first):
         yield number, raw, line_content(raw, number)
 
 

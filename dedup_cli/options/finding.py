@@ -130,9 +130,6 @@ class FindOptions:
             if self.candidates == "all":
                 raise OptionError("candidates", "all", "{candidates} all compares every pair in one process; use "
                                   "{candidates} lsh with {engine} dask, or {engine} local")
-            if self.against is not None:
-                raise OptionError("against", self.against, "{against} is not yet run by {engine} dask; use "
-                                  "{engine} local")
 
     @property
     def keep_policy(self) -> str:

@@ -25,6 +25,7 @@ import dedup_cli as dedup
 from dedup_cli.cli import cli
 from dedup_cli.engine import extras
 from dedup_cli.options.engines import EngineOptions
+from dedup_cli.output.records import find_records
 from dedup_cli.output.summaries import find_store_line, find_summary
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import read_store
@@ -36,7 +37,8 @@ SAMPLES = REPO / "sample_corpora"
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """``sample``: the corpora in one run; ``grown``: three runs with a change, additions and a prune;
-    ``legacy``: the sample's rows as a format 1 file."""
+    ``legacy``: the sample's rows as a format 1 file; ``reference``: three Bible editions and the declarations,
+    a reference store for the others."""
     folder = tmp_path_factory.mktemp("stores")
     reading = dedup.InputOptions(exclude=("SOURCE",))
     sample = folder / "sample.parquet"
@@ -56,7 +58,11 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     with StoreWriter(legacy, rows.params) as writer:
         writer.write(DocumentBatch(rows.ids, rows.paths, np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64),
                                    rows.content_hashes, rows.shingle_counts, rows.packed))
-    return {"sample": sample, "grown": grown, "legacy": legacy}
+    reference = folder / "reference.parquet"
+    dedup.sign([str(SAMPLES / "bible-editions" / name) for name in ("ASV", "UKJV", "RWEBSTER")] +
+               [str(SAMPLES / "udhr")], reference,
+               dedup.SignOptions(input=dedup.InputOptions(exclude=("SOURCE",), id_root=str(SAMPLES))))
+    return {"sample": sample, "grown": grown, "legacy": legacy, "reference": reference}
 
 
 CASES = [
@@ -116,15 +122,39 @@ def test_the_scheduler_comes_from_the_environment(stores: dict[str, Path], engin
     assert remote.stdout == runner.invoke(cli, arguments).stdout
 
 
-def test_every_pair_and_a_reference_store_are_refused_on_the_cluster(stores: dict[str, Path]) -> None:
+def test_every_pair_is_refused_on_the_cluster(stores: dict[str, Path]) -> None:
     result = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--candidates", "all", "--engine", "dask"])
     assert result.exit_code == 2
     assert result.stderr.strip() == ("Error: --candidates all compares every pair in one process; use --candidates "
                                      "lsh with --engine dask, or --engine local")
-    result = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--against", str(stores["grown"]), "--engine",
-                                      "dask"])
-    assert result.exit_code == 2
-    assert result.stderr.strip() == "Error: --against is not yet run by --engine dask; use --engine local"
+
+
+def test_against_a_reference_store_the_records_are_the_local_engines(stores: dict[str, Path],
+                                                                     engine: EngineOptions) -> None:
+    """The store's documents are numbered before the reference's, as the local engine numbers them: every record
+    (with the store of each id), gathered or streamed from the cluster."""
+    options = {"against": str(stores["reference"]), "only_across": True, "ways": 3, "bits": 2}
+    local = dedup.find(stores["grown"], dedup.FindOptions(**options))
+    assert local.pair_count > 40
+    assert sum(record["store_b"] == "reference" for record in find_records("pairs", local)) > 10
+    for gather_limit in (None, 40):
+        limit = {} if gather_limit is None else {"gather_limit": gather_limit}
+        remote = dedup.find(stores["grown"], dedup.FindOptions(engine=engine, **options, **limit))
+        assert (remote.streamed is not None) == (gather_limit is not None)
+        assert_same_answers(local, remote)
+        assert remote.reference_documents == local.reference_documents
+
+
+def test_against_through_the_command_line(stores: dict[str, Path], engine: EngineOptions, tmp_path: Path) -> None:
+    common = ["find", str(stores["sample"]), "--against", str(stores["reference"]), "--keep", "longest", "--output",
+              "groups", "--format", "tsv"]
+    local = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "local.tsv")])
+    remote = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler",
+                                      str(engine.scheduler)])
+    assert local.exit_code == remote.exit_code == 0, remote.stderr
+    assert (tmp_path / "dask.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    assert (tmp_path / "local.tsv").read_text().count("\treference") > 10
+    assert _without_time(remote.stderr) == _without_time(local.stderr) and " against " in local.stderr
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
