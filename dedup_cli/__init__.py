@@ -7,7 +7,8 @@ command line's::
 
     dedup.sign(["corpus/"], "sigs.parquet", dedup.SignOptions(num_perm=128))
     result = dedup.find("sigs.parquet", dedup.FindOptions(threshold=0.5, bits=2))
-    for group in result.groups.members: ...
+    for group in result.groups():  # Group(number, ids, representative, weakest)
+        print(group.number, group.ids)
 
 ``sign``, ``find``, ``filter``, ``estimate``, ``evaluate`` (``dedup eval``; ``plot_evaluation`` draws its result),
 ``plan``, ``info``; ``open_store`` and ``read_store`` to read a store directly; their options (``SignOptions`` with

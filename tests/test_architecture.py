@@ -211,7 +211,7 @@ CONFINED = {
     "click": {"cli", "command_line."},
     "tqdm": {"cli", "command_line."},
     # The store, the input readers (Parquet text columns), the Parquet writers of filter and of output.
-    "pyarrow": {"store.", "inputs.", "corpus.", "output."},
+    "pyarrow": {"store.", "inputs.", "corpus.", "output.", "engine.results"},  # FindResult.to_arrow, lazily
     # The compiled kernel (the fast extra); kernel.choice and kernel.tables decide and prepare without it.
     "numba": {"kernel.primitives", "kernel.sketch", "kernel.tokenise", "kernel.compiled"},
     # eval's pictures, an optional extra.

@@ -59,7 +59,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
       dedup find train.parquet --against test.parquet --only-across --output pairs
     """
     import dedup_cli as api
-    from dedup_cli.output.records import fields_of, find_records
+    from dedup_cli.engine.results import fields_of, find_records
     from dedup_cli.output.summaries import find_store_line, find_summary, find_warnings
 
     if kind == "triples" and given["ways"] != 3:

@@ -38,9 +38,9 @@ def member_decisions(result: FindResult, dropped_only: bool = True) -> MemberDec
     dropped, nor listed). ``dropped_only``: list only the dropped ones (what filtering needs without annotating).
     ``result`` may be one chunk of a streamed result: its groups are numbered from ``result.first_group``.
 
-    The same rule as ``find --output members`` (``dedup_cli.output.records.member_records``).
+    The same rule as ``find --output members`` (``dedup_cli.engine.results.member_records``).
     """
-    groups = result.groups
+    groups = result.grouping
     sizes = np.diff(groups.offsets)
     members = groups.members.astype(np.int64)
     numbers = np.repeat(np.arange(result.first_group, result.first_group + len(groups), dtype=np.int64), sizes)
@@ -113,8 +113,8 @@ def result_details(result: FindResult) -> MemberDetails:
     (the local engine's result holds every document it reports, signatures included)."""
     if result.member_details is not None:
         return result.member_details
-    return member_details(result.store, result.store.values(result.bits), result.pairs, result.exact, result.groups,
-                          result.kept, result.bits)
+    return member_details(result.store, result.store.values(result.bits), result.accepted, result.exact,
+                          result.grouping, result.kept, result.bits)
 
 
 @dataclass

@@ -25,7 +25,7 @@ import dedup_cli as dedup
 from dedup_cli.cli import cli
 from dedup_cli.engine import extras
 from dedup_cli.options.engines import EngineOptions
-from dedup_cli.output.records import find_records
+from dedup_cli.engine.results import find_records
 from dedup_cli.output.summaries import find_store_line, find_summary
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import read_store
@@ -247,6 +247,15 @@ def test_every_output_and_format_is_written_from_streamed_results(
             written[path] = out.read_bytes()
         assert written["streamed"] == written["gathered"] == written["local"], (kind, fmt)
         assert len(written["local"]) > 200
+
+
+def test_the_results_in_ids_are_the_same_on_every_path(three_results: dict[str, dedup.FindResult]) -> None:
+    # groups(), pairs(), triples(), members() read a streamed result chunk by chunk, as the command line does.
+    for kind in KINDS:
+        got = {path: [tuple(item) for item in getattr(result, kind)()] for path, result in three_results.items()}
+        assert got["streamed"] == got["gathered"] == got["local"], kind
+        assert got["local"], kind
+    assert three_results["streamed"].to_arrow("pairs").equals(three_results["local"].to_arrow("pairs"))
 
 
 def test_the_streamed_output_reaches_the_command_line(stores: dict[str, Path], engine: EngineOptions,

@@ -153,8 +153,8 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
         local_aliases = np.searchsorted(got.docs, alias_documents[np.isin(alias_documents, got.docs)])
         concluded = conclude(got.store, got.values, gather.ratios(got.store), got.scored, got.exact, got.decided,
                              local_aliases, new, options, bits, in_reference)
-        result = FindResult(store=got.store, pairs=concluded.pairs, exact=concluded.exact,
-                            triples=concluded.triples, groups=concluded.groups, weakest=concluded.weakest,
+        result = FindResult(store=got.store, accepted=concluded.pairs, exact=concluded.exact,
+                            accepted_triples=concluded.triples, grouping=concluded.groups, weakest=concluded.weakest,
                             kept=concluded.kept, keep_field_problems=concluded.keep_field_problems,
                             reference=in_reference, **common)
         # The gathered store holds b-bit values, not signatures: what filter needs of each member is found here.

@@ -147,7 +147,7 @@ def _pairs_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str
     local = {name: frame[name].to_numpy() for name in SCORE_COLUMNS}
     local["first"], local["second"] = np.searchsorted(docs, local["first"]), np.searchsorted(docs, local["second"])
     return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs,
-                   pairs=ScoredPairs(**local), exact=frame["exact"].to_numpy(dtype=np.float64))
+                   accepted=ScoredPairs(**local), exact=frame["exact"].to_numpy(dtype=np.float64))
 
 
 def _triples_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str, Any],
@@ -161,7 +161,7 @@ def _triples_result(frame: pd.DataFrame, params: SignatureParams, common: dict[s
         matches=column["matches"], pair_matches=np.stack([column[f"{x}_matches"] for x in ("ab", "ac", "bc")], axis=1),
         estimate=column["estimate"], stderr=column["stderr"], ci_low=column["ci_low"], ci_high=column["ci_high"],
         pairwise=np.stack([column[f"estimate_{x}"] for x in ("ab", "ac", "bc")], axis=1))
-    return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, triples=triples)
+    return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, accepted_triples=triples)
 
 
 def _groups_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str, Any], first_group: int,
@@ -175,7 +175,7 @@ def _groups_result(frame: pd.DataFrame, params: SignatureParams, common: dict[st
                     offsets=np.r_[starts, firsts.size].astype(np.int64))
     details = MemberDetails(frame["content_hash"].to_numpy(dtype=np.uint64),
                             frame["similarity"].to_numpy(dtype=np.float64), frame["verified"].to_numpy(dtype=bool))
-    return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, groups=groups,
+    return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, grouping=groups,
                    weakest=frame["weakest"].to_numpy()[starts], first_group=first_group,
                    kept=np.searchsorted(docs, frame["kept"].to_numpy()[starts]), member_details=details)
 
@@ -186,8 +186,8 @@ def _result(store: StoredSignatures, common: dict[str, Any], reference_start: in
     reference store (its documents from ``reference_start`` on)."""
     if reference_start is not None:
         parts["reference"] = docs >= reference_start
-    empty = {"pairs": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 4)), "exact": np.empty(0),
-             "triples": None, "groups": Groups(np.empty(0, np.int64), np.zeros(1, np.int64)),
+    empty = {"accepted": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 4)), "exact": np.empty(0),
+             "accepted_triples": None, "grouping": Groups(np.empty(0, np.int64), np.zeros(1, np.int64)),
              "weakest": np.empty(0), "kept": np.empty(0, np.int64)}
     return FindResult(store=store, **{**empty, **parts}, **common)
 
@@ -209,7 +209,7 @@ def _spill(frame: dd.DataFrame, keys: list[str], kind: str, folder: Path, params
             result = _triples_result(chunk, params, common, reference_start)
         else:
             result = _groups_result(chunk, params, common, groups + 1, reference_start)
-            groups += len(result.groups)
+            groups += len(result.grouping)
         with open(folder / f"{kind}-{index:06d}.pickle", "wb") as handle:
             pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
     return count if kind != "groups" else groups
@@ -254,7 +254,7 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
         counts["triples"] = _spill(found[1], ["negative", "a", "b", "c"], "triples", Path(folder.name), params,
                                    common, rows, start)
     result = _result(_mini_store(params, []), common, start, np.empty(0, np.int64),
-                     triples=None if options.ways != 3 else ScoredTriples.empty())
+                     accepted_triples=None if options.ways != 3 else ScoredTriples.empty())
     result.streamed = Spilled(folder, counts)
     result.keep_field_problems = problems
     return result
