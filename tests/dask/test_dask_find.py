@@ -24,8 +24,8 @@ from same_answers import assert_same_answers
 import dedup_cli as dedup
 from dedup_cli.cli import cli
 from dedup_cli.engine import extras
-from dedup_cli.options.engines import EngineOptions
 from dedup_cli.engine.results import find_records
+from dedup_cli.options.engines import EngineOptions
 from dedup_cli.output.summaries import find_store_line, find_summary
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import read_store
