@@ -169,7 +169,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("store: the Parquet signature store", [
         ["store.format", "store.places", "store.pandas_probe"],
         ["store.parts", "store.lock", "store.legacy", "store.manifest"], ["store.leases", "store.snapshot"],
-        ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces", "store.documents", "store.checkpoints"],
+        ["store.compaction", "store.memory", "store.numbering"], ["store.runs"], ["store.store"],
+        ["store.pieces", "store.documents", "store.checkpoints"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
@@ -188,7 +189,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"],
     ]),
     ("commands: one module per command of the API", [
-        ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval"],
+        ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval",
+         "commands.texts"],
         ["commands.filter"],
     ]),
     ("output: records, writers, summaries", [

@@ -335,3 +335,7 @@ def _summarise(report: FilterReport, plan: _Plan, outcome: SourceOutcome, source
         representatives=[decisions.representatives[p] for p in rows.tolist()], similarity=plan.similarity[rows],
         verified=plan.verified[rows], representative_stores=None if stores is None else [stores[p] for p in rows],
     )
+
+
+# The same function under a name that does not shadow Python's built-in filter after ``from dedup_cli import *``.
+filter_corpus = filter

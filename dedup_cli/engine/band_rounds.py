@@ -19,7 +19,7 @@ from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.options.vocabulary import BAND_MEMORY
 from dedup_cli.store.checkpoints import WorkDir
-from dedup_cli.store.documents import NumberedDocuments
+from dedup_cli.store.numbering import Documents
 
 
 def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: int) -> list[tuple[int, int]]:
@@ -29,7 +29,7 @@ def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: i
     return [(first, min(bands, first + per_round)) for first in range(0, bands, per_round)]
 
 
-def streamed_candidates(documents: NumberedDocuments, eligible: np.ndarray, banding: Banding, max_bucket: int,
+def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Banding, max_bucket: int,
                         progress: Progress = silent, round_bytes: int = BAND_MEMORY, work: WorkDir | None = None
                         ) -> tuple[CandidateResult, int]:
     """The candidate pairs of banding the stored values, reading the signatures once per round.

@@ -28,6 +28,7 @@ from dedup_cli.options.finding import FindOptions
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.documents import NumberedDocuments
+from dedup_cli.store.numbering import Documents
 from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
 
@@ -46,21 +47,23 @@ def find(stores: Sequence[Store], options: FindOptions, progress: Progress = sil
     """
     progress.stage("numbering the documents", None)
     with NumberedDocuments(stores) as documents:
-        return _find(documents, options, progress, stores)
+        return find_documents(documents, options, progress, stores)
 
 
-def _find(documents: NumberedDocuments, options: FindOptions, progress: Progress,
-          stores: Sequence[Store]) -> FindResult:
+def find_documents(documents: Documents, options: FindOptions, progress: Progress = silent,
+                   stores: Sequence[Store] = ()) -> FindResult:
+    """:func:`find` of documents already numbered: a store's (and a reference store's), or texts signed in
+    memory. ``stores``: the stores they come from, which a ``work_dir`` is keyed by (none in memory)."""
     params = documents.params
     threshold = options.threshold
     bits = options.bits_for(params.bits)
     counts = documents.shingle_counts
     eligible = counts > 0  # a document with no shingle resembles nothing
     reference = None
-    if len(stores) > 1:
+    if documents.store_starts.size > 2:
         reference = np.arange(documents.documents) >= documents.store_starts[1]
     new = stages.new_documents(documents.runs, options.new_since, reference)
-    work = None if options.work_dir is None else WorkDir(options.work_dir, stores)
+    work = None if options.work_dir is None or not stores else WorkDir(options.work_dir, stores)
     choice = None
     if options.candidates == "lsh":
         recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
@@ -155,11 +158,11 @@ def _find(documents: NumberedDocuments, options: FindOptions, progress: Progress
         banding_choice=choice,
         documents=documents.documents,
         run_span=(int(runs.min()), int(runs.max())) if runs.size else None,
-        reference_documents=None if len(stores) < 2 else int(documents.documents - documents.store_starts[1]),
+        reference_documents=None if reference is None else int(documents.documents - documents.store_starts[1]),
     )
 
 
-def _candidates(documents: NumberedDocuments, eligible: np.ndarray, choice: BandingChoice | None,
+def _candidates(documents: Documents, eligible: np.ndarray, choice: BandingChoice | None,
                 options: FindOptions, bits: int, progress: Progress, work: WorkDir | None
                 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The candidate pairs (document numbers) and the buckets cut: by banding in rounds, or every pair."""

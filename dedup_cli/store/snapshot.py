@@ -159,6 +159,7 @@ class StoredSignatures:
     content_hashes: np.ndarray | None = None  # uint64[n_docs], xxh3-64 of the bytes that were signed
     runs: np.ndarray | None = None  # int64[n_docs], the sign run that wrote each row (0 in format 1 stores)
     mtimes_ns: np.ndarray | None = None  # int64[n_docs], the modification time of each document's file
+    texts: list[str] | None = None  # the texts themselves, for documents signed in memory (None: re-read them)
 
     def __len__(self) -> int:
         return len(self.ids)
