@@ -20,7 +20,8 @@ command line's::
 ``InputOptions``, ``FindOptions``, both with ``EngineOptions`` (``local``, or ``dask`` on a cluster),
 ``FilterOptions``, ``EstimateOptions``, ``EvalOptions``, ``PlanOptions``),
 results (``SignReport`` with ``ReadReport``, ``FindResult`` with its records ``Group``, ``Pair``, ``Triple``,
-``Member``, ``FilterReport``, ``EstimateResult``, ``EvalResult``,
+``Member`` and its arrays of rows ``Groups``, ``ScoredPairs``, ``ScoredTriples``, ``Banding``, ``BandingChoice``,
+``Verification``, ``FilterReport``, ``EstimateResult``, ``EvalResult``,
 ``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``, ``SignatureParams``) and errors (``DedupError`` and its
 subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``).
 
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from dedup_cli.version import __version__
 
 if TYPE_CHECKING:
+    from dedup_cli.candidates.banding import Banding, BandingChoice
     from dedup_cli.commands.estimate import EstimateResult, estimate
     from dedup_cli.commands.eval import evaluate
     from dedup_cli.commands.filter import FilterReport, filter, filter_corpus
@@ -46,6 +48,9 @@ if TYPE_CHECKING:
     from dedup_cli.commands.texts import find_duplicates, sign_texts
     from dedup_cli.engine.results import EvalResult, FindResult, Group, Member, Pair, Triple
     from dedup_cli.errors import DedupError, InputError, OptionError, StoreError, UsageError
+    from dedup_cli.estimates.pairs import ScoredPairs
+    from dedup_cli.estimates.triples import ScoredTriples
+    from dedup_cli.groups.components import Groups
     from dedup_cli.inputs.report import ReadReport
     from dedup_cli.options.engines import EngineOptions
     from dedup_cli.options.evaluating import EvalOptions
@@ -59,6 +64,7 @@ if TYPE_CHECKING:
     from dedup_cli.store.memory import Signatures
     from dedup_cli.store.snapshot import StoredSignatures
     from dedup_cli.store.store import Store, open_store, read_store
+    from dedup_cli.verification import Verification
 
 # Each public name and the module that defines it.
 _PUBLIC = {
@@ -78,6 +84,12 @@ _PUBLIC = {
     "sign_texts": "dedup_cli.commands.texts",
     "find_duplicates": "dedup_cli.commands.texts",
     "Signatures": "dedup_cli.store.memory",
+    "Groups": "dedup_cli.groups.components",
+    "ScoredPairs": "dedup_cli.estimates.pairs",
+    "ScoredTriples": "dedup_cli.estimates.triples",
+    "Banding": "dedup_cli.candidates.banding",
+    "BandingChoice": "dedup_cli.candidates.banding",
+    "Verification": "dedup_cli.verification",
     "filter": "dedup_cli.commands.filter",
     "filter_corpus": "dedup_cli.commands.filter",
     "FilterOptions": "dedup_cli.options.filtering",
@@ -107,6 +119,8 @@ _PUBLIC = {
 }
 
 __all__ = [
+    "Banding",
+    "BandingChoice",
     "DedupError",
     "EngineOptions",
     "EstimateOptions",
@@ -118,6 +132,7 @@ __all__ = [
     "FindOptions",
     "FindResult",
     "Group",
+    "Groups",
     "InputError",
     "InputOptions",
     "Member",
@@ -126,6 +141,8 @@ __all__ = [
     "Plan",
     "PlanOptions",
     "ReadReport",
+    "ScoredPairs",
+    "ScoredTriples",
     "SignOptions",
     "SignReport",
     "SignatureParams",
@@ -136,6 +153,7 @@ __all__ = [
     "StoredSignatures",
     "Triple",
     "UsageError",
+    "Verification",
     "__version__",
     "estimate",
     "evaluate",

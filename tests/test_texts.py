@@ -85,3 +85,22 @@ def test_default_ids_are_positions_and_the_first_text_is_kept() -> None:
 def test_mistakes_are_one_line(call, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
         call()
+
+
+def test_arrow_arrays_and_pandas_series_are_texts(corpus: tuple[list[str], list[str], Path]) -> None:
+    import pandas as pd
+    import pyarrow as pa
+
+    ids, texts, _ = corpus
+    expected = dedup.sign_texts(texts, ids).packed
+    for given in (pa.array(texts), pa.chunked_array([texts[:3], texts[3:]]), pd.Series(texts), iter(texts)):
+        assert np.array_equal(dedup.sign_texts(given, ids).packed, expected), type(given)
+    with pytest.raises(UsageError, match="text 1 is a NoneType"):
+        dedup.sign_texts(pa.array(["a", None]))
+
+
+def test_the_package_is_typed() -> None:
+    assert (Path(dedup.__file__).parent / "py.typed").exists()
+    for name in ("Groups", "ScoredPairs", "ScoredTriples", "Banding", "Verification", "Signatures", "Group"):
+        assert getattr(dedup, name).__module__.startswith("dedup_cli."), name
+    assert dedup.filter_corpus is dedup.filter

@@ -35,7 +35,8 @@ def sign_texts(texts: Iterable[str], ids: Sequence[str] | None = None,
     """Sign texts in memory: w-shingles, k minwise values, the lowest b bits of each, packed as a store keeps them.
 
     Args:
-        texts: the documents' texts (str).
+        texts: the documents' texts: a list or any iterable of str, a pyarrow string Array or ChunkedArray, or a
+            pandas Series of str.
         ids: one id per text (default: the positions, ``"0"``, ``"1"``, …).
         options: k, b, the shingles, the seed and the kernel (``SignOptions()``: the command line's defaults;
             reading options do not apply). Texts signed with the same options give the bytes ``sign`` stores.
@@ -46,10 +47,10 @@ def sign_texts(texts: Iterable[str], ids: Sequence[str] | None = None,
     options = SignOptions() if options is None else options
     if options.input.input_format == "sets":
         raise OptionError("input_format", "sets", "sign_texts signs texts; sign integer sets with sign()")
-    texts = list(texts)
+    texts = _as_list(texts)
     wrong = next((index for index, text in enumerate(texts) if not isinstance(text, str)), None)
     if wrong is not None:
-        raise UsageError(f"text {wrong} is a {type(texts[wrong]).__name__}, not a str; decode it first")
+        raise UsageError(f"text {wrong} is a {type(texts[wrong]).__name__}, not a str; decode it, or leave it out")
     names = [str(index) for index in range(len(texts))] if ids is None else [str(name) for name in ids]
     if len(names) != len(texts):
         raise UsageError(f"{len(names)} ids for {len(texts)} texts; give one id per text")
@@ -62,6 +63,16 @@ def sign_texts(texts: Iterable[str], ids: Sequence[str] | None = None,
         packed.append(batch_packed)
     hashes = np.array([text_hash(text) for text in texts], dtype=np.uint64)
     return Signatures(params, names, np.concatenate(counts), np.concatenate(packed), hashes, texts)
+
+
+def _as_list(texts: Iterable[str]) -> list[str]:
+    """The texts as a list: a pyarrow Array or ChunkedArray and a pandas Series give their values (neither
+    library is imported for it), any other iterable its items."""
+    if hasattr(texts, "to_pylist"):  # pyarrow
+        return texts.to_pylist()
+    if hasattr(texts, "to_numpy") and hasattr(texts, "tolist"):  # pandas Series, numpy arrays
+        return texts.tolist()
+    return list(texts)
 
 
 def find_duplicates(texts: Iterable[str] | Signatures, options: FindOptions | None = None,
