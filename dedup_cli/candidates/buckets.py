@@ -8,7 +8,6 @@ The banding itself is chosen in :mod:`dedup_cli.candidates.banding`.
 from __future__ import annotations
 
 import sys
-
 from dataclasses import dataclass
 
 import numpy as np
