@@ -166,7 +166,8 @@ def signature(obj: Any, name: str, bound: bool = False, wrap: bool = True) -> st
         if parameter.kind is parameter.KEYWORD_ONLY and not star_done:
             parameters.append("*")
         star_done = star_done or parameter.kind in (parameter.VAR_POSITIONAL, parameter.KEYWORD_ONLY)
-        prefix = {parameter.VAR_POSITIONAL: "*", parameter.VAR_KEYWORD: "**"}.get(parameter.kind, "")
+        prefix = ("*" if parameter.kind is parameter.VAR_POSITIONAL
+                  else "**" if parameter.kind is parameter.VAR_KEYWORD else "")
         text = prefix + parameter.name
         if parameter.annotation is not parameter.empty:
             text += f": {_annotation(parameter.annotation)}"
