@@ -103,10 +103,12 @@ class Store:
 
     @property
     def manifest(self) -> Manifest | None:
+        """The manifest as last read (None for a format 1 store)."""
         return self._manifest
 
     @property
     def runs(self) -> tuple[RunRecord, ...]:
+        """Every committed sign run, oldest first."""
         return () if self._manifest is None else self._manifest.runs
 
     @property
@@ -116,6 +118,7 @@ class Store:
 
     @property
     def documents(self) -> int:
+        """The number of live documents."""
         return self._legacy_rows if self._manifest is None else self._manifest.documents
 
     @property
