@@ -186,7 +186,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.dask.cluster"], ["engine.dask.frames", "engine.dask.checkpoints"], ["engine.dask.candidates"],
         ["engine.dask.joins"],
         ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],
-        ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"],
+        ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"], ["engine.engines"],
     ]),
     ("commands: one module per command of the API", [
         ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval",

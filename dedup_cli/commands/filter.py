@@ -25,8 +25,7 @@ from dedup_cli.commands.find import find, open_reference
 from dedup_cli.commands.sign import SignReport, sign
 from dedup_cli.corpus.decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.layout import MARKER, Layout, plan_layout, write_marker
-from dedup_cli.corpus.sources import filter_source
-from dedup_cli.engine.extras import require_dask
+from dedup_cli.engine.engines import Engine, check_sources, engine_for
 from dedup_cli.engine.filter_stages import find_decisions, pair_estimates
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.files import open_output, output_directory, path_kind, remove_others
@@ -35,7 +34,6 @@ from dedup_cli.inputs.locations import STDIN, Source, display_name, location_pat
 from dedup_cli.inputs.members import read_members
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.checks import literal
-from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.filtering import FilterOptions
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
@@ -183,26 +181,20 @@ def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
 
 def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], decisions: Decisions,
            reading: InputOptions, options: FilterOptions, store: str, inputs: Sequence[str], stdin: Any,
-           stdout: BinaryIO | None, progress: Progress | None, client: Any = None) -> SourceOutcome:
-    """Filter every source into OUT: a scratch file or directory that replaces OUT when complete; here, or with
-    ``client`` (a Dask client) by tasks on its workers (:mod:`dedup_cli.engine.dask.filter`)."""
+           stdout: BinaryIO | None, progress: Progress | None, engine: Engine) -> SourceOutcome:
+    """Filter every source into OUT: a scratch file or directory that replaces OUT when complete, by ``engine``
+    (here, or by tasks on a cluster's workers)."""
     total = SourceOutcome()
 
     def each(targets: Sequence[str | BinaryIO], root: str | None = None) -> None:
-        if client is not None:
-            from dedup_cli.engine.dask.filter import filter_into_directory, filter_into_stream
-
-            if root is not None:
-                total.add(filter_into_directory(client, sources, signed, [str(t) for t in targets], root, decisions,
-                                                reading, options.annotate, progress))
-                return
-            for source, target, known in zip(sources, targets, signed, strict=True):
-                assert not isinstance(target, str)
-                total.add(filter_into_stream(client, source, known, target, decisions, reading, options.annotate,
-                                             progress))
+        if root is not None:
+            total.add(engine.filter_into_directory(sources, signed, [str(t) for t in targets], root, decisions,
+                                                   reading, options.annotate, stdin, progress))
             return
         for source, target, known in zip(sources, targets, signed, strict=True):
-            total.add(filter_source(source, decisions, reading, target, options.annotate, known, stdin, progress))
+            assert not isinstance(target, str)
+            total.add(engine.filter_into_stream(source, known, target, decisions, reading, options.annotate, stdin,
+                                                progress))
 
     if layout.out == STDIN:
         out = stdout if stdout is not None else sys.stdout.buffer
@@ -284,35 +276,20 @@ def filter(
     if report.read.unreadable:
         where, reason = report.read.unreadable[0]
         raise InputError(f"cannot read {where}: {reason}; nothing was written")
-    if options.find.engine.name == "dask":
-        require_dask()
-        if any(source.path == STDIN for source in sources):
-            raise UsageError("- (stdin) cannot be read by Dask workers; save it to a file they can read, or filter "
-                             "it with {engine} local", options=True)
+    check_sources(options.find.engine, sources)
     layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
     signed = _signed(opened, path, inputs, sources)
     if options.annotate and not any(source.format in ("jsonl", "parquet") for source in sources):
         raise UsageError("{annotate} adds fields to JSON Lines records and Parquet rows; these inputs hold none",
                          options=True)
-    engine = options.find.engine
-    if engine.name == "dask":
-        from dedup_cli.engine.dask import cluster
-
-        with cluster.connected(engine) as client:
-            # find connects to the same cluster (a local one started here lives until the inputs are written).
-            here = EngineOptions("dask", scheduler=client.scheduler.address)
-            plan = _plan(opened, path, dataclasses.replace(options, find=dataclasses.replace(options.find,
-                                                                                           engine=here)))
-            if on_start is not None:
-                on_start(report.read.input_bytes)
-            outcome = _write(layout, sources, signed, plan.decisions, reading, options, path, inputs, stream, stdout,
-                             progress, client)
-    else:
-        plan = _plan(opened, path, options)
+    with engine_for(options.find.engine) as engine:
+        # find runs on the same engine (a local cluster started here lives until the inputs are written).
+        plan = _plan(opened, path, dataclasses.replace(options, find=dataclasses.replace(options.find,
+                                                                                       engine=engine.options)))
         if on_start is not None:
             on_start(report.read.input_bytes)
         outcome = _write(layout, sources, signed, plan.decisions, reading, options, path, inputs, stream, stdout,
-                         progress)
+                         progress, engine)
     _summarise(report, plan, outcome, len(sources))
     report.seconds = time.perf_counter() - started
     return report

@@ -4,8 +4,8 @@ Candidates come from LSH banding on all stored bits (or from comparing every pai
 scored with the b-bit estimator (Li & König 2010, eq. 9), pairs whose interval straddles R0 may be checked
 exactly, and accepted pairs (and with ``ways=3`` triples, Li, König & Gui 2010, eq. 8) become groups. The
 options are checked against the store's parameters, read from its manifest alone, before the store is read;
-the stages run in the local engine (:mod:`dedup_cli.engine.local`) or on a Dask cluster
-(:mod:`dedup_cli.engine.dask.find`), with the same answers.
+the stages run in the engine the options name (:mod:`dedup_cli.engine.engines`: the local engine, or a Dask
+cluster), with the same answers.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from dedup_cli.engine import local
-from dedup_cli.engine.extras import require_dask
+from dedup_cli.engine.engines import engine_for
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
 from dedup_cli.errors import OptionError, UsageError
@@ -48,15 +47,8 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
     if options.new_since is not None:
         opened.check_run(options.new_since)
     reference = None if options.against is None else open_reference(opened, options.against)
-    if options.engine.name == "dask":
-        require_dask()
-        from dedup_cli.engine.dask import cluster
-        from dedup_cli.engine.dask import find as dask_find
-
-        with cluster.connected(options.engine):
-            result = dask_find.find(opened, options, progress=progress, reference=reference)
-    else:
-        result = local.find([opened] if reference is None else [opened, reference], options, progress)
+    with engine_for(options.engine) as engine:
+        result = engine.find(opened, options, progress, reference)
     result.seconds = time.perf_counter() - started
     return result
 

@@ -1,0 +1,132 @@
+"""Where the stages run: one interface, the local engine and the Dask engine behind it.
+
+The commands choose an engine with :func:`engine_for` and call its methods; they never branch on the engine
+themselves. Both engines run the same stage functions (:mod:`dedup_cli.engine.find_stages`,
+:mod:`dedup_cli.corpus.sources`): the local one here, one after the other; the Dask one mapped over partitions
+and pieces on a cluster (:mod:`dedup_cli.engine.dask`), imported only when chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, BinaryIO, Protocol
+
+from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.corpus.sources import filter_source
+from dedup_cli.engine import local
+from dedup_cli.engine.extras import require_dask
+from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.engine.results import FindResult
+from dedup_cli.errors import UsageError
+from dedup_cli.inputs.locations import STDIN, Source
+from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.finding import FindOptions
+from dedup_cli.options.reading import InputOptions
+from dedup_cli.store.store import Store
+
+Advance = Callable[[int], None]
+"""Told how many bytes of the inputs (on disk) were just read."""
+
+
+class Engine(Protocol):
+    """The stages of ``find`` and ``filter`` on one engine.
+
+    Attributes:
+        options: what reaches this same engine again (for the Dask engine, the scheduler already connected, so
+            a ``find`` run inside a ``filter`` uses the cluster the filter started).
+    """
+
+    options: EngineOptions
+
+    def find(self, store: Store, options: FindOptions, progress: Progress = silent,
+             reference: Store | None = None) -> FindResult:
+        """Near-duplicates in ``store`` (and against ``reference``), options already checked."""
+        ...
+
+    def filter_into_directory(self, sources: Sequence[Source], signed: Sequence[bool], targets: Sequence[str],
+                              root: str, decisions: Decisions, reading: InputOptions, annotate: bool,
+                              stdin: Any = None, progress: Advance | None = None) -> SourceOutcome:
+        """Write what to keep of each source into its target under the scratch directory ``root``."""
+        ...
+
+    def filter_into_stream(self, source: Source, signed: bool, out: BinaryIO, decisions: Decisions,
+                           reading: InputOptions, annotate: bool, stdin: Any = None,
+                           progress: Advance | None = None) -> SourceOutcome:
+        """Write what to keep of one source to the stream ``out``, in order."""
+        ...
+
+
+class LocalEngine:
+    """This process (and, for ``sign``, its pool of workers)."""
+
+    def __init__(self, options: EngineOptions) -> None:
+        self.options = options
+
+    def find(self, store: Store, options: FindOptions, progress: Progress = silent,
+             reference: Store | None = None) -> FindResult:
+        return local.find([store] if reference is None else [store, reference], options, progress)
+
+    def filter_into_directory(self, sources: Sequence[Source], signed: Sequence[bool], targets: Sequence[str],
+                              root: str, decisions: Decisions, reading: InputOptions, annotate: bool,
+                              stdin: Any = None, progress: Advance | None = None) -> SourceOutcome:
+        total = SourceOutcome()
+        for source, target, known in zip(sources, targets, signed, strict=True):
+            total.add(filter_source(source, decisions, reading, target, annotate, known, stdin, progress))
+        return total
+
+    def filter_into_stream(self, source: Source, signed: bool, out: BinaryIO, decisions: Decisions,
+                           reading: InputOptions, annotate: bool, stdin: Any = None,
+                           progress: Advance | None = None) -> SourceOutcome:
+        return filter_source(source, decisions, reading, out, annotate, signed, stdin, progress)
+
+
+class DaskEngine:
+    """A Dask cluster, through a connected client (:mod:`dedup_cli.engine.dask`)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.options = EngineOptions("dask", scheduler=client.scheduler.address)
+
+    def find(self, store: Store, options: FindOptions, progress: Progress = silent,
+             reference: Store | None = None) -> FindResult:
+        from dedup_cli.engine.dask import find as dask_find
+
+        return dask_find.find(store, options, progress=progress, reference=reference)
+
+    def filter_into_directory(self, sources: Sequence[Source], signed: Sequence[bool], targets: Sequence[str],
+                              root: str, decisions: Decisions, reading: InputOptions, annotate: bool,
+                              stdin: Any = None, progress: Advance | None = None) -> SourceOutcome:
+        from dedup_cli.engine.dask.filter import filter_into_directory
+
+        return filter_into_directory(self.client, sources, signed, targets, root, decisions, reading, annotate,
+                                     progress)
+
+    def filter_into_stream(self, source: Source, signed: bool, out: BinaryIO, decisions: Decisions,
+                           reading: InputOptions, annotate: bool, stdin: Any = None,
+                           progress: Advance | None = None) -> SourceOutcome:
+        from dedup_cli.engine.dask.filter import filter_into_stream
+
+        return filter_into_stream(self.client, source, signed, out, decisions, reading, annotate, progress)
+
+
+def check_sources(options: EngineOptions, sources: Sequence[Source]) -> None:
+    """Refuse, before any work, inputs the engine ``options`` name cannot read (a UsageError): stdin, which
+    a cluster's workers cannot see."""
+    if options.name == "dask" and any(source.path == STDIN for source in sources):
+        raise UsageError("- (stdin) cannot be read by Dask workers; save it to a file they can read, or filter "
+                         "it with {engine} local", options=True)
+
+
+@contextmanager
+def engine_for(options: EngineOptions) -> Iterator[Engine]:
+    """The engine ``options`` name, ready for the length of the ``with`` block: for Dask, connected to the
+    scheduler named, or to a local cluster started here and closed at the end."""
+    if options.name != "dask":
+        yield LocalEngine(options)
+        return
+    require_dask()
+    from dedup_cli.engine.dask import cluster
+
+    with cluster.connected(options) as client:
+        yield DaskEngine(client)
