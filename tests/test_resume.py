@@ -172,3 +172,6 @@ def test_a_work_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2 and result.stderr.splitlines()[-1].endswith("file' is a file.")
     result = CliRunner().invoke(cli, ["find", str(store), "--keep-work"])
     assert result.exit_code == 2 and result.stderr == "Error: --keep-work keeps the files of --work-dir DIR; name one\n"
+    result = CliRunner().invoke(cli, ["find", str(store), "--work-dir", "s3://bucket/work"])
+    assert result.exit_code == 2 and "not in object storage; name a folder" in result.stderr
+    assert not Path("s3:").exists()

@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.errors import StoreError
+from dedup_cli.errors import StoreError, UsageError
 from dedup_cli.files import atomic_write, path_kind
+from dedup_cli.storage.urls import is_url
 from dedup_cli.store.store import Store
 from dedup_cli.version import __version__
 
@@ -65,6 +66,9 @@ class WorkDir:
     """
 
     def __init__(self, path: str | os.PathLike[str], stores: Sequence[Store]) -> None:
+        if is_url(os.fspath(path)):
+            raise UsageError(f"--work-dir {os.fspath(path)}: work files are kept on a filesystem (for --engine dask "
+                             "one every worker sees), not in object storage; name a folder")
         self.path = Path(path)
         kind = path_kind(self.path)
         if kind not in (None, "directory"):
