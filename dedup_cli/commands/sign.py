@@ -29,7 +29,9 @@ from dedup_cli.inputs.planning import plan_tasks
 from dedup_cli.inputs.reading import accept_documents, plan_inputs
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import ReadTask
-from dedup_cli.kernel.choice import INTEGER_SETS, KernelChoice, numba_version
+from dedup_cli.kernel.background import compile_later
+from dedup_cli.kernel.cache import failure
+from dedup_cli.kernel.choice import COMPILE_FAILED, INTEGER_SETS, NOT_COMPILED, KernelChoice, numba_version
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.signing import SignOptions
@@ -60,6 +62,7 @@ class SignReport:
     kernels: list[str] = field(default_factory=list)  # the signing kernels that ran ("numpy", "numba"), in order
     kernel_reason: str = ""  # why numpy signed, when it did (dedup_cli.kernel.choice: requested, small run, …)
     numba_version: str | None = None  # when the compiled kernel ran
+    compile_failure: str | None = None  # why compiling the kernel in the background failed, when that kept numpy
 
 
 def _write_signed(run: StoreRun, signed: Iterable[tuple[ReadTask, SignedTask]], seen: list[str],
@@ -70,10 +73,10 @@ def _write_signed(run: StoreRun, signed: Iterable[tuple[ReadTask, SignedTask]], 
     done = 0
     for task, result in signed:
         read.merge(result.report)
-        kept = accept_documents(read, ids, result.ids, result.wheres, result.empty)
-        seen.extend(result.ids[position] for position in kept)
+        kept = np.array(accept_documents(read, ids, result.ids, result.wheres, result.empty), dtype=np.int64)
+        seen.extend(result.ids if len(kept) == len(result.ids) else [result.ids[position] for position in kept])
         batch_rows = np.cumsum(result.fresh) - 1  # the batch row of each fresh document
-        changed = [int(batch_rows[position]) for position in kept if result.fresh[position]]
+        changed = batch_rows[kept[result.fresh[kept]]].tolist()
         report.unchanged += len(kept) - len(changed)
         written = result.batch.take(changed)
         run.write(written)
@@ -169,9 +172,12 @@ def sign(
         report.files_found = report.read.files_found
         if on_start is not None:
             on_start(report.read.input_bytes)
-        choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", report.read.input_bytes,
-                              options.workers)
+        choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", options.workers, params)
+        if choice.blocked == NOT_COMPILED:
+            compile_later()  # for later runs: this one signs with numpy, and never waits for the compiler
         if on_cluster:
+            choice.see(len(sources), report.read.input_bytes or 0)  # every source is planned: decide once
+            choice.decide()
             _sign_on_cluster(sources, reading, params, run, index, options, report, progress, seen, choice)
         else:
             known = file_unchanged if len(index) else None  # a new store: nothing to look up
@@ -187,6 +193,8 @@ def sign(
     report.kernel_reason = INTEGER_SETS if params.input_kind == "sets" else choice.reason
     if "numba" in choice.used:
         report.numba_version = numba_version()
+    if report.kernel_reason == COMPILE_FAILED:
+        report.compile_failure = failure()
     report.unchanged += report.read.unchanged
     report.run = run.record
     report.seconds = time.perf_counter() - started

@@ -16,7 +16,7 @@ from typing import Any
 
 from dedup_cli.engine.sign_stage import SignedTask, sign_task
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.tasks import ReadTask, task_bytes
+from dedup_cli.inputs.tasks import ReadTask, task_bytes, task_documents, task_held_bytes
 from dedup_cli.kernel.choice import KernelChoice, compiled_kernel
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
@@ -31,31 +31,65 @@ def _sign_in_worker(task: ReadTask, params: SignatureParams, options: InputOptio
     return sign_task(task, params, options, kernel, _stored)
 
 
+# Tasks that hold their text (a stream's chunks, Parquet rows) are looked at ahead only up to this many bytes: a
+# stream of unknown size then starts with numpy and may switch later, rather than be held in memory.
+HELD_AHEAD_BYTES = 16 << 20
+
+
+def look_ahead(tasks: Iterator[ReadTask], choice: KernelChoice) -> list[ReadTask]:
+    """Plan tasks ahead until ``choice`` can settle the kernel of the whole run: when what they hold repays
+    loading the compiled kernel, or when there are no more (then it is decided), or when those that hold their
+    text in memory reach :data:`HELD_AHEAD_BYTES` (a stream: left undecided). Returns the tasks planned ahead.
+
+    Tasks of whole files and of line files read in place hold only names and offsets, so the planner's walk
+    runs ahead at no cost in memory."""
+    ahead: list[ReadTask] = []
+    held = 0
+    while choice.decided is None:
+        task = next(tasks, None)
+        if task is None:
+            choice.decide()
+            break
+        ahead.append(task)
+        choice.see(task_documents(task), task_bytes(task))
+        held += task_held_bytes(task)
+        if held >= HELD_AHEAD_BYTES:
+            break
+    return ahead
+
+
 def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: InputOptions, jobs: int,
                choice: KernelChoice, stored: DocumentIndex | None = None) -> Iterator[tuple[ReadTask, SignedTask]]:
     """Sign tasks in order, with ``jobs`` worker processes once there is more than one task.
 
-    ``choice`` gives each task's kernel (and records which ran); documents unchanged since ``stored`` (the
-    store's index) are read but not signed. At most two tasks per worker are in flight, so memory stays
-    bounded. A worker that dies (out of memory, a signal) ends the run with a one-line :class:`DedupError`;
-    nothing is stored.
+    ``choice`` gives each task's kernel (and records which ran): the tasks are planned ahead until it is settled
+    (:func:`look_ahead`), and the compiled kernel, when chosen, is loaded here once, before the workers fork.
+    Documents unchanged since ``stored`` (the store's index) are read but not signed. At most two tasks per
+    worker are in flight, so memory stays bounded. A worker that dies (out of memory, a signal) ends the run with
+    a one-line :class:`DedupError`; nothing is stored.
     """
     global _stored
     iterator = iter(tasks)
-    first = next(iterator, None)
+    text = params.input_kind == "text"
+    ahead = look_ahead(iterator, choice) if text else []
+    seen_ahead = {id(task) for task in ahead}
+    first = ahead[0] if ahead else next(iterator, None)
     if first is None:
         return
-    second = next(iterator, None)
-    ahead = itertools.chain([first] if second is None else [first, second], iterator)
+    rest = itertools.chain(ahead[1:], iterator) if ahead else iterator
+    second = next(rest, None)
+    queue = itertools.chain([first] if second is None else [first, second], rest)
 
     def kernel(task: ReadTask) -> str:
-        return choice.kernel_for(task_bytes(task)) if params.input_kind == "text" else "numpy"
+        if not text:
+            return "numpy"
+        return choice.kernel_for(task_documents(task), task_bytes(task), ahead=id(task) in seen_ahead)
 
     if jobs <= 1 or second is None:  # one task: a pool would only add start-up time
-        for task in ahead:
+        for task in queue:
             yield task, sign_task(task, params, options, kernel(task), stored)
         return
-    if params.input_kind == "text" and choice.planned == "numba":
+    if text and choice.planned == "numba":
         compiled_kernel()  # loaded once, here: the forked workers inherit it
     # Imported here: a run of one task (signing one file) does without them (5 ms).
     import multiprocessing
@@ -71,7 +105,7 @@ def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: Inpu
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             pending: deque[tuple[ReadTask, Any]] = deque()
-            for task in ahead:
+            for task in queue:
                 pending.append((task, pool.submit(_sign_in_worker, task, params, options, kernel(task))))
                 if len(pending) >= 2 * jobs:
                     done, future = pending.popleft()
