@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from dedup_cli.errors import OptionError, StoreError, UsageError
 from dedup_cli.inputs.locations import STDIN, Source
 from dedup_cli.inputs.parquet import row_group_sizes
 from dedup_cli.inputs.planning import plan_tasks
-from dedup_cli.inputs.reading import accept_documents, plan_inputs
+from dedup_cli.inputs.reading import accept_documents, plan_inputs, walk_inputs
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import ReadTask
 from dedup_cli.kernel.background import compile_later
@@ -63,6 +63,37 @@ class SignReport:
     kernel_reason: str = ""  # why numpy signed, when it did (dedup_cli.kernel.choice: requested, small run, …)
     numba_version: str | None = None  # when the compiled kernel ran
     compile_failure: str | None = None  # why compiling the kernel in the background failed, when that kept numpy
+
+
+class _AfterTheWalk:
+    """The caller's progress callbacks, told the inputs' total (``on_start``) once the walk of the inputs has
+    found it; bytes done before that are added up and told right after it."""
+
+    def __init__(self, on_start: Callable[[int | None], None] | None, progress: Progress | None) -> None:
+        self.on_start = on_start
+        self.progress = progress
+        self.started = False
+        self.owed = 0
+
+    def walked(self, sources: Iterable[Source], read: ReadReport) -> Iterator[Source]:
+        yield from sources
+        self.start(read.input_bytes)
+
+    def start(self, total: int | None) -> None:
+        if self.started:
+            return
+        self.started = True
+        if self.on_start is not None:
+            self.on_start(total)
+        if self.owed:
+            self.advance(0)
+
+    def advance(self, count: int) -> None:
+        if not self.started:
+            self.owed += count
+        elif self.progress is not None:
+            self.progress(self.owed + count)
+            self.owed = 0
 
 
 def _write_signed(run: StoreRun, signed: Iterable[tuple[ReadTask, SignedTask]], seen: list[str],
@@ -152,15 +183,19 @@ def sign(
             seen.append(identifier)
         return unchanged
 
-    # Inputs are checked (a missing one is an error) before the store is created or locked.
+    # Inputs are checked (a missing one is an error) before the store is created or locked; the local engine's
+    # walk of the directories then goes on as the run signs, and the progress starts once it knows the total.
     reading = dataclasses.replace(options.input, id_root=root)
-    sources, stream = plan_inputs(inputs, reading, report.read, stdin)
     on_cluster = options.engine.name == "dask"
+    announced = _AfterTheWalk(on_start, progress)
     if on_cluster:
         require_dask()
+        sources, stream = plan_inputs(inputs, reading, report.read, stdin)
         if any(source.path == STDIN for source in sources):
             raise UsageError("- (stdin) cannot be read by Dask workers; save it to a file they can read, or sign it "
                              "with {engine} local", options=True)
+    else:
+        walked, stream = walk_inputs(inputs, reading, report.read, stdin)
     created = create_store(output, params, exist_ok=True, lock_timeout=options.wait)
     with created.begin_run(params, lock_timeout=options.wait) as run:
         if run.id_root is None:
@@ -169,21 +204,21 @@ def sign(
             raise StoreError(f"another run fixed the id root of {output} while this one started; run again")
         run.input = RunInput(run.number, **{name: getattr(options.input, name) for name in READING_OPTIONS})
         index = run.document_index()
-        report.files_found = report.read.files_found
-        if on_start is not None:
-            on_start(report.read.input_bytes)
         choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", options.workers, params)
         if choice.blocked == NOT_COMPILED:
             compile_later()  # for later runs: this one signs with numpy, and never waits for the compiler
         if on_cluster:
+            announced.start(report.read.input_bytes)
             choice.see(len(sources), report.read.input_bytes or 0)  # every source is planned: decide once
             choice.decide()
-            _sign_on_cluster(sources, reading, params, run, index, options, report, progress, seen, choice)
+            _sign_on_cluster(sources, reading, params, run, index, options, report, announced.advance, seen,
+                             choice)
         else:
             known = file_unchanged if len(index) else None  # a new store: nothing to look up
-            tasks = plan_tasks(sources, reading, report.read, stream, unchanged=known)
+            tasks = plan_tasks(announced.walked(walked, report.read), reading, report.read, stream, unchanged=known)
             signed = sign_tasks(tasks, params, reading, options.workers, choice, index)
-            _write_signed(run, signed, seen, report, progress)
+            _write_signed(run, signed, seen, report, announced.advance)
+        report.files_found = report.read.files_found
         if options.prune:
             if report.read.count("unreadable"):
                 report.prune_skipped = True

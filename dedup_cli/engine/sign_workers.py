@@ -9,7 +9,6 @@ byte-identical whatever ``jobs`` is.
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -36,61 +35,43 @@ def _sign_in_worker(task: ReadTask, params: SignatureParams, options: InputOptio
 HELD_AHEAD_BYTES = 16 << 20
 
 
-def look_ahead(tasks: Iterator[ReadTask], choice: KernelChoice) -> list[ReadTask]:
+def look_ahead(tasks: Iterator[ReadTask], choice: KernelChoice) -> deque[ReadTask]:
     """Plan tasks ahead until ``choice`` can settle the kernel of the whole run: when what they hold repays
     loading the compiled kernel, or when there are no more (then it is decided), or when those that hold their
     text in memory reach :data:`HELD_AHEAD_BYTES` (a stream: left undecided). Returns the tasks planned ahead.
 
     Tasks of whole files and of line files read in place hold only names and offsets, so the planner's walk
     runs ahead at no cost in memory."""
-    ahead: list[ReadTask] = []
-    held = 0
-    while choice.decided is None:
-        task = next(tasks, None)
-        if task is None:
-            choice.decide()
-            break
-        ahead.append(task)
-        choice.see(task_documents(task), task_bytes(task))
-        held += task_held_bytes(task)
-        if held >= HELD_AHEAD_BYTES:
-            break
-    return ahead
+    planner = _Planner(tasks, choice)
+    while planner.undecided():
+        planner.ahead(len(planner.planned) + 1)
+    return planner.planned
 
 
 def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: InputOptions, jobs: int,
                choice: KernelChoice, stored: DocumentIndex | None = None) -> Iterator[tuple[ReadTask, SignedTask]]:
     """Sign tasks in order, with ``jobs`` worker processes once there is more than one task.
 
-    ``choice`` gives each task's kernel (and records which ran): the tasks are planned ahead until it is settled
-    (:func:`look_ahead`), and the compiled kernel, when chosen, is loaded here once, before the workers fork.
-    Documents unchanged since ``stored`` (the store's index) are read but not signed. At most two tasks per
-    worker are in flight, so memory stays bounded. A worker that dies (out of memory, a signal) ends the run with
-    a one-line :class:`DedupError`; nothing is stored.
+    ``choice`` gives each task's kernel (and records which ran). The workers start at once; while they sign, this
+    process plans the tasks ahead (walking the directories, cutting line files) until the kernel of the run is
+    settled, and each task gets the kernel decided when it is handed out: numpy before, the compiled kernel after
+    when chosen, which each worker then loads itself, in parallel with the others and with the planning. (When
+    it is chosen before the workers start, it is loaded here once and they inherit it.) Documents unchanged since
+    ``stored`` (the store's index) are read but not signed. At most two tasks per worker are in flight, so memory
+    stays bounded. A worker that dies (out of memory, a signal) ends the run with a one-line
+    :class:`DedupError`; nothing is stored.
     """
     global _stored
-    iterator = iter(tasks)
     text = params.input_kind == "text"
-    ahead = look_ahead(iterator, choice) if text else []
-    seen_ahead = {id(task) for task in ahead}
-    first = ahead[0] if ahead else next(iterator, None)
-    if first is None:
+    planner = _Planner(iter(tasks), choice if text else None)
+    if jobs <= 1 or not planner.ahead(2):  # one task: a pool would only add start-up time
+        while planner.undecided():  # one process: settle the kernel first
+            planner.ahead(len(planner.planned) + 1)
+        while (task := planner.next()) is not None:
+            yield task, sign_task(task, params, options, planner.kernel(task), stored)
         return
-    rest = itertools.chain(ahead[1:], iterator) if ahead else iterator
-    second = next(rest, None)
-    queue = itertools.chain([first] if second is None else [first, second], rest)
-
-    def kernel(task: ReadTask) -> str:
-        if not text:
-            return "numpy"
-        return choice.kernel_for(task_documents(task), task_bytes(task), ahead=id(task) in seen_ahead)
-
-    if jobs <= 1 or second is None:  # one task: a pool would only add start-up time
-        for task in queue:
-            yield task, sign_task(task, params, options, kernel(task), stored)
-        return
-    if text and choice.planned == "numba":
-        compiled_kernel()  # loaded once, here: the forked workers inherit it
+    if text and choice.decided == "numba":
+        compiled_kernel()  # chosen already (asked for, or loaded in this process): loaded once, here
     # Imported here: a run of one task (signing one file) does without them (5 ms).
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -105,13 +86,14 @@ def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: Inpu
     try:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             pending: deque[tuple[ReadTask, Any]] = deque()
-            for task in queue:
-                pending.append((task, pool.submit(_sign_in_worker, task, params, options, kernel(task))))
-                if len(pending) >= 2 * jobs:
-                    done, future = pending.popleft()
-                    yield done, future.result()
-            while pending:
+            while True:
+                while len(pending) < 2 * jobs and (task := planner.next()) is not None:
+                    pending.append((task, pool.submit(_sign_in_worker, task, params, options, planner.kernel(task))))
+                if not pending:
+                    break
                 done, future = pending.popleft()
+                while not future.done() and planner.undecided():
+                    planner.ahead(len(planner.planned) + 1)  # plan ahead while the workers sign
                 yield done, future.result()
     except BrokenProcessPool as error:
         # A worker was killed (out of memory, a signal): the run is discarded, the store stays as it was.
@@ -119,3 +101,54 @@ def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: Inpu
                          "(with {jobs} 1 to sign in one process)", options=True) from error
     finally:
         _stored = None
+
+
+class _Planner:
+    """The tasks of a run, planned ahead of handing them out when asked to, told to ``choice`` as planned."""
+
+    def __init__(self, tasks: Iterator[ReadTask], choice: KernelChoice | None) -> None:
+        self.tasks = tasks
+        self.choice = choice
+        self.planned: deque[ReadTask] = deque()
+        self.counted: set[int] = set()  # the tasks told to the choice when planned ahead
+        self.held = 0
+        self.exhausted = False
+
+    def ahead(self, count: int) -> bool:
+        """Plan until ``count`` tasks wait (or there are no more); whether they do."""
+        while len(self.planned) < count and not self.exhausted:
+            task = next(self.tasks, None)
+            if task is None:
+                self.exhausted = True
+                if self.choice is not None:
+                    self.choice.decide()
+                break
+            self.planned.append(task)
+            self.held += task_held_bytes(task)
+            if self.choice is not None:
+                self.choice.see(task_documents(task), task_bytes(task))
+                self.counted.add(id(task))
+        return len(self.planned) >= count
+
+    def undecided(self) -> bool:
+        """Whether planning ahead may still settle the kernel: undecided, tasks left, not too much text held."""
+        return (self.choice is not None and self.choice.decided is None and not self.exhausted
+                and self.held < HELD_AHEAD_BYTES)
+
+    def next(self) -> ReadTask | None:
+        """The next task to hand out."""
+        if not self.planned:
+            self.ahead(1)
+        if not self.planned:
+            return None
+        task = self.planned.popleft()
+        self.held -= task_held_bytes(task)
+        return task
+
+    def kernel(self, task: ReadTask) -> str:
+        """The kernel of a task handed out now."""
+        if self.choice is None:
+            return "numpy"
+        ahead = id(task) in self.counted
+        self.counted.discard(id(task))
+        return self.choice.kernel_for(task_documents(task), task_bytes(task), ahead=ahead)

@@ -135,9 +135,8 @@ def parse_block(data: bytes, first_line: int, source: Source, text_field: str, i
     """
     if len(data) >= 1 << 31:  # beyond Arrow's block size
         return None
-    if first_line == 1 and data.startswith(BOM):
-        data = data[3:]
-    if BOM in data:
+    marked = first_line == 1 and data.startswith(BOM)  # a byte-order mark opening the file is not part of line 1
+    if data.find(BOM, 3 if marked else 0) >= 0:
         return None
     if not data.isascii():
         try:
@@ -145,6 +144,10 @@ def parse_block(data: bytes, first_line: int, source: Source, text_field: str, i
         except UnicodeDecodeError:
             return None
     starts, ends = _lines(data)
+    if marked:
+        starts[0] += 3
+        ends[0] = max(ends[0], 3)
+        data = b"   " + data[3:]  # white space to the JSON parser, and every offset stays where it was
     if limit is not None and np.any(ends - starts > limit):
         return None
     blank = _blank(data, starts, ends)

@@ -19,8 +19,9 @@ Ids
 from __future__ import annotations
 
 import fnmatch
+import heapq
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -32,6 +33,7 @@ from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 
 FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+_KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
 
 
 def detect_format(name: str) -> str:
@@ -41,6 +43,8 @@ def detect_format(name: str) -> str:
 
 def _kinds(name: str) -> tuple[str, str | None]:
     """(the format ``auto`` gives a file name, its compression), from one look at its suffix or two."""
+    if not name[-8:].lower().endswith(_KNOWN_ENDINGS):  # most names: a slice, not a path split
+        return "text", None
     stem, suffix = os.path.splitext(name)
     compressed = COMPRESSION_SUFFIXES.get(suffix.lower())
     if compressed is not None:
@@ -80,16 +84,55 @@ def _id_root(paths: Sequence[str], id_root: str | None) -> str:
     return root
 
 
-def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
-               report: ReadReport, id_root: str | None = None) -> list[SourceFile]:
-    """Files under ``named`` and ``listed`` paths, sorted by id.
+def _order(relative: str) -> tuple[str, str]:
+    """The order of ids: by the displayed name, then by the name as the OS spells it."""
+    return display_name(relative), relative
+
+
+def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool],
+                 unreadable: Callable[[OSError], None]) -> Iterator[tuple[str, str]]:
+    """(path relative to the id root, path) of the files under ``directory`` (``prefix``: its own relative path
+    and ``/``), in id order, one directory listing at a time: a directory's entries are sorted with a ``/``
+    after each subdirectory's name, so its files come exactly where sorting all the relative paths would put
+    them, and the walk yields the first files before it has listed the rest."""
+    try:
+        with os.scandir(directory) as listing:
+            entries = list(listing)
+    except OSError as error:
+        unreadable(error)
+        return
+    children = []
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
+        try:
+            is_directory = entry.is_dir()
+        except OSError:
+            is_directory = False
+        if is_directory:
+            if not entry.is_symlink():  # a link to a directory is not followed, so links cannot loop
+                children.append((_order(prefix + name + "/"), name, True))
+        else:
+            children.append((_order(prefix + name), name, False))
+    children.sort()
+    for _, name, is_directory in children:
+        if is_directory:
+            yield from _sorted_tree(os.path.join(directory, name), prefix + name + "/", wanted, unreadable)
+        elif wanted(display_name(prefix + name)):
+            yield prefix + name, os.path.join(directory, name)
+
+
+def walk_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
+               report: ReadReport, id_root: str | None = None) -> Iterator[SourceFile]:
+    """Files under ``named`` and ``listed`` paths, in id order, found as the iterator is consumed.
 
     ``include``/``exclude`` are glob patterns matched against the path relative to the id root or the file
     name; they filter the files found in directories and the listed ones (a file named itself is always read).
 
-    A named path that does not exist stops the run; a listed one is reported unreadable and skipped, since
-    a list made by ``find`` may name a file deleted since. Ids are relative to :func:`_id_root`, which is
-    recorded in ``report.id_root``.
+    Checked now, before the first file: a named path that does not exist stops the run; a listed one is
+    reported unreadable and skipped, since a list made by ``find`` may name a file deleted since. Ids are
+    relative to :func:`_id_root`, which is recorded in ``report.id_root``.
     """
     named_absolute = []
     for name in named:
@@ -104,7 +147,7 @@ def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[st
             report.note("unreadable", (display_name(name), "does not exist (listed in --files-from)"))
     everything = named_absolute + listed_absolute
     if not everything:
-        return []
+        return iter(())
     root = _id_root(everything, id_root)
     report.id_root = root
 
@@ -114,31 +157,36 @@ def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[st
     def wanted(relative: str) -> bool:
         return not (include and not _matches(relative, include)) and not (exclude and _matches(relative, exclude))
 
-    found: dict[str, str] = {}  # relative path as the OS spells it → absolute path
+    single: list[tuple[str, str]] = []  # files named or listed themselves: (relative path as the OS spells it, path)
+    trees = []
     for path, always in [(p, True) for p in named_absolute] + [(p, False) for p in listed_absolute]:
-        if not os.path.isdir(path):
-            relative = os.path.relpath(path, root).replace(os.sep, "/")
-            if always or wanted(display_name(relative)):
-                found[relative] = path
+        if os.path.isdir(path):
+            base = os.path.relpath(path, root).replace(os.sep, "/")
+            trees.append(_sorted_tree(path, "" if base == "." else base + "/", wanted, record_unreadable))
             continue
-        for directory, subdirectories, files in os.walk(path, onerror=record_unreadable):
-            subdirectories[:] = sorted(
-                d for d in subdirectories
-                if not d.startswith(".") and not os.path.islink(os.path.join(directory, d))
-            )
-            # Every walked directory lies under root, so its relative part is computed once, not per file
-            # (os.path.relpath per file was a tenth of the time of signing small files).
-            base = os.path.relpath(directory, root).replace(os.sep, "/")
-            prefix = "" if base == "." else base + "/"
-            for name in sorted(files):
-                if name.startswith("."):
-                    continue
-                relative = prefix + name
-                if wanted(display_name(relative)):
-                    found[relative] = os.path.join(directory, name)
-    # Ids are the displayed names; two OS names may display alike, and the later one is then a duplicate id.
-    keys = sorted(found, key=lambda relative: (display_name(relative), relative))
-    return [SourceFile(display_name(relative), found[relative]) for relative in keys]
+        relative = os.path.relpath(path, root).replace(os.sep, "/")
+        if always or wanted(display_name(relative)):
+            single.append((relative, path))
+    streams = [iter(sorted(single, key=lambda item: _order(item[0]))), *trees]
+    merged = streams[0] if len(trees) == 0 else streams[1] if not single and len(trees) == 1 else heapq.merge(
+        *streams, key=lambda item: _order(item[0]))
+    return _distinct(merged)
+
+
+def _distinct(files: Iterator[tuple[str, str]]) -> Iterator[SourceFile]:
+    """One :class:`SourceFile` per relative path (a file named and also found in a named directory is read once);
+    ids are the displayed names: two OS names may display alike, and the later one is then a duplicate id."""
+    previous = None
+    for relative, path in files:
+        if relative != previous:
+            yield SourceFile(display_name(relative), path)
+        previous = relative
+
+
+def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
+               report: ReadReport, id_root: str | None = None) -> list[SourceFile]:
+    """Files under ``named`` and ``listed`` paths, sorted by id (:func:`walk_files`, all of them)."""
+    return list(walk_files(named, listed, include, exclude, report, id_root))
 
 
 def read_file_list(files_from: str, null_separated: bool, stdin: BinaryIO) -> list[str]:
@@ -159,9 +207,15 @@ def read_file_list(files_from: str, null_separated: bool, stdin: BinaryIO) -> li
     return [os.fsdecode(entry) for entry in entries if entry]
 
 
-def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadReport,
-                 stdin: BinaryIO) -> list[Source]:
-    """Check the inputs and list what to read, in order (stdin first, then files by id)."""
+def walk_sources(inputs: Sequence[str], options: InputOptions, report: ReadReport,
+                 stdin: BinaryIO) -> Iterator[Source]:
+    """Check the inputs now, and give what to read in order (stdin first, then files by id) as the walk finds it.
+
+    Raised now: no input, stdin named twice or holding the file list, Parquet on stdin, an unreadable
+    ``files_from``, a named input that does not exist, an input outside the id root. Raised when the walk reaches
+    it: a Parquet file without a named column (:func:`dedup_cli.inputs.parquet.check_columns`). Once the walk
+    has ended, ``report.files_found`` and ``report.input_bytes`` (None when stdin is read) are set.
+    """
     named = list(inputs)
     if not named and options.files_from is None:
         raise InputError("no input given; name files or directories, - for stdin, or {files_from} FILE", options=True)
@@ -175,30 +229,51 @@ def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
     if reads_stdin and stdin_format == "parquet":
         raise UsageError("Parquet cannot be read from stdin (it needs a seekable file); save it to a file first")
     listed = read_file_list(options.files_from, options.null_separated, stdin) if options.files_from else []
-    files = find_files([n for n in named if n != STDIN], listed, options.include, options.exclude, report,
+    files = walk_files([n for n in named if n != STDIN], listed, options.include, options.exclude, report,
                        options.id_root)
-    sources = [Source(STDIN, STDIN, STDIN_NAME, stdin_format, None)] if reads_stdin else []
+    first = [Source(STDIN, STDIN, STDIN_NAME, stdin_format, None)] if reads_stdin else []
+    return _sources(first, files, options, report)
+
+
+def _sources(first: list[Source], files: Iterator[SourceFile], options: InputOptions, report: ReadReport
+             ) -> Iterator[Source]:
+    """``first`` (stdin), then a :class:`Source` per file, stated as it is reached; the counts at the end."""
+    yield from first
+    count, total = len(first), 0
     for file in files:
         file_format, file_compression = _kinds(file.path)
         try:
             status: os.stat_result | None = os.stat(file.path)
         except OSError:
             status = None  # reported when it is read
-        sources.append(Source(file.id, file.path, display_name(file.path),
-                              file_format if options.input_format == "auto" else options.input_format,
-                              file_compression, 0 if status is None else status.st_size, status))
-    for source in sources:  # stop before any work when a Parquet file lacks a named column
+        source = Source(file.id, file.path, display_name(file.path),
+                        file_format if options.input_format == "auto" else options.input_format,
+                        file_compression, 0 if status is None else status.st_size, status)
         if source.format == "parquet" and source.compression is None:
-            import pyarrow.parquet as pq  # only with Parquet inputs: signing text starts without it
+            _check_parquet(source, options)
+        count += 1
+        total += source.size
+        yield source
+    report.files_found += count
+    report.input_bytes = None if first else total
 
-            from dedup_cli.inputs.parquet import check_columns
 
-            try:
-                with open(source.path, "rb") as handle:
-                    schema = pq.read_schema(handle)
-            except READ_ERRORS:
-                continue  # reported when it is read
-            check_columns(schema, source, options)
-    report.files_found += len(sources)
-    report.input_bytes = None if reads_stdin else sum(source.size for source in sources)
-    return sources
+def _check_parquet(source: Source, options: InputOptions) -> None:
+    """Stop the run when a Parquet file lacks a named column (one that cannot be read is reported later)."""
+    import pyarrow.parquet as pq  # only with Parquet inputs: signing text starts without it
+
+    from dedup_cli.inputs.parquet import check_columns
+
+    try:
+        with open(source.path, "rb") as handle:
+            schema = pq.read_schema(handle)
+    except READ_ERRORS:
+        return
+    check_columns(schema, source, options)
+
+
+def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadReport,
+                 stdin: BinaryIO) -> list[Source]:
+    """Check the inputs and list what to read, in order (stdin first, then files by id): :func:`walk_sources`
+    to its end, so that a Parquet file without a named column stops the run before any work."""
+    return list(walk_sources(inputs, options, report, stdin))

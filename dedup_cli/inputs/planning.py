@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import stat as stat_module
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, LineChunk, line_chunks
@@ -50,7 +50,7 @@ def _skip_unchanged(source: Source, limit: int | None, unchanged: Unchanged | No
     return unchanged(source.id, location_path(source.path), status)
 
 
-def plan_tasks(sources: Sequence[Source], options: InputOptions, report: ReadReport, stdin: BinaryIO,
+def plan_tasks(sources: Iterable[Source], options: InputOptions, report: ReadReport, stdin: BinaryIO,
                unchanged: Unchanged | None = None) -> Iterator[ReadTask]:
     """The tasks that read ``sources`` (from :func:`dedup_cli.inputs.discovery.plan_sources`), in order.
 

@@ -21,7 +21,7 @@ from typing import BinaryIO
 import numpy as np
 
 from dedup_cli.inputs.columns import Wheres
-from dedup_cli.inputs.discovery import plan_sources
+from dedup_cli.inputs.discovery import plan_sources, walk_sources
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.planning import Unchanged, plan_tasks
 from dedup_cli.inputs.records import Document, IntegerSet
@@ -36,6 +36,15 @@ def plan_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport
     stream = stdin if stdin is not None else sys.stdin.buffer
     report.max_document_bytes = options.max_document_bytes
     return plan_sources(inputs, options, report, stream), stream
+
+
+def walk_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport,
+                stdin: BinaryIO | None = None) -> tuple[Iterator[Source], BinaryIO]:
+    """Check the inputs now and walk them as the iterator is consumed (:func:`plan_inputs`, lazily); returns the
+    sources and the stream read as stdin."""
+    stream = stdin if stdin is not None else sys.stdin.buffer
+    report.max_document_bytes = options.max_document_bytes
+    return walk_sources(inputs, options, report, stream), stream
 
 
 def accept_documents(report: ReadReport, seen: set[str], ids: Sequence[str], wheres: Wheres,
