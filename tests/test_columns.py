@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dedup_cli as dedup
+from dedup_cli.commands import sign as sign_command
 from dedup_cli.inputs import blocks, discovery, planning
 from dedup_cli.inputs.chunks import LineChunk, chunk_lines
 from dedup_cli.inputs.columns import blank, blank_texts
@@ -207,6 +208,7 @@ def test_signing_starts_before_the_walk_ends(tmp_path: Path, monkeypatch: pytest
     for index in range(60):
         (corpus / f"{index:02d}.txt").write_text(f"document {index} says a few words of its own " * 4)
     monkeypatch.setattr(planning, "TASK_FILES", 4)  # 15 tasks; two workers hold at most 4 at a time
+    monkeypatch.setattr(sign_command, "WRITE_ROWS", 1)  # each task's rows written when they come back
     events: list[str] = []
     real_kinds, real_write = discovery._kinds, StoreRun.write
 

@@ -488,14 +488,14 @@ def test_unreadable_files_dangling_links_and_failing_open(tmp_path: Path, monkey
     (tmp_path / "ok.txt").write_text("fine")
     (tmp_path / "locked.txt").write_text("secret")
     (tmp_path / "dangling.txt").symlink_to(tmp_path / "does-not-exist")
-    real_open = files.PlainFile
+    real_open = files.os.open
 
-    def guarded(path: str) -> Any:
+    def guarded(path: Any, *args: Any, **kwargs: Any) -> Any:
         if str(path).endswith("locked.txt"):  # as if opening it failed (the tests may run as root)
             raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path)
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(files, "PlainFile", guarded)
+    monkeypatch.setattr(files.os, "open", guarded)
     documents, report = read([tmp_path])
     assert ids(documents) == ["ok.txt"]
     assert report.unreadable == [(str(tmp_path / "dangling.txt"), "No such file or directory"),

@@ -155,7 +155,7 @@ def sign_columns(columns: TextColumns, params: SignatureParams, kernel: str = "n
     """
     if kernel == "numba":
         compiled = compiled_kernel()
-        data, offsets, ascii_documents = compiled.normalise_encoded(columns.data, columns.offsets)
+        data, offsets, ascii_documents = compiled.normalise_encoded(columns.data, columns.offsets, columns.ascii)
         return compiled.sign_encoded(data, offsets, params, ascii_documents)
     return sign_texts(columns.texts(), params, kernel=kernel)
 

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import xxhash
 
-from dedup_cli.inputs.columns import LineWheres, TextColumns, blank_texts
+from dedup_cli.inputs.columns import LineWheres, TextColumns, ascii_texts, blank_texts
 from dedup_cli.inputs.decoding import BOM
 from dedup_cli.inputs.locations import Source, record_location
 
@@ -188,5 +188,5 @@ def parse_block(data: bytes, first_line: int, source: Source, text_field: str, i
     lengths = np.diff(offsets)
     columns = TextColumns(ids, locations, LineWheres(source.display, numbers.astype(np.int64)), buffer, offsets,
                           lengths, np.full(len(listed), mtime_ns, dtype=np.int64), hashes,
-                          blank_texts(buffer, offsets))
+                          blank_texts(buffer, offsets), ascii_texts(buffer, offsets))
     return Block(columns, int(np.count_nonzero(blank)))

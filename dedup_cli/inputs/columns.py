@@ -43,6 +43,15 @@ def blank(data: bytes, start: int, end: int) -> bool:
     return str(data[start:end], "utf-8", "replace").isspace()
 
 
+def ascii_texts(data: bytes, offsets: np.ndarray) -> np.ndarray:
+    """bool[n]: which of the texts ``data[offsets[d]:offsets[d + 1]]`` have no byte ≥ 0x80."""
+    ascii_flags = np.ones(offsets.size - 1, dtype=np.bool_)
+    if not data.isascii():
+        beyond = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) >= 0x80)
+        ascii_flags[np.searchsorted(offsets, beyond, side="right") - 1] = False
+    return ascii_flags
+
+
 def blank_texts(data: bytes, offsets: np.ndarray) -> np.ndarray:
     """bool[n]: which of the texts ``data[offsets[d]:offsets[d + 1]]`` are empty or white space only; only the
     texts that start with white space or a non-ASCII byte are looked at one by one."""
@@ -92,8 +101,8 @@ class TextColumns:
     """n documents as columns: texts end to end (``data[offsets[d]:offsets[d + 1]]``, UTF-8) and their fields.
 
     ``ids``, ``locations`` (``Document.path``) and ``wheres`` (for messages) are sequences of n strings;
-    ``sizes``, ``mtimes_ns``, ``content_hashes`` (int64, int64, uint64) and ``empty`` (bool: empty or white
-    space only) are arrays of n.
+    ``sizes``, ``mtimes_ns``, ``content_hashes`` (int64, int64, uint64), ``empty`` (bool: empty or white
+    space only) and ``ascii`` (bool: no byte ≥ 0x80, so nothing to normalise) are arrays of n.
     """
 
     ids: list[str]
@@ -105,6 +114,7 @@ class TextColumns:
     mtimes_ns: np.ndarray
     content_hashes: np.ndarray
     empty: np.ndarray
+    ascii: np.ndarray
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -136,7 +146,7 @@ class TextColumns:
         wheres = [self.wheres[d] for d in chosen]
         return TextColumns([self.ids[d] for d in chosen], [self.locations[d] for d in chosen], wheres, data,
                            offsets, self.sizes[positions], self.mtimes_ns[positions],
-                           self.content_hashes[positions], self.empty[positions])
+                           self.content_hashes[positions], self.empty[positions], self.ascii[positions])
 
 
 @dataclass
@@ -151,10 +161,12 @@ class ColumnsBuilder:
     sizes: list[int] = field(default_factory=list)
     mtimes_ns: list[int] = field(default_factory=list)
     content_hashes: list[int] = field(default_factory=list)
+    ascii: list[bool] = field(default_factory=list)
 
     def add(self, identifier: str, location: str, where: str, utf8: bytes | memoryview, size: int,
-            mtime_ns: int) -> None:
-        """One document: its UTF-8 bytes (valid), the size to record, and its file's modification time."""
+            mtime_ns: int, ascii_text: bool) -> None:
+        """One document: its UTF-8 bytes (valid), the size to record, its file's modification time, and whether
+        it is ASCII."""
         self.ids.append(identifier)
         self.locations.append(location)
         self.wheres.append(where)
@@ -163,6 +175,7 @@ class ColumnsBuilder:
         self.sizes.append(size)
         self.mtimes_ns.append(mtime_ns)
         self.content_hashes.append(xxhash.xxh3_64_intdigest(utf8))
+        self.ascii.append(ascii_text)
 
     def add_document(self, where: str, document: Document) -> None:
         """A document already read as a :class:`Document` (its text encoded here)."""
@@ -175,6 +188,7 @@ class ColumnsBuilder:
         self.sizes.append(document.size)
         self.mtimes_ns.append(document.mtime_ns)
         self.content_hashes.append(document.content_hash)
+        self.ascii.append(document.text.isascii())
 
     def extend(self, columns: TextColumns) -> None:
         """Documents already in columns (a block of records parsed at once)."""
@@ -186,6 +200,7 @@ class ColumnsBuilder:
         self.sizes.extend(columns.sizes.tolist())
         self.mtimes_ns.extend(columns.mtimes_ns.tolist())
         self.content_hashes.extend(columns.content_hashes.tolist())
+        self.ascii.extend(columns.ascii.tolist())
 
     def build(self, wheres: Wheres | None = None) -> TextColumns:
         """The columns (``wheres``: the locations for messages, when they are not those added)."""
@@ -195,7 +210,8 @@ class ColumnsBuilder:
         data = b"".join(self.pieces)
         return TextColumns(self.ids, self.locations, self.wheres if wheres is None else wheres, data, offsets,
                            np.array(self.sizes, dtype=np.int64), np.array(self.mtimes_ns, dtype=np.int64),
-                           np.array(self.content_hashes, dtype=np.uint64), blank_texts(data, offsets))
+                           np.array(self.content_hashes, dtype=np.uint64), blank_texts(data, offsets),
+                           np.array(self.ascii, dtype=np.bool_))
 
 
 def columns_of(documents: Sequence[Document], wheres: Sequence[str]) -> TextColumns:

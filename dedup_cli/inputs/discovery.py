@@ -22,8 +22,7 @@ import fnmatch
 import heapq
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME, Source, display_name
@@ -52,8 +51,7 @@ def _kinds(name: str) -> tuple[str, str | None]:
     return FORMAT_SUFFIXES.get(suffix.lower(), "text"), compressed
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(NamedTuple):
     """A file to read and the id its document will have."""
 
     id: str
@@ -84,17 +82,16 @@ def _id_root(paths: Sequence[str], id_root: str | None) -> str:
     return root
 
 
-def _order(relative: str) -> tuple[str, str]:
-    """The order of ids: by the displayed name, then by the name as the OS spells it."""
-    return display_name(relative), relative
+Found = tuple[str, str, str]
+"""A file found: (its id, the displayed path relative to the id root; that path as the OS spells it; its path)."""
 
 
-def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool],
-                 unreadable: Callable[[OSError], None]) -> Iterator[tuple[str, str]]:
-    """(path relative to the id root, path) of the files under ``directory`` (``prefix``: its own relative path
-    and ``/``), in id order, one directory listing at a time: a directory's entries are sorted with a ``/``
-    after each subdirectory's name, so its files come exactly where sorting all the relative paths would put
-    them, and the walk yields the first files before it has listed the rest."""
+def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | None,
+                 unreadable: Callable[[OSError], None]) -> Iterator[Found]:
+    """The files under ``directory`` (``prefix``: its own relative path and ``/``), in id order, one directory
+    listing at a time: a directory's entries are sorted with a ``/`` after each subdirectory's name, so its files
+    come exactly where sorting all the relative paths would put them, and the walk yields the first files before
+    it has listed the rest. ``wanted`` (None: every file) filters the files by their displayed relative path."""
     try:
         with os.scandir(directory) as listing:
             entries = list(listing)
@@ -104,23 +101,25 @@ def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool],
     children = []
     for entry in entries:
         name = entry.name
-        if name.startswith("."):
+        if name[0] == ".":
             continue
         try:
             is_directory = entry.is_dir()
         except OSError:
             is_directory = False
-        if is_directory:
-            if not entry.is_symlink():  # a link to a directory is not followed, so links cannot loop
-                children.append((_order(prefix + name + "/"), name, True))
-        else:
-            children.append((_order(prefix + name), name, False))
+        if not is_directory:
+            relative = prefix + name
+            children.append((display_name(relative), relative, name, False))
+        elif not entry.is_symlink():  # a link to a directory is not followed, so links cannot loop
+            relative = prefix + name + "/"
+            children.append((display_name(relative), relative, name, True))
     children.sort()
-    for _, name, is_directory in children:
+    base = directory if directory.endswith("/") else directory + "/"
+    for shown, relative, name, is_directory in children:
         if is_directory:
-            yield from _sorted_tree(os.path.join(directory, name), prefix + name + "/", wanted, unreadable)
-        elif wanted(display_name(prefix + name)):
-            yield prefix + name, os.path.join(directory, name)
+            yield from _sorted_tree(base + name, relative, wanted, unreadable)
+        elif wanted is None or wanted(shown):
+            yield shown, relative, base + name
 
 
 def walk_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
@@ -157,36 +156,32 @@ def walk_files(named: Sequence[str], listed: Sequence[str], include: Sequence[st
     def wanted(relative: str) -> bool:
         return not (include and not _matches(relative, include)) and not (exclude and _matches(relative, exclude))
 
-    single: list[tuple[str, str]] = []  # files named or listed themselves: (relative path as the OS spells it, path)
+    single: list[Found] = []  # files named or listed themselves
     trees = []
     for path, always in [(p, True) for p in named_absolute] + [(p, False) for p in listed_absolute]:
         if os.path.isdir(path):
             base = os.path.relpath(path, root).replace(os.sep, "/")
-            trees.append(_sorted_tree(path, "" if base == "." else base + "/", wanted, record_unreadable))
+            trees.append(_sorted_tree(path, "" if base == "." else base + "/", wanted if include or exclude else None,
+                                      record_unreadable))
             continue
         relative = os.path.relpath(path, root).replace(os.sep, "/")
         if always or wanted(display_name(relative)):
-            single.append((relative, path))
-    streams = [iter(sorted(single, key=lambda item: _order(item[0]))), *trees]
+            single.append((display_name(relative), relative, path))
+    single.sort()
+    streams = [iter(single), *trees]
     merged = streams[0] if len(trees) == 0 else streams[1] if not single and len(trees) == 1 else heapq.merge(
-        *streams, key=lambda item: _order(item[0]))
+        *streams)
     return _distinct(merged)
 
 
-def _distinct(files: Iterator[tuple[str, str]]) -> Iterator[SourceFile]:
+def _distinct(files: Iterator[Found]) -> Iterator[SourceFile]:
     """One :class:`SourceFile` per relative path (a file named and also found in a named directory is read once);
     ids are the displayed names: two OS names may display alike, and the later one is then a duplicate id."""
     previous = None
-    for relative, path in files:
+    for shown, relative, path in files:
         if relative != previous:
-            yield SourceFile(display_name(relative), path)
+            yield SourceFile(shown, path)
         previous = relative
-
-
-def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
-               report: ReadReport, id_root: str | None = None) -> list[SourceFile]:
-    """Files under ``named`` and ``listed`` paths, sorted by id (:func:`walk_files`, all of them)."""
-    return list(walk_files(named, listed, include, exclude, report, id_root))
 
 
 def read_file_list(files_from: str, null_separated: bool, stdin: BinaryIO) -> list[str]:

@@ -144,23 +144,23 @@ def encode_texts(texts: Sequence[str]) -> tuple[bytes, np.ndarray, np.ndarray]:
     return b"".join(encoded), offsets, ascii_documents
 
 
-def normalise_encoded(buffer: bytes, offsets: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray]:
-    """Documents already UTF-8 encoded end to end (valid UTF-8, as read), NFKC-normalised as
-    :func:`encode_texts` normalises their texts: only the non-ASCII ones are decoded, normalised and encoded
-    again, so a batch of ASCII documents is passed on as it is.
+def normalise_encoded(buffer: bytes, offsets: np.ndarray, ascii_documents: np.ndarray
+                      ) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """Documents already UTF-8 encoded end to end (valid UTF-8, as read; ``ascii_documents``: bool[n], which
+    have no byte ≥ 0x80), NFKC-normalised as :func:`encode_texts` normalises their texts: only the non-ASCII
+    ones are decoded, normalised and encoded again, so a batch of ASCII documents is passed on as it is.
 
     Returns (the buffer, int64[n + 1] byte offsets, bool[n] which documents are ASCII).
     """
-    data = np.frombuffer(buffer, dtype=np.uint8)
-    if buffer.isascii():
-        return buffer, offsets, np.ones(offsets.size - 1, dtype=np.bool_)
-    ascii_documents = ascii_documents_of(data, offsets)
+    others = np.flatnonzero(~ascii_documents).tolist()
+    if not others:
+        return buffer, offsets, ascii_documents
     pieces: list[bytes | memoryview] = []
     lengths = np.diff(offsets)
     view = memoryview(buffer)
     bounds = offsets.tolist()
     start = 0  # the first document not yet in pieces
-    for document in np.flatnonzero(~ascii_documents).tolist():
+    for document in others:
         if start < document:
             pieces.append(view[bounds[start] : bounds[document]])
         normalised = _normalised(str(view[bounds[document] : bounds[document + 1]], "utf-8"))
