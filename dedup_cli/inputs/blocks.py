@@ -28,8 +28,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.json as pa_json
 import xxhash
 
 from dedup_cli.inputs.columns import LineWheres, TextColumns, ascii_texts, blank_texts
@@ -78,10 +76,10 @@ def _blank(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 def _too_deep(data: bytes, starts: np.ndarray, records: int) -> bool:
     """Whether some line may nest ``MAX_DEPTH`` levels: it would hold that many opening brackets."""
-    openers = data.count(b"{") + data.count(b"[")
+    array = np.frombuffer(data, dtype=np.uint8)
+    openers = np.count_nonzero(array == 0x7B) + np.count_nonzero(array == 0x5B)
     if openers - records + 1 < MAX_DEPTH:  # every record opens one object at least
         return False
-    array = np.frombuffer(data, dtype=np.uint8)
     positions = np.flatnonzero((array == 0x7B) | (array == 0x5B))
     per_line = np.bincount(np.searchsorted(starts, positions, side="right") - 1, minlength=starts.size)
     return bool(per_line.max(initial=0) >= MAX_DEPTH)
@@ -89,6 +87,8 @@ def _too_deep(data: bytes, starts: np.ndarray, records: int) -> bool:
 
 def _read(data: bytes, fields: list[tuple[str, pa.DataType]]) -> pa.Table | None:
     """``data`` parsed by Arrow with the given fields (others ignored), in one block; None if Arrow refuses."""
+    import pyarrow.json as pa_json  # 50 ms with pyarrow.compute: only when JSON Lines are read
+
     schema = pa.schema(fields)
     try:
         return pa_json.read_json(
@@ -103,6 +103,8 @@ def _read(data: bytes, fields: list[tuple[str, pa.DataType]]) -> pa.Table | None
 def _json_records(data: bytes, records: int, text_field: str, id_field: str | None
                   ) -> tuple[pa.StringArray, list[str] | None] | None:
     """(texts, ids) of the JSON records of ``data``, or None when the line parser must read them."""
+    import pyarrow.compute as pc
+
     fields: list[tuple[str, pa.DataType]] = [(text_field, pa.string())]
     table = None
     for id_type in ([None] if id_field is None or id_field == text_field else [pa.string(), pa.int64()]):
@@ -136,9 +138,9 @@ def parse_block(data: bytes, first_line: int, source: Source, text_field: str, i
     if len(data) >= 1 << 31:  # beyond Arrow's block size
         return None
     marked = first_line == 1 and data.startswith(BOM)  # a byte-order mark opening the file is not part of line 1
-    if data.find(BOM, 3 if marked else 0) >= 0:
-        return None
-    if not data.isascii():
+    if not data.isascii():  # ASCII (most chunks) holds neither a byte-order mark nor invalid UTF-8
+        if data.find(BOM, 3 if marked else 0) >= 0:
+            return None
         try:
             str(data, "utf-8")
         except UnicodeDecodeError:

@@ -15,7 +15,7 @@ import stat as stat_module
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
-from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, LineChunk, line_chunks
+from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, LineChunk, in_place_chunks, line_chunks
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
 from dedup_cli.inputs.locations import STDIN, Source, location_path
 from dedup_cli.inputs.report import ReadReport
@@ -126,7 +126,10 @@ def _line_tasks(stream: Any, status: os.stat_result | None, source: Source, opti
     # A plain file's lines stay where they are: the workers read their chunk's lines from the file themselves.
     in_place = (source.path != STDIN and source.compression is None and status is not None
                 and stat_module.S_ISREG(status.st_mode))
-    chunks = line_chunks(Prefixed(head, stream), options.max_document_bytes, position, in_place)
+    if in_place and options.max_document_bytes is None:  # no line to skip: only the newlines' places are needed
+        chunks = in_place_chunks(stream, head)
+    else:
+        chunks = line_chunks(Prefixed(head, stream), options.max_document_bytes, position, in_place)
     while True:
         try:
             chunk = next(chunks, None)
