@@ -54,7 +54,11 @@ def as_columns(data: bytes, first_line: int, source: Source, options: InputOptio
                ) -> tuple[list[tuple[str, Document]], ReadReport]:
     read = read_task_columns(LinesTask(source, LineChunk(data, first_line), 7, len(data)), options)
     columns = read.columns
-    return list(zip([columns.wheres[d] for d in range(len(columns))], columns.documents(), strict=True)), read.report
+    documents = columns.documents()
+    # The flags the kernel relies on: which texts are ASCII (JSON escapes make others of ASCII lines), which empty.
+    assert columns.ascii.tolist() == [document.text.isascii() for document in documents]
+    assert columns.empty.tolist() == [document.is_empty for document in documents]
+    return list(zip([columns.wheres[d] for d in range(len(columns))], documents, strict=True)), read.report
 
 
 def assert_same(data: bytes, first_line: int = 1, format: str = "jsonl", **reading: Any) -> None:

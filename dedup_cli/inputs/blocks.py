@@ -138,7 +138,8 @@ def parse_block(data: bytes, first_line: int, source: Source, text_field: str, i
     if len(data) >= 1 << 31:  # beyond Arrow's block size
         return None
     marked = first_line == 1 and data.startswith(BOM)  # a byte-order mark opening the file is not part of line 1
-    if not data.isascii():  # ASCII (most chunks) holds neither a byte-order mark nor invalid UTF-8
+    chunk_ascii = data.isascii()
+    if not chunk_ascii:  # ASCII (most chunks) holds neither a byte-order mark nor invalid UTF-8
         if data.find(BOM, 3 if marked else 0) >= 0:
             return None
         try:
@@ -167,7 +168,8 @@ def parse_block(data: bytes, first_line: int, source: Source, text_field: str, i
                                       offset=texts.offset * 4)
         first, last = int(arrow_offsets[0]), int(arrow_offsets[-1])
         text_data = texts.buffers()[2]
-        buffer = b"" if text_data is None else text_data.slice(first, last - first).to_pybytes()
+        # The texts as Arrow parsed them, not copied: the kernel reads them there.
+        buffer: bytes | memoryview = b"" if text_data is None else memoryview(text_data.slice(first, last - first))
         offsets = arrow_offsets.astype(np.int64) - first
     else:
         ids = None
@@ -190,5 +192,7 @@ def parse_block(data: bytes, first_line: int, source: Source, text_field: str, i
     lengths = np.diff(offsets)
     columns = TextColumns(ids, locations, LineWheres(source.display, numbers.astype(np.int64)), buffer, offsets,
                           lengths, np.full(len(listed), mtime_ns, dtype=np.int64), hashes,
-                          blank_texts(buffer, offsets), ascii_texts(buffer, offsets))
+                          blank_texts(buffer, offsets),
+                          # JSON escapes (\u00e9) make non-ASCII texts of ASCII lines; plain lines are their texts
+                          ascii_texts(buffer, offsets, True if chunk_ascii and not jsonl else None))
     return Block(columns, int(np.count_nonzero(blank)))

@@ -31,7 +31,7 @@ _ASCII_SPACES = np.zeros(256, dtype=np.bool_)
 _ASCII_SPACES[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 
 
-def blank(data: bytes, start: int, end: int) -> bool:
+def blank(data: bytes | memoryview, start: int, end: int) -> bool:
     """Whether the UTF-8 text ``data[start:end]`` is empty or white space only (``not text or text.isspace()``)."""
     found = _NOT_ASCII_SPACE.search(data, start, end)
     if found is None:
@@ -43,16 +43,19 @@ def blank(data: bytes, start: int, end: int) -> bool:
     return str(data[start:end], "utf-8", "replace").isspace()
 
 
-def ascii_texts(data: bytes, offsets: np.ndarray) -> np.ndarray:
-    """bool[n]: which of the texts ``data[offsets[d]:offsets[d + 1]]`` have no byte ≥ 0x80."""
+def ascii_texts(data: bytes | memoryview, offsets: np.ndarray, all_ascii: bool | None = None) -> np.ndarray:
+    """bool[n]: which of the texts ``data[offsets[d]:offsets[d + 1]]`` have no byte ≥ 0x80 (``all_ascii``: whether
+    ``data`` has none, when known)."""
     ascii_flags = np.ones(offsets.size - 1, dtype=np.bool_)
-    if not data.isascii():
+    if all_ascii is None:
+        all_ascii = data.isascii() if isinstance(data, bytes) else bool(np.all(np.frombuffer(data, np.uint8) < 0x80))
+    if not all_ascii:
         beyond = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) >= 0x80)
         ascii_flags[np.searchsorted(offsets, beyond, side="right") - 1] = False
     return ascii_flags
 
 
-def blank_texts(data: bytes, offsets: np.ndarray) -> np.ndarray:
+def blank_texts(data: bytes | memoryview, offsets: np.ndarray) -> np.ndarray:
     """bool[n]: which of the texts ``data[offsets[d]:offsets[d + 1]]`` are empty or white space only; only the
     texts that start with white space or a non-ASCII byte are looked at one by one."""
     starts, lengths = offsets[:-1], np.diff(offsets)
@@ -108,7 +111,7 @@ class TextColumns:
     ids: list[str]
     locations: list[str]
     wheres: Wheres
-    data: bytes
+    data: bytes | memoryview
     offsets: np.ndarray
     sizes: np.ndarray
     mtimes_ns: np.ndarray

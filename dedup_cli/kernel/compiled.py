@@ -144,8 +144,8 @@ def encode_texts(texts: Sequence[str]) -> tuple[bytes, np.ndarray, np.ndarray]:
     return b"".join(encoded), offsets, ascii_documents
 
 
-def normalise_encoded(buffer: bytes, offsets: np.ndarray, ascii_documents: np.ndarray
-                      ) -> tuple[bytes, np.ndarray, np.ndarray]:
+def normalise_encoded(buffer: bytes | memoryview, offsets: np.ndarray, ascii_documents: np.ndarray
+                      ) -> tuple[bytes | memoryview, np.ndarray, np.ndarray]:
     """Documents already UTF-8 encoded end to end (valid UTF-8, as read; ``ascii_documents``: bool[n], which
     have no byte ≥ 0x80), NFKC-normalised as :func:`encode_texts` normalises their texts: only the non-ASCII
     ones are decoded, normalised and encoded again, so a batch of ASCII documents is passed on as it is.
@@ -181,7 +181,7 @@ def ascii_documents_of(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return ascii_documents
 
 
-def sign_encoded(buffer: bytes, offsets: np.ndarray, params: SignatureParams,
+def sign_encoded(buffer: bytes | memoryview, offsets: np.ndarray, params: SignatureParams,
                  ascii_documents: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sign documents already NFKC-normalised and UTF-8 encoded (:func:`encode_texts`).
 
@@ -208,7 +208,7 @@ def sign_encoded(buffer: bytes, offsets: np.ndarray, params: SignatureParams,
     num_docs = offsets.size - 1
     if offsets[0] != 0 or offsets[-1] != data.size or np.any(np.diff(offsets) < 0):
         raise ValueError("offsets must rise from 0 to the buffer's length")
-    all_ascii = buffer.isascii()
+    all_ascii = bool(ascii_documents.all()) if ascii_documents is not None else bytes(buffer).isascii()
     if ascii_documents is None:
         ascii_documents = np.ones(num_docs, dtype=np.bool_) if all_ascii else ascii_documents_of(data, offsets)
     ascii_documents = np.require(ascii_documents, dtype=np.bool_, requirements=["C", "W"])
