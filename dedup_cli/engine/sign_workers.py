@@ -16,7 +16,7 @@ from typing import Any
 
 from dedup_cli.engine.sign_stage import SignedTask, sign_task
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.tasks import ReadTask, task_bytes, task_documents, task_held_bytes
+from dedup_cli.inputs.tasks import ReadTask, task_bytes, task_coming_bytes, task_documents, task_held_bytes
 from dedup_cli.kernel.choice import KernelChoice, compiled_kernel
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
@@ -151,7 +151,7 @@ class _Planner:
             self.planned.append(task)
             self.held += task_held_bytes(task)
             if self.choice is not None:
-                self.choice.see(task_documents(task), task_bytes(task))
+                self.choice.see(task_documents(task), task_bytes(task), task_coming_bytes(task))
                 self.counted.add(id(task))
         return len(self.planned) >= count
 

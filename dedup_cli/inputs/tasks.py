@@ -248,3 +248,10 @@ def task_held_bytes(task: ReadTask) -> int:
     if isinstance(task, FilesTask):
         return 0
     return task_bytes(task)
+
+
+def task_coming_bytes(task: ReadTask) -> int:
+    """The bytes of a file read in place after a task's chunk: tasks still to come (none for other tasks)."""
+    if isinstance(task, LinesTask) and task.chunk.offset >= 0:
+        return max(0, task.source.size - task.chunk.offset - task.chunk.length)
+    return 0

@@ -30,7 +30,7 @@ from dedup_cli.params import SignatureParams
 
 COMPILED_MODULE = "dedup_cli.kernel.compiled"
 # Importing numba (0.22 s), this package's compiled module (0.04 s) and loading its code from numba's cache
-# (0.18 s), in a process that has numpy and pyarrow already (bench/RESULTS-sign.md, start-up).
+# (0.18 s), in a process that has numpy and pyarrow already (bench/RESULTS-sign.md, start-up), rounded up.
 LOAD_SECONDS = 0.45
 
 # Why a run signed with numpy (SignReport.kernel_reason): it was asked to, numba is missing, the kernel is not
@@ -77,19 +77,19 @@ def numba_version() -> str:
 def saving_seconds(documents: int, text_bytes: int, params: SignatureParams | None = None) -> float:
     """CPU seconds the compiled kernel saves over the numpy kernel signing ``documents`` of ``text_bytes`` in all.
 
-    A per-document part (numpy's sorting and densification of each document, growing with k) and a per-byte part
-    (tokens, shingles; for kperm, k hash functions of each shingle), measured per core on this project's benchmark
-    corpora of short and long English documents (bench/RESULTS-sign.md) and rounded down, so that a run near the
-    break-even keeps numpy, which is never slower there.
+    A per-document part (numpy's sorting, densification and packing of each document, growing with k) and a
+    per-byte part (tokens and shingles; for kperm, k hash functions of each shingle), measured in signing workers
+    on this project's benchmark corpora of short (1.6 KB) and long (7.4 KB) English documents at k = 128 and 256
+    (docs/signing.md) and rounded down, so that a run near the break-even keeps numpy, which is never slower there.
     """
     params = params if params is not None else SignatureParams()
     scale = params.num_perm / 128
     if params.shingle_unit == "char":  # a shingle per character: several times the work per byte
         per_document, per_byte = 0.0, (70e-9 * scale if params.scheme == "kperm" else 35e-9)
     elif params.scheme == "kperm":
-        per_document, per_byte = 2e-6, 10e-9 * scale
+        per_document, per_byte = 2e-6 * scale, 11e-9 * scale
     else:
-        per_document, per_byte = 3e-6 + 2e-6 * scale, 1.0e-9
+        per_document, per_byte = 0.5e-6 + 3e-6 * scale, 3e-9
     return documents * per_document + text_bytes * per_byte
 
 
@@ -164,11 +164,14 @@ class KernelChoice:
         if self.allowed == "numpy" or self.requested == "numba" or compiled_kernel_loaded():
             self.decided = self.allowed
 
-    def see(self, documents: int, text_bytes: int) -> None:
-        """Count a task planned ahead; decides for the compiled kernel once the tasks seen repay loading it."""
+    def see(self, documents: int, text_bytes: int, coming_bytes: int = 0) -> None:
+        """Count a task planned ahead; decides for the compiled kernel once the tasks seen repay loading it, or as
+        soon as their bytes and ``coming_bytes`` (the rest of a file the task is cut from, its documents not
+        counted yet: a lower bound of the saving) do."""
         self.documents_seen += documents
         self.bytes_seen += text_bytes
-        if self.decided is None and repays_loading(self.documents_seen, self.bytes_seen, self.workers, self.params):
+        if self.decided is None and repays_loading(self.documents_seen, self.bytes_seen + coming_bytes, self.workers,
+                                                   self.params):
             self.decided = "numba"
 
     def decide(self) -> str:
