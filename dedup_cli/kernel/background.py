@@ -3,9 +3,10 @@
 ``--kernel auto`` signs with numpy while the compiled kernel is not in numba's cache
 (:func:`dedup_cli.kernel.cache.cached`), and :func:`compile_later` starts one detached process, at the lowest
 priority (idle scheduling where the system has it, else nice 19), that compiles it for later runs: ``python -m
-dedup_cli.kernel.background``. That process takes an exclusive lock first and ends at once if another holds it,
-so two runs started together compile once; it writes one line to the log of the key (:mod:`dedup_cli.kernel.cache`)
-saying what it did, and records a failure instead of raising it.
+dedup_cli.kernel.background PID``. That process takes an exclusive lock first and ends at once if another holds
+it, so two runs started together compile once; then it waits for the run that started it (PID) to end, so that
+the compiler never shares that run's cores; it writes one line to the log of the key
+(:mod:`dedup_cli.kernel.cache`) saying what it did, and records a failure instead of raising it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ import sys
 import time
 
 from dedup_cli.kernel.cache import PACKAGE_PARENT, cached, compiling, failure, log, record_failure, record_paths
+
+# How long the compiler waits for the run that started it to end before it compiles anyway (a long-lived process,
+# a notebook, may sign for hours).
+WAIT_SECONDS = 120.0
 
 
 def compile_later() -> bool:
@@ -27,9 +32,10 @@ def compile_later() -> bool:
     # The shell starts the compiler in the background and ends at once: this process waits only for the shell
     # (a few ms), and the compiler, in its own session, outlives it. From the folder holding this dedup_cli, so
     # that ``-m`` imports this one.
-    command = '"$0" -m dedup_cli.kernel.background </dev/null >/dev/null 2>&1 &'
+    command = '"$0" -m dedup_cli.kernel.background "$1" </dev/null >/dev/null 2>&1 &'
     try:
-        subprocess.run(["/bin/sh", "-c", command, sys.executable], cwd=PACKAGE_PARENT, start_new_session=True,
+        subprocess.run(["/bin/sh", "-c", command, sys.executable, str(os.getpid())], cwd=PACKAGE_PARENT,
+                       start_new_session=True,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     except (OSError, subprocess.CalledProcessError) as error:
         record_failure(f"cannot start the compiler process ({error})")
@@ -49,9 +55,24 @@ def _lowest_priority() -> None:
         pass
 
 
-def compile_in_this_process() -> None:
-    """What the background process does: take the lock (or end if another process holds it), and compile the
-    kernel into numba's cache unless it is there by now; the outcome goes to the log, a failure to its record."""
+def _wait_for(pid: int, seconds: float) -> None:
+    """Wait until process ``pid`` has ended, or ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            pass
+        time.sleep(0.2)
+
+
+def compile_in_this_process(starter: int | None = None) -> None:
+    """What the background process does: take the lock (or end if another process holds it), wait for the run
+    that started it (``starter``, a process id) to end, at most :data:`WAIT_SECONDS`, so as not to share its cores
+    or memory, and compile the kernel into numba's cache unless it is there by now; the outcome goes to the log, a
+    failure to its record."""
     import fcntl
 
     _lowest_priority()
@@ -62,6 +83,8 @@ def compile_in_this_process() -> None:
         except BlockingIOError:
             log(paths["log"], "another process is compiling the kernel")
             return
+        if starter is not None:
+            _wait_for(starter, WAIT_SECONDS)
         if cached():
             log(paths["log"], "the kernel is cached already")
             return
@@ -81,4 +104,4 @@ def compile_in_this_process() -> None:
 
 
 if __name__ == "__main__":
-    compile_in_this_process()
+    compile_in_this_process(int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else None)
