@@ -328,7 +328,8 @@ class Bench:
         lines = ["## `--kernel auto` against each kernel forced", "",
                  f"`dedup sign -k 128 --kernel K` on all {os.cpu_count()} cores, a fresh store each time, fastest of "
                  f"{self.repeat} (median in brackets); \"auto chose\" is what `sign -v` said.", "",
-                 "| corpus | input | numpy s | numba s | auto s | auto ÷ numpy | auto chose |", "|---|---|---|---|---|---|---|"]
+                 "| corpus | input | numpy s | numba s | auto s | auto ÷ numpy | auto chose |",
+                 "|---|---|---|---|---|---|---|"]
         worst = 0.0
         for corpus in corpora:
             corpus.warm()
@@ -443,8 +444,9 @@ class Bench:
             scratch.mkdir(exist_ok=True)
             base = {"corpus": str(corpus.folder), "work": str(scratch), "num_perm": 128, "thresholds": [0.5]}
             specs = {
-                "dedup": ({**base, "tool": "dedup", "scheme": "oph", "jobs": os.cpu_count() or 1, "jobs_supported": True,
-                           "finds": True, "bits": [2], "verify": ["none"], "keep_store": False}, self.repeat),
+                "dedup": ({**base, "tool": "dedup", "scheme": "oph", "jobs": os.cpu_count() or 1,
+                           "jobs_supported": True, "finds": True, "bits": [2], "verify": ["none"], "keep_store": False},
+                          self.repeat),
                 "rensa": ({**base, "tool": "rensa"}, 2),
                 "datasketch": ({**base, "tool": "datasketch"}, 1),
             }
