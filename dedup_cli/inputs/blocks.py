@@ -169,7 +169,9 @@ def parse_block(data: bytes, first_line: int, source: Source, text_field: str, i
         first, last = int(arrow_offsets[0]), int(arrow_offsets[-1])
         text_data = texts.buffers()[2]
         # The texts as Arrow parsed them, not copied: the kernel reads them there.
-        buffer: bytes | memoryview = b"" if text_data is None else memoryview(text_data.slice(first, last - first))
+        # (Arrow exports its bytes as signed chars: cast, so that indexing gives 0-255 as with bytes.)
+        buffer: bytes | memoryview = (b"" if text_data is None else
+                                      memoryview(text_data.slice(first, last - first)).cast("B"))
         offsets = arrow_offsets.astype(np.int64) - first
     else:
         ids = None

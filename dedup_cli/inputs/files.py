@@ -128,7 +128,9 @@ def read_files(ids: Sequence[str], paths: Sequence[str], limit: int | None, repo
                 status, raw = plain
                 report.bytes_read += len(raw)
                 if raw.isascii():
-                    builder.add(identifier, location_path(path), "", raw, status.st_size, status.st_mtime_ns, True)
+                    # An ASCII path without '#' is its own location (location_path's cache only misses here).
+                    location = path if path.isascii() and "#" not in path else location_path(path)
+                    builder.add(identifier, location, "", raw, status.st_size, status.st_mtime_ns, True)
                     positions.append(position)
                     continue
                 read: tuple[Any, Any, bool] | None = _checked_utf8(raw)
