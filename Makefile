@@ -52,8 +52,10 @@ corpora:
 # git-ignored bench/data/ (deterministic; rebuilt only when make_corpus.py or its parameters change), the
 # side-by-side comparison (bench/RESULTS.md), signing (bench/RESULTS-sign.md: the kernel auto chooses at every
 # size, the first run after an install, signing against reading, end to end against the peers, start-up, beside
-# dedup at BENCH_BASELINE), then find at scale, and the accuracy tables from dedup eval --truth on the same
-# corpora (their truth.tsv), with the main venv. Every measurement holds BENCH_LOCK, so benchmarks on a shared
+# dedup at BENCH_BASELINE), then find at scale, the languages (bench/RESULTS-languages.md: what w means per
+# script, planted copies found per language, word hashing beside BENCH_BASELINE; it also writes a planted
+# multilingual corpus), and the accuracy tables from dedup eval --truth on the same corpora and the multilingual
+# one (their truth.tsv), with the main venv. Every measurement holds BENCH_LOCK, so benchmarks on a shared
 # machine take turns.
 BENCH_VENV ?= bench/.venv
 BENCH_BIN := $(BENCH_VENV)/bin
@@ -94,8 +96,12 @@ bench: bench-corpora $(VENV)/.installed
 	$(BENCH_LOCK) $(BENCH_BIN)/python bench/sign_bench.py --corpus $(BENCH_CORPORA) --long-corpus $(BENCH_LONG_CORPORA) \
 		--repeat $(BENCH_REPEAT) --baseline $(BENCH_BASELINE) --out bench/RESULTS-sign.md
 	$(BENCH_LOCK) $(BIN)/python bench/find_scale.py --out bench/RESULTS-find.md
-	$(BENCH_LOCK) $(BIN)/python bench/accuracy.py --corpus $(BENCH_CORPORA) --out bench/RESULTS-accuracy.md
-	@echo "wrote bench/RESULTS.md, bench/RESULTS-sign.md, bench/RESULTS-find.md, bench/RESULTS-accuracy.md"
+	$(BENCH_LOCK) $(BIN)/python bench/languages.py --corpus $(firstword $(BENCH_CORPORA)) \
+		--baseline $(BENCH_BASELINE) --accuracy-corpus bench/data/languages --out bench/RESULTS-languages.md
+	$(BENCH_LOCK) $(BIN)/python bench/accuracy.py --corpus $(BENCH_CORPORA) bench/data/languages \
+		--out bench/RESULTS-accuracy.md
+	@echo "wrote bench/RESULTS.md, bench/RESULTS-sign.md, bench/RESULTS-find.md, bench/RESULTS-languages.md," \
+		"bench/RESULTS-accuracy.md"
 
 # find at 10^6 and 10^7 documents with the local engine and the Dask engine on 1 and 2 workers (about 30 minutes,
 # 2.8 GB of synthetic stores in bench/data/, up to 12 GB of memory for the local engine at 10^7); under the shared

@@ -126,18 +126,28 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def moved(profile: dict) -> float:
+    """Bytes the Dask stages passed between tasks: fingerprints, crossing rows, pair codes and the scoring joins."""
+    return (profile["fingerprint_bytes"] + profile["crossing_bytes"] + profile["pair_code_bytes"]
+            + profile["join_bytes"])
+
+
 def stages(rows: list[dict]) -> list[str]:
-    """The Dask runs' stages: seconds, and the payload each shuffle moved."""
-    lines = ["| documents | workers | read s | candidates s | scoring s | decisions s | end s | rounds | band rows | "
-             "band-row bytes | pair-code bytes | join bytes |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    """The Dask runs' stages: seconds, and the bytes each passed between tasks."""
+    lines = ["| documents | workers | read s | candidates s | scoring s | decisions s | end s | rounds | shares | "
+             "band keys (not moved) | fingerprints (to another worker) | crossing rows | pair codes | joins | "
+             "moved in all |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         p = r["profile"]
         if not p:
             continue
         lines.append(f"| {r['documents']:,} | {r['workers']} | {p['read_seconds']:.1f} | {p['candidates_seconds']:.1f} "
                      f"| {p['scoring_seconds']:.1f} | {p['decisions_seconds']:.1f} | {p['end_seconds']:.1f} | "
-                     f"{p['rounds']:.0f} | {p['band_rows']:,.0f} | {p['band_bytes'] / 1e6:,.0f} MB | "
-                     f"{p['pair_code_bytes'] / 1e6:,.1f} MB | {p['join_bytes'] / 1e6:,.1f} MB |")
+                     f"{p['rounds']:.0f} | {p['shares']:.0f} | {p['band_keys']:,.0f} | "
+                     f"{p['fingerprint_bytes'] / 1e6:,.0f} MB ({p['fingerprint_bytes_across'] / 1e6:,.0f} MB) | "
+                     f"{p['crossing_rows']:,.0f} ({p['crossing_bytes'] / 1e6:,.1f} MB) | "
+                     f"{p['pair_code_bytes'] / 1e6:,.1f} MB | {p['join_bytes'] / 1e6:,.1f} MB | "
+                     f"{moved(p) / 1e6:,.0f} MB |")
     return lines
 
 
@@ -148,7 +158,7 @@ def report(rows: list[dict], command: str) -> str:
         "planted families; `--bits 2`. Peak memory is the sum of every process's VmHWM (driver with the "
         "scheduler, workers, Dask's resource tracker); each Dask worker has one thread and `--memory-limit` "
         "1.5 GiB, spilling to disk. Time includes starting and closing the local cluster.", "",
-        *table(rows), "", "Stages of the Dask runs (payload bytes; p2p sends about 1.5 times the band rows):", "",
+        *table(rows), "", "Stages of the Dask runs (bytes passed between tasks):", "",
         *stages(rows), ""])
 
 

@@ -4,18 +4,34 @@ Every file dedup replaces (a store's manifest and parts, a single-file store, ``
 output) is written under a temporary name beside its final one, flushed and fsynced, renamed over the final name
 with ``os.replace`` (atomic on POSIX), and the directory is fsynced so that the rename survives a crash. A
 directory (``filter``'s output for several inputs) is written the same way, as a whole.
+
+What an output path names decides how it is written (:func:`output_target`, used by every command's outputs): a
+regular file, or a path that does not exist, is replaced atomically; a symbolic link to one has its target
+replaced and stays a link; a character or block device, a FIFO, a socket, or the name of an open descriptor
+(``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``, what ``>(command)`` passes) is opened and written in
+place, as every Unix tool does, so ``-o /dev/null`` never replaces the device.
 """
 
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
 import shutil
+import socket
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+MAX_LINK_HOPS = 40
+"""Symbolic links followed before a path is called a loop (ELOOP), as the kernel does."""
+
+_DESCRIPTOR_NAME = re.compile(r"/(?:proc/(?:self|thread-self|\d+)|dev)/fd/\d+|/dev/std(?:in|out|err)")
+"""Paths that name an open file descriptor rather than a file: written where the descriptor points, never replaced."""
 
 
 def fsync_path(path: str | os.PathLike[str], directory: bool = False) -> None:
@@ -142,3 +158,206 @@ def atomic_write(path: str | os.PathLike[str], temporary: str | os.PathLike[str]
             yield stream
             stream.flush()
             os.fsync(stream.fileno())
+
+
+class OutputError(OSError):
+    """Writing an output failed (no space, a closed pipe, a device error), as opposed to reading an input: raised
+    by :class:`OutputStream` so that a stage that reads and writes at once reports the right path."""
+
+
+class OutputStream:
+    """A writable stream whose write errors are :class:`OutputError` naming ``name``; everything else is the
+    wrapped stream's."""
+
+    def __init__(self, stream: IO[Any], name: str | os.PathLike[str]) -> None:
+        self._stream = stream
+        self._name = os.fspath(name)
+
+    def _failed(self, error: OSError) -> OutputError:
+        return OutputError(error.errno, error.strerror or str(error), self._name)
+
+    def write(self, data: Any) -> int:
+        try:
+            return self._stream.write(data)
+        except OutputError:
+            raise
+        except OSError as error:
+            raise self._failed(error) from error
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OutputError:
+            raise
+        except OSError as error:
+            raise self._failed(error) from error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@dataclass(frozen=True)
+class OutputTarget:
+    """What writing an output path means: ``replace`` the regular file (or absent path) ``path`` atomically, or
+    write ``path`` ``in_place`` (a device, FIFO, socket or open descriptor; ``append`` for a regular file reached
+    through a descriptor, so that ``>> log`` keeps what the shell's file held)."""
+
+    path: Path
+    in_place: bool
+    kind: str  # "file", "absent", "character device", "block device", "FIFO", "socket", "descriptor"
+    append: bool = False
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISDIR, "directory")):
+        if test(mode):
+            return name
+    return "file"
+
+
+def path_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is once links are followed: ``file``, ``directory``, ``FIFO``, ``socket``, ``character
+    device`` or ``block device``; None when nothing is there (a dangling link included).
+
+    Raises:
+        OSError: the path cannot be examined (a loop of links, a name too long, a component that is a file).
+    """
+    try:
+        return _kind(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def _follow(path: str | os.PathLike[str]) -> tuple[str, os.stat_result | None, bool]:
+    """Follow ``path``'s symbolic links one at a time: (where they end, its ``lstat`` or None when nothing is
+    there, whether it names an open descriptor, which is never followed further)."""
+    current = os.path.abspath(path)
+    for _ in range(MAX_LINK_HOPS):
+        if _DESCRIPTOR_NAME.fullmatch(current):
+            return current, _stat_or_none(current), True
+        try:
+            status = os.lstat(current)
+        except FileNotFoundError:
+            return current, None, False
+        if not stat.S_ISLNK(status.st_mode):
+            return current, status, False
+        current = os.path.join(os.path.dirname(current), os.readlink(current))
+    raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), os.fspath(path))
+
+
+def output_target(path: str | os.PathLike[str]) -> OutputTarget:
+    """How to write the output ``path``, following symbolic links one at a time (see the module).
+
+    Raises:
+        IsADirectoryError: ``path`` is (or links to) a directory.
+        OSError: a loop of links (ELOOP), or a path that cannot be examined.
+    """
+    current, status, descriptor = _follow(path)
+    if descriptor:
+        return OutputTarget(Path(current), True, "descriptor", status is not None and stat.S_ISREG(status.st_mode))
+    if status is None:
+        return OutputTarget(Path(current), False, "absent")
+    kind = _kind(status.st_mode)
+    if kind == "directory":
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+    return OutputTarget(Path(current), kind != "file", kind)
+
+
+def rereadable(path: str | os.PathLike[str]) -> str | io.BytesIO:
+    """A file a reader may open more than once (to sniff its format, then parse it): ``path`` itself when it is a
+    regular file (or missing, or a directory: opening it says so), else the whole stream of a FIFO or an open
+    descriptor (``<(command)``, ``/dev/stdin``) read now, in memory.
+
+    Raises:
+        OSError: ``path`` is a device or socket, which is never read (``/dev/zero`` would never end).
+    """
+    current, status, descriptor = _follow(path)
+    if status is None or stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode):
+        return os.fspath(path)
+    if descriptor or stat.S_ISFIFO(status.st_mode):
+        with open(current, "rb") as stream:
+            return io.BytesIO(stream.read())
+    raise OSError(errno.EINVAL, f"a {_kind(status.st_mode)} is not read as a file; give a file or a pipe",
+                  os.fspath(path))
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+@contextmanager
+def _in_place(target: OutputTarget, binary: bool) -> Iterator[IO[Any]]:
+    """A stream onto a device, FIFO, socket or open descriptor; write errors (ENOSPC on ``/dev/full``, EPIPE)
+    surface when the block flushes, never silently."""
+    raw: IO[bytes]
+    if target.kind == "socket":
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(os.fspath(target.path))
+        except OSError as error:
+            connection.close()
+            raise OSError(error.errno, error.strerror, os.fspath(target.path)) from None
+        raw = connection.makefile("wb")
+        connection.close()  # the file object keeps the connection open until it is closed
+    else:
+        flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0) | (os.O_APPEND if target.append else 0)
+        raw = os.fdopen(os.open(target.path, flags), "wb")
+    with raw:
+        if binary:
+            yield raw
+            raw.flush()
+            return
+        text = io.TextIOWrapper(raw, encoding="utf-8", newline="", write_through=False)
+        yield text
+        text.flush()
+        text.detach()  # ``raw`` is closed by its own block
+
+
+@contextmanager
+def open_output(path: str | os.PathLike[str], binary: bool = True) -> Iterator[Any]:
+    """A stream to write the output ``path`` through, as :func:`output_target` says: a regular file (or a new
+    path, or a link's regular target) appears complete or not at all, keeping the old file's permissions; a
+    device, FIFO, socket or descriptor is written in place.
+
+    Args:
+        path: the output.
+        binary: a binary stream, else text (UTF-8, newlines untranslated).
+
+    Raises:
+        OutputError: a write failed (the old file, if any, is left as it was).
+        OSError: the path cannot be opened or examined.
+    """
+    target = output_target(path)
+    written = False  # past the caller's block: what fails now is this output's flush, fsync or rename
+    try:
+        if target.in_place:
+            with _in_place(target, binary) as stream:
+                yield OutputStream(stream, path)
+                written = True
+            return
+        mode = None if target.kind == "absent" else stat.S_IMODE(os.stat(target.path).st_mode)
+        remove_stale_scratch(target.path)
+        with atomic_write(target.path, binary=binary) as stream:
+            if mode is not None:
+                os.chmod(stream.fileno(), mode)
+            yield OutputStream(stream, path)
+            written = True
+    except OSError as error:
+        if not written or isinstance(error, OutputError):
+            raise
+        raise OutputError(error.errno, error.strerror or str(error), os.fspath(path)) from error
+
+
+@contextmanager
+def output_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """An empty scratch directory to build the output directory ``path`` in, renamed into place as a whole when
+    the block ends without an exception (:func:`atomic_path`); a symbolic link to a directory stays a link, its
+    target replaced. What killed runs left beside it is removed first."""
+    target = Path(os.path.realpath(path))
+    remove_stale_scratch(target)
+    with atomic_path(target, directory=True) as scratch:
+        yield scratch

@@ -12,9 +12,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from dedup_cli.options.checks import check_signature
+from dedup_cli.options.checks import check_signature, check_tokenisation
 from dedup_cli.options.signing import SignOptions
-from dedup_cli.options.vocabulary import TEXT_UNIVERSE
+from dedup_cli.options.vocabulary import (
+    CHAR_TOKENISATION,
+    DEFAULT_TOKENISATION,
+    LEGACY_TOKENISATION,
+    TEXT_UNIVERSE,
+)
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,11 @@ class SignatureParams:
     # "sets": integer sets over ``universe``, permuted by keyed Feistel networks, minima stored as is.
     input_kind: str = "text"
     hash_family: str = "muladd64-mix64"
+    # How tokens are found: for words "unicode-words" (ideographs, kana and the letters of scripts written without
+    # spaces one token each: dedup_cli.text.scripts) or "w-runs" (runs of \w, what every store signed before
+    # "unicode-words" has, and what a store whose metadata lacks this field means); "code-points" for characters;
+    # "none" for integer sets. Left empty, the unit's default: "unicode-words", "code-points" or "none".
+    tokenisation: str = ""
 
     @classmethod
     def for_sets(cls, universe: int, num_perm: int = 256, bits: int = 8, seed: int = 1) -> SignatureParams:
@@ -44,18 +54,32 @@ class SignatureParams:
                    hash_family="feistel")
 
     @classmethod
-    def from_options(cls, options: SignOptions) -> SignatureParams:
-        """The parameters ``sign`` writes with ``options``: text, or integer sets over the input's universe."""
+    def from_options(cls, options: SignOptions, stored: SignatureParams | None = None) -> SignatureParams:
+        """The parameters ``sign`` writes with ``options``: text, or integer sets over the input's universe.
+
+        Word tokens are found as ``options.tokenisation`` says, else as the store's were (``stored``: its
+        parameters, when it exists and has word shingles), else as Unicode words.
+        """
         if options.input.input_format == "sets":
             assert options.input.universe is not None  # InputOptions requires it
             return cls.for_sets(options.input.universe, num_perm=options.num_perm, bits=options.bits,
                                 seed=options.seed)
+        tokenisation = options.tokenisation or ""  # empty: the unit's default
+        if options.shingle_unit == "word" and options.tokenisation is None and stored is not None \
+                and stored.input_kind == "text" and stored.shingle_unit == "word":
+            tokenisation = stored.tokenisation
         return cls(num_perm=options.num_perm, bits=options.bits, seed=options.seed,
-                   shingle_size=options.shingle_size, shingle_unit=options.shingle_unit, scheme=options.scheme)
+                   shingle_size=options.shingle_size, shingle_unit=options.shingle_unit, scheme=options.scheme,
+                   tokenisation=tokenisation)
 
     def __post_init__(self) -> None:
         check_signature(self.num_perm, self.bits, self.seed, self.shingle_size, self.shingle_unit, self.scheme,
                         self.universe, self.input_kind)
+        if not self.tokenisation:
+            default = "none" if self.input_kind == "sets" else (
+                CHAR_TOKENISATION if self.shingle_unit == "char" else DEFAULT_TOKENISATION)
+            object.__setattr__(self, "tokenisation", default)
+        check_tokenisation(self.tokenisation, self.shingle_unit, self.input_kind)
 
     @property
     def signature_bytes(self) -> int:
@@ -70,6 +94,10 @@ class SignatureParams:
         unknown = set(fields) - known
         if unknown:
             raise ValueError(f"unknown signature parameters: {', '.join(sorted(unknown))}")
+        if "tokenisation" not in fields:  # written before stores recorded it: words were the runs of \w
+            kind, unit = fields.get("input_kind", "text"), fields.get("shingle_unit", "word")
+            fields = {**fields, "tokenisation": "none" if kind == "sets" else
+                      CHAR_TOKENISATION if unit == "char" else LEGACY_TOKENISATION}
         return cls(**fields)
 
     def differences(self, other: SignatureParams) -> list[str]:

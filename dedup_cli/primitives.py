@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 _SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_SHIFT_16, _SHIFT_13 = np.uint32(16), np.uint32(13)
+_MIX32_1, _MIX32_2 = np.uint32(0x85EBCA6B), np.uint32(0xC2B2AE35)
 _MIX_1, _MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
@@ -41,4 +43,15 @@ def mix64_inplace(z: np.ndarray) -> np.ndarray:
     z ^= z >> _SHIFT_27
     z *= _MIX_2
     z ^= z >> _SHIFT_31
+    return z
+
+
+def mix32(values: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 32-bit finaliser, a bijection of uint32 with full avalanche; returns a new array."""
+    z = np.array(values, dtype=np.uint32, copy=True)
+    z ^= z >> _SHIFT_16
+    z *= _MIX32_1
+    z ^= z >> _SHIFT_13
+    z *= _MIX32_2
+    z ^= z >> _SHIFT_16
     return z

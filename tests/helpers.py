@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 
 from dedup_cli.candidates.triangles import _forward_graph
 from dedup_cli.cli import message
+from dedup_cli.engine.results import FindResult
 from dedup_cli.errors import DedupError, InputError, StoreError
 from dedup_cli.files import commit_file, fsync_path
 from dedup_cli.inputs.locations import display_name, parse_location
@@ -31,12 +32,13 @@ from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.format import DocumentBatch, batch_table, store_schema
 from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.store import open_store
+from dedup_cli.text import scripts
 from dedup_cli.text.normalise import check_unit, fold
 from dedup_cli.text.shingles import _window_hashes
 from dedup_cli.text.tokens import _code_points, _word_token_streams, char_hashes
 
 WORD_PATTERN = re.compile(r"\w+")
-"""The words of a normalised text, as the batched tokeniser must find them: the runs of ``\\w``."""
+"""The words of a normalised text for the ``w-runs`` tokenisation: the runs of ``\\w``."""
 
 
 # --- text: the per-document definitions the batched pipeline is tested against -------------------------------
@@ -47,15 +49,44 @@ def normalise(text: str) -> str:
     return " ".join(fold(text).split())
 
 
-def token_hashes(text: str, unit: str) -> np.ndarray:
+def words_of(text: str, tokenisation: str = "unicode-words") -> list[str]:
+    """The words of a normalised text, found one character at a time (what the batched tokenisers must find).
+
+    ``w-runs``: the runs of ``\\w``. ``unicode-words``: a character of class SINGLE is a token, a run of KATAKANA
+    is one, a run of other word characters is one, each with the marks (EXTEND) that follow it; a mark after
+    anything else is dropped (:mod:`dedup_cli.text.scripts`).
+    """
+    if tokenisation == "w-runs":
+        return WORD_PATTERN.findall(text)
+    classes = scripts.token_classes(tokenisation)
+    found: list[str] = []
+    current, made_of = "", ""
+    for char in text:
+        bits = int(classes[ord(char)])
+        if bits & scripts.EXTEND:
+            current += char if current else ""
+        elif bits & scripts.WORD:
+            kind = "single" if bits & scripts.SINGLE else "katakana" if bits & scripts.KATAKANA else "run"
+            if current and (kind == "single" or kind != made_of):
+                found.append(current)
+                current = ""
+            current += char
+            made_of = kind
+        elif current:
+            found.append(current)
+            current = ""
+    return found + [current] if current else found
+
+
+def token_hashes(text: str, unit: str, tokenisation: str = "unicode-words") -> np.ndarray:
     """Hash the tokens of an already normalised text.
 
-    Returns uint64[n_tokens]: the word token hash of each run of ``\\w`` (``unit="word"``), or
-    mix64(code point + C) of each character (``unit="char"``, spaces included).
+    Returns uint64[n_tokens]: the word token hash of each word (``unit="word"``, found as ``tokenisation``
+    says), or mix64(code point + C) of each character (``unit="char"``, spaces included).
     """
     check_unit(unit)
     if unit == "word":
-        return _word_token_streams([text], fold=False)[0]
+        return _word_token_streams([text], fold=False, tokenisation=tokenisation)[0]
     return char_hashes(_code_points(text))
 
 
@@ -312,3 +343,12 @@ def planted_families(root: Path, families: int, size: int, edit_rate: tuple[floa
     for name, text in texts.items():
         (root / name).write_text(text)
     return texts
+
+
+def pair_codes_by_id(result: FindResult, ids: Sequence[str]) -> np.ndarray:
+    """The accepted pairs of a find as codes a · n + b over ``ids`` (the whole store's ids, ascending): a result
+    holds only the documents it reports, numbered among themselves."""
+    rank = {identifier: index for index, identifier in enumerate(ids)}
+    numbers = np.array([rank[identifier] for identifier in result.store.ids], np.int64)
+    first, second = numbers[result.pairs.first], numbers[result.pairs.second]
+    return np.minimum(first, second) * len(ids) + np.maximum(first, second)

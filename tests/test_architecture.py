@@ -141,7 +141,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["options.signing", "options.finding", "options.planning"], ["options.filtering", "options.evaluating"],
         ["params"],
     ]),
-    ("text: documents → shingles", [["text.normalise"], ["text.tokens"], ["text.shingles"]]),
+    ("text: documents → shingles", [["text.normalise"], ["text.scripts"], ["text.tokens"], ["text.shingles"]]),
     ("minhash: shingles → signatures", [
         ["minhash.feistel", "minhash.packing", "minhash.kperm"], ["minhash.oph", "minhash.universe"],
     ]),
@@ -155,8 +155,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("candidates: signatures → candidate pairs and triples", [
         ["candidates.banding", "candidates.buckets", "candidates.triangles", "candidates.allpairs",
-         "candidates.match_bounds"],
-        ["candidates.triples"],
+         "candidates.match_bounds", "candidates.elias_fano"],
+        ["candidates.triples", "candidates.crossing"],
     ]),
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
@@ -168,7 +168,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("store: the Parquet signature store", [
         ["store.format", "store.parts", "store.pandas_probe"], ["store.lock", "store.legacy", "store.manifest"],
         ["store.snapshot"],
-        ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces"],
+        ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces", "store.documents"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
@@ -178,7 +178,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["corpus.sources"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
-        ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras"],
+        ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras", "engine.progress"],
+        ["engine.band_rounds"],
         ["engine.local", "engine.sign_workers", "engine.filter_stages", "engine.evaluation"],
         ["engine.dask.cluster"], ["engine.dask.frames"], ["engine.dask.candidates"], ["engine.dask.joins"],
         ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],

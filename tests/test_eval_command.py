@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import planted_families, raises_worded
+from helpers import pair_codes_by_id, planted_families, raises_worded
 
 import dedup_cli as dedup
 from dedup_cli.cli import cli
@@ -67,7 +67,7 @@ class Census:
 
     def reported(self, threshold: float, bits: int, verify: str) -> np.ndarray:
         found = dedup.find(self.store, dedup.FindOptions(threshold=threshold, bits=bits, verify=verify))
-        return np.isin(self.first * self.n + self.second, found.pairs.first * self.n + found.pairs.second)
+        return np.isin(self.first * self.n + self.second, pair_codes_by_id(found, self.ids))
 
 
 @pytest.fixture(scope="module")

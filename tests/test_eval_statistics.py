@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import planted_families
+from helpers import pair_codes_by_id, planted_families
 
 import dedup_cli as dedup
 from dedup_cli.estimates.exact import pair_resemblances
@@ -37,7 +37,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, t
     for bits in (1, 2):
         for verify in ("none", "borderline"):
             found = dedup.find(store, dedup.FindOptions(threshold=THRESHOLD, bits=bits, verify=verify))
-            reported = set((found.pairs.first * len(ids) + found.pairs.second).tolist())
+            reported = set(pair_codes_by_id(found, ids).tolist())
             truth[f"{bits}-{verify}"] = (len(true & reported) / len(reported), len(true & reported) / len(true))
     return store, truth
 

@@ -1,5 +1,6 @@
-"""Batched shingling: the same tokens as the regex tokeniser, the documented token hash, and results that do
-not depend on the batch, the slicing, or the string representation of the other texts."""
+"""Batched shingling: the same tokens as the one-character-at-a-time definitions (Unicode words, runs of \\w),
+the documented token hash, and results that do not depend on the batch, the slicing, or the string
+representation of the other texts."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import WORD_PATTERN, normalise, read_corpus, shingle_hashes, token_hashes
+from helpers import WORD_PATTERN, normalise, read_corpus, shingle_hashes, token_hashes, words_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,10 +29,14 @@ SAMPLE_CORPORA = Path(__file__).resolve().parent.parent / "sample_corpora"
 
 # Text that exercises every branch: ASCII words and punctuation, every kind of white space str.split() knows,
 # 2-, 3- and 4-byte UTF-8 word characters, non-word non-ASCII punctuation, combining marks, ligatures that
-# NFKC expands, case folding that changes length, and a lone surrogate.
+# NFKC expands, case folding that changes length, and a lone surrogate; and for Unicode words ideographs (one
+# of them 4-byte), hiragana, katakana with ー, halfwidth katakana and its voiced mark, Thai letters, marks and a
+# digit, Devanagari with its vowel sign and virama, Arabic with a vowel mark, the joiners, the middle dot.
 ALPHABET = list("abcXYZ019_ .,;!?-'\"\t\n\r\x0b\x0c\x1c\x1f") + [
     "é", "Ä", "ß", "ſ", "ﬁ", "\u0301", "“", "”", "’", "—", "…", "\u00a0", "\u0085", "\u2028", "\u3000",
     "中", "文", "ひ", "한", "α", "Ω", "١", "²", "𝔘", "😀", "\ud800", "\u200b",
+    "𠀀", "々", "カ", "ー", "・", "ｶ", "ﾞ", "\u3099", "ก", "\u0e34", "\u0e48", "๑", "ห", "\u093f", "\u094d",
+    "ك", "\u064e", "\u200c", "\u200d",
 ]
 texts = st.text(alphabet=st.sampled_from(ALPHABET), max_size=60)
 words = st.text(alphabet=st.sampled_from([c for c in ALPHABET if re.fullmatch(r"\w", c)]), min_size=1,
@@ -51,11 +56,11 @@ def reference_word_hash(word: str) -> int:
     return mix64_int(value)
 
 
-def reference_shingles(text: str, size: int, unit: str) -> np.ndarray:
+def reference_shingles(text: str, size: int, unit: str, tokenisation: str = "unicode-words") -> np.ndarray:
     """The shingle set by the definitions, one token at a time in Python."""
     normalised = normalise(text)
     if unit == "word":
-        tokens = [reference_word_hash(word) for word in WORD_PATTERN.findall(normalised)]
+        tokens = [reference_word_hash(word) for word in words_of(normalised, tokenisation)]
     else:
         tokens = [mix64_int((ord(char) + CHAR_OFFSET) & MASK64) for char in normalised]
     return shingle_hashes(np.array(tokens, dtype=np.uint64), size)
@@ -69,11 +74,16 @@ def split_result(shingles: np.ndarray, offsets: np.ndarray) -> list[list[int]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(texts)
-def test_word_tokens_are_the_runs_of_backslash_w(text: str) -> None:
-    # Hashing the whole text gives, in order, the hashes of the words re.findall finds, each hashed alone.
-    expected = [reference_word_hash(word) for word in WORD_PATTERN.findall(text)]
-    assert token_hashes(text, "word").tolist() == expected
+@given(texts, st.sampled_from(["unicode-words", "w-runs"]))
+def test_word_tokens_are_the_defined_words(text: str, tokenisation: str) -> None:
+    # Hashing the whole text gives, in order, the hashes of the words the definition finds, each hashed alone.
+    expected = [reference_word_hash(word) for word in words_of(text, tokenisation)]
+    assert token_hashes(text, "word", tokenisation).tolist() == expected
+
+
+def test_w_runs_are_the_runs_of_backslash_w() -> None:
+    text = "ラーメンを食べた。 हिन्दी x\u0301"
+    assert words_of(text, "w-runs") == WORD_PATTERN.findall(text) == ["ラーメンを食べた", "ह", "न", "द", "x"]
 
 
 @pytest.mark.parametrize("length", [1, 7, 8, 9, 15, 16, 17, 255, 256, 257, 1000, 5000])
@@ -88,7 +98,7 @@ def test_word_hash_of_every_length_matches_the_definition(length: int) -> None:
 
 def test_short_words_never_collide() -> None:
     # A word of up to 8 bytes is one zero-padded chunk: K·Q + chunk is a bijection, and so is mix64.
-    words_8 = ["a", "b", "ab", "ba", "a_", "abcdefgh", "abcdefgg", "é", "éé", "中文", "0", "00"]
+    words_8 = ["a", "b", "ab", "ba", "a_", "abcdefgh", "abcdefgg", "é", "éé", "한국", "0", "00"]
     hashes = token_hashes(" ".join(words_8), "word")
     assert np.unique(hashes).size == len(words_8)
 
@@ -97,7 +107,8 @@ def test_punctuation_outside_ascii_still_splits_words() -> None:
     assert token_hashes("“go!”—don’t…", "word").tolist() == [
         reference_word_hash(w) for w in ["go", "don", "t"]
     ]
-    assert token_hashes("naïve café 中文 x²", "word").size == 4  # é, ï, 中, ² are \w
+    assert token_hashes("naïve café 中文 x²", "word", "w-runs").size == 4  # é, ï, 中, ² are \w
+    assert token_hashes("naïve café 中文 x²", "word").size == 5  # and each ideograph is a Unicode word
 
 
 def test_char_tokens_are_mixed_code_points() -> None:
@@ -120,8 +131,11 @@ def test_case_folding_outside_ascii_matches_str_casefold() -> None:
     batch = ["ÉCOLE Straße ΣΊΣΥΦΟΣ", "PLAIN “Quoted” — Text", "ſtraight İstanbul ǰ", "ascii ONLY"]
     for text in batch:
         assert token_hashes(normalise(text), "word").tolist() == [
-            reference_word_hash(word) for word in WORD_PATTERN.findall(normalise(text))
+            reference_word_hash(word) for word in words_of(normalise(text))
         ]
+    # İ folds to i and a combining dot above, which stays in its Unicode word (the runs of \w split there).
+    assert words_of(normalise("İstanbul")) == ["i\u0307stanbul"]
+    assert words_of(normalise("İstanbul"), "w-runs") == ["i", "stanbul"]
     shingles, offsets = batch_shingles(batch, 1, "word")
     assert split_result(shingles, offsets) == [reference_shingles(text, 1, "word").tolist() for text in batch]
 
@@ -130,9 +144,13 @@ def test_case_folding_outside_ascii_matches_str_casefold() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(texts, st.integers(1, 5), st.sampled_from(["word", "char"]))
-def test_shingles_match_the_one_token_at_a_time_definition(text: str, size: int, unit: str) -> None:
-    assert document_shingles(text, size, unit).tolist() == reference_shingles(text, size, unit).tolist()
+@given(texts, st.integers(1, 5), st.sampled_from(["word", "char"]), st.sampled_from(["unicode-words", "w-runs"]))
+def test_shingles_match_the_one_token_at_a_time_definition(text: str, size: int, unit: str, tokenisation: str) -> None:
+    if unit == "char":
+        assert document_shingles(text, size, unit).tolist() == reference_shingles(text, size, unit).tolist()
+        return
+    assert document_shingles(text, size, unit, tokenisation).tolist() == reference_shingles(
+        text, size, unit, tokenisation).tolist()
 
 
 @settings(max_examples=100, deadline=None)
@@ -160,6 +178,7 @@ LONG_TEXTS = [
     "a\n\n\tb  c \u3000 d\u2028e " * 12,  # white-space runs of every kind across the cuts
     "  leading and trailing spaces   " * 5,
     "Straße “ÉCOLE” ﬁne " * 10,  # folding that changes lengths, in every piece
+    "中文カタカナ\u0301 ひらがな\nสวัสดี हिन्दी " * 6,  # Unicode words, marks, in every piece
     "",
     "tiny",
 ]
@@ -205,10 +224,11 @@ def test_batch_shingles_shapes_and_types() -> None:
         batch_shingles(["x"], 5, "line")
 
 
-def test_shingle_counts_match_the_regex_tokeniser_on_the_sample_corpora() -> None:
+@pytest.mark.parametrize("tokenisation", ["unicode-words", "w-runs"])
+def test_shingle_counts_match_the_definition_on_the_sample_corpora(tokenisation: str) -> None:
     documents = read_corpus(SAMPLE_CORPORA)
-    shingles, offsets = batch_shingles([d.text for d in documents], 5, "word")
+    shingles, offsets = batch_shingles([d.text for d in documents], 5, "word", tokenisation)
     for index, document in enumerate(documents):
-        tokens = WORD_PATTERN.findall(normalise(document.text))
+        tokens = words_of(normalise(document.text), tokenisation)
         distinct = {tuple(tokens[i : i + 5]) for i in range(len(tokens) - 4)}
         assert offsets[index + 1] - offsets[index] == len(distinct), document.id

@@ -27,7 +27,7 @@ from dedup_cli.kernel import compiled  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_CORPORA = REPO / "sample_corpora"
-CORPORA = ["bible-editions", "devils-dictionary", "licenses"]
+CORPORA = ["bible-editions", "devils-dictionary", "licenses", "udhr"]
 
 # A word whose Horner sum over its two 8-byte chunks is exactly 0 mod 2^64, so its token hash is mix64(0) = 0 and,
 # with w = 1, so is its shingle hash: the value the kernel's hash set cannot store in a slot. Found by drawing the
@@ -42,6 +42,11 @@ ALPHABET = list("abcXYZ019_ .,;!?-'\"\t\n\r\x0b\x0c\x1c\x1f\x00") + [
     "é", "Ä", "ß", "ẞ", "ſ", "ﬁ", "ﬀ", "\u0301", "\u0308", "“", "”", "’", "—", "…", "\u00a0", "\u0085", "\u2028",
     "\u3000", "中", "文", "ひ", "한", "α", "Ω", "Σ", "ς", "ΐ", "١", "²", "½", "Ⅻ", "㍱", "İ", "ŉ", "ǰ", "ǅ",
     "\u212a", "𝔘", "😀", "\U000e0041", "\U0010fffd", "\ud800", "\u200b", "Ꭰ", "ꭰ",
+    # Unicode words: ideographs (one of 4 bytes), hiragana, katakana and ー, halfwidth katakana and its voiced mark
+    # (NFKC composes them), a combining voiced mark, Thai letters and marks, Devanagari with a vowel sign and a
+    # virama, an Arabic vowel mark, the joiners, a variation selector of plane 14, the katakana middle dot.
+    "𠀀", "々", "カ", "ー", "ｶ", "ﾞ", "\u3099", "ก", "\u0e34", "\u0e48", "ह", "\u093f", "\u094d", "\u064e",
+    "\u200c", "\u200d", "\U000e0100", "・",
 ]
 TEXTS = st.text(alphabet=st.sampled_from(ALPHABET), max_size=80)
 NUM_PERMS = [1, 7, 64, 256]
@@ -84,14 +89,16 @@ def test_sample_corpora_sign_to_the_same_bytes(corpus: str, unit: str, scheme: s
     num_perm=st.sampled_from(NUM_PERMS),
     bits=st.sampled_from(BITS),
     size=st.sampled_from(SHINGLE_SIZES),
-    unit=st.sampled_from(["word", "char"]),
+    unit=st.sampled_from(["word", "char", "w-runs"]),
     scheme=st.sampled_from(["oph", "kperm"]),
     seed=st.sampled_from([1, 2**40 + 3]),
 )
 def test_generated_text_signs_to_the_same_bytes(texts: list[str], num_perm: int, bits: int, size: int, unit: str,
                                                 scheme: str, seed: int) -> None:
+    tokenisation = "w-runs" if unit == "w-runs" else ""  # "": the unit's default (Unicode words for words)
     assert_same_signatures(texts, SignatureParams(num_perm=num_perm, bits=bits, shingle_size=size,
-                                                  shingle_unit=unit, scheme=scheme, seed=seed))
+                                                  shingle_unit="word" if unit == "w-runs" else unit, scheme=scheme,
+                                                  seed=seed, tokenisation=tokenisation))
 
 
 @settings(max_examples=100)
@@ -116,19 +123,23 @@ EDGE_TEXTS = [
     "naïve café 中文 x² “quoted” — em-dash…",
     "e\u0301 e\u0301 e\u0301 combining marks stay apart",  # NFKC composes é; \u0301 alone is not \w
     "Mixed 한국어 العربية ελληνικά русский 日本語 text",
+    "ラーメンを食べた。東京タワーｶﾀｶﾅﾞ 中文abc123カタカナ々ひ สวัสดีครับ हिन्दी كَتَبَ می\u200cخواهم \u0301x",
+    "漢" * 3000 + "カ" * 2000,  # one token per ideograph; one katakana token of 6000 bytes
     "\ud800 lone \udfff surrogates",
     "end with a partial word abc",
     " ".join(f"w{index}" for index in range(3000)),  # more shingles than k, many bins filled
 ]
 
 
-@pytest.mark.parametrize("unit", ["word", "char"])
+@pytest.mark.parametrize("unit", ["word", "char", "w-runs"])
 @pytest.mark.parametrize("scheme", ["oph", "kperm"])
 @pytest.mark.parametrize("size", [1, 3, 5, 8, 9])  # 8: the ring of the last w tokens is exactly full
 def test_edge_cases_sign_to_the_same_bytes(unit: str, scheme: str, size: int) -> None:
+    tokenisation = "w-runs" if unit == "w-runs" else ""
     for num_perm, bits in [(1, 1), (7, 2), (64, 8), (256, 16), (100, 64), (3, 5), (9, 57), (5, 63), (33, 32)]:
         assert_same_signatures(EDGE_TEXTS, SignatureParams(num_perm=num_perm, bits=bits, shingle_size=size,
-                                                           shingle_unit=unit, scheme=scheme))
+                                                           shingle_unit="word" if unit == "w-runs" else unit,
+                                                           scheme=scheme, tokenisation=tokenisation))
 
 
 @pytest.mark.parametrize("unit", ["word", "char"])
@@ -227,8 +238,9 @@ def test_malformed_utf8_is_read_safely(raw: bytes, unit: str) -> None:
 
 def test_the_tokenisers_constants_are_the_tables_own() -> None:
     # They are compiled into the kernel (a cached function freezes its globals), so they are restated there.
-    assert (tokenise.WORD, tokenise.SPACE, tokenise.EXPANDED, tokenise.MAX_FOLDED) == (
-        tables.WORD, tables.SPACE, tables.EXPANDED, tables.MAX_FOLDED)
+    assert (tokenise.WORD, tokenise.SPACE, tokenise.EXTEND, tokenise.SINGLE, tokenise.KATAKANA, tokenise.EXPANDED,
+            tokenise.MAX_FOLDED) == (tables.WORD, tables.SPACE, tables.EXTEND, tables.SINGLE, tables.KATAKANA,
+                                     tables.EXPANDED, tables.MAX_FOLDED)
 
 
 def test_bad_offsets_and_set_parameters_are_refused() -> None:

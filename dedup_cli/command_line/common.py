@@ -6,8 +6,10 @@ Exit codes: 0 success, 1 runtime error (bad input, damaged store, unreadable fil
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
@@ -16,7 +18,9 @@ from typing import Any, TypeVar
 import click
 
 from dedup_cli.errors import DedupError, UsageError
-from dedup_cli.files import atomic_write
+from dedup_cli.files import OutputError, open_output
+from dedup_cli.inputs.locations import display_name
+from dedup_cli.options.checks import memory_bytes
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.reading import InputOptions
@@ -42,6 +46,23 @@ _FLAGS = {"null_separated": "-0/--null"}
 FORMAT_SUFFIXES = {".tsv": "tsv", ".csv": "csv", ".parquet": "parquet"}  # --removed FILE's default format
 
 
+class MemorySize(click.ParamType):
+    """An amount of memory: ``512MiB``, ``1.5GB``, ``1GiB`` or a number of bytes."""
+
+    name = "bytes"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        found = memory_bytes(str(value))
+        if found is None or found < 1:
+            self.fail(f"{value!r} is not an amount of memory; write e.g. 512MiB, 1.5GB or 1GiB", param, ctx)
+        return found
+
+
+MEMORY_SIZE = MemorySize()
+
+
 def flag(name: str) -> str:
     """How the command line spells the option the library calls ``name``: ``bits`` → ``--bits``."""
     return _FLAGS.get(name, "--" + name.replace("_", "-"))
@@ -52,13 +73,53 @@ def message(error: DedupError) -> str:
     return error.worded(flag)
 
 
+_CONTROL = {code: f"\\x{code:02x}" for code in range(32)} | {ord("\n"): "\\n", ord("\t"): "\\t", 127: "\\x7f"}
+
+
+def one_line(text: str) -> str:
+    """``text`` as one printable line: names that hold newlines or other control characters (a path list read
+    with the wrong separator) are escaped, bytes that are not UTF-8 written ``\\xNN``."""
+    return display_name(text).translate(_CONTROL)
+
+
 def fail(text: str, code: int) -> None:
-    click.echo(f"Error: {text}", err=True)
+    click.echo(f"Error: {one_line(text)}", err=True)
+    sys.exit(code)
+
+
+def warn(text: str) -> None:
+    click.echo(f"warning: {one_line(text)}", err=True)
+
+
+def say(text: str) -> None:
+    """A line of the summary on stderr."""
+    click.echo(one_line(text), err=True)
+
+
+def os_error_message(error: OSError) -> str:
+    """An operating system's error in one line: the path(s) it names and the cause (``cannot write`` for an
+    output)."""
+    names = [display_name(os.fsdecode(name)) for name in (error.filename, error.filename2) if name is not None]
+    cause = error.strerror or " ".join(str(error).split()) or type(error).__name__
+    if isinstance(error, OutputError):
+        return f"cannot write {names[0] if names else 'the output'}: {cause}"
+    return f"{' → '.join(names)}: {cause}" if names else cause
+
+
+def stop_quietly(code: int = EXIT_OK) -> None:
+    """The reader of stdout went away (``| head``): stop at once, as ``cat`` and ``grep`` do, without a message
+    and without a second error when Python flushes stdout on exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (tests capture it)
+        pass
     sys.exit(code)
 
 
 def reports_errors(command: F) -> F:
-    """Turn library errors into one-line messages and exit codes instead of tracebacks."""
+    """Turn library errors and the operating system's errors into one-line messages and exit codes instead of
+    tracebacks (``-v`` adds the traceback of an operating system's error)."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -70,28 +131,27 @@ def reports_errors(command: F) -> F:
             fail(message(error), EXIT_ERROR)
         except KeyboardInterrupt:
             fail("interrupted; nothing was replaced", 130)
-        except BrokenPipeError:
-            # The reader went away (e.g. `| head`): stop quietly without a second error on exit.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            sys.exit(EXIT_ERROR)
+        except OSError as error:
+            if error.errno == errno.EPIPE:
+                stop_quietly()
+            if kwargs.get("verbose"):
+                traceback.print_exc()
+            fail(os_error_message(error), EXIT_ERROR)
 
     return wrapper  # type: ignore[return-value]
 
 
 @contextmanager
 def output_stream(path: str | None, binary: bool = False) -> Iterator[Any]:
-    """stdout, or a file written beside its final name and renamed into place only when complete."""
+    """stdout, or the output ``path`` written as :func:`dedup_cli.files.open_output` says (a file replaced
+    atomically, a device or FIFO in place); flushed before the block ends, so that a closed pipe is seen here."""
     if path is None or path == "-":
-        yield sys.stdout.buffer if binary else sys.stdout
+        stream = sys.stdout.buffer if binary else sys.stdout
+        yield stream
+        stream.flush()
         return
-    try:
-        with atomic_write(path, binary=binary) as stream:
-            yield stream
-    except OSError as error:
-        raise DedupError(f"cannot write {path}: {error.strerror or error}") from error
-
-
+    with open_output(path, binary=binary) as stream:
+        yield stream
 def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     """Several Click options as one decorator, so that commands share them."""
 
@@ -172,17 +232,57 @@ def engine_of(given: dict[str, Any]) -> EngineOptions:
                          workers=given.pop("workers"), memory_limit=given.pop("memory_limit"))
 
 
+class Counted:
+    """Records passed through, counted: how many a closed pipe had already been offered (and each told to
+    ``advance``, a progress bar)."""
+
+    def __init__(self, records: Iterator[dict[str, Any]], advance: Callable[[int], None] | None = None) -> None:
+        self._records = records
+        self._advance = advance
+        self.count = 0
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for record in self._records:
+            self.count += 1
+            if self._advance is not None:
+                self._advance(1)
+            yield record
+
+
 def write_records(records: Iterator[dict[str, Any]], kind: str, fields: tuple[tuple[str, ...], tuple[str, ...]],
-                   fmt: str, out: str | None, header: bool) -> int:
-    """Write records to ``out`` (stdout when None) in ``fmt``; ``fields``: (TSV/CSV columns, the others)."""
-    with output_stream(out, binary=fmt == "parquet") as stream:
-        if fmt == "parquet":
-            from dedup_cli.output.parquet import write_records_parquet
+                  fmt: str, out: str | None, header: bool, found_code: int | None = None,
+                  advance: Callable[[int], None] | None = None) -> int:
+    """Write records to ``out`` (stdout when None) in ``fmt``; ``fields``: (TSV/CSV columns, the others).
 
-            return write_records_parquet(records, fields[1], stream)
-        from dedup_cli.output.delimited import write_records
+    When the reader of the output goes away (a closed pipe), stop quietly: exit 0, or ``found_code`` if any
+    record had been written (``find --fail-on-duplicates`` keeps its meaning under ``| head``).
+    """
+    counted = Counted(records, advance)
+    try:
+        with output_stream(out, binary=fmt == "parquet") as stream:
+            if fmt == "parquet":
+                from dedup_cli.output.parquet import write_records_parquet
 
-        return write_records(records, kind, fmt, stream, header=header, fields=fields[0])
+                return write_records_parquet(iter(counted), fields[1], stream)
+            from dedup_cli.output.delimited import write_records
+
+            return write_records(iter(counted), kind, fmt, stream, header=header, fields=fields[0])
+    except OSError as error:
+        if error.errno != errno.EPIPE:
+            raise
+        stop_quietly(found_code if found_code is not None and counted.count else EXIT_OK)
+        raise  # not reached
+
+
+def echo_output(text: str, out: str | None) -> None:
+    """One text (JSON or a report) to ``out`` (stdout when None), with a final newline."""
+    with output_stream(out) as stream:
+        stream.write(text + "\n")
+
+
+out_option = click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str, allow_dash=True),
+                          default=None, help="Write to FILE instead of stdout (a file is replaced atomically; a "
+                                             "device or FIFO is written in place).")
 
 
 @contextmanager
@@ -210,12 +310,47 @@ def progress_bar(quiet: bool, description: str) -> Iterator[tuple[Callable[[int 
             bar.close()
 
 
+class StageBars:
+    """The stages of a long run on stderr (a ``Progress``): a bar per stage where its steps are counted, a line
+    with a running clock where they are not; nothing unless stderr is a terminal and ``quiet`` is off. Use as a
+    context manager, so the last bar is closed."""
+
+    def __init__(self, quiet: bool) -> None:
+        self._shown = not quiet and sys.stderr.isatty()
+        self._bar: Any = None
+
+    def stage(self, name: str, total: int | None = None, unit: str = "steps") -> Callable[[int], None]:
+        self.close()
+        if not self._shown:
+            return _ignore
+        from tqdm import tqdm  # 40 ms: only when a bar is shown
+
+        self._bar = tqdm(total=total, desc=name, unit=f" {unit}" if total else "", file=sys.stderr, leave=False,
+                         bar_format=None if total else "{desc} {elapsed}")
+        return self._bar.update
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> StageBars:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
+
+
+def _ignore(count: int) -> None:
+    pass
+
+
 def print_warnings(warnings: list[str], verbose: bool) -> None:
     shown = warnings if verbose else warnings[:MAX_WARNINGS]
     for line in shown:
-        click.echo(f"warning: {line}", err=True)
+        warn(line)
     if len(warnings) > len(shown):
-        click.echo(f"warning: … and {len(warnings) - len(shown)} more (-v lists them all)", err=True)
+        warn(f"… and {len(warnings) - len(shown)} more (-v lists them all)")
 
 
 CONTEXT_SETTINGS: dict[str, Any] = {

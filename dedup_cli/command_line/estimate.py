@@ -7,9 +7,7 @@ from typing import Any
 
 import click
 
-from dedup_cli.command_line.common import (
-    reports_errors,
-)
+from dedup_cli.command_line.common import echo_output, out_option, reports_errors
 from dedup_cli.options.finding import EstimateOptions
 from dedup_cli.options.vocabulary import DEFAULT_STORE, MAX_STORED_BITS, STORE_VARIABLE
 
@@ -25,8 +23,9 @@ from dedup_cli.options.vocabulary import DEFAULT_STORE, MAX_STORED_BITS, STORE_V
 @click.option("--level", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
               default=EstimateOptions.level, help="Confidence level of the interval.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@out_option
 @reports_errors
-def estimate(arguments: tuple[str, ...], store: str | None, fmt: str, **given: Any) -> None:
+def estimate(arguments: tuple[str, ...], store: str | None, fmt: str, out: str | None, **given: Any) -> None:
     """Estimate the resemblance of two or three documents, with its uncertainty.
 
     With three arguments the first is the store when it is one; --store names it otherwise.
@@ -42,8 +41,4 @@ def estimate(arguments: tuple[str, ...], store: str | None, fmt: str, **given: A
 
     store, ids = store_and_ids(store, arguments)
     record = api.estimate(ids, store, EstimateOptions(**given)).record()
-    if fmt == "json":
-        click.echo(json.dumps(record))
-        return
-    for line in estimate_lines(record):
-        click.echo(line)
+    echo_output(json.dumps(record) if fmt == "json" else "\n".join(estimate_lines(record)), out)

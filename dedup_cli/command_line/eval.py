@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dedup_cli.command_line.common import reports_errors
+from dedup_cli.command_line.common import StageBars, echo_output, out_option, reports_errors, say
 from dedup_cli.options.evaluating import MAX_SAMPLE, MIN_SAMPLE, EvalOptions
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.vocabulary import MAX_SEED, MAX_STORED_BITS, default_store
@@ -33,10 +33,11 @@ from dedup_cli.options.vocabulary import MAX_SEED, MAX_STORED_BITS, default_stor
               help="Draw the four pictures into FILE.png (needs the plot extra: pip install 'dedup-cli[plot]').")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               help="text: the summary on stderr only; json: also every number as one JSON object on stdout.")
+@out_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 @reports_errors
-def evaluate(store: str | None, sample: int, seed: int, truth: str | None, plot: str | None, fmt: str, quiet: bool,
-             **given: Any) -> None:
+def evaluate(store: str | None, sample: int, seed: int, truth: str | None, plot: str | None, fmt: str,
+             out: str | None, quiet: bool, **given: Any) -> None:
     """Measure how accurate find is on this store, from a sample of pairs re-read exactly.
 
     Draws --sample pairs stratified by their estimate (candidates of every band of R̂, random pairs
@@ -57,11 +58,15 @@ def evaluate(store: str | None, sample: int, seed: int, truth: str | None, plot:
         from dedup_cli.output.eval_plot import require_matplotlib
 
         require_matplotlib()  # before the work, not after it
-    result = api.evaluate(default_store(store), options)
-    if plot is not None:
-        api.plot_evaluation(result, plot)
+    with StageBars(quiet) as stages:
+        result = api.evaluate(default_store(store), options, stages)
+        if plot is not None:
+            stages.stage("drawing the plot", None)
+            api.plot_evaluation(result, plot)
     if fmt == "json":
-        click.echo(json.dumps(eval_record(result)))
+        echo_output(json.dumps(eval_record(result)), out)
+    elif out is not None:  # the report itself, which stderr shows as the summary
+        echo_output("\n".join(eval_summary(result)), out)
     if not quiet:
         for line in eval_summary(result):
-            click.echo(line, err=True)
+            say(line)

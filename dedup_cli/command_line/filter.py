@@ -15,6 +15,7 @@ from dedup_cli.command_line.common import (
     progress_bar,
     reading_options,
     reports_errors,
+    say,
     write_records,
 )
 from dedup_cli.errors import UsageError
@@ -76,5 +77,5 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
     print_warnings(read_warnings(report.read, flag) + filter_warnings(report), verbose)
     if not quiet:
         if report.signed is not None:
-            click.echo(sign_summary(report.signed), err=True)
-        click.echo(filter_summary(report), err=True)
+            say(sign_summary(report.signed))
+        say(filter_summary(report))

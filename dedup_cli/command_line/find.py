@@ -9,11 +9,16 @@ import click
 
 from dedup_cli.command_line.common import (
     EXIT_DUPLICATES,
+    MEMORY_SIZE,
+    StageBars,
     engine_of,
     engine_options,
     find_options,
     flag,
+    out_option,
     reports_errors,
+    say,
+    warn,
     write_records,
 )
 from dedup_cli.errors import UsageError
@@ -27,9 +32,14 @@ from dedup_cli.store.pandas_probe import pandas_hidden
 @find_options
 @click.option("--output", "kind", type=click.Choice(OUTPUT_KINDS), default="groups", help="What to print.")
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="jsonl", help="Output format.")
-@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str), default=None,
-              help="Write to FILE instead of stdout (replaced atomically).")
+@out_option
 @click.option("--no-header", is_flag=True, help="Omit the header row of TSV/CSV output.")
+@click.option("--band-memory", type=MEMORY_SIZE, default=FindOptions.band_memory, metavar="BYTES", show_default="1GiB",
+              help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
+                   "less means more rounds (a tuning knob; the output is the same).")
+@click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
+              help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on the "
+                   "workers and the records stream in chunks (a tuning knob; the output is the same).")
 @click.option("--fail-on-duplicates", is_flag=True,
               help=f"Exit with code {EXIT_DUPLICATES} when anything is reported (like grep), for scripts and cron.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
@@ -50,7 +60,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
       dedup find train.parquet --against test.parquet --only-across --output pairs
     """
     import dedup_cli as api
-    from dedup_cli.output.records import RECORDS, fields_of
+    from dedup_cli.output.records import fields_of, find_records
     from dedup_cli.output.summaries import find_store_line, find_summary, find_warnings
 
     if kind == "triples" and given["ways"] != 3:
@@ -58,15 +68,19 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
     engine = engine_of(given)
     options = FindOptions(group=group_method, engine=engine, **given)
     store = default_store(store)
-    with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.store.pandas_probe)
-        result = api.find(store, options)
-    fields = (fields_of(kind, result, True), fields_of(kind, result, False))
-    written = write_records(RECORDS[kind](result), kind, fields, fmt, out, not no_header)
+    with StageBars(quiet) as stages:
+        with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.store.pandas_probe)
+            result = api.find(store, options, stages)
+        totals = {"pairs": result.pair_count, "groups": result.group_count, "triples": result.triple_count}
+        advance = stages.stage("writing", totals.get(kind), "records")
+        fields = (fields_of(kind, result, True), fields_of(kind, result, False))
+        written = write_records(find_records(kind, result), kind, fields, fmt, out, not no_header,
+                                EXIT_DUPLICATES if fail_on_duplicates else None, advance)
     if not quiet:
-        click.echo(find_summary(store, result), err=True)
+        say(find_summary(store, result))
         for line in find_warnings(result, flag):
-            click.echo(f"warning: {line}", err=True)
+            warn(line)
         if verbose:
-            click.echo(find_store_line(store, result), err=True)
+            say(find_store_line(store, result))
     if fail_on_duplicates and written:
         sys.exit(EXIT_DUPLICATES)

@@ -6,16 +6,15 @@ import json
 
 import click
 
-from dedup_cli.command_line.common import (
-    reports_errors,
-)
+from dedup_cli.command_line.common import echo_output, out_option, reports_errors
 from dedup_cli.options.vocabulary import default_store
 
 
 @click.command()
 @click.argument("store", type=click.Path(path_type=str), required=False)
+@out_option
 @reports_errors
-def info(store: str | None) -> None:
+def info(store: str | None, out: str | None) -> None:
     """Print a store's parameters, document counts and sign runs as JSON.
 
     STORE defaults to $DEDUP_STORE, else ./dedup.parquet.
@@ -26,4 +25,4 @@ def info(store: str | None) -> None:
     """
     import dedup_cli as api
 
-    click.echo(json.dumps(api.info(default_store(store)).record(), indent=2))
+    echo_output(json.dumps(api.info(default_store(store)).record(), indent=2), out)

@@ -7,9 +7,7 @@ from typing import Any
 
 import click
 
-from dedup_cli.command_line.common import (
-    reports_errors,
-)
+from dedup_cli.command_line.common import echo_output, out_option, reports_errors
 from dedup_cli.options.planning import PlanOptions
 from dedup_cli.options.vocabulary import MAX_NUM_PERM, MAX_STORED_BITS
 
@@ -30,8 +28,9 @@ from dedup_cli.options.vocabulary import MAX_NUM_PERM, MAX_STORED_BITS
 @click.option("--bands", type=click.IntRange(1), default=PlanOptions.bands, help="Override the chosen bands.")
 @click.option("--rows", type=click.IntRange(1), default=PlanOptions.rows, help="Override the chosen rows per band.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@out_option
 @reports_errors
-def plan(fmt: str, **given: Any) -> None:
+def plan(fmt: str, out: str | None, **given: Any) -> None:
     """Explain banding, accuracy, storage and memory for a threshold before any work.
 
     \b
@@ -43,7 +42,4 @@ def plan(fmt: str, **given: Any) -> None:
     from dedup_cli.output.plan_report import plan_record, render_plan
 
     made = api.plan(PlanOptions(**given))
-    if fmt == "json":
-        click.echo(json.dumps(plan_record(made)))
-    else:
-        click.echo(render_plan(made))
+    echo_output(json.dumps(plan_record(made)) if fmt == "json" else render_plan(made), out)

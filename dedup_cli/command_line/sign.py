@@ -16,6 +16,8 @@ from dedup_cli.command_line.common import (
     progress_bar,
     reading_options,
     reports_errors,
+    say,
+    warn,
 )
 from dedup_cli.options.checks import text_option_for_sets
 from dedup_cli.options.reading import InputOptions
@@ -30,6 +32,7 @@ from dedup_cli.options.vocabulary import (
     SIGNATURE_SCHEMES,
     SIGNING_KERNELS,
     STORE_VARIABLE,
+    WORD_TOKENISATIONS,
     default_store,
 )
 from dedup_cli.store.pandas_probe import pandas_hidden
@@ -50,6 +53,10 @@ from dedup_cli.store.pandas_probe import pandas_hidden
               help="Tokens per shingle (w).")
 @click.option("--shingle-unit", type=click.Choice(SHINGLE_UNITS), default=SignOptions.shingle_unit,
               help="Shingle words or characters.")
+@click.option("--tokenisation", type=click.Choice(WORD_TOKENISATIONS), default=SignOptions.tokenisation,
+              help="How words are found: unicode-words (an ideograph, a hiragana, a Thai, Lao, Khmer or Myanmar "
+                   "letter is a token, so is a run of katakana; combining marks stay in their word) or w-runs "
+                   "(runs of \\w, as stores signed before had).  [default: the store's, else unicode-words]")
 @click.option("--num-perm", "-k", type=click.IntRange(1, MAX_NUM_PERM), default=SignOptions.num_perm,
               help="Minwise hash values per document (k).")
 @click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=SignOptions.bits,
@@ -101,11 +108,11 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
         report = api.sign(inputs, default_store(out), options, progress=advance, on_start=on_start)
     print_warnings(read_warnings(report.read, flag), verbose)
     if report.prune_skipped:
-        click.echo("warning: --prune skipped: some inputs could not be read, so nothing was removed", err=True)
+        warn("--prune skipped: some inputs could not be read, so nothing was removed")
     if not quiet:
-        click.echo(sign_summary(report), err=True)
+        say(sign_summary(report))
         if verbose:
-            click.echo(kernel_line(report, flag), err=True)
+            say(kernel_line(report, flag))
     unreadable = report.read.count("unreadable")
     if unreadable:
         fail(f"{unreadable} input(s) could not be read; {report.store} holds the rest", EXIT_ERROR)

@@ -16,20 +16,24 @@ import time
 
 from dedup_cli.engine.evaluation import LocalPairs
 from dedup_cli.engine.evaluation import evaluate as run
+from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import EvalResult
 from dedup_cli.errors import DedupError
+from dedup_cli.files import path_kind
 from dedup_cli.inputs.truth import read_truth
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.options.vocabulary import default_store
 from dedup_cli.store.store import open_store
 
 
-def evaluate(store: str | os.PathLike[str] | None = None, options: EvalOptions | None = None) -> EvalResult:
+def evaluate(store: str | os.PathLike[str] | None = None, options: EvalOptions | None = None,
+             progress: Progress = silent) -> EvalResult:
     """Measure the accuracy of ``find`` with ``options`` on the store (``dedup eval``).
 
     Args:
         store: a store written by ``sign`` (default: ``$DEDUP_STORE``, else ``./dedup.parquet``).
         options: the find to judge, the sample and its seed, and an optional truth file (default: ``EvalOptions()``).
+        progress: told each stage as it begins.
 
     Raises:
         dedup_cli.errors.OptionError: ``bits`` above the stored bits, or a banding that does not fit in k.
@@ -41,13 +45,14 @@ def evaluate(store: str | os.PathLike[str] | None = None, options: EvalOptions |
     path = default_store(store)
     opened = open_store(path)  # the manifest only: options are checked before the store is read
     options.check_store(opened.params.bits, opened.params.num_perm, path)
-    if options.truth is not None and not os.path.isfile(options.truth):
-        read_truth(options.truth, [])  # the missing file's error, before the store is read
+    if options.truth is not None and path_kind(options.truth) in (None, "directory"):
+        read_truth(options.truth, [])  # the missing file's error, before the store is read (a pipe is read once)
+    progress.stage("reading the store", None)
     stored = opened.read()
     pairs = LocalPairs(stored, options.find.max_bucket)
     if int(pairs.eligible.sum()) < 2:
         raise DedupError(f"{path} holds fewer than two documents with shingles; there is no pair to evaluate")
     truth = None if options.truth is None else read_truth(options.truth, stored.ids)
-    result = run(pairs, options, path, truth)
+    result = run(pairs, options, path, truth, progress)
     result.seconds = time.perf_counter() - started
     return result

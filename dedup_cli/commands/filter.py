@@ -28,7 +28,7 @@ from dedup_cli.corpus.layout import Layout, plan_layout, write_marker
 from dedup_cli.corpus.sources import filter_source
 from dedup_cli.engine.filter_stages import known_exact, member_decisions, pair_estimates
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.files import atomic_path, remove_stale_scratch
+from dedup_cli.files import open_output, output_directory, path_kind
 from dedup_cli.inputs.discovery import plan_sources
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path
 from dedup_cli.inputs.members import read_members
@@ -193,14 +193,12 @@ def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], de
         each([out] * len(sources))
         out.flush()
         return total
-    remove_stale_scratch(layout.out)
     try:
-        with atomic_path(layout.out, directory=not layout.single) as scratch:
-            if layout.single:
-                each([str(scratch)] * len(sources))
-                if not scratch.exists():  # the output exists even when nothing is kept (never touch a link)
-                    scratch.touch()
-            else:
+        if layout.single:  # a file, a link to one, or a device, FIFO or descriptor written in place
+            with open_output(layout.out) as out:
+                each([out] * len(sources))
+        else:
+            with output_directory(layout.out) as scratch:
                 each([os.path.join(scratch, target) for target in layout.targets])
                 write_marker(scratch, store, inputs)
     except OSError as error:
@@ -257,8 +255,9 @@ def filter(
         options.find.check_store(params.bits, params.num_perm, path, params.input_kind)
         if options.find.against is not None:
             open_reference(opened, options.find.against)
-    elif not os.path.isfile(options.members):
-        raise InputError(f"{{members}} {literal(options.members)} does not exist; write it with dedup find "
+    elif (kind := path_kind(options.members)) in (None, "directory"):
+        problem = "does not exist" if kind is None else "is a directory"
+        raise InputError(f"{{members}} {literal(options.members)} {problem}; write it with dedup find "
                          "--output members", options=True)
     report = FilterReport(store=path, out=os.fspath(out), against=options.find.against, annotated=options.annotate,
                           signed=signing)

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 
 from dedup_cli.engine import local
 from dedup_cli.engine.extras import require_dask
-from dedup_cli.engine.find_stages import combine_stores
+from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
 from dedup_cli.errors import OptionError, UsageError
 from dedup_cli.options.checks import literal
@@ -26,13 +25,13 @@ from dedup_cli.store.store import Store, open_store
 
 
 def find(store: str | os.PathLike[str] | None = None, options: FindOptions | None = None,
-         progress: Callable[[int], None] | None = None) -> FindResult:
+         progress: Progress = silent) -> FindResult:
     """Find near-duplicate pairs (and triples) with R̂ ≥ ``options.threshold`` in a store and group them.
 
     Args:
         store: a store written by ``sign`` (default: ``$DEDUP_STORE``, else ``./dedup.parquet``).
         options: what to find and report (default: ``FindOptions()``, the command line's defaults).
-        progress: told the number of documents the all-pairs kernel has processed.
+        progress: told each stage as it begins, and its steps where they can be counted.
 
     Raises:
         dedup_cli.errors.OptionError: ``bits`` above the stored bits, ``ways=3`` with 1-bit values, or a
@@ -53,13 +52,10 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
         from dedup_cli.engine.dask import find as dask_find
 
         with cluster.connected(options.engine):
-            result = dask_find.find(opened, options)
+            result = dask_find.find(opened, options, progress=progress)
     else:
-        against = None if options.against is None else open_reference(opened, options.against)
-        stored, reference = opened.read(), None
-        if against is not None:
-            stored, reference = combine_stores(stored, against.read())
-        result = local.find(stored, options, progress, reference)
+        stores = [opened] if options.against is None else [opened, open_reference(opened, options.against)]
+        result = local.find(stores, options, progress)
     result.seconds = time.perf_counter() - started
     return result
 

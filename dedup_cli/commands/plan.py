@@ -25,12 +25,12 @@ from dedup_cli.candidates.banding import (
     resolve_banding,
     row_agreement_probability,
 )
-from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY
+from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
 from dedup_cli.estimates.pairs import COMPARISON_BYTES
 from dedup_cli.estimates.two_way import expected_match_2way, storage_factor, variance_2way
 from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.options.planning import PlanOptions
-from dedup_cli.options.vocabulary import MAX_NUM_PERM
+from dedup_cli.options.vocabulary import BAND_MEMORY, MAX_NUM_PERM
 
 # The S-curve is tabulated at R = 0, 0.1, …, 1 (R = 0 stands for the unrelated pairs) and at R0.
 CURVE_STEPS = 10
@@ -42,22 +42,26 @@ CURVE_STEPS = 10
 ROW_OVERHEAD_BYTES = 5 * 8 + 2 * 4
 
 # Memory model of the local engine's ``find`` with LSH candidates (bytes), read off the code and checked against
-# the peak resident memory of real runs (tests/test_planning.py says how closely):
-# - Python, numpy, pyarrow and the Parquet reader, loaded and warmed up;
-FIXED_BYTES = 120_000_000
-# - per document as read: about 4·S while Parquet decodes the signature column (Arrow's allocator keeps
-#   most of it), shingle count, content hash and eligibility flag, and the id and path as Python strings
-#   (49 bytes each plus their text, and 8 for the list slot);
-READ_SIGNATURE_COPIES = 4
-DOCUMENT_BYTES = 8 + 8 + 1 + 2 * (49 + 8)
-# - per document while bucketing one band: the eligible documents' keys, argsort order, sorted ids and
-#   keys, run starts and lengths (int64 each) and three boolean masks;
-SORT_TEMPORARY_BYTES = 7 * 8 + 3
+# the peak resident memory of real runs (tests/test_planning.py says how closely). The store is never held whole:
+# - Python, numpy, pyarrow and the Parquet reader, loaded and warmed up, with a row group being read;
+FIXED_BYTES = 150_000_000
+# - per document while numbering: the id (a 4-byte offset and about 16 bytes of text), the run and the shingle
+#   count as read (Arrow) and as numpy arrays (transient);
+NUMBERING_BYTES = 4 + 16 + 2 * 8 + 2 * 8
+# - per document to the end: its shingle count and run, eligibility, and its key slot while banding;
+DOCUMENT_BYTES = 8 + 8 + 1 + 8
+# - one round of band keys, at most ``engine.band_rounds.ROUND_BYTES``, 4 or 8 bytes a key;
+# - per document while bucketing one band: the key and position packed and sorted, the order, the sorted keys
+#   and documents, run starts and lengths (mostly runs of one) and two masks;
+SORT_TEMPORARY_BYTES = 8 + 8 + 4 + 8 + 8 + 8 + 2
 # - per band collision (a pair sharing a bucket in one band, before de-duplication): its code in the
 #   pending list, the concatenated copy and the sorted copy of ``primitives.sorted_unique``;
 COLLISION_BYTES = 3 * 8
 # - per candidate pair at the end of banding: its unique code, ``first`` and ``second`` and a temporary;
 CODE_BYTES = 4 * 8
+# - per document of a candidate pair, read whole: its signature as read and as one array, its b-bit values, and
+#   about 200 bytes of id and location (as Arrow and Python strings), counts, hash, run and time;
+CANDIDATE_DOCUMENT_BYTES = 200
 # - per candidate pair while scoring: ``first``/``second``, match counts, r1, r2, the estimate, its
 #   standard error, the interval and the float64 temporaries of the Wilson interval mapped through eq. 9;
 SCORING_BYTES = 144
@@ -122,11 +126,10 @@ def _memory(n_docs: int, num_perm: int, stored_bits: int, bits: int, bands: int,
             candidates: float, collisions: float) -> tuple[tuple[MemoryPart, ...], str]:
     """The terms of the memory ``find`` needs, those of its peak marked, and the phase of the peak.
 
-    ``find`` reads the store, unpacks the B-bit values (a view of the signature bytes when B is
-    8, 16, 32 or 64) and keeps them and their lowest b bits (a copy only when b is narrower than the
-    value dtype) to the end. Banding builds all band keys, widening one band at a time to uint64, then
-    buckets band by band; then the candidates are scored. Each phase holds what it inherits plus arrays
-    of its own; the peak is the largest phase.
+    ``find`` numbers the documents from their ids, runs and counts, then reads the signatures once per round of
+    bands, keeping one round's band keys and sorting one band at a time; then it reads the documents of the
+    candidate pairs whole and scores them. Each phase holds what it inherits plus arrays of its own; the peak is
+    the largest phase.
 
     Args:
         n_docs, num_perm, stored_bits, bits, bands, rows: N, k, B, b and the banding.
@@ -135,58 +138,38 @@ def _memory(n_docs: int, num_perm: int, stored_bits: int, bits: int, bands: int,
         collisions: P, expected band collisions summed over bands, before de-duplication.
     """
     n, k = n_docs, num_perm
-    value_bytes = value_dtype(stored_bits).itemsize
+    key_bytes = key_dtype(rows, value_dtype(stored_bits)).itemsize
     estimator_value_bytes = value_dtype(bits).itemsize
-    if stored_bits in (8, 16, 32, 64):
-        stored, stored_formula, unpack, unpack_formula = 0, "0", 0, "0"  # a view of the signature bytes
-    else:
-        stored, stored_formula = n * k * value_bytes, "N·k·v"
-        # unpackbits, its cast to the value dtype and the weighted bit planes before the sum.
-        unpack, unpack_formula = n * k * value_bytes * (2 * stored_bits + 1), "N·k·v·(2B + 1)"
-    if bits < 8 * value_bytes:
-        # The masked copy in the value dtype, then its cast to the narrower dtype of b bits.
-        narrow, narrow_formula = n * k * estimator_value_bytes, "N·k·v_b"
-        masking, masking_formula = n * k * (value_bytes + estimator_value_bytes), "N·k·(v + v_b)"
-    else:
-        narrow, narrow_formula, masking, masking_formula = 0, "0", 0, "0"  # the stored values themselves
     pending = min(collisions, candidates + DEDUPLICATE_EVERY)
     chunk = min(candidates, COMPARISON_BYTES // (k * estimator_value_bytes))
+    read = min(n, 2 * candidates)
     terms: dict[str, tuple[str, float, str]] = {
         "fixed": ("Python, numpy, pyarrow and the Parquet reader", FIXED_BYTES, "fixed"),
-        "store": ("the store as read: signatures, counts, hashes, ids and paths (not their text)",
-                  n * (READ_SIGNATURE_COPIES * signature_bytes + DOCUMENT_BYTES),
-                  f"N·({READ_SIGNATURE_COPIES}·S + {DOCUMENT_BYTES})"),
-        "unpack": ("unpacking the stored values (transient)", unpack, unpack_formula),
-        "stored_values": (f"{stored_bits}-bit values for banding", stored, stored_formula),
-        "masking": (f"masking the stored values to {bits} bits (transient)", masking, masking_formula),
-        "estimator_values": (f"{bits}-bit values for the estimator", narrow, narrow_formula),
-        "band_key_build": ("building band keys, one band widened to uint64 (transient)",
-                           (8 * rows + 3 * 8) * n, "N·(8·rows + 24)"),
-        "band_keys": ("band keys", 8 * bands * n, "8·bands·N"),
+        "numbering": ("numbering the documents: ids, runs and counts as read (transient)", NUMBERING_BYTES * n,
+                      f"{NUMBERING_BYTES}·N"),
+        "documents": ("each document's count, run, eligibility and key slot", DOCUMENT_BYTES * n,
+                      f"{DOCUMENT_BYTES}·N"),
+        "round_keys": ("band keys of one round", min(BAND_MEMORY, bands * n * key_bytes),
+                       f"min(2^30, bands·N·{key_bytes})"),
         "sort": ("sorting one band (transient)", SORT_TEMPORARY_BYTES * n, f"{SORT_TEMPORARY_BYTES}·N"),
         "codes": ("candidate codes while de-duplicating (transient)",
                   COLLISION_BYTES * pending + CODE_BYTES * candidates,
                   f"{COLLISION_BYTES}·min(P, C + 2^24) + {CODE_BYTES}·C"),
+        "candidate_documents": ("the candidates' documents, read whole",
+                                read * (2 * signature_bytes + k * estimator_value_bytes + CANDIDATE_DOCUMENT_BYTES),
+                                f"min(N, 2C)·(2·S + k·v_b + {CANDIDATE_DOCUMENT_BYTES})"),
         "scoring": ("scoring the candidates",
                     SCORING_BYTES * candidates + 3 * chunk * k * estimator_value_bytes,
                     f"{SCORING_BYTES}·C + 3·min(C, 2^25/(k·v_b))·k·v_b"),
     }
-    read = ["fixed", "store"]
-    held = read + ["stored_values", "estimator_values"]
     phases = {
-        "unpacking values": read + ["unpack"],
-        "keeping b bits": read + ["stored_values", "masking"],
-        "building band keys": held + ["band_key_build", "band_keys"],
-        "bucketing": held + ["band_keys", "sort", "codes"],
-        "scoring": held + ["scoring"],
+        "numbering the documents": ["fixed", "numbering"],
+        "bucketing": ["fixed", "documents", "round_keys", "sort", "codes"],
+        "scoring": ["fixed", "documents", "candidate_documents", "scoring"],
     }
     phase = max(phases, key=lambda name: sum(terms[term][1] for term in phases[name]))
-    # Terms that cost nothing here (a view, a shared array) are left out.
-    parts = tuple(
-        MemoryPart(name, int(round(size)), formula, term in phases[phase])
-        for term, (name, size, formula) in terms.items()
-        if size > 0 or term == "codes"
-    )
+    parts = tuple(MemoryPart(name, int(round(size)), formula, term in phases[phase])
+                  for term, (name, size, formula) in terms.items())
     return parts, phase
 
 

@@ -41,7 +41,7 @@ from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.manifest import RunInput, RunRecord
 from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex
-from dedup_cli.store.store import create_store, stored_id_root
+from dedup_cli.store.store import create_store, stored_id_root, stored_params
 
 Progress = Callable[[int], None]
 """Called with the number of input bytes (on disk) just read or skipped."""
@@ -189,7 +189,8 @@ def sign(
     started = time.perf_counter()
     options = SignOptions() if options is None else options
     output = default_store(store)
-    params = SignatureParams.from_options(options)
+    # A store keeps the tokenisation it was signed with unless the options name one (then they must agree).
+    params = SignatureParams.from_options(options, stored_params(output))
     report = SignReport(store=output)
     recorded = stored_id_root(output)
     asked = options.input.id_root

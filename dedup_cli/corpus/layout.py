@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dedup_cli.errors import DedupError, UsageError
+from dedup_cli.files import path_kind
 from dedup_cli.inputs.locations import STDIN, Source, display_name
 from dedup_cli.version import __version__
 
@@ -63,7 +64,8 @@ def _check_out(out: str, inputs: Sequence[str], sources: Sequence[Source], store
         raise DedupError(f"refusing to overwrite {shown}: it is a directory, and one input makes one file; "
                          "name a file")
     if not single and not os.path.isdir(absolute):
-        raise DedupError(f"refusing to overwrite {shown}: it is a file, and these inputs make a directory; "
+        kind = path_kind(absolute) or "broken link"
+        raise DedupError(f"refusing to overwrite {shown}: it is a {kind}, and these inputs make a directory; "
                          "name a new directory")
     if not single and os.listdir(absolute) and not os.path.isfile(os.path.join(absolute, MARKER)):
         raise DedupError(f"refusing to overwrite {shown}: it is a directory that dedup filter did not write; "

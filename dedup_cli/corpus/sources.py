@@ -18,6 +18,7 @@ from dedup_cli.corpus.lines import filter_lines
 from dedup_cli.corpus.parquet import filter_parquet
 from dedup_cli.corpus.writers import compressed, link_or_copy, output_file
 from dedup_cli.errors import InputError
+from dedup_cli.files import OutputError
 from dedup_cli.inputs.files import read_whole
 from dedup_cli.inputs.locations import STDIN, Source
 from dedup_cli.inputs.report import ReadReport
@@ -102,6 +103,8 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
             with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
                   compressed(out, source.compression) as writer):
                 outcome = filter_lines(stream, source, options, decisions, writer, annotate, advance(position))
+    except OutputError:
+        raise  # the output's failure, reported by the caller with the output's name
     except READ_ERRORS as error:
         reason = getattr(error, "strerror", None) or " ".join(str(error).split()) or type(error).__name__
         raise InputError(f"cannot read {source.display} to its end ({reason}); nothing was written") from error

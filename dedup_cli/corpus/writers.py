@@ -18,6 +18,8 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
+from dedup_cli.files import OutputError, OutputStream
+
 
 class _KeepOpen(io.RawIOBase):
     """Writes through to ``stream`` and leaves it open when closed (Arrow closes the file it wraps)."""
@@ -58,28 +60,42 @@ def compressed(stream: BinaryIO, compression: str | None) -> Iterator[BinaryIO]:
 @contextmanager
 def output_file(target: str | BinaryIO) -> Iterator[BinaryIO]:
     """``target`` itself when it is a stream, else the file at path ``target``, created (with its directory),
-    flushed and fsynced when the block ends."""
+    flushed and fsynced when the block ends; its write errors are :class:`~dedup_cli.files.OutputError`."""
     if not isinstance(target, str):
         yield target
         return
-    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-    with open(target, "wb") as stream:
-        yield stream
-        stream.flush()
-        os.fsync(stream.fileno())
+    try:
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+        with open(target, "wb") as stream:
+            yield OutputStream(stream, target)  # type: ignore[misc]
+            stream.flush()
+            os.fsync(stream.fileno())
+    except OutputError:
+        raise
+    except OSError as error:
+        if error.filename is not None and error.filename != target:
+            raise  # not this output's (an input read inside the block)
+        raise OutputError(error.errno, error.strerror or str(error), target) from error
 
 
 def link_or_copy(source: str, target: str | BinaryIO) -> None:
     """Put the file ``source`` at ``target``: a hard link where the file system allows one, else a copy (with the
-    modification time); into a stream, its bytes."""
+    modification time); into a stream, its bytes. Failures to write are :class:`~dedup_cli.files.OutputError`."""
     if not isinstance(target, str):
         with open(source, "rb") as handle:
             shutil.copyfileobj(handle, target)
         return
-    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
     try:
+        os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
         os.link(source, target)
+        return
     except OSError:  # another file system (EXDEV), no links allowed (EPERM), too many links (EMLINK)
+        pass
+    try:
         shutil.copy2(source, target)
         with open(target, "rb") as copied:
             os.fsync(copied.fileno())
+    except OSError as error:
+        if error.filename == source:
+            raise  # the input's error, not the output's
+        raise OutputError(error.errno, error.strerror or str(error), target) from error

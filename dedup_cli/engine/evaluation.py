@@ -18,6 +18,7 @@ import numpy as np
 
 from dedup_cli.candidates.banding import Banding, resolve_banding
 from dedup_cli.engine import find_stages as stages
+from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import EvalResult, EvalSample
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
 from dedup_cli.estimates.two_way import variance_2way
@@ -142,7 +143,8 @@ def _banding_for(options: EvalOptions, threshold: float, num_perm: int, stored_b
     return resolve_banding(threshold, num_perm, stored_bits, find.recall, find.bands, find.rows, documents).banding
 
 
-def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth | None = None) -> EvalResult:
+def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth | None = None,
+             progress: Progress = silent) -> EvalResult:
     """Draw the sample, re-read it and measure (see the module docstring).
 
     Args:
@@ -150,6 +152,7 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
         options: checked against the store's parameters by :func:`dedup_cli.commands.eval.evaluate`.
         store: the store's path, for the report.
         truth: the pairs of a truth file, to count precision and recall against.
+        progress: told each stage as it begins.
     """
     params = pairs.params
     num_docs, num_perm, stored_bits = len(pairs.store), params.num_perm, params.bits
@@ -158,6 +161,7 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     evaluated = sorted({b for b in (*EVALUATED_BITS, stored_bits, bits) if b <= stored_bits})
     eligible = int(np.count_nonzero(pairs.eligible))
     banding = _banding_for(options, threshold, num_perm, stored_bits, eligible)
+    progress.stage(f"candidates, {banding.bands}×{banding.rows} bands", None)
     first, second, oversized = pairs.candidates(banding)
     candidate_codes = pair_codes(first, second, num_docs)  # ascending, as the banding returns them
     frame = frame_banding(eligible, num_perm, stored_bits)
@@ -167,11 +171,14 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
         codes = sorted_unique(np.concatenate([candidate_codes, pair_codes(frame_first, frame_second, num_docs)]))
     banded_first, banded_second = (codes // np.uint64(num_docs)).astype(np.int64), (codes % np.uint64(num_docs)
                                                                                       ).astype(np.int64)
+    progress.stage(f"scoring {codes.size:,} banded pairs and drawing the sample", None)
     strata_estimate = pairs.score(banded_first, banded_second, stored_bits).estimate
     draw = draw_pairs(codes, strata_estimate, inside(codes, candidate_codes), pairs.eligible, options.sample,
                       options.seed, RESEMBLANCE_BINS)
 
+    progress.stage(f"re-reading the {draw.first.size:,} sampled pairs", None)
     exact = pairs.exact(draw.first, draw.second)
+    progress.stage("measuring", None)
     measured = ~np.isnan(exact)
     design = StratifiedSample(draw.stratum[measured], np.array([s.population for s in draw.strata]), LEVEL)
     left, right, exact = draw.first[measured], draw.second[measured], exact[measured]

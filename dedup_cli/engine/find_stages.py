@@ -68,27 +68,6 @@ def every_pair_candidates(values: np.ndarray, bits: int, threshold: float, r: np
     return first, second
 
 
-def involves(new: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """bool[m]: pairs with at least one document marked in ``new`` (bool[n_docs])."""
-    return new[first] | new[second]
-
-
-def combine_stores(new: StoredSignatures, reference: StoredSignatures) -> tuple[StoredSignatures, np.ndarray]:
-    """One store of ``new``'s documents followed by ``reference``'s (same parameters), and bool[n_docs]: True for
-    the reference's documents. Documents are then in (store, id) order."""
-    def joined(name: str) -> np.ndarray | None:
-        mine, theirs = getattr(new, name), getattr(reference, name)
-        return None if mine is None or theirs is None else np.concatenate([mine, theirs])
-
-    combined = StoredSignatures(
-        params=new.params, ids=new.ids + reference.ids, paths=new.paths + reference.paths,
-        shingle_counts=np.concatenate([new.shingle_counts, reference.shingle_counts]),
-        packed=np.concatenate([new.packed, reference.packed]), content_hashes=joined("content_hashes"),
-        runs=joined("runs"), mtimes_ns=joined("mtimes_ns"),
-    )
-    return combined, np.r_[np.zeros(len(new), bool), np.ones(len(reference), bool)]
-
-
 def keep_field_values(store: StoredSignatures, rows: np.ndarray, field: str
                       ) -> tuple[np.ndarray, list[tuple[str, str]]]:
     """The numeric ``field`` of documents ``rows`` (int64[m]), re-read: float64[n_docs], NaN where missing or

@@ -60,6 +60,7 @@ class FindResult:
     streamed: StreamedOutput | None = None  # when set, the records are written from its chunks, not from this
     first_group: int = 1  # the number of the first group here (a chunk of a streamed output starts later)
     profile: dict[str, float] = field(default_factory=dict)  # an engine's own measures: seconds, rows, bytes moved
+    reference_documents: int | None = None  # with ``against``: the reference store's live documents
 
     @property
     def pair_count(self) -> int:

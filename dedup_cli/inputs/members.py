@@ -10,6 +10,7 @@ only the new store's documents are ever dropped.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_cli.errors import InputError
+from dedup_cli.files import rereadable
 from dedup_cli.inputs.locations import display_name
 from dedup_cli.options.checks import literal
 
@@ -38,15 +40,17 @@ class Members:
 
 
 def _rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(where, record) of every record of the file."""
-    with open(path, "rb") as handle:
+    """(where, record) of every record of the file (or pipe: read whole first)."""
+    source = rereadable(path)
+    with open(source, "rb") if isinstance(source, str) else source as handle:
         magic = handle.read(4)
-    if magic == b"PAR1":
-        for number, record in enumerate(pq.read_table(path).to_pylist()):
-            yield f"row {number}", record
-        return
-    with open(path, encoding="utf-8", newline="") as handle:
-        lines = (line for line in handle if line.strip())
+        handle.seek(0)
+        if magic == b"PAR1":
+            for number, record in enumerate(pq.read_table(handle).to_pylist()):
+                yield f"row {number}", record
+            return
+        text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+        lines = (line for line in text if line.strip())
         first = next(lines, None)
         if first is None:
             return

@@ -8,6 +8,7 @@ The file is parsed by Arrow in one pass, and ids are looked up in the store all 
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
 from dedup_cli.errors import InputError
+from dedup_cli.files import path_kind, rereadable
 
 ID_FIELDS = ("id_a", "id_b")
 RESEMBLANCE_FIELDS = ("resemblance", "jaccard")
@@ -40,24 +42,27 @@ class Truth:
         return float(self.resemblance.min()) if self.resemblance.size else 0.0
 
 
-def _kind(path: Path) -> str:
+def _kind(path: Path, source: str | io.BytesIO) -> str:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
     if suffix in (".tsv", ".csv"):
         return suffix[1:]
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        first = handle.readline()
+    if isinstance(source, str):
+        with open(source, "rb") as handle:
+            first = handle.readline().decode("utf-8", "replace")
+    else:
+        first = source.readline().decode("utf-8", "replace")
+        source.seek(0)
     return "jsonl" if first.lstrip().startswith("{") else "tsv" if "\t" in first else "csv"
 
 
-def _table(path: Path) -> pa.Table:
-    kind = _kind(path)
+def _table(path: Path, source: str | io.BytesIO, kind: str) -> pa.Table:
     if kind == "jsonl":
-        return pa_json.read_json(str(path))
+        return pa_json.read_json(source)
     parsing = pa_csv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
     converting = pa_csv.ConvertOptions(column_types={name: pa.string() for name in ID_FIELDS})
-    return pa_csv.read_csv(str(path), parse_options=parsing, convert_options=converting)
+    return pa_csv.read_csv(source, parse_options=parsing, convert_options=converting)
 
 
 def read_truth(path: str | os.PathLike[str], ids: list[str]) -> Truth:
@@ -68,20 +73,25 @@ def read_truth(path: str | os.PathLike[str], ids: list[str]) -> Truth:
             or a resemblance outside [0, 1] (naming the line).
     """
     where = Path(path)
-    if not where.is_file():
-        raise InputError(f"truth file {where} does not exist; give a CSV, TSV or JSON Lines file of id_a, id_b, "
+    kind = path_kind(where)
+    if kind in (None, "directory"):
+        problem = "does not exist" if kind is None else "is a directory"
+        raise InputError(f"truth file {where} {problem}; give a CSV, TSV or JSON Lines file of id_a, id_b, "
                          "resemblance")
     try:
-        table = _table(where)
+        source = rereadable(where)  # a pipe is read whole: the format is sniffed from its first line
+        form = _kind(where, source)
+        table = _table(where, source, form)
     except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot read truth file {where}: {' '.join(str(error).split())}") from error
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else " ".join(str(error).split())
+        raise InputError(f"cannot read truth file {where}: {reason}") from error
     names = table.column_names
     value_field = next((name for name in RESEMBLANCE_FIELDS if name in names), None)
     missing = [name for name in ID_FIELDS if name not in names] + ([] if value_field else ["resemblance"])
     if missing:
         raise InputError(f"truth file {where} has no field {missing[0]!r} (its fields: {', '.join(names)}); it needs "
                          "id_a, id_b and resemblance")
-    header = 0 if _kind(where) == "jsonl" else 1  # the line number of a row is its index + 1 + header
+    header = 0 if form == "jsonl" else 1  # the line number of a row is its index + 1 + header
     try:
         columns = [table.column(name).cast(pa.string()) for name in ID_FIELDS]
         resemblance = table.column(value_field).cast(pa.float64())

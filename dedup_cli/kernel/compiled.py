@@ -34,7 +34,7 @@ from dedup_cli.kernel.sketch import add_shingles, finish_document
 from dedup_cli.kernel.tokenise import WORD, character_tokens, start_document, word_tokens
 from dedup_cli.params import SignatureParams
 
-KERNEL_SOURCES = "primitives.py sketch.py tokenise.py sha256:42e6e2e62a5b0803"
+KERNEL_SOURCES = "primitives.py sketch.py tokenise.py sha256:1bb28dbfb2947f47"
 """The files compiled into :func:`sign_documents` and the first 16 hex digits of the SHA-256 of their bytes,
 joined in this order; change it whenever they change, so that numba drops its cached code."""
 
@@ -212,12 +212,14 @@ def sign_encoded(buffer: bytes | memoryview, offsets: np.ndarray, params: Signat
     if ascii_documents is None:
         ascii_documents = np.ones(num_docs, dtype=np.bool_) if all_ascii else ascii_documents_of(data, offsets)
     ascii_documents = np.require(ascii_documents, dtype=np.bool_, requirements=["C", "W"])
-    classes, fold, expansions = tables.code_point_tables(all_ascii)
+    words = params.shingle_unit == "word"
+    # Character tokens read only the SPACE bits, which every tokenisation's table has.
+    classes, fold, expansions = tables.code_point_tables(all_ascii, params.tokenisation if words else "w-runs")
     scheme = tables.scheme_tables(params.scheme, params.seed, params.num_perm)
     shingle_counts = np.zeros(num_docs, dtype=np.int64)
     signatures = np.zeros((num_docs, params.signature_bytes), dtype=np.uint8)
     kernel: Any = sign_documents  # a numba dispatcher, called with the compiled function's arguments
-    kernel(data, offsets, ascii_documents, params.shingle_unit == "word", params.shingle_size, params.bits, classes,
+    kernel(data, offsets, ascii_documents, words, params.shingle_size, params.bits, classes,
            fold, expansions, tables.hash_constants(), params.scheme == "oph", *scheme, shingle_counts, signatures)
     return shingle_counts, signatures
 

@@ -18,11 +18,17 @@ import numpy as np
 from dedup_cli import primitives
 from dedup_cli.minhash import oph
 from dedup_cli.minhash.kperm import HashFamily
-from dedup_cli.text import normalise, shingles, tokens
+from dedup_cli.options.vocabulary import DEFAULT_TOKENISATION
+from dedup_cli.text import normalise, scripts, shingles, tokens
 
-# Code point classes (one uint8 per code point): \w (word characters) and white space (what str.split() splits on).
-WORD = 1
-SPACE = 2
+# Code point classes (one uint8 per code point, :func:`dedup_cli.text.scripts.token_classes`): \w (word
+# characters), white space (what str.split() splits on), and for Unicode words combining marks, characters that
+# are a token alone, and katakana.
+WORD = scripts.WORD
+SPACE = scripts.SPACE
+EXTEND = scripts.EXTEND
+SINGLE = scripts.SINGLE
+KATAKANA = scripts.KATAKANA
 # A fold table entry with this bit set is the row of a multi-code-point folding (ß → ss) in the expansion table.
 EXPANDED = 1 << 31
 # Case folding maps one code point to at most this many (Unicode CaseFolding.txt, status F).
@@ -63,10 +69,13 @@ def _ascii_classes() -> np.ndarray:
 
 
 @functools.cache
-def code_point_tables(ascii_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(uint8[n] classes, uint32[n] fold table, uint32[m, 3] expansions) for code points below n.
+def code_point_tables(ascii_only: bool, tokenisation: str = DEFAULT_TOKENISATION) -> tuple[np.ndarray, np.ndarray,
+                                                                                        np.ndarray]:
+    """(uint8[n] classes, uint32[n] fold table, uint32[m, 3] expansions) for code points below n; the classes of
+    word tokens found as ``tokenisation`` says (:func:`dedup_cli.text.scripts.token_classes`).
 
-    For an all-ASCII batch n = 128, and nothing of the 0.1 s the full tables take to build is paid.
+    For an all-ASCII batch n = 128 (where both tokenisations agree), and nothing of the 0.1 s the full tables
+    take to build is paid.
     """
     ascii_classes = _ascii_classes()
     if "".join(map(chr, np.flatnonzero(ascii_classes & WORD).tolist())) != ASCII_WORD_CHARACTERS:
@@ -74,8 +83,7 @@ def code_point_tables(ascii_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndar
     if ascii_only:
         fold = np.array([ord(chr(code).casefold()) for code in range(128)], dtype=np.uint32)
         return ascii_classes, fold, np.zeros((1, MAX_FOLDED), dtype=np.uint32)
-    classes = normalise.word_code_points().astype(np.uint8) * np.uint8(WORD)
-    classes |= normalise.space_code_points().astype(np.uint8) * np.uint8(SPACE)
+    classes = scripts.token_classes(tokenisation)
     fold, expansions = _case_folding()
     return classes, fold, expansions
 

@@ -3,9 +3,11 @@
 The tokens are those of :mod:`dedup_cli.text.tokens`, with case folding (``str.casefold``: full folding, one to
 three code points per code point, context-free) done here by table (:func:`dedup_cli.kernel.tables.code_point_tables`):
 
-* words: runs of ``\\w``; a word's hash is Horner's rule over its UTF-8 bytes read as zero-padded little-endian
-  8-byte chunks, h ← h·Q + c from h = K, finished with the splitmix64 mixer. ASCII documents are tokenised 8
-  bytes at a time (SWAR), and so are the ASCII runs that start a word of any document;
+* words: runs of ``\\w``, or Unicode words (:mod:`dedup_cli.text.scripts`) when the class table has the bits
+  EXTEND (a combining mark: joins the token before it, never starts one), SINGLE (a token by itself) and
+  KATAKANA (runs of katakana only); a word's hash is Horner's rule over its UTF-8 bytes read as zero-padded
+  little-endian 8-byte chunks, h ← h·Q + c from h = K, finished with the splitmix64 mixer. ASCII documents are
+  tokenised 8 bytes at a time (SWAR), and so are the ASCII runs that start a word of any document;
 * characters: the code points of the folded text with each run of white space made one space and the ends
   trimmed (``" ".join(text.split())``), hashed as mix64(code point + C).
 
@@ -34,11 +36,18 @@ from dedup_cli.kernel.primitives import (
 
 WORD = 1  # the class bits of dedup_cli.kernel.tables (checked against them by the tests)
 SPACE = 2
+EXTEND = 4
+SINGLE = 8
+KATAKANA = 16
+# What the token being read is made of (the IN_WORD slot of ``state``): nothing yet, a run of word characters, a
+# run of katakana, one character that is a token alone.
+NO_TOKEN, RUN, KATAKANA_RUN, ALONE = 0, 1, 2, 3
 EXPANDED = 1 << 31
 MAX_FOLDED = 3
 
 # The slots of ``state``. Both units: a code point may fold to several (ß → ss), of which expansions[ROW, PART:]
-# are still to take. Words: the word being read (Horner's sum of its full chunks, the partial chunk, its bits).
+# are still to take. Words: the word being read (Horner's sum of its full chunks, the partial chunk, its bits,
+# what it is made of).
 # Characters: whether a token was written, white space waiting to become one space, a character held behind it.
 HASHED, CHUNK, CHUNK_BITS, IN_WORD, ROW, PART = 0, 1, 2, 3, 4, 5
 STARTED, PENDING_SPACE, HELD, HELD_CHARACTER = 0, 1, 2, 3
@@ -112,9 +121,9 @@ def word_tokens(buffer, at, end, ascii_document, tokens, state, classes, fold, e
             count += 1
         return count, at
     hashed, chunk, chunk_bits = state[HASHED], state[CHUNK], np.int64(state[CHUNK_BITS])
-    in_word, row, part = state[IN_WORD] != 0, np.int64(state[ROW]), np.int64(state[PART])
+    in_word, row, part = np.int64(state[IN_WORD]), np.int64(state[ROW]), np.int64(state[PART])
     while count < tokens.size:
-        if part == MAX_FOLDED and at < end and buffer[at] < 0x80 and ascii_word[buffer[at]] and not in_word:
+        if part == MAX_FOLDED and at < end and buffer[at] < 0x80 and ascii_word[buffer[at]] and in_word == NO_TOKEN:
             # A word starts with ASCII: take its ASCII run 8 bytes at a time.
             stop = at + 1
             while stop < end and ascii_word[buffer[stop]]:
@@ -126,25 +135,37 @@ def word_tokens(buffer, at, end, ascii_document, tokens, state, classes, fold, e
                 chunk = lower_ascii(load_chunk(buffer, at, stop - at))
                 chunk_bits = 8 * (stop - at)
                 at = stop
-            in_word = True
+            in_word = RUN
             continue
         character, at, row, part = folded_character(buffer, at, end, fold, expansions, row, part)
         if character < 0:
-            if not in_word:
+            if in_word == NO_TOKEN:
                 break
             character = 0  # past the end: closes the last word
-        if classes[character] & WORD:
+        kind = classes[character]
+        if kind & EXTEND:  # a combining mark: part of the token before it, if any
+            if in_word != NO_TOKEN:
+                hashed, chunk, chunk_bits = append_code_point(hashed, chunk, chunk_bits, character, chunk_multiplier)
+            continue
+        if kind & WORD:
+            made_of = ALONE if kind & SINGLE else (KATAKANA_RUN if kind & KATAKANA else RUN)
+            if in_word != NO_TOKEN and (made_of != in_word or made_of == ALONE):  # a token ends, another starts
+                if chunk_bits:
+                    hashed = hashed * chunk_multiplier + chunk
+                tokens[count] = mix64(hashed, mix)
+                count += 1
+                hashed, chunk, chunk_bits = chunk_start, np.uint64(0), 0
             if character < 0x80:
                 hashed, chunk, chunk_bits = append_byte(hashed, chunk, chunk_bits, character, chunk_multiplier)
             else:
                 hashed, chunk, chunk_bits = append_code_point(hashed, chunk, chunk_bits, character, chunk_multiplier)
-            in_word = True
-        elif in_word:
+            in_word = made_of
+        elif in_word != NO_TOKEN:
             if chunk_bits:
                 hashed = hashed * chunk_multiplier + chunk
             tokens[count] = mix64(hashed, mix)
             count += 1
-            hashed, chunk, chunk_bits, in_word = chunk_start, np.uint64(0), 0, False
+            hashed, chunk, chunk_bits, in_word = chunk_start, np.uint64(0), 0, NO_TOKEN
     state[HASHED], state[CHUNK], state[CHUNK_BITS] = hashed, chunk, chunk_bits
     state[IN_WORD], state[ROW], state[PART] = in_word, row, part
     return count, at

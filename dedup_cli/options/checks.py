@@ -7,12 +7,14 @@ from typing import Any
 
 from dedup_cli.errors import OptionError
 from dedup_cli.options.vocabulary import (
+    CHAR_TOKENISATION,
     MAX_NUM_PERM,
     MAX_SEED,
     MAX_STORED_BITS,
     SHINGLE_UNITS,
     SIGNATURE_SCHEMES,
     TEXT_UNIVERSE,
+    WORD_TOKENISATIONS,
 )
 
 
@@ -85,6 +87,19 @@ def check_signature(num_perm: Any, bits: Any, seed: Any, shingle_size: Any, shin
     in_range("universe", universe, 2, TEXT_UNIVERSE, "2^64")
 
 
+def check_tokenisation(tokenisation: Any, shingle_unit: str, input_kind: str) -> None:
+    """How tokens are found must suit the unit: one of the word tokenisations for words, ``code-points`` for
+    characters, ``none`` for integer sets."""
+    if input_kind == "sets":
+        allowed: tuple[str, ...] = ("none",)
+    elif shingle_unit == "char":
+        allowed = (CHAR_TOKENISATION,)
+    else:
+        allowed = WORD_TOKENISATIONS
+    choice("tokenisation", tokenisation, allowed, f"{{{{tokenisation}}}} {{value}}: {literal(shingle_unit)} "
+           "shingles take {either}")
+
+
 def check_bits(bits: int, stored_bits: int, stored_in: str | None = None) -> None:
     """``bits`` (b, for the estimator) must not exceed the stored bits B: those of the store ``stored_in``,
     or (``stored_in`` None, for ``plan``) the option ``stored_bits``."""
@@ -132,3 +147,20 @@ def text_option_for_sets(name: str, value: object) -> OptionError:
     """The error for a text option (``shingle_size``, ``shingle_unit``, ``scheme``) given with integer sets."""
     return OptionError(name, value, f"{{{name}}} applies to text; integer sets are not shingled and are signed with "
                        "k permutations of their universe; leave it out")
+
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "kib": 1 << 10, "mib": 1 << 20,
+          "gib": 1 << 30, "tib": 1 << 40}
+
+
+def memory_bytes(text: str) -> int | None:
+    """Bytes of an amount of memory written like ``512MiB``, ``1.5GB`` or ``1000000`` (None when it is not one)."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kKmMgGtT]?i?[bB])?\s*", text)
+    if match is None:
+        return None
+    unit = (match.group(2) or "").lower()
+    if unit not in _UNITS:
+        return None
+    return int(float(match.group(1)) * _UNITS[unit])

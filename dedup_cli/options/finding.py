@@ -22,7 +22,9 @@ from dedup_cli.options.checks import (
 )
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.vocabulary import (
+    BAND_MEMORY,
     CANDIDATE_METHODS,
+    GATHER_LIMIT,
     GROUP_METHODS,
     KEEP_CHOICES,
     KEEP_FIELD,
@@ -54,6 +56,12 @@ class FindOptions:
             (it is only read, and its signatures must have the same parameters).
         only_across: with ``against``, only pairs (and triples, groups) across the two stores.
         engine: where to run (this process, or a Dask cluster: same answers).
+        band_memory: bytes of band keys one process (the local engine's, or each Dask worker) holds in one round
+            of the candidate stage; less memory means more rounds, each reading the signatures again. A tuning
+            knob: the candidates are the same.
+        gather_limit: with the Dask engine, the most pairs the driver holds at once: when the end of find needs
+            more, it runs per connected component on the workers and the records stream to the driver in chunks
+            of at most this many (and 10^6). The output is the same either way; a tuning knob.
     """
 
     threshold: float = 0.5
@@ -72,6 +80,8 @@ class FindOptions:
     against: str | None = None
     only_across: bool = False
     engine: EngineOptions = EngineOptions()
+    gather_limit: int = GATHER_LIMIT
+    band_memory: int = BAND_MEMORY
 
     def __post_init__(self) -> None:
         set_fields(self, threshold=threshold_value(self.threshold))
@@ -105,6 +115,8 @@ class FindOptions:
             if problem is not None:
                 raise OptionError("recall", self.recall, problem)
         set_fields(self, max_bucket=at_least("max_bucket", self.max_bucket, 1))
+        set_fields(self, gather_limit=at_least("gather_limit", self.gather_limit, 0))
+        set_fields(self, band_memory=at_least("band_memory", self.band_memory, 1))
         if self.engine.name == "dask":
             if self.candidates == "all":
                 raise OptionError("candidates", "all", "{candidates} all compares every pair in one process; use "

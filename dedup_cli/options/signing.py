@@ -10,9 +10,9 @@ from dedup_cli.errors import OptionError
 from dedup_cli.options.checks import at_least, check_signature, choice, set_fields, text_option_for_sets
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.reading import InputOptions
-from dedup_cli.options.vocabulary import SIGNING_KERNELS, TEXT_UNIVERSE
+from dedup_cli.options.vocabulary import SIGNING_KERNELS, TEXT_UNIVERSE, WORD_TOKENISATIONS
 
-TEXT_OPTIONS = ("shingle_size", "shingle_unit", "scheme")
+TEXT_OPTIONS = ("shingle_size", "shingle_unit", "tokenisation", "scheme")
 """The options of :class:`SignOptions` that apply to text only, not to integer sets."""
 
 
@@ -24,7 +24,11 @@ class SignOptions:
         input: how to find and read the inputs (with ``input_format="sets"`` and a universe, integer sets:
             then the text options keep their defaults).
         shingle_size: w, tokens per shingle.
-        shingle_unit: ``word`` (runs of ``\\w``) or ``char``.
+        shingle_unit: ``word`` or ``char``.
+        tokenisation: how the word unit finds words: ``unicode-words`` (ideographs, kana and the letters of
+            Thai, Lao, Khmer and Myanmar one token each, combining marks kept in their word; otherwise runs of
+            ``\\w``) or ``w-runs`` (runs of ``\\w`` only, as stores signed before ``unicode-words`` were);
+            None: the store's, or ``unicode-words`` for a new store.
         num_perm: k, minwise values per document.
         bits: B, the lowest bits kept of each value (``find`` may use any b ≤ B).
         seed: the hash family's seed; stores with different seeds are not comparable.
@@ -40,6 +44,7 @@ class SignOptions:
     input: InputOptions = InputOptions()
     shingle_size: int = 5
     shingle_unit: str = "word"
+    tokenisation: str | None = None
     num_perm: int = 256
     bits: int = 8
     seed: int = 1
@@ -60,6 +65,12 @@ class SignOptions:
         check_signature(self.num_perm, self.bits, self.seed, self.shingle_size, self.shingle_unit,
                         "kperm" if sets else self.scheme, self.input.universe if sets else TEXT_UNIVERSE,
                         "sets" if sets else "text")
+        if self.tokenisation is not None and not sets:
+            choice("tokenisation", self.tokenisation, WORD_TOKENISATIONS,
+                   "unknown {{tokenisation}} {value}; choose {either}")
+            if self.shingle_unit != "word":
+                raise OptionError("tokenisation", self.tokenisation, "{tokenisation} says how words are found; "
+                                  "character shingles have one tokenisation, so leave it out")
         set_fields(self, jobs=at_least("jobs", self.jobs, 0))
         choice("kernel", self.kernel, SIGNING_KERNELS, "unknown kernel {value}; choose one of {choices}")
         if self.kernel == "numba" and sets:

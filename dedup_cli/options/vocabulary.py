@@ -8,6 +8,13 @@ import os
 
 INPUT_FORMATS = ("auto", "text", "lines", "jsonl", "parquet", "sets")
 SHINGLE_UNITS = ("word", "char")
+# How the word unit finds words: "unicode-words" as Unicode's default word boundaries do (one token per ideograph,
+# kana or letter of the scripts written without spaces, combining marks kept with their letter); "w-runs" the
+# maximal runs of \w, what stores signed before the first had. Character tokens are "code-points"; sets "none".
+WORD_TOKENISATIONS = ("unicode-words", "w-runs")
+DEFAULT_TOKENISATION = "unicode-words"  # for new stores
+LEGACY_TOKENISATION = "w-runs"  # what a store whose metadata names no tokenisation was signed with
+CHAR_TOKENISATION = "code-points"
 # "kperm": k independent hash functions (Li & König 2010); "oph": one permutation split into k bins, densified
 # (Li, Owen & Zhang 2012; Shrivastava 2017).
 SIGNATURE_SCHEMES = ("kperm", "oph")
@@ -32,6 +39,8 @@ MAX_SEED = (1 << 63) - 1
 
 DEFAULT_STORE = "dedup.parquet"  # in the current directory, so `dedup sign corpus/` and `dedup find` meet
 STORE_VARIABLE = "DEDUP_STORE"  # names the store for every command
+BAND_MEMORY = 1 << 30  # band keys a process holds in one round of the candidate stage
+GATHER_LIMIT = 20_000_000  # pairs the end of a Dask find gathers into the driver; beyond, it runs on the workers
 SCHEDULER_VARIABLE = "DEDUP_SCHEDULER"  # the Dask scheduler of --engine dask, for every command
 
 

@@ -21,7 +21,7 @@ from dedup_cli.candidates.banding import candidate_probability
 from dedup_cli.engine.results import EvalResult
 from dedup_cli.errors import DedupError
 from dedup_cli.estimates.two_way import variance_2way
-from dedup_cli.files import atomic_write
+from dedup_cli.files import open_output
 
 INSTALL_HINT = "pip install 'dedup-cli[plot]'"
 
@@ -171,8 +171,7 @@ def plot_evaluation(result: EvalResult, path: str | os.PathLike[str]) -> None:
 
     with Image.open(rendered) as image:
         palette = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
-    try:
-        with atomic_write(path, binary=True) as stream:
-            palette.save(stream, format="PNG", optimize=True)
-    except OSError as error:
-        raise DedupError(f"cannot write {os.fspath(path)}: {error.strerror or error}") from error
+    encoded = io.BytesIO()
+    palette.save(encoded, format="PNG", optimize=True)
+    with open_output(path) as stream:  # a file replaced atomically; a device or FIFO written in place
+        stream.write(encoded.getbuffer())

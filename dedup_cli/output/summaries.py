@@ -95,7 +95,8 @@ def find_summary(store: str, result: FindResult) -> str:
                f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g})")
     stores = f"{store}: {documents} documents"
     if result.reference is not None:
-        against = int(result.reference.sum())
+        against = (int(result.reference.sum()) if result.reference_documents is None
+                   else result.reference_documents)
         stores = f"{store}: {documents - against} documents against {against} in {result.against}"
     parts = [
         f"{stores} ({documents - result.eligible} with no shingle)",

@@ -103,6 +103,29 @@ def frame_words(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
     return np.column_stack([frame[name].to_numpy(dtype=np.uint64) for name in columns])
 
 
+def _piece_table(piece: StorePiece, columns: Sequence[str]) -> pa.Table:
+    folder, name = piece.path.rsplit("/", 1)
+    try:
+        parquet = open_part(Path(folder), name)
+    except FileNotFoundError:
+        raise StoreError(f"{folder} changed while it was read ({name} is gone); run again") from None
+    try:
+        return parquet.read_row_groups(list(piece.row_groups), columns=list(columns), use_threads=False)
+    except (pa.ArrowException, OSError, KeyError) as error:
+        raise StoreError(f"{folder} is damaged ({name}: {one_line(error)}); sign the corpus again") from error
+    finally:
+        parquet.close()
+
+
+def read_piece_signatures(piece: StorePiece, params: SignatureParams) -> tuple[np.ndarray, np.ndarray]:
+    """(shingle counts int64[n], packed signatures uint8[n, S]) of a piece's rows in file order: what banding
+    reads, straight from Arrow's buffers (no data frame, no copy of the signatures)."""
+    table = _piece_table(piece, ["shingle_count", "signature"])
+    folder = Path(piece.path.rsplit("/", 1)[0])
+    counts = table.column("shingle_count").to_numpy().astype(np.int64, copy=False)
+    return counts, packed_signatures(table.column("signature"), params, folder)
+
+
 def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParams | None = None) -> pd.DataFrame:
     """``columns`` of a piece's rows, in file order, as a data frame with a default index.
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from dedup_cli.errors import StoreError, UsageError
+from dedup_cli.files import path_kind
 from dedup_cli.inputs.locations import infer_id_root
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.compaction import compact_parts
@@ -268,11 +269,14 @@ class Store:
 def open_store(path: str | os.PathLike[str]) -> Store:
     """Open the store at ``path`` (a format 2 directory or a format 1 file), reading only its manifest or footer."""
     path = Path(path)
-    if path.is_dir():
+    kind = path_kind(path)
+    if kind == "directory":
         manifest = Manifest.from_json(path, read_manifest_bytes(path))
         return Store(path, FORMAT_VERSION, manifest.params, manifest)
-    if not path.exists():
+    if kind is None:
         raise StoreError(f"store {path} does not exist; create it with: dedup sign INPUT -o {path}")
+    if kind != "file":  # never opened: a FIFO would wait for a writer, a device read forever
+        raise StoreError(f"{path} is a {kind}, not a store; a store is a directory written by dedup sign")
     parquet = open_parquet(path)
     version, params = parse_metadata(path, parquet.schema_arrow.metadata)
     if version != LEGACY_FORMAT_VERSION:
@@ -337,6 +341,13 @@ def read_store(path: str | os.PathLike[str], since_run: int | None = None) -> St
             a run the store never had is a :class:`UsageError`.
     """
     return open_store(path).read(since_run)
+
+
+def stored_params(path: str | os.PathLike[str]) -> SignatureParams | None:
+    """The signature parameters of the store at ``path``; None when there is none (yet)."""
+    if not os.path.isdir(path) or not os.path.exists(os.path.join(path, MANIFEST_NAME)):
+        return None
+    return open_store(path).params
 
 
 def stored_id_root(path: str | os.PathLike[str]) -> str | None:

@@ -16,9 +16,10 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from dedup_cli.options.vocabulary import CHAR_TOKENISATION, DEFAULT_TOKENISATION
 from dedup_cli.primitives import first_of_runs, mix64_inplace, sorted_unique
 from dedup_cli.text.normalise import check_unit
-from dedup_cli.text.tokens import char_hashes, token_streams
+from dedup_cli.text.tokens import char_hashes, check_tokenisation, token_streams
 
 # An odd 64-bit multiplier (the golden ratio) so each position in the window weighs its token differently:
 # "a b c" and "b a c" must hash apart.
@@ -95,7 +96,7 @@ def _pieces(text: str) -> Iterator[str]:
     yield text[start:]
 
 
-def _long_document_shingles(text: str, size: int, unit: str) -> np.ndarray:
+def _long_document_shingles(text: str, size: int, unit: str, tokenisation: str) -> np.ndarray:
     """The shingle set of one long text, a piece at a time with w − 1 token hashes of overlap.
 
     Memory: one piece's temporaries (about 20 bytes per byte of a piece), then twice 8 bytes per distinct
@@ -106,7 +107,7 @@ def _long_document_shingles(text: str, size: int, unit: str) -> np.ndarray:
     joining_space = char_hashes(np.array([ord(" ")], dtype=np.uint8))
     any_tokens = False
     for piece in _pieces(text):
-        tokens, _ = token_streams([piece], unit)
+        tokens, _ = token_streams([piece], unit, tokenisation)
         if unit == "char" and tokens.size and any_tokens:
             # normalise joins the pieces' words with one space (the cut was in white space).
             tokens = np.concatenate([joining_space, tokens])
@@ -120,19 +121,25 @@ def _long_document_shingles(text: str, size: int, unit: str) -> np.ndarray:
     return merged[first_of_runs(merged)]
 
 
-def batch_shingles(texts: Sequence[str], size: int, unit: str) -> tuple[np.ndarray, np.ndarray]:
+def batch_shingles(texts: Sequence[str], size: int, unit: str,
+                   tokenisation: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The shingle sets of many raw document texts at once.
 
     Args:
         texts: n_docs raw texts (normalised here, see :mod:`dedup_cli.text.normalise`).
         size: w, the shingle size (≥ 1).
         unit: ``"word"`` or ``"char"``.
+        tokenisation: how words are found, ``"unicode-words"`` (the default) or ``"w-runs"``
+            (:mod:`dedup_cli.text.scripts`); ``"code-points"`` (the default) for characters.
 
     Returns:
         (uint64[n_total], int64[n_docs + 1]): document d's shingle set is ``shingles[offsets[d]:offsets[d + 1]]``,
         sorted and distinct. The result for a text does not depend on the other texts of the batch.
     """
     check_unit(unit)
+    if tokenisation is None:
+        tokenisation = CHAR_TOKENISATION if unit == "char" else DEFAULT_TOKENISATION
+    check_tokenisation(unit, tokenisation)
     if size < 1:
         raise ValueError(f"shingle size {size} must be at least 1")
     parts: list[np.ndarray] = []
@@ -143,7 +150,7 @@ def batch_shingles(texts: Sequence[str], size: int, unit: str) -> tuple[np.ndarr
     def flush() -> None:
         nonlocal group, group_chars
         if group:
-            tokens, offsets = token_streams([texts[index] for index in group], unit)
+            tokens, offsets = token_streams([texts[index] for index in group], unit, tokenisation)
             shingles, group_counts = _shingle_sets(tokens, offsets, size)
             parts.append(shingles)
             counts[group] = group_counts
@@ -152,7 +159,7 @@ def batch_shingles(texts: Sequence[str], size: int, unit: str) -> tuple[np.ndarr
     for index, text in enumerate(texts):
         if len(text) > _SLICE_CHARS:
             flush()
-            shingles = _long_document_shingles(text, size, unit)
+            shingles = _long_document_shingles(text, size, unit, tokenisation)
             parts.append(shingles)
             counts[index] = shingles.size
             continue
@@ -165,7 +172,7 @@ def batch_shingles(texts: Sequence[str], size: int, unit: str) -> tuple[np.ndarr
     return shingles, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
-def document_shingles(text: str, size: int, unit: str) -> np.ndarray:
+def document_shingles(text: str, size: int, unit: str, tokenisation: str | None = None) -> np.ndarray:
     """The shingle set of a raw document text: uint64[f], sorted, distinct (as :func:`batch_shingles`)."""
-    return batch_shingles([text], size, unit)[0]
+    return batch_shingles([text], size, unit, tokenisation)[0]
 

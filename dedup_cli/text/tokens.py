@@ -8,7 +8,11 @@ changes, like É, ß or Σ), and tokens are found and hashed in numpy. (Characte
 Words are found in the UTF-8 bytes: ASCII bytes are classified by arithmetic, and bytes ≥ 0x80 are
 provisionally word bytes; then the few non-ASCII characters that are not ``\\w`` (curly quotes, dashes,
 non-Latin punctuation; one table lookup per non-ASCII character) are marked back, so "“go!”" still yields the
-word "go".
+word "go". That is all the "w-runs" tokenisation does. With "unicode-words" (:mod:`dedup_cli.text.scripts`), a
+batch holding ideographs, kana, letters of the scripts written without spaces or combining marks also gets each
+byte a kind (word, katakana, single, mark), marks take the kind of the character before them, and a token starts
+wherever the kind changes or a single-character token begins: a few passes over the bytes, paid only by such
+batches, so text in the scripts written with spaces costs what it did.
 
 Word token hash (``SignatureParams.token_hash`` = ``"utf8-chunk-poly64-mix64"``): the token's UTF-8 bytes are
 read as little-endian 8-byte chunks c_0 … c_{n−1}, the last one zero-padded (a word never contains a zero
@@ -28,7 +32,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dedup_cli.options.vocabulary import CHAR_TOKENISATION, DEFAULT_TOKENISATION
 from dedup_cli.primitives import mix64_inplace
+from dedup_cli.text import scripts
 from dedup_cli.text.normalise import case_folded_code_points, fold, space_code_points, word_code_points
 
 _MASK64 = (1 << 64) - 1
@@ -46,6 +52,9 @@ _LONG_WORD_CHUNKS = 32
 _PADDING = bytes(8)  # lets an 8-byte read start at any byte of the text
 # Where the non-ASCII characters of a UTF-8 buffer start, their widths in bytes and their code points.
 Leads = tuple[np.ndarray, np.ndarray, np.ndarray]
+# The kind of a byte for "unicode-words": outside words, in a run of word characters, of katakana, a character
+# that is a token alone, a combining mark (which takes the kind of the character before it).
+_OUTSIDE, _RUN, _KATAKANA_RUN, _SINGLE, _MARK = range(5)
 
 
 def _decode_leads(data: np.ndarray) -> Leads:
@@ -122,8 +131,10 @@ def _hash_long_word(chunks_at: np.ndarray, start: int, length: int) -> int:
     return (_CHUNK_START * int(powers[count]) + polynomial) & _MASK64
 
 
-def _word_token_streams(texts: Sequence[str], fold: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Word token hashes of texts, NFKC-normalised and case-folded first if ``fold``.
+def _word_token_streams(texts: Sequence[str], fold: bool,
+                        tokenisation: str = DEFAULT_TOKENISATION) -> tuple[np.ndarray, np.ndarray]:
+    """Word token hashes of texts, NFKC-normalised and case-folded first if ``fold``, found as ``tokenisation``
+    says (``"unicode-words"`` or ``"w-runs"``).
 
     Returns (uint64[n_tokens], int64[n_texts + 1] token offsets).
     """
@@ -139,11 +150,57 @@ def _word_token_streams(texts: Sequence[str], fold: bool) -> tuple[np.ndarray, n
             for index in np.unique(np.searchsorted(text_starts, changed, side="right") - 1).tolist():
                 encoded[index] = texts[index].casefold().encode("utf-8", "surrogatepass")
             buffer, data, text_starts, leads = _word_buffer(encoded, fold)
-    word = _word_bytes(data, leads)
-    edges = np.flatnonzero(word[1:] != word[:-1]) + 1  # alternately a word's start and its end
-    starts, ends = edges[0::2], edges[1::2]
+    classes = None
+    if leads is not None and tokenisation != "w-runs":
+        classes = scripts.token_classes(tokenisation)[leads[2]]
+        if not scripts.special_classes(classes):
+            classes = None  # runs of \w are the Unicode words of this batch
+    if classes is None:
+        word = _word_bytes(data, leads)
+        edges = np.flatnonzero(word[1:] != word[:-1]) + 1  # alternately a word's start and its end
+        starts, ends = edges[0::2], edges[1::2]
+    else:
+        assert leads is not None
+        starts, ends = _unicode_word_spans(data, leads, classes)
     hashes = _hash_word_spans(buffer, starts, ends)
     return hashes, np.searchsorted(starts, text_starts)
+
+
+def _unicode_word_spans(data: np.ndarray, leads: Leads, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the "unicode-words" tokens of UTF-8 ``data`` start and end (int64[n_tokens] each, byte offsets).
+
+    ``classes`` (uint8[n_leads]) are the class bits of the non-ASCII characters ``leads``. A token is a character
+    that is a token alone, a run of katakana or a run of other word characters, each with the combining marks
+    that follow it; a mark after anything else belongs to no token.
+    """
+    starts, widths, _ = leads
+    kind = _word_bytes(data, None).view(np.uint8)  # ASCII: _RUN for [0-9A-Za-z_], else _OUTSIDE
+    char_kinds = np.where(classes & scripts.SINGLE, _SINGLE, np.where(
+        classes & scripts.KATAKANA, _KATAKANA_RUN, np.where(
+            classes & scripts.EXTEND, _MARK, np.where(classes & scripts.WORD, _RUN, _OUTSIDE)))).astype(np.uint8)
+    kind[starts] = char_kinds
+    kind[starts + 1] = char_kinds
+    wide = widths >= 3
+    kind[starts[wide] + 2] = char_kinds[wide]
+    widest = widths == 4
+    kind[starts[widest] + 3] = char_kinds[widest]
+    marks = kind == _MARK
+    if marks.any():
+        # A mark takes the kind of the last byte before it that is not a mark (the buffer starts with a space).
+        before = np.where(marks, 0, np.arange(kind.size, dtype=np.int32))
+        np.maximum.accumulate(before, out=before)
+        effective = kind[before]
+    else:
+        effective = kind
+    inside = effective != _OUTSIDE
+    character_start = (data < 0x80) | (data >= 0xC0)
+    begins = np.zeros(kind.size, dtype=bool)
+    begins[1:] = (effective[1:] != effective[:-1]) | (kind[1:] == _SINGLE)
+    begins &= character_start & inside & ~marks
+    token_starts = np.flatnonzero(begins)
+    ends = np.zeros(kind.size, dtype=bool)
+    ends[1:] = inside[:-1] & (~inside[1:] | begins[1:])
+    return token_starts, np.flatnonzero(ends)
 
 
 def _word_buffer(encoded: list[bytes], lower: bool) -> tuple[bytes, np.ndarray, np.ndarray, Leads | None]:
@@ -229,8 +286,18 @@ def char_hashes(codes: np.ndarray) -> np.ndarray:
     return mix64_inplace(hashes)
 
 
-def token_streams(texts: Sequence[str], unit: str) -> tuple[np.ndarray, np.ndarray]:
-    """Token hashes of raw texts (normalised here) and their offsets."""
+def token_streams(texts: Sequence[str], unit: str,
+                  tokenisation: str = DEFAULT_TOKENISATION) -> tuple[np.ndarray, np.ndarray]:
+    """Token hashes of raw texts (normalised here) and their offsets; words found as ``tokenisation`` says."""
     if unit == "word":
-        return _word_token_streams(texts, fold=True)
+        return _word_token_streams(texts, fold=True, tokenisation=tokenisation)
     return _char_token_streams([fold(text) for text in texts])
+
+
+def check_tokenisation(unit: str, tokenisation: str) -> None:
+    """``tokenisation`` must be one of the word unit's, or ``"code-points"`` for characters."""
+    if unit == "char":
+        if tokenisation != CHAR_TOKENISATION:
+            raise ValueError(f"character tokens are {CHAR_TOKENISATION!r}, not {tokenisation!r}")
+        return
+    scripts.token_classes(tokenisation)  # raises ValueError for an unknown one

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 from distributed import Client
@@ -27,18 +26,18 @@ SAMPLES = REPO / "sample_corpora"
 
 
 def _kill_the_first_banding(marker: str) -> None:
-    """On a worker: the first task making band rows after the marker is written kills its own process."""
+    """On a worker: the first task gathering a share's band keys after the marker is written kills its own process."""
     from dedup_cli.engine.dask import candidates
 
-    original = candidates.band_rows
+    original = candidates.share_round
 
-    def killing(*arguments: object) -> pd.DataFrame:
+    def killing(*arguments: object) -> object:
         if not os.path.exists(marker):
             Path(marker).write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
         return original(*arguments)  # type: ignore[arg-type]
 
-    candidates.band_rows = killing
+    candidates.share_round = killing
 
 
 def test_a_worker_killed_mid_find_is_replaced_and_the_answer_is_the_same(client: Client, engine: EngineOptions,

@@ -8,8 +8,11 @@ both results and compared.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -168,18 +171,95 @@ def test_without_the_extra_the_engine_says_how_to_install_it(stores: dict[str, P
     ("sample", {"group": "strict", "verify": "all", "threshold": 0.3}),
     ("grown", {"new_since": 1, "ways": 3, "group": "strict", "threshold": 0.4}),
 ], ids=["triples", "strict", "new-since"])
-def test_many_edges_end_per_component_on_the_workers(stores: dict[str, Path], engine: EngineOptions,
-                                                     monkeypatch: pytest.MonkeyPatch, store: str,
+def test_many_edges_end_per_component_on_the_workers(stores: dict[str, Path], engine: EngineOptions, store: str,
                                                      options: dict) -> None:
     # Nothing is gathered: components on the cluster, then output sorted there in chunks of 15 rows.
-    from dedup_cli.engine.dask import find as dask_find
-    from dedup_cli.engine.dask import tail
-
-    monkeypatch.setattr(dask_find, "GATHER_LIMIT", 0)
-    monkeypatch.setattr(tail, "PAIRS_PER_PARTITION", 15)
     local = dedup.find(stores[store], dedup.FindOptions(**options))
-    remote = dedup.find(stores[store], dedup.FindOptions(engine=engine, **options))
+    remote = dedup.find(stores[store], dedup.FindOptions(engine=engine, gather_limit=15, **options))
     assert remote.streamed is not None and len(list(remote.streamed.chunks("pairs"))) > 2
     assert_same_answers(local, remote)
     assert (remote.pair_count, remote.group_count, remote.triple_count) == (local.pair_count, local.group_count,
                                                                            local.triple_count)
+
+
+# --- the command line writes what the result holds, gathered or streamed ------------------------------------------
+
+KINDS = ("groups", "pairs", "triples", "members")
+
+
+@pytest.fixture(scope="module")
+def three_results(stores: dict[str, Path], engine: EngineOptions) -> dict[str, dedup.FindResult]:
+    """One find of the sample store (triples too) by the local engine, and by the Dask engine gathered and
+    streamed in chunks of 10 pairs."""
+    options = {"ways": 3, "bits": 2, "threshold": 0.5}
+    results = {"local": dedup.find(stores["sample"], dedup.FindOptions(**options)),
+               "gathered": dedup.find(stores["sample"], dedup.FindOptions(engine=engine, **options)),
+               "streamed": dedup.find(stores["sample"], dedup.FindOptions(engine=engine, gather_limit=10, **options))}
+    assert results["gathered"].streamed is None and results["streamed"].streamed is not None
+    assert len(list(results["streamed"].streamed.chunks("pairs"))) > 2
+    return results
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["exit-0", "fail-on-duplicates"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_output_and_format_is_written_from_streamed_results(
+        three_results: dict[str, dedup.FindResult], stores: dict[str, Path], kind: str, fail: bool, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The command line's writing, for a result of each path (find itself is run once per path, by the fixture).
+    for fmt in ("jsonl", "tsv", "csv", "parquet"):
+        written = {}
+        for path, result in three_results.items():
+            monkeypatch.setattr(dedup, "find", lambda *_, result=result: result)
+            out = tmp_path / f"{path}.{fmt}"
+            got = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--ways", "3", "--output", kind, "--format",
+                                           fmt, "-o", str(out), *(["--fail-on-duplicates"] if fail else [])])
+            assert got.exit_code == (3 if fail else 0), got.stderr
+            written[path] = out.read_bytes()
+        assert written["streamed"] == written["gathered"] == written["local"], (kind, fmt)
+        assert len(written["local"]) > 200
+
+
+def test_the_streamed_output_reaches_the_command_line(stores: dict[str, Path], engine: EngineOptions,
+                                                      tmp_path: Path) -> None:
+    """End to end: --gather-limit sends the end of find to the workers; the file, the summary and the exit code are
+    the local engine's."""
+    common = ["find", str(stores["grown"]), "--output", "members", "--format", "tsv", "--fail-on-duplicates"]
+    local = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "local.tsv")])
+    remote = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler",
+                                      str(engine.scheduler), "--gather-limit", "5"])
+    assert local.exit_code == remote.exit_code == 3, remote.stderr
+    assert (tmp_path / "dask.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    assert (tmp_path / "local.tsv").read_text().count("\n") > 10
+    assert _without_time(remote.stderr) == _without_time(local.stderr)
+
+
+@pytest.mark.parametrize("gather_limit", ["5", "20000000"], ids=["streamed", "gathered"])
+def test_a_real_process_writes_the_local_engines_bytes(stores: dict[str, Path], engine: EngineOptions,
+                                                       gather_limit: str, tmp_path: Path) -> None:
+    common = [sys.executable, "-m", "dedup_cli", "find", str(stores["sample"]), "--output", "pairs",
+              "--fail-on-duplicates", "-q"]
+    local = subprocess.run(common, capture_output=True, timeout=300)
+    remote = subprocess.run([*common, "--engine", "dask", "--scheduler", str(engine.scheduler)], capture_output=True,
+                            timeout=300, env={**os.environ, "DEDUP_FIND_GATHER_LIMIT": gather_limit})
+    assert local.returncode == remote.returncode == 3, remote.stderr
+    assert remote.stdout == local.stdout and local.stdout.count(b"\n") > 10
+
+
+def test_rounds_of_bands_and_progress_through_the_command_line(stores: dict[str, Path], engine: EngineOptions,
+                                                               tmp_path: Path) -> None:
+    """--band-memory forces several rounds on the workers: the same file as the local engine's; and on a terminal
+    the driver shows the stages."""
+    from test_progress import on_a_terminal
+
+    common = ["find", str(stores["grown"]), "--output", "pairs", "--format", "csv", "--ways", "3", "--bits", "2"]
+    local = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "local.csv")])
+    remote = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "dask.csv"), "--engine", "dask", "--scheduler",
+                                      str(engine.scheduler), "--band-memory", "2KiB"])
+    assert local.exit_code == remote.exit_code == 0, remote.stderr
+    assert (tmp_path / "dask.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
+    code, shown = on_a_terminal(*common, "--engine", "dask", "--scheduler", str(engine.scheduler), "--band-memory",
+                                "2KiB", "-o", str(tmp_path / "shown.csv"))
+    assert code == 0
+    for stage in ("reading the store's pieces", "candidates, bands 1–", "round 2 of", "scoring the candidate pairs",
+                  "exact checks and decisions", "groups", "writing"):
+        assert stage in shown, shown[-2000:]

@@ -164,4 +164,4 @@ def test_a_driver_killed_before_its_commit_leaves_the_store_as_it_was(engine: En
     report = dedup.sign([str(SAMPLES)], store, dedup.SignOptions(input=READING, engine=engine))
     assert report.run is not None and report.run.run == 2
     assert not [name for name in os.listdir(store) if name.endswith(".tmp")]  # cleaned up by the next writer
-    assert len(read_store(store)) == 1103
+    assert len(read_store(store)) == 1128

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from distributed import Client
 from helpers import StoreWriter
@@ -15,7 +14,6 @@ from helpers import StoreWriter
 import dedup_cli as dedup
 from dedup_cli.candidates.buckets import candidate_pairs as local_candidate_pairs
 from dedup_cli.engine.dask import candidates as dask_candidates
-from dedup_cli.engine.dask.candidates import BucketLayout, band_rows, bucket_layout, bucket_pair_codes
 from dedup_cli.engine.dask.frames import read_documents
 from dedup_cli.engine.dask.sign import plan_tasks
 from dedup_cli.inputs.locations import Source
@@ -23,7 +21,7 @@ from dedup_cli.minhash.packing import pack_values
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
-from dedup_cli.store.pieces import frame_words, packed_to_words, store_pieces, word_columns, words_to_packed
+from dedup_cli.store.pieces import frame_words, store_pieces, words_to_packed
 from dedup_cli.store.store import create_store, open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,46 +79,47 @@ def test_documents_are_numbered_by_rank_of_id(client: Client, engine: EngineOpti
     assert dedup.find(empty, dedup.FindOptions(engine=engine)).pair_count == 0
 
 
-def test_band_rows_and_bucket_pairs_by_hand() -> None:
-    params = SignatureParams(num_perm=4, bits=8)
-    values = np.array([[1, 2, 3, 4], [1, 2, 9, 9], [7, 7, 3, 4], [1, 2, 3, 4]], dtype=np.uint8)
-    words = packed_to_words(pack_values(values, 8))
-    frame = pd.DataFrame({"shingle_count": [5, 5, 5, 0], "w0": words[:, 0]}, index=pd.Index([10, 11, 12, 13]))
-    wide = BucketLayout(None, np.dtype(np.uint64), np.dtype(np.int64))
-    emitted = band_rows(frame, params, word_columns(4), 2, 0, 2, wide)
-    # Document 13 has no shingle; bands of 2 rows: keys pack value 0 | value 1 << 8.
-    assert emitted["doc"].tolist() == [10, 11, 12, 10, 11, 12]
-    assert emitted["band"].tolist() == [0, 0, 0, 1, 1, 1]
-    assert emitted["key"].tolist() == [1 + 2 * 256, 1 + 2 * 256, 7 + 7 * 256, 3 + 4 * 256, 9 + 9 * 256, 3 + 4 * 256]
-    codes, cut = bucket_pair_codes(emitted, documents=20, max_bucket=10)
-    assert codes["code"].tolist() == [10 * 20 + 11, 10 * 20 + 12] and cut == 0
-    # A bucket of three members {1, 4, 9} capped at 2 keeps only the pair of its first two in document order.
-    bucket = pd.DataFrame({"band": np.zeros(3, np.int16), "key": np.full(3, 5, np.uint64), "doc": [9, 4, 1]})
-    codes, cut = bucket_pair_codes(bucket, documents=10, max_bucket=2)
-    assert codes["code"].tolist() == [1 * 10 + 4] and cut == 1
-    # Packed: band 1's key 3 + 4·256 goes above bit 16.
-    packed = band_rows(frame, params, word_columns(4), 2, 0, 2, BucketLayout(16, np.dtype(np.uint32),
-                                                                              np.dtype(np.int32)))
-    assert packed["bucket"].tolist()[:2] == [1 + 2 * 256, 1 + 2 * 256]
-    assert packed["bucket"].tolist()[3] == (1 << 16) + 3 + 4 * 256
+def test_a_share_pairs_its_own_buckets_and_sends_the_crossing_ones_to_their_owners() -> None:
+    # Two shares of one band: documents 0-3 and 4-7. Key 5 is in both shares (a crossing bucket of 4, cut at 3
+    # members: its first three in document order, 1, 2 and 4); key 9 lies inside share 0; key 7 inside share 1.
+    docs = [np.array([0, 1, 2, 3]), np.array([4, 5, 6, 7])]
+    keys = [np.array([9, 5, 5, 9], np.uint32), np.array([5, 7, 7, 5], np.uint32)]
+    bits, slices = 16, 2
+    states, sets = [], []
+    for share in range(2):
+        state, found, sizes = dask_candidates.share_round([(docs[share], keys[share][None, :])], 0, bits, slices, 3)
+        states.append(state)
+        sets.append(found)
+        assert sizes.sum() == sum(found[t][0].nbytes for t in range(slices))
+    answers = [dask_candidates.owner_answers([sets[share][owner] for share in range(2)]) for owner in range(slices)]
+    splits = [dask_candidates.share_split(states[share], [answers[t][share] for t in range(slices)], bits, 10)
+              for share in range(2)]
+    # Each share keeps its inner bucket; the rows of key 5 (and nothing else) travel.
+    assert splits[0][0].codes.tolist() == [0 * 10 + 3] and splits[1][0].codes.tolist() == [5 * 10 + 6]
+    assert splits[0][1].sum() == 2 and splits[1][1].sum() == 2
+    owned = [dask_candidates.owner_pairs([split[0].rows[owner] for split in splits], 3, 10) for owner in range(2)]
+    crossing = sorted(code for codes, _ in owned for code in codes.tolist())
+    assert crossing == [1 * 10 + 2, 1 * 10 + 4, 2 * 10 + 4]
+    assert sum(cut for _, cut in owned) == 1
+    # The same pairs as one share of all eight, and as the local engine's banding.
+    local = local_candidate_pairs(np.concatenate(keys).astype(np.uint8)[:, None], 1, 1, max_bucket=3)
+    single = dask_candidates.share_round([(np.arange(8), np.concatenate(keys)[None, :])], 0, bits, 1, 3)
+    alone, _ = dask_candidates.share_split(single[0], [], bits, 10)
+    assert alone.codes.tolist() == (local.first * 10 + local.second).tolist()
+    assert sorted(splits[0][0].codes.tolist() + splits[1][0].codes.tolist() + crossing) == alone.codes.tolist()
 
 
-def test_bucket_layout_by_hand() -> None:
-    # 35 bands × 3 rows of 8-bit values: 24 key bits + 6 band bits = 30 → uint32 bucket, int32 document.
-    layout = bucket_layout(35, 3, 8, 10**6)
-    assert (layout.key_bits, layout.bucket_dtype, layout.doc_dtype, layout.row_bytes) == (24, np.uint32, np.int32, 8)
-    assert bucket_layout(48, 4, 8, 10**6).row_bytes == 12  # 32 + 6 bits: uint64
-    assert bucket_layout(48, 4, 8, 2**31).doc_dtype == np.int64
-    assert bucket_layout(35, 3, 2, 10).key_bits == 24  # 2-bit values still take a byte each in band keys
-    # 8 rows of 8 bits fill a 64-bit key: separate band and key columns (2 + 8 + 4 bytes).
-    assert bucket_layout(25, 8, 8, 10).key_bits is None and bucket_layout(25, 8, 8, 10).row_bytes == 14
-
-
-@pytest.mark.parametrize(("bands", "rows", "rows_per_round"), [(16, 3, 10**9), (16, 3, 7_000), (6, 10, 10**9)])
+@pytest.mark.parametrize(("bands", "rows", "band_memory", "share_documents", "in_order"), [
+    (16, 3, 1 << 30, 5_000_000, True),   # one round, two shares (one per worker)
+    (16, 3, 5_000, 5_000_000, True),     # a band a round
+    (16, 3, 30_000, 700, True),          # several shares on each worker, 2 bands a round
+    (6, 10, 1 << 30, 5_000_000, False),  # 80-bit bands: hashed 64-bit keys; rows sorted on the cluster first
+])
 def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          bands: int, rows: int, rows_per_round: int) -> None:
+                                          bands: int, rows: int, band_memory: int, share_documents: int,
+                                          in_order: bool) -> None:
     # 3,000 random documents; 400 share their first 30 values, 50 of those have no shingle; buckets over 100 are
-    # cut. 10 rows of 8 bits are 80-bit bands: hashed keys and separate band columns.
+    # cut. 10 rows of 8 bits are 80-bit bands: hashed keys.
     generator = np.random.default_rng(8)
     values = generator.integers(0, 256, size=(3_000, 64), dtype=np.uint8)
     shared = generator.permutation(3_000)[:400]
@@ -130,18 +129,28 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
     counts[shared[:50]] = 0
     path = tmp_path / "store"
     with create_store(path, PARAMS).begin_run(PARAMS) as run:
-        for start in range(0, 3_000, 700):
+        starts = range(0, 3_000, 700) if in_order else reversed(range(0, 3_000, 700))
+        for start in starts:
             stop = min(start + 700, 3_000)
             run.write(batch([f"d{i:05d}" for i in range(start, stop)], values[start:stop], counts[start:stop]))
     expected = local_candidate_pairs(values, bands, rows, counts > 0, 100)
-    monkeypatch.setattr(dask_candidates, "ROWS_PER_ROUND", rows_per_round)
     monkeypatch.setattr(dask_candidates, "ROWS_PER_PARTITION", 5_000)
-    found = dask_candidates.candidate_pairs(frames_of(path, 500), bands, rows, 100)
+    monkeypatch.setattr(dask_candidates, "SHARE_DOCUMENTS", share_documents)
+    frames = frames_of(path, 500)
+    assert frames.in_order is in_order
+    found = dask_candidates.candidate_pairs(frames, bands, rows, 100, band_memory)
     codes = np.sort(found.codes.compute()["code"].to_numpy())
-    assert found.rounds == (1 if rows_per_round > 10**8 else 8)  # 7,000 rows a round: 2 bands of 3,000 documents
+    assert found.shares == 2 if share_documents > 3_000 else 2 < found.shares <= 6  # of about 700 documents
+    # A worker's keys of a round stay within band_memory: 5,000 bytes is under one band (1,500 documents a
+    # worker, 4 bytes a key), so a band a round; 30,000 bytes, a few bands.
+    assert found.rounds == 1 if band_memory > 10**6 else found.rounds == bands if band_memory == 5_000 else \
+        2 < found.rounds < bands
     assert found.oversized_buckets == expected.oversized_buckets > 0
     expected_codes = expected.first.astype(np.uint64) * np.uint64(3_000) + expected.second.astype(np.uint64)
     assert np.array_equal(codes, expected_codes)
+    # Only fingerprints and the rows of crossing buckets moved: far fewer than the band rows.
+    assert found.band_keys == frames.eligible * bands
+    assert 0 < found.fingerprint_bytes < found.band_keys * 2 and found.crossing_rows < found.band_keys / 4
 
 
 def test_sign_tasks_cut_files_in_order_and_parquet_by_row_groups() -> None:

@@ -1,84 +1,69 @@
-"""Candidate pairs by shuffles: band rows gathered by bucket, pairs within buckets, pairs de-duplicated.
+"""Candidate pairs on the cluster without moving band rows: shares band their own documents, and only the
+fingerprints of their keys and the rows of buckets that cross shares travel.
 
 The same pairs as :func:`dedup_cli.candidates.buckets.candidate_pairs` (MMDS Sec. 3.4: a pair is a candidate when
-all rows of some band agree), computed where the signatures are:
+all rows of some band agree), in rounds of a few bands:
 
-1. **band rows**: each partition emits one row (bucket, doc) per eligible document and band, for a few bands at a
-   time, so that only one round's rows exist at once (NeMo Curator's ``buckets_per_shuffle`` idea); keys are
-   :func:`dedup_cli.candidates.buckets.band_keys` of the band's columns;
-2. **shuffle on the bucket**: every bucket lands whole in one partition;
-3. **pairs within buckets**: members sorted by (bucket, doc), so a bucket lists its members in document (id)
-   order; a bucket of more than ``max_bucket`` members keeps the pairs among its first ``max_bucket`` and is
-   counted, as the local engine does (:func:`dedup_cli.candidates.buckets.bucket_pairs`); pairs become codes
-   first · n + second;
-4. **shuffle on the code**: the same pair found in several bands meets itself and is kept once.
+1. **Shares.** The documents (partitions of consecutive document numbers) are cut into shares of at most
+   :data:`SHARE_DOCUMENTS`, a whole number of them per worker; every task of a share runs on its worker
+   (``dask.annotate``, other workers allowed should it die), so a share's keys never leave it. A share's
+   partitions are read where the share runs, and their band keys for the round's bands concatenated (4 bytes a
+   key when a band's values fit in 32 bits).
+2. **Fingerprints.** For each band, each share sends the Elias–Fano coded set of its keys' fingerprints, cut into
+   one slice per share, to the slice's owner (:mod:`dedup_cli.candidates.crossing`): about 9 + log2(shares)
+   bits a key, the only per-document traffic.
+3. **Crossing keys.** An owner answers each share with the fingerprints of its slice that another share holds
+   too; the share sends the rows (key, document) of those fingerprints to their owners, who pair each bucket
+   whole (:func:`dedup_cli.candidates.buckets.band_pair_codes`), and pairs its other rows itself, buckets that lie
+   inside it. Either way a bucket is sorted with its members in document order and cut at ``max_bucket`` as the
+   local engine cuts it.
+4. **Codes.** Pairs become codes first · documents + second; the codes of all rounds meet in one shuffle on the
+   code (a pair found in several bands is kept once).
 
-Bytes shuffled per band row: the band number above the key in one integer when both fit in 64 bits (uint32 when
-in 32), and the document as int32 below 2^31 documents: 8 bytes at 35 × 3 of 8-bit values, 12 at 48 × 4;
-otherwise (int16 band, uint64 key, document), 14 or 18 bytes. Then 8 bytes per band collision, the pair codes.
+With one share (one worker and a small store) step 2 and 3 vanish: the share pairs everything itself. Moved per
+document and band: the fingerprint (about 1.1 bytes at two shares), and for the few rows of crossing buckets or
+chance fingerprint matches (about 1/64), 12 or 16 bytes; docs/scaling.md has the measured bytes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from distributed import get_client
 
-from dedup_cli.candidates.buckets import band_keys, bucket_pairs
+from dedup_cli.candidates.buckets import PairCodes, band_keys, band_pair_codes, key_dtype
+from dedup_cli.candidates.crossing import (
+    BandBuckets,
+    absolute,
+    band_buckets,
+    band_hashes,
+    fingerprint_bits,
+    fingerprints_of,
+    member,
+    owner_of,
+    shared_fingerprints,
+    slice_sets,
+)
+from dedup_cli.candidates.elias_fano import EliasFano
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import DocumentFrames
+from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.params import SignatureParams
 from dedup_cli.primitives import sorted_unique
-from dedup_cli.store.pieces import frame_words, words_to_packed
+from dedup_cli.store.pieces import StorePiece, frame_words, read_piece_signatures, words_to_packed
 
-ROWS_PER_ROUND = 100_000_000
-"""Band rows one round may create over all partitions (0.8–1.8 GB of payload, which p2p keeps on disk)."""
-ROWS_PER_TASK = 2_000_000
-"""Band rows one partition may emit per round: that task also splits them into shards for the shuffle (about
-four copies at once), and 7 M rows got workers with a 1.5 GiB limit killed where 2 M did not."""
+SHARE_DOCUMENTS = 5_000_000
+"""Documents a share holds at most: a task sorts one band of them at a time (about 46 bytes a document, 230 MB),
+whatever the corpus size."""
 ROWS_PER_PARTITION = 2_000_000
-"""Rows per partition after a shuffle: a partition is sorted whole in one task (about 60 bytes a row with the
-sort's temporaries), so this bounds a task's memory to about 120 MB whatever the corpus size."""
+"""Pair codes per partition after the de-duplicating shuffle (each sorted whole in one task)."""
 
 _CODE_META = pd.DataFrame({"code": pd.Series([], dtype=np.uint64)})
-
-
-@dataclass(frozen=True)
-class BucketLayout:
-    """How band rows are encoded: ``key_bits`` None means separate band and key columns."""
-
-    key_bits: int | None
-    bucket_dtype: np.dtype
-    doc_dtype: np.dtype
-
-    @property
-    def row_bytes(self) -> int:
-        return (2 + 8 if self.key_bits is None else self.bucket_dtype.itemsize) + self.doc_dtype.itemsize
-
-    @property
-    def on(self) -> list[str]:
-        return ["band", "key"] if self.key_bits is None else ["bucket"]
-
-    def meta(self) -> pd.DataFrame:
-        if self.key_bits is None:
-            return pd.DataFrame({"band": pd.Series([], dtype=np.int16), "key": pd.Series([], dtype=np.uint64),
-                                 "doc": pd.Series([], dtype=self.doc_dtype)})
-        return pd.DataFrame({"bucket": pd.Series([], dtype=self.bucket_dtype),
-                             "doc": pd.Series([], dtype=self.doc_dtype)})
-
-
-def bucket_layout(bands: int, rows: int, stored_bits: int, documents: int) -> BucketLayout:
-    """The narrowest exact encoding of (band, key, doc) rows (see the module docstring)."""
-    key_bits = min(64, rows * value_dtype(stored_bits).itemsize * 8)  # band_keys packs values at their dtype's stride
-    band_bits = max(1, (bands - 1).bit_length())
-    doc_dtype = np.dtype(np.int32 if documents < 2**31 else np.int64)
-    if key_bits + band_bits > 64:
-        return BucketLayout(None, np.dtype(np.uint64), doc_dtype)
-    return BucketLayout(key_bits, np.dtype(np.uint32 if key_bits + band_bits <= 32 else np.uint64), doc_dtype)
 
 
 @dataclass
@@ -92,51 +77,150 @@ class Candidates:
     documents: int
     oversized_buckets: int
     rounds: int
-    band_rows: int  # band rows shuffled on their bucket
-    band_row_bytes: int
+    shares: int
+    band_keys: int  # keys made: eligible documents × bands (none of them moved)
+    fingerprint_bytes: int  # Elias–Fano sets sent to the slices' owners
+    fingerprint_bytes_across: int  # of them, those sent to another worker
+    crossing_rows: int  # rows of crossing buckets (or chance fingerprint matches) sent to their owners
+    crossing_row_bytes: int
     shuffled_codes: int  # pair codes shuffled to be de-duplicated, 8 bytes each
 
 
-def band_rows(frame: pd.DataFrame, params: SignatureParams, words: list[str], rows: int, first_band: int,
-              last_band: int, layout: BucketLayout) -> pd.DataFrame:
-    """(bucket, doc) rows for the eligible documents of one partition and bands ``first_band`` … ``last_band − 1``."""
-    eligible = frame["shingle_count"].to_numpy() > 0  # a document with no shingle resembles nothing
-    docs = frame.index.to_numpy(dtype=np.int64)[eligible].astype(layout.doc_dtype)
-    if docs.size == 0:
-        return layout.meta()
-    packed = words_to_packed(frame_words(frame, words)[eligible], params.signature_bytes)
-    values = unpack_values(packed, params.bits, params.num_perm)
+@dataclass
+class _ShareRound:
+    """A share's band keys for one round, on its worker, and what sorting each band gave it."""
+
+    docs: np.ndarray  # int64[n], its eligible documents, ascending
+    keys: np.ndarray  # uint32 or uint64 [bands, n]
+    first_band: int
+    buckets: list[BandBuckets]  # per band: its own pairs (with fingerprints) and cut buckets
+
+
+@dataclass
+class _Split:
+    """What a share does with its rows of one round once it knows which cross: its own pairs, and per owner and
+    band the crossing rows."""
+
+    codes: np.ndarray
+    oversized: int
+    rows: list[list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=list)  # [owner][band] (keys, docs)
+
+
+def partition_keys(partition: pd.DataFrame, params: SignatureParams, words: list[str], rows: int, first_band: int,
+                   last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(docs int64[m], keys[last − first, m]): the band keys of a partition's eligible documents."""
+    counts = partition["shingle_count"].to_numpy()
+    packed = words_to_packed(frame_words(partition, words), params.signature_bytes)
+    return _keys(partition.index.to_numpy(dtype=np.int64), counts, packed, params, rows, first_band, last_band,
+                 dtype)
+
+
+def read_partition_keys(piece: StorePiece, first: int, params: SignatureParams, rows: int, first_band: int,
+                        last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`partition_keys` of a store piece read here, on the share's worker, straight from Arrow."""
+    counts, packed = read_piece_signatures(piece, params)
+    return _keys(np.arange(first, first + counts.size, dtype=np.int64), counts, packed, params, rows, first_band,
+                 last_band, dtype)
+
+
+def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: SignatureParams, rows: int,
+          first_band: int, last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    eligible = counts > 0  # a document with no shingle resembles nothing
     count = last_band - first_band
-    keys = band_keys(values[:, first_band * rows : last_band * rows], count, rows)  # uint64[count, n]
-    band = np.arange(first_band, last_band, dtype=np.uint64)
-    if layout.key_bits is None:
-        return pd.DataFrame({"band": np.repeat(band.astype(np.int16), docs.size), "key": keys.ravel(),
-                             "doc": np.tile(docs, count)})
-    keys |= band[:, None] << np.uint64(layout.key_bits)  # the band above the key: one exact integer
-    return pd.DataFrame({"bucket": keys.ravel().astype(layout.bucket_dtype), "doc": np.tile(docs, count)})
+    if not eligible.any():
+        return docs[:0], np.empty((count, 0), dtype)
+    values = unpack_values(packed[eligible], params.bits, params.num_perm)
+    keys = band_keys(values[:, first_band * rows : last_band * rows], count, rows)
+    return docs[eligible], keys.astype(dtype, copy=False)
 
 
-def bucket_pair_codes(frame: pd.DataFrame, documents: int, max_bucket: int) -> tuple[pd.DataFrame, int]:
-    """Pair codes within the whole buckets of one partition (unique here), and the buckets cut."""
-    doc = frame["doc"].to_numpy().astype(np.int64)
-    if "bucket" in frame.columns:
-        bucket = frame["bucket"].to_numpy()
-        order = np.lexsort((doc, bucket))  # by bucket, members in document order; buckets of bands differ
-        groups = [(doc[order], bucket[order])]
-    else:
-        band, key = frame["band"].to_numpy(), frame["key"].to_numpy()
-        order = np.lexsort((doc, key, band))
-        band, key, doc = band[order], key[order], doc[order]
-        starts = np.flatnonzero(np.r_[True, band[1:] != band[:-1]]) if band.size else np.empty(0, np.int64)
-        stops = np.r_[starts[1:], band.size]
-        groups = [(doc[a:b], key[a:b]) for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]  # per band
-    codes, oversized = [], 0
-    for members, keys in groups:
-        first, second, cut = bucket_pairs(members, keys, max_bucket)
+def share_round(parts: list[tuple[np.ndarray, np.ndarray]], first_band: int, bits: int, slices: int,
+                max_bucket: int) -> tuple[_ShareRound, list[list[EliasFano]], np.ndarray]:
+    """A share's keys of one round sorted band by band into its own buckets, and per owner and band the coded set
+    of its fingerprints (and their sizes in bytes, per owner)."""
+    docs = np.concatenate([part[0] for part in parts])
+    keys = np.concatenate([part[1] for part in parts], axis=1)
+    buckets = [band_buckets(keys[band], docs, first_band + band, bits, max_bucket) for band in range(keys.shape[0])]
+    sets: list[list[EliasFano]] = [[] for _ in range(slices if slices > 1 else 0)]
+    for found in buckets:
+        for owner, coded in enumerate(slice_sets(found.prints, bits, slices) if slices > 1 else []):
+            sets[owner].append(coded)
+        found.prints = found.prints[:0]  # sent; the rows are found again from the keys
+    sizes = np.array([sum(coded.nbytes for coded in owned) for owned in sets], np.int64)
+    return _ShareRound(docs, keys, first_band, buckets), sets, sizes
+
+
+def owner_answers(sets: list[list[EliasFano]]) -> list[list[np.ndarray]]:
+    """For one owner's range: per share and band, the fingerprints another share holds too."""
+    shares, bands = len(sets), len(sets[0]) if sets else 0
+    answers: list[list[np.ndarray]] = [[] for _ in range(shares)]
+    for band in range(bands):
+        for share, values in enumerate(shared_fingerprints([sets[s][band] for s in range(shares)])):
+            answers[share].append(values)
+    return answers
+
+
+def share_split(state: _ShareRound, answers: list[list[np.ndarray]], bits: int, documents: int
+                ) -> tuple[_Split, np.ndarray]:
+    """A share's own pairs of one round less those of crossing buckets, its crossing rows per owner, and how
+    many rows go to each owner."""
+    slices = len(answers)
+    codes = PairCodes()
+    oversized = 0
+    rows: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(slices)]
+    width = np.uint64(documents)
+    for band, found in enumerate(state.buckets):
+        crossing = absolute([answers[t][band] for t in range(slices)], bits)
+        inner = ~member(found.pair_prints, crossing)
+        codes.add(found.first[inner].astype(np.uint64) * width + found.second[inner].astype(np.uint64))
+        oversized += int(np.count_nonzero(~member(found.cut_prints, crossing)))
+        if not slices:
+            continue
+        keys = state.keys[band]
+        prints = fingerprints_of(band_hashes(keys, state.first_band + band), bits)
+        sent = member(prints, crossing)
+        owner = owner_of(prints[sent], bits, slices)
+        sent_keys, sent_docs = keys[sent], state.docs[sent]
+        for t in range(slices):
+            mine = owner == t
+            rows[t].append((sent_keys[mine], sent_docs[mine]))
+    counts = np.array([sum(part[0].size for part in owned) for owned in rows], np.int64)
+    return _Split(codes.unique(), oversized, rows), counts
+
+
+def owner_pairs(rows: list[list[tuple[np.ndarray, np.ndarray]]], max_bucket: int, documents: int
+                ) -> tuple[np.ndarray, int]:
+    """The pairs of the crossing buckets of one owner's range: per band, every share's rows (in share order, so
+    documents ascend) sorted by key and paired; and the buckets cut."""
+    codes = PairCodes()
+    oversized = 0
+    for band in range(len(rows[0]) if rows else 0):
+        keys = np.concatenate([share[band][0] for share in rows])
+        docs = np.concatenate([share[band][1] for share in rows])
+        found, cut = band_pair_codes(keys, docs, max_bucket, documents)
+        codes.add(found)
         oversized += cut
-        codes.append(first.astype(np.uint64) * np.uint64(documents) + second.astype(np.uint64))
-    unique = sorted_unique(np.concatenate(codes)) if codes else np.empty(0, dtype=np.uint64)
-    return pd.DataFrame({"code": unique}), oversized
+    return codes.unique(), oversized
+
+
+def _codes_frame(codes: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame({"code": codes})
+
+
+def _split_codes(split: _Split) -> np.ndarray:
+    return split.codes
+
+
+def _split_oversized(split: _Split) -> int:
+    return split.oversized
+
+
+def _rows_for(split: _Split, owner: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    return split.rows[owner]
+
+
+def _sets_for(sets: list[list[EliasFano]], owner: int) -> list[EliasFano]:
+    return sets[owner]
 
 
 def unique_codes(frame: pd.DataFrame) -> pd.DataFrame:
@@ -144,38 +228,101 @@ def unique_codes(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"code": sorted_unique(frame["code"].to_numpy(dtype=np.uint64))})
 
 
-def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: int,
-                    shuffle_method: str | None = None) -> Candidates:
-    """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k)."""
+def _shares(frames: DocumentFrames, workers: int) -> list[list[int]]:
+    """Partitions (by index) of each share: consecutive, about equal in documents, a whole number per worker."""
+    documents = frames.documents
+    per_worker = -(-documents // (workers * SHARE_DOCUMENTS)) if documents else 1
+    count = max(1, workers * per_worker) if documents > SHARE_DOCUMENTS or workers > 1 else 1
+    firsts = np.asarray(frames.divisions[:-1], np.int64)
+    which = np.minimum(firsts * count // max(documents, 1), count - 1)
+    shares = [np.flatnonzero(which == share).tolist() for share in range(count)]
+    return [share for share in shares if share]
+
+
+def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: int, band_memory: int,
+                    shuffle_method: str | None = None, progress: Progress = silent) -> Candidates:
+    """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
+
+    ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands).
+    """
     params, documents = frames.params, frames.documents
-    layout = bucket_layout(bands, rows, params.bits, documents)
-    largest = int(np.max(np.diff(frames.divisions))) + 1
-    per_round = max(1, min(ROWS_PER_ROUND // max(documents, 1), ROWS_PER_TASK // max(largest, 1)))
+    workers = sorted(get_client().scheduler_info()["workers"])
+    shares = _shares(frames, len(workers))
+    placed = [workers[index % len(workers)] for index in range(len(shares))]
+    dtype = key_dtype(rows, value_dtype(params.bits))
+    held = max(sum(frames.partition_documents(share) for share in shares[index::len(workers)])
+               for index in range(min(len(workers), len(shares))))
+    per_round = max(1, band_memory // max(1, held * dtype.itemsize))
+    bits = fingerprint_bits(documents, 8 * dtype.itemsize)
+    slices = len(shares)
+    partitions = frames.values.to_delayed() if frames.pieces is None else None
+    stats = dict(oversized=0, fingerprint=0, across=0, crossing=0)
     collected: list[dd.DataFrame] = []
-    oversized = emitted_rows = shuffled_codes = rounds = 0
-    for first_band in range(0, bands, per_round):
+    shuffled = 0
+    rounds = list(range(0, bands, per_round))
+    for number, first_band in enumerate(rounds, start=1):
         last_band = min(bands, first_band + per_round)
-        emitted = frames.values.map_partitions(band_rows, params, frames.words, rows, first_band, last_band, layout,
-                                               meta=layout.meta(), align_dataframes=False)
-        outputs = max(1, -(-documents * (last_band - first_band) // ROWS_PER_PARTITION))
-        gathered = emitted.shuffle(on=layout.on, npartitions=outputs, shuffle_method=shuffle_method).to_delayed()
-        steps = [dask.delayed(bucket_pair_codes, nout=2)(part, documents, max_bucket) for part in gathered]
-        # One computation per round: its codes stay on the workers, and only then are the next round's band
-        # rows made, so at most one round's rows exist at a time.
-        *parts, cut, made, emitted_count = settled(
-            *[step[0] for step in steps],
-            dask.delayed(sum)([step[1] for step in steps]),
-            dask.delayed(sum)([dask.delayed(len)(step[0]) for step in steps]),
-            dask.delayed(sum)([dask.delayed(len)(part) for part in gathered]),
-        )
-        cut, made, emitted_count = dask.compute(cut, made, emitted_count)
-        oversized += int(cut)
-        shuffled_codes += int(made)
-        emitted_rows += int(emitted_count)
-        collected.append(dd.from_delayed(parts, meta=_CODE_META, verify_meta=False))
-        rounds += 1
+        progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
+        # Every task of a share runs on its worker; what goes to an owner is cut out there first, so that only
+        # the owner's part travels.
+        states, sizes, outgoing = [], [], []
+        for members, worker in zip(shares, placed, strict=True):
+            with dask.annotate(workers=[worker], allow_other_workers=True):
+                if frames.pieces is not None:
+                    parts = [dask.delayed(read_partition_keys)(*frames.pieces[p], params, rows, first_band,
+                                                               last_band, dtype) for p in members]
+                else:
+                    assert partitions is not None
+                    parts = [dask.delayed(partition_keys)(partitions[p], params, frames.words, rows, first_band,
+                                                          last_band, dtype) for p in members]
+                state, found, size = dask.delayed(share_round, nout=3)(parts, first_band, bits, slices, max_bucket)
+                outgoing.append([dask.delayed(_sets_for)(found, owner) for owner in range(slices if slices > 1
+                                                                                           else 0)])
+            states.append(state)
+            sizes.append(size)
+        splits, owned = [], []
+        if slices == 1:
+            with dask.annotate(workers=[placed[0]], allow_other_workers=True):
+                splits.append(dask.delayed(share_split, nout=2)(states[0], [], bits, documents))
+        else:
+            answers = []
+            for owner in range(slices):
+                with dask.annotate(workers=[placed[owner]], allow_other_workers=True):
+                    answers.append(dask.delayed(owner_answers)([sent[owner] for sent in outgoing]))
+            rows_out = []
+            for share in range(slices):
+                with dask.annotate(workers=[placed[share]], allow_other_workers=True):
+                    split = dask.delayed(share_split, nout=2)(states[share], [answer[share] for answer in answers],
+                                                              bits, documents)
+                    rows_out.append([dask.delayed(_rows_for)(split[0], owner) for owner in range(slices)])
+                splits.append(split)
+            for owner in range(slices):
+                with dask.annotate(workers=[placed[owner]], allow_other_workers=True):
+                    owned.append(dask.delayed(owner_pairs, nout=2)([sent[owner] for sent in rows_out], max_bucket,
+                                                                   documents))
+        code_parts = [dask.delayed(_codes_frame)(dask.delayed(_split_codes)(split[0])) for split in splits]
+        code_parts += [dask.delayed(_codes_frame)(pairs[0]) for pairs in owned]
+        cut = [dask.delayed(_split_oversized)(split[0]) for split in splits] + [pairs[1] for pairs in owned]
+        # One computation per round: its codes stay on the workers, and only then are the next round's keys made,
+        # so at most one round's keys exist at a time.
+        *kept, round_cut, round_sizes, round_rows, made = settled(
+            *code_parts, dask.delayed(sum)(cut), dask.delayed(list)(sizes),
+            dask.delayed(list)([split[1] for split in splits]),
+            dask.delayed(sum)([dask.delayed(len)(part) for part in code_parts]))
+        round_cut, round_sizes, round_rows, made = dask.compute(round_cut, round_sizes, round_rows, made)
+        stats["oversized"] += int(round_cut)
+        for sender, per_owner in enumerate(round_sizes):
+            stats["fingerprint"] += int(np.sum(per_owner))
+            stats["across"] += int(sum(size for owner, size in enumerate(per_owner.tolist())
+                                       if placed[owner] != placed[sender]))
+        stats["crossing"] += int(sum(int(np.sum(counts)) for counts in round_rows))
+        shuffled += int(made)
+        collected.append(dd.from_delayed(kept, meta=_CODE_META, verify_meta=False))
+    progress.stage("candidates, de-duplicating pairs", None)
     merged = dd.concat(collected) if len(collected) > 1 else collected[0]
-    outputs = max(1, -(-shuffled_codes // ROWS_PER_PARTITION))
+    outputs = max(1, -(-shuffled // ROWS_PER_PARTITION))
     deduplicated = merged.shuffle(on="code", npartitions=outputs, shuffle_method=shuffle_method)
     (codes,) = settled(deduplicated.map_partitions(unique_codes, meta=_CODE_META))
-    return Candidates(codes, documents, oversized, rounds, emitted_rows, layout.row_bytes, shuffled_codes)
+    eligible_keys = frames.eligible * bands
+    return Candidates(codes, documents, stats["oversized"], len(rounds), len(shares), eligible_keys,
+                      stats["fingerprint"], stats["across"], stats["crossing"], dtype.itemsize + 8, shuffled)

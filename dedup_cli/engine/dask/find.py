@@ -25,18 +25,16 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import read_documents
 from dedup_cli.engine.dask.joins import bit_columns, reduce_bits, reduced_meta, score_candidates
 from dedup_cli.engine.find_stages import conclude, estimator_name, new_documents, set_size_ratios, store_runs
+from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.pieces import store_pieces
 from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
 
-GATHER_LIMIT = 20_000_000
-"""Pairs the end of find gathers into the driver (about 100 bytes each with their documents); beyond it, the
-end runs per connected component on the workers and the output is streamed from them."""
 
-
-def find(store: Store, options: FindOptions, shuffle_method: str | None = None) -> FindResult:
+def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
+         progress: Progress = silent) -> FindResult:
     """Find near-duplicates in ``store`` on the current Dask client's cluster (options already checked).
 
     The result's ``profile`` holds each stage's seconds and the rows and payload bytes its shuffles moved.
@@ -53,21 +51,25 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None) 
         profile[f"{stage}_seconds"] = now - clock
         clock = now
 
+    progress.stage("reading the store's pieces", None)
     pieces, removals = store_pieces(store)
     frames = read_documents(params, pieces, removals, shuffle_method)
     if frames.documents == 0:
-        return local.find(store.read(), options)
+        return local.find([store], options)
     lap("read")
     recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
     choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
                              documents=frames.eligible)
-    found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket, shuffle_method)
+    found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket,
+                            options.band_memory, shuffle_method, progress)
     lap("candidates")
+    progress.stage("scoring the candidate pairs", None)
     (reduced,) = settled(frames.values.map_partitions(reduce_bits, frames.words, params, bits,
                                                       meta=reduced_meta(bits, params.num_perm)))
     new_since = options.new_since if options.ways == 2 else None
     (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params, new_since, shuffle_method))
     lap("scoring")
+    progress.stage("exact checks and decisions", None)
     decided, checked = decisions.check_and_decide(scored, frames, options.verify, threshold, shuffle_method)
     alias_documents = decisions.aliases(decided, frames, shuffle_method)
     (decided,) = settled(decisions.accept(decided, alias_documents))
@@ -77,8 +79,10 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None) 
     lap("decisions")
     word_bytes = 8 * len(bit_columns("s", bits, params.num_perm))
     profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=found.rounds,
-                   band_rows=found.band_rows, band_row_bytes=found.band_row_bytes, band_bytes=found.band_rows
-                   * found.band_row_bytes, pair_codes=found.shuffled_codes, pair_code_bytes=8 * found.shuffled_codes,
+                   shares=found.shares, band_keys=found.band_keys, fingerprint_bytes=found.fingerprint_bytes,
+                   fingerprint_bytes_across=found.fingerprint_bytes_across, crossing_rows=found.crossing_rows,
+                   crossing_bytes=found.crossing_rows * found.crossing_row_bytes, pair_codes=found.shuffled_codes,
+                   pair_code_bytes=8 * found.shuffled_codes,
                    candidates=int(candidates), join_bytes=int(found.codes.map_partitions(len).sum().compute())
                    * (16 + 32 + word_bytes), in_order=float(frames.in_order), needed_pairs=int(needed_count))
     verification = None if checked is None else Verification(np.empty(0), checked.checked,
@@ -89,7 +93,10 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None) 
         aliases=int(alias_documents.size), seconds=0.0, banding_choice=choice, documents=frames.documents,
         estimator=estimator_name(set_size_ratios(np.array([frames.max_shingle_count]), params.universe)),
         run_span=frames.run_span)
-    if needed_count > GATHER_LIMIT:
+    # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
+    # component on the workers and the output streams from them in chunks no larger.
+    progress.stage("groups", None)
+    if needed_count > options.gather_limit:
         result = tail.conclude_on_cluster(needed, frames, reduced, alias_documents, options, bits, common,
                                           shuffle_method)
     else:

@@ -58,10 +58,17 @@ class DocumentFrames:
     values: dd.DataFrame  # index doc; shingle_count, run, w0, w1, … (the packed signature)
     names: dd.DataFrame  # index doc; id, path, content_hash, mtime_ns
     in_order: bool
+    pieces: list[tuple[StorePiece, int]] | None = None  # in order: each partition's piece and first document
 
     @property
     def words(self) -> list[str]:
         return word_columns(self.params.signature_bytes)
+
+    def partition_documents(self, partitions: list[int]) -> int:
+        """Documents in the partitions numbered ``partitions``."""
+        ends = np.r_[np.asarray(self.divisions[1:-1], np.int64), self.divisions[-1] + 1]
+        firsts = np.asarray(self.divisions[:-1], np.int64)
+        return int(sum(ends[p] - firsts[p] for p in partitions))
 
 
 def _bounds(piece: StorePiece) -> tuple[int, str | None, str | None, bool, int, int, int, int]:
@@ -76,7 +83,8 @@ def _bounds(piece: StorePiece) -> tuple[int, str | None, str | None, bool, int, 
             int(counts.max()), int(runs.min()), int(runs.max()))
 
 
-def _numbered_piece(piece: StorePiece, first: int, params: SignatureParams, names: bool) -> pd.DataFrame:
+def numbered_piece(piece: StorePiece, first: int, params: SignatureParams, names: bool) -> pd.DataFrame:
+    """A piece's value columns (or name columns), indexed by the documents' numbers from ``first``."""
     columns = list(NAME_COLUMNS) if names else [*VALUE_COLUMNS, "signature"]
     frame = read_piece(piece, columns, params)
     frame.index = pd.Index(np.arange(first, first + len(frame), dtype=np.int64), name="doc")
@@ -136,7 +144,7 @@ def _ordered(params: SignatureParams, pieces: list[StorePiece], offsets: np.ndar
     divisions = (*(int(x) for x in offsets[:-1]), int(offsets[-1]) - 1)
     frames = []
     for names in (False, True):
-        frames.append(dd.from_map(_numbered_piece, pieces, list(offsets[:-1].tolist()), params=params, names=names,
+        frames.append(dd.from_map(numbered_piece, pieces, list(offsets[:-1].tolist()), params=params, names=names,
                                   meta=_meta(params, names), divisions=divisions, enforce_metadata=False))
     return divisions, frames[0], frames[1]
 
@@ -159,10 +167,12 @@ def read_documents(params: SignatureParams, pieces: list[StorePiece], removals: 
             return _empty(params)
         rows = np.array([bound[0] for _, bound in kept], dtype=np.int64)
         offsets = np.r_[0, np.cumsum(rows)].astype(np.int64)
-        divisions, values, names = _ordered(params, [piece for piece, _ in kept], offsets)
+        ordered = [piece for piece, _ in kept]
+        divisions, values, names = _ordered(params, ordered, offsets)
         return DocumentFrames(
             params, int(offsets[-1]), sum(bound[4] for _, bound in kept), max(bound[5] for _, bound in kept),
-            (min(bound[6] for _, bound in kept), max(bound[7] for _, bound in kept)), divisions, values, names, True)
+            (min(bound[6] for _, bound in kept), max(bound[7] for _, bound in kept)), divisions, values, names, True,
+            list(zip(ordered, offsets[:-1].tolist(), strict=True)))
     return _sorted(params, [piece for piece, _ in kept], removals, shuffle_method)
 
 

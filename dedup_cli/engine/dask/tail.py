@@ -41,7 +41,8 @@ from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 
 PAIRS_PER_PARTITION = 1_000_000
-"""Pairs per component partition and per sorted output partition (a few hundred MB of a task's memory)."""
+"""Pairs per component partition and per sorted output partition at most (a few hundred MB of a task's memory);
+fewer when ``FindOptions.gather_limit`` is lower, so that the driver never holds more pairs than it allows."""
 
 _TRIPLE_COLUMNS = ("a", "b", "c", "matches", "ab_matches", "ac_matches", "bc_matches", "estimate", "stderr", "ci_low",
                    "ci_high", "estimate_ab", "estimate_ac", "estimate_bc")
@@ -178,12 +179,13 @@ def _result(store: StoredSignatures, common: dict[str, Any], **parts: Any) -> Fi
 
 
 def _spill(frame: dd.DataFrame, keys: list[str], kind: str, folder: Path, params: SignatureParams,
-           common: dict[str, Any]) -> int:
-    """Sort ``frame`` on ``keys`` on the cluster, then pull its partitions one at a time into files of results."""
+           common: dict[str, Any], rows: int) -> int:
+    """Sort ``frame`` on ``keys`` on the cluster, then pull its partitions of about ``rows`` rows one at a time into
+    files of results."""
     count = int(frame.map_partitions(len).sum().compute())
     if count == 0:
         return 0
-    (ordered,) = settled(frame.sort_values(keys, npartitions=max(1, -(-count // PAIRS_PER_PARTITION))))
+    (ordered,) = settled(frame.sort_values(keys, npartitions=max(1, -(-count // rows))))
     groups = 0
     for index, part in enumerate(ordered.to_delayed()):
         chunk = dask.compute(part)[0]
@@ -210,7 +212,8 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
     (labelled,) = settled(labelled.map_partitions(_label, meta=pairs._meta.assign(
         label=pd.Series([], dtype=np.int64))))
     count = int(labelled.map_partitions(len).sum().compute())
-    partitions = max(1, -(-count // PAIRS_PER_PARTITION))
+    rows = max(1, min(PAIRS_PER_PARTITION, options.gather_limit))
+    partitions = max(1, -(-count // rows))
     docs = labelled.map_partitions(_documents, meta=pd.DataFrame({"doc": pd.Series([], dtype=np.int64),
                                                                   "label": pd.Series([], dtype=np.int64)}))
     docs = docs.drop_duplicates(subset=["doc"], split_out=partitions, shuffle_method=shuffle_method)
@@ -228,11 +231,12 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
     folder = tempfile.TemporaryDirectory(prefix="dedup-find-")
     found = [dd.from_delayed(list(outputs[i * count_parts:(i + 1) * count_parts]), verify_meta=False)
              for i in range(3)]
-    counts = {"pairs": _spill(found[0], ["negative", "first", "second"], "pairs", Path(folder.name), params, common),
-              "groups": _spill(found[2], ["first", "member"], "groups", Path(folder.name), params, common)}
+    counts = {"pairs": _spill(found[0], ["negative", "first", "second"], "pairs", Path(folder.name), params, common,
+                              rows),
+              "groups": _spill(found[2], ["first", "member"], "groups", Path(folder.name), params, common, rows)}
     if options.ways == 3:
         counts["triples"] = _spill(found[1], ["negative", "a", "b", "c"], "triples", Path(folder.name), params,
-                                   common)
+                                   common, rows)
     result = _result(_mini_store(params, []), common, triples=None if options.ways != 3 else ScoredTriples.empty())
     result.streamed = Spilled(folder, counts)
     result.keep_field_problems = problems

@@ -1,0 +1,252 @@
+"""A store's live documents numbered by rank of id and read a row group at a time, for a ``find`` that never holds
+the whole store: the signatures stream past once per round of bands, and only the documents it reports are read
+whole.
+
+Documents are numbered as :meth:`dedup_cli.store.store.Store.read` orders them (ascending id; with several
+stores, each store's documents after the previous store's), so every stage numbers pairs, buckets and groups the
+way the in-memory reading does and the answers are the same. Numbering reads the ``id`` and ``run`` columns of
+the whole store once (and the removal files), keeps only the number of each row (nothing when the rows are in id
+order already, one sorted part or a format 1 file), the shingle counts and runs, about 16 bytes a document.
+
+The files one manifest lists are opened once and held open until :meth:`NumberedDocuments.close`, so a compaction
+that commits and deletes them meanwhile takes nothing away from this reader (POSIX keeps an unlinked file readable
+through an open handle).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dedup_cli.errors import StoreError
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.format import one_line, open_parquet, packed_signatures
+from dedup_cli.store.manifest import Manifest
+from dedup_cli.store.snapshot import SIGNATURE_COLUMNS, StoredSignatures, live_rows, open_part, stored_signatures
+from dedup_cli.store.store import READ_ATTEMPTS, Store
+
+
+@dataclass
+class _File:
+    """One opened file of a store: its row groups' sizes and where its rows start among the store's rows."""
+
+    handle: pq.ParquetFile
+    group_rows: np.ndarray  # int64[groups]
+    first_row: int
+    legacy: bool
+
+
+@dataclass
+class _Numbered:
+    """One store's files and the number of each of its rows."""
+
+    store: Store
+    files: list[_File]
+    first_doc: int  # the number of this store's first document
+    documents: int
+    row_of_doc: np.ndarray | None  # int64[documents]: the row each document is (None: document d is row d)
+    doc_of_row: np.ndarray | None  # int64[rows]: the document each row is, -1 when dead (None: row r is document r)
+
+
+def _open_files(store: Store) -> list[_File]:
+    """The files of the store's current manifest, opened (the manifest read again when one vanished)."""
+    if store.manifest is None:
+        handle = open_parquet(store.path)
+        return [_File(handle, _group_rows(handle), 0, True)]
+    for _ in range(READ_ATTEMPTS):
+        manifest: Manifest = store.manifest
+        files: list[_File] = []
+        try:
+            first = 0
+            for part in manifest.parts:
+                handle = open_part(store.path, part.file)
+                files.append(_File(handle, _group_rows(handle), first, False))
+                first += int(files[-1].group_rows.sum())
+            return files
+        except FileNotFoundError:
+            for opened in files:
+                opened.handle.close()
+            store.refresh()
+    raise StoreError(f"{store.path} kept changing while it was read; try again")
+
+
+def _group_rows(handle: pq.ParquetFile) -> np.ndarray:
+    metadata = handle.metadata
+    return np.array([metadata.row_group(group).num_rows for group in range(metadata.num_row_groups)], np.int64)
+
+
+def _read(file: _File, group: int, columns: Sequence[str], path: Path) -> pa.Table:
+    stored = [name for name in columns if not (file.legacy and name == "run")]
+    try:
+        table = file.handle.read_row_group(group, columns=stored, use_threads=False)
+    except (pa.ArrowException, OSError, KeyError) as error:
+        raise StoreError(f"{path} is damaged ({one_line(error)}); sign the corpus again") from error
+    if file.legacy and "run" in columns:
+        table = table.append_column("run", pa.array(np.zeros(table.num_rows, np.int64)))
+    return table.replace_schema_metadata(None)
+
+
+def _column(files: list[_File], name: str, path: Path) -> pa.ChunkedArray:
+    chunks = [_read(file, group, [name], path).column(name) for file in files
+              for group in range(file.group_rows.size)]
+    return pa.chunked_array([chunk for column in chunks for chunk in column.chunks],
+                            type=chunks[0].type if chunks else pa.int64())
+
+
+def _removals(store: Store) -> pa.Table | None:
+    if store.manifest is None or not store.manifest.removals:
+        return None
+    tables = []
+    for removal in store.manifest.removals:
+        handle = open_part(store.path, removal.file)
+        try:
+            tables.append(handle.read(columns=["id", "run"]).replace_schema_metadata(None))
+        finally:
+            handle.close()
+    return pa.concat_tables(tables)
+
+
+class NumberedDocuments:
+    """The live documents of one or more stores of the same parameters, numbered by (store, id) (see the
+    module docstring). Use as a context manager, or call :meth:`close`.
+
+    Attributes:
+        params: the stores' signature parameters.
+        documents: live documents in all.
+        shingle_counts: int64[documents], by document number.
+        runs: int64[documents], the run that wrote each document (0 in format 1 stores).
+        store_starts: int64[stores + 1], the number of each store's first document, then ``documents``.
+    """
+
+    def __init__(self, stores: Sequence[Store]) -> None:
+        self.params: SignatureParams = stores[0].params
+        self._stores: list[_Numbered] = []
+        counts, runs = [], []
+        first_doc = 0
+        try:
+            for store in stores:
+                try:
+                    numbered, store_counts, store_runs = self._number(store, first_doc)
+                except FileNotFoundError as missing:  # a removal file deleted by a compaction: read again
+                    store.refresh()
+                    raise StoreError(f"{store.path} changed while it was read ({missing.filename}); run again") \
+                        from None
+                self._stores.append(numbered)
+                counts.append(store_counts)
+                runs.append(store_runs)
+                first_doc += numbered.documents
+        except BaseException:
+            self.close()
+            raise
+        self.documents = first_doc
+        self.shingle_counts = np.concatenate(counts) if counts else np.empty(0, np.int64)
+        self.runs = np.concatenate(runs) if runs else np.empty(0, np.int64)
+        self.store_starts = np.array([s.first_doc for s in self._stores] + [first_doc], np.int64)
+
+    def _number(self, store: Store, first_doc: int) -> tuple[_Numbered, np.ndarray, np.ndarray]:
+        files = _open_files(store)
+        try:
+            counts = _column(files, "shingle_count", store.path).to_numpy().astype(np.int64)
+            row_runs = _column(files, "run", store.path).to_numpy().astype(np.int64)
+            rows = counts.size
+            if files and files[0].legacy:
+                keep = np.arange(rows, dtype=np.int64)
+            else:
+                keep = live_rows(_column(files, "id", store.path), pa.chunked_array([pa.array(row_runs)]),
+                                 _removals(store))
+        except BaseException:
+            for file in files:
+                file.handle.close()
+            raise
+        in_order = keep.size == rows and bool(np.array_equal(keep, np.arange(rows)))
+        doc_of_row = None
+        if not in_order:
+            doc_of_row = np.full(rows, -1, np.int64)
+            doc_of_row[keep] = np.arange(keep.size, dtype=np.int64)
+        numbered = _Numbered(store, files, first_doc, int(keep.size), None if in_order else keep, doc_of_row)
+        return numbered, counts[keep] if not in_order else counts, row_runs[keep] if not in_order else row_runs
+
+    def __enter__(self) -> NumberedDocuments:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for numbered in self._stores:
+            for file in numbered.files:
+                file.handle.close()
+        self._stores = []
+
+    @property
+    def row_groups(self) -> int:
+        """Row groups in all, what one pass over the signatures reads (for progress)."""
+        return sum(file.group_rows.size for numbered in self._stores for file in numbered.files)
+
+    def signatures(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(docs int64[m], packed uint8[m, S]) of the live rows of each row group in turn, in file order."""
+        for numbered in self._stores:
+            for file in numbered.files:
+                first = file.first_row
+                for group, rows in enumerate(file.group_rows.tolist()):
+                    table = _read(file, group, ["signature"], numbered.store.path)
+                    packed = packed_signatures(table.column("signature"), self.params, numbered.store.path)
+                    if numbered.doc_of_row is None:
+                        docs = np.arange(first, first + rows, dtype=np.int64) + numbered.first_doc
+                        yield docs, packed
+                    else:
+                        local = numbered.doc_of_row[first : first + rows]
+                        alive = local >= 0
+                        yield local[alive] + numbered.first_doc, packed[alive]
+                    first += rows
+
+    def stored(self, docs: np.ndarray, columns: Sequence[str] = SIGNATURE_COLUMNS) -> StoredSignatures:
+        """The documents ``docs`` (int64, ascending, unique) as a store of their own, in that order: ids,
+        locations, counts, signatures, content hashes, runs and times, read from the row groups that hold them."""
+        tables: list[pa.Table] = []
+        order: list[np.ndarray] = []
+        for numbered in self._stores:
+            low, high = np.searchsorted(docs, [numbered.first_doc, numbered.first_doc + numbered.documents])
+            local = docs[low:high] - numbered.first_doc
+            if local.size == 0:
+                continue
+            rows = local if numbered.row_of_doc is None else numbered.row_of_doc[local]
+            by_row = np.argsort(rows, kind="stable")
+            sorted_rows = rows[by_row]
+            for file in numbered.files:
+                starts = file.first_row + np.r_[0, np.cumsum(file.group_rows)[:-1]]
+                for group, (start, size) in enumerate(zip(starts.tolist(), file.group_rows.tolist(), strict=True)):
+                    a, b = np.searchsorted(sorted_rows, [start, start + size])
+                    if b == a:
+                        continue
+                    table = _read(file, group, columns, numbered.store.path)
+                    if b - a < size:
+                        table = table.take(pa.array(sorted_rows[a:b] - start, pa.int64()))
+                    tables.append(table)
+            order.append(by_row + low)
+        if not tables:
+            path = self._stores[0].store.path if self._stores else Path(".")
+            return stored_signatures(_empty(self.params, columns), self.params, path)
+        table = pa.concat_tables(tables)
+        del tables
+        # The rows came in row order; put them back in document order (the same order when the rows are in id
+        # order already, one sorted part or a format 1 file: then nothing is copied).
+        arrived = np.concatenate(order)
+        if not np.array_equal(arrived, np.arange(docs.size)):
+            inverse = np.empty(docs.size, np.int64)
+            inverse[arrived] = np.arange(docs.size, dtype=np.int64)
+            table = table.take(pa.array(inverse, pa.int64()))
+        return stored_signatures(table, self.params, self._stores[0].store.path)
+
+
+def _empty(params: SignatureParams, columns: Sequence[str]) -> pa.Table:
+    from dedup_cli.store.format import part_schema
+
+    return part_schema(params).empty_table().select(list(columns)).replace_schema_metadata(None)
