@@ -124,21 +124,21 @@ def test_the_planner_looks_ahead_until_the_kernel_is_settled(monkeypatch: pytest
     files = [FilesTask((f"{n}",), (f"/nowhere/{n}",), 4096) for n in range(250)]
     decided = choice.KernelChoice()
     tasks = iter(files)
-    assert len(sign_workers.look_ahead(tasks, decided)) == 100 and decided.decided == "numba"
+    assert len(sign_workers.TaskPlanner(tasks, decided).settle()) == 100 and decided.decided == "numba"
     assert next(tasks) is files[100]  # the rest is planned as it is signed
     short = choice.KernelChoice()
-    assert len(sign_workers.look_ahead(iter(files[:60]), short)) == 60 and short.decided == "numpy"
+    assert len(sign_workers.TaskPlanner(iter(files[:60]), short).settle()) == 60 and short.decided == "numpy"
     # A line file read in place: its first chunk tells how much of the file is still to come, and the bytes
     # alone (a lower bound of the saving) settle the kernel without planning the rest.
     big = Source("big", "/nowhere/big.jsonl", "big.jsonl", "jsonl", None, 10**10)
     in_place = [LinesTask(big, LineChunk(b"", 1 + n, (), 0, n * 4096, 4096, 1), 0, 4096) for n in range(50)]
     early = choice.KernelChoice()
-    assert len(sign_workers.look_ahead(iter(in_place), early)) == 1 and early.decided == "numba"
+    assert len(sign_workers.TaskPlanner(iter(in_place), early).settle()) == 1 and early.decided == "numba"
     monkeypatch.setattr(sign_workers, "HELD_AHEAD_BYTES", 10 * 4096)
     source = Source("s", "-", "<stdin>", "lines", None)
     held = [LinesTask(source, LineChunk(b"x" * 4095 + b"\n", 1 + n), 0, 4096) for n in range(50)]
     stream = choice.KernelChoice()
-    assert len(sign_workers.look_ahead(iter(held), stream)) == 10 and stream.decided is None
+    assert len(sign_workers.TaskPlanner(iter(held), stream).settle()) == 10 and stream.decided is None
 
 
 def test_a_small_run_never_imports_numba(tmp_path: Path) -> None:

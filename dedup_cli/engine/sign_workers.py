@@ -58,19 +58,6 @@ def _sign_in_worker(task: ReadTask, params: SignatureParams, options: InputOptio
 HELD_AHEAD_BYTES = 16 << 20
 
 
-def look_ahead(tasks: Iterator[ReadTask], choice: KernelChoice) -> deque[ReadTask]:
-    """Plan tasks ahead until ``choice`` can settle the kernel of the whole run: when what they hold repays
-    loading the compiled kernel, or when there are no more (then it is decided), or when those that hold their
-    text in memory reach :data:`HELD_AHEAD_BYTES` (a stream: left undecided). Returns the tasks planned ahead.
-
-    Tasks of whole files and of line files read in place hold only names and offsets, so the planner's walk
-    runs ahead at no cost in memory."""
-    planner = _Planner(tasks, choice)
-    while planner.undecided():
-        planner.ahead(len(planner.planned) + 1)
-    return planner.planned
-
-
 def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: InputOptions, jobs: int,
                choice: KernelChoice, stored: DocumentIndex | None = None) -> Iterator[tuple[ReadTask, SignedTask]]:
     """Sign tasks in order, with ``jobs`` worker processes once there is more than one task.
@@ -86,12 +73,11 @@ def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: Inpu
     """
     global _stored
     text = params.input_kind == "text"
-    planner = _Planner(iter(tasks), choice if text else None)
+    planner = TaskPlanner(iter(tasks), choice if text else None)
     if jobs <= 1 or not planner.ahead(2):  # one task: a pool would only add start-up time
         if jobs <= 1:
             keep_freed_memory()
-        while planner.undecided():  # one process: settle the kernel first
-            planner.ahead(len(planner.planned) + 1)
+        planner.settle()  # one process: the kernel first
         while (task := planner.next()) is not None:
             yield task, sign_task(task, params, options, planner.kernel(task), stored)
         return
@@ -128,8 +114,12 @@ def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: Inpu
         _stored = None
 
 
-class _Planner:
-    """The tasks of a run, planned ahead of handing them out when asked to, told to ``choice`` as planned."""
+class TaskPlanner:
+    """The tasks of a run, planned ahead of handing them out when asked to, told to ``choice`` as planned.
+
+    Tasks of whole files and of line files read in place hold only names and offsets, so the walk runs ahead at
+    no cost in memory; tasks that hold their text (a stream's chunks, Parquet rows) are planned ahead only up to
+    :data:`HELD_AHEAD_BYTES` (a stream of unknown size is then left undecided: numpy, maybe switching later)."""
 
     def __init__(self, tasks: Iterator[ReadTask], choice: KernelChoice | None) -> None:
         self.tasks = tasks
@@ -154,6 +144,13 @@ class _Planner:
                 self.choice.see(task_documents(task), task_bytes(task), task_coming_bytes(task))
                 self.counted.add(id(task))
         return len(self.planned) >= count
+
+    def settle(self) -> deque[ReadTask]:
+        """Plan ahead until the kernel of the whole run is settled (or the tasks end, or hold too much text);
+        returns the tasks planned ahead."""
+        while self.undecided():
+            self.ahead(len(self.planned) + 1)
+        return self.planned
 
     def undecided(self) -> bool:
         """Whether planning ahead may still settle the kernel: undecided, tasks left, not too much text held."""

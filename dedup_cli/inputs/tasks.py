@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING, Any
 from dedup_cli.inputs.blocks import parse_block
 from dedup_cli.inputs.chunks import LineChunk, chunk_lines
 from dedup_cli.inputs.columns import ColumnsBuilder, TextColumns, columns_of
-from dedup_cli.inputs.files import PlainFile, line_document, note_unreadable, read_files, read_whole
-from dedup_cli.inputs.locations import Source, display_name
+from dedup_cli.inputs.files import line_document, note_unreadable, read_files
+from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import READ_ERRORS, compression, open_decompressed
 from dedup_cli.options.reading import InputOptions
 
 if TYPE_CHECKING:
@@ -50,11 +49,6 @@ class FilesTask:
     @classmethod
     def of(cls, sources: list[Source], input_bytes: int) -> FilesTask:
         return cls(tuple(source.id for source in sources), tuple(source.path for source in sources), input_bytes)
-
-    def sources(self) -> Iterator[Source]:
-        """The files as :func:`dedup_cli.inputs.discovery.plan_sources` lists them (text, by their names)."""
-        for identifier, path in zip(self.ids, self.paths, strict=True):
-            yield Source(identifier, path, display_name(path), "text", compression(path))
 
 
 @dataclass(frozen=True)
@@ -105,19 +99,6 @@ class TaskDocuments:
         for where, document in found:
             self.wheres.append(where)
             self.documents.append(document)
-
-
-def read_file(source: Source, limit: int | None, report: ReadReport) -> Iterator[tuple[str, Document]]:
-    """The document of one whole file (plain or compressed); a file that cannot be read is noted in ``report``."""
-    try:
-        if source.compression is None:
-            with PlainFile(source.path) as plain:
-                yield from read_whole(plain, plain.status(), source, limit, report)
-            return
-        with open_decompressed(source.path, source.compression) as (stream, status, _):
-            yield from read_whole(stream, status, source, limit, report)
-    except READ_ERRORS as error:
-        note_unreadable(report, source, error)
 
 
 def _line_documents(task: LinesTask, chunk: LineChunk, options: InputOptions, report: ReadReport
