@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -238,3 +239,28 @@ def test_signing_starts_before_the_walk_ends(tmp_path: Path, monkeypatch: pytest
     assert report.documents == 60 and events.count("walked") == 60 and events.count("written") == 15
     assert events.index("written") < len(events) - 1 - events[::-1].index("walked")  # a write before the last file
     assert totals == [sum(path.stat().st_size for path in corpus.iterdir())]  # told once the walk knew it
+
+
+def test_a_parquet_file_the_walk_reaches_without_its_column_stops_the_run(tmp_path: Path) -> None:
+    """The walk goes on while the workers sign, so a Parquet file without the named column may be found after the
+    store was opened: the run stops with the same one-line message, and nothing is committed."""
+    from click.testing import CliRunner
+
+    from dedup_cli.cli import cli
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for index in range(20):
+        (corpus / f"a{index:02d}.txt").write_text(f"document {index} of a few words that say something " * 3)
+    store = tmp_path / "s.parquet"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["sign", str(corpus), "-o", str(store), "-q"]).exit_code == 0
+    before = sorted(path.name for path in store.iterdir())
+    (corpus / "a05.txt").write_text("changed: a run that committed would store this")
+    pa.parquet.write_table(pa.table({"body": ["x"]}), corpus / "z.parquet")
+    result = runner.invoke(cli, ["sign", str(corpus), "-o", str(store), "--jobs", "2"])
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (f"Error: {corpus / 'z.parquet'} has no column 'text' (its "
+                                                       "columns: body); name the column with --text-column")
+    assert sorted(path.name for path in store.iterdir()) == before
+    assert dedup.open_store(store).last_run == 1 and len(dedup.read_store(store).ids) == 20
