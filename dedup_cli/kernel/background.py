@@ -4,8 +4,8 @@
 (:func:`dedup_cli.kernel.cache.cached`), and :func:`compile_later` starts one detached process, at the lowest
 priority (idle scheduling where the system has it, else nice 19), that compiles it for later runs: ``python -m
 dedup_cli.kernel.background PID``. That process takes an exclusive lock first and ends at once if another holds
-it, so two runs started together compile once; then it waits for the run that started it (PID) to end, so that
-the compiler never shares that run's cores; it writes one line to the log of the key
+it, so two runs started together compile once; then it waits for the run that started it (PID) to end, and a few
+seconds more (a script's next command, say ``dedup find``), so that the compiler does not share their cores; it writes one line to the log of the key
 (:mod:`dedup_cli.kernel.cache`) saying what it did, and records a failure instead of raising it.
 """
 
@@ -18,8 +18,9 @@ import time
 from dedup_cli.kernel.cache import PACKAGE_PARENT, cached, compiling, failure, log, record_failure, record_paths
 
 # How long the compiler waits for the run that started it to end before it compiles anyway (a long-lived process,
-# a notebook, may sign for hours).
+# a notebook, may sign for hours), and then a little more, for what a script runs next (dedup find after sign).
 WAIT_SECONDS = 120.0
+AFTER_SECONDS = 5.0
 
 
 def compile_later() -> bool:
@@ -70,9 +71,9 @@ def _wait_for(pid: int, seconds: float) -> None:
 
 def compile_in_this_process(starter: int | None = None) -> None:
     """What the background process does: take the lock (or end if another process holds it), wait for the run
-    that started it (``starter``, a process id) to end, at most :data:`WAIT_SECONDS`, so as not to share its cores
-    or memory, and compile the kernel into numba's cache unless it is there by now; the outcome goes to the log, a
-    failure to its record."""
+    that started it (``starter``, a process id) to end, at most :data:`WAIT_SECONDS`, and :data:`AFTER_SECONDS`
+    more, so as not to share its cores or memory, and compile the kernel into numba's cache unless it is there by
+    now; the outcome goes to the log, a failure to its record."""
     import fcntl
 
     _lowest_priority()
@@ -85,6 +86,7 @@ def compile_in_this_process(starter: int | None = None) -> None:
             return
         if starter is not None:
             _wait_for(starter, WAIT_SECONDS)
+            time.sleep(AFTER_SECONDS)
         if cached():
             log(paths["log"], "the kernel is cached already")
             return
