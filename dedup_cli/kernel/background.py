@@ -5,8 +5,9 @@
 priority (idle scheduling where the system has it, else nice 19), that compiles it for later runs: ``python -m
 dedup_cli.kernel.background PID``. That process takes an exclusive lock first and ends at once if another holds
 it, so two runs started together compile once; then it waits for the run that started it (PID) to end, and a few
-seconds more (a script's next command, say ``dedup find``), so that the compiler does not share their cores; it writes one line to the log of the key
-(:mod:`dedup_cli.kernel.cache`) saying what it did, and records a failure instead of raising it.
+seconds more (a script's next command, say ``dedup find``), so that the compiler does not share their cores. It
+writes one line to the log of the key (:mod:`dedup_cli.kernel.cache`) saying what it did, and records a failure
+instead of raising it.
 """
 
 from __future__ import annotations
