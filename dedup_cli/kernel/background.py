@@ -21,7 +21,7 @@ from dedup_cli.kernel.cache import PACKAGE_PARENT, cached, compiling, failure, l
 # How long the compiler waits for the run that started it to end before it compiles anyway (a long-lived process,
 # a notebook, may sign for hours), and then a little more, for what a script runs next (dedup find after sign).
 WAIT_SECONDS = 120.0
-AFTER_SECONDS = 5.0
+AFTER_SECONDS = 2.0
 
 
 def compile_later() -> bool:
