@@ -2,18 +2,18 @@
 
 Both give byte-identical shingle counts and signatures. The compiled kernel (:mod:`dedup_cli.kernel.compiled`)
 needs less CPU per document and per byte, but has a fixed cost the numpy one has not: importing numba and loading
-the compiled code from numba's on-disk cache (:data:`LOAD_SECONDS`, paid once, by the process that plans the
-run, before its workers fork). Compiling it the first time takes 8 s or more, and no run pays that: ``auto``
-takes the compiled kernel only when a fresh process can load it from the cache (:func:`dedup_cli.kernel.cache.cached`),
-and otherwise signs with numpy while it is compiled in the background for later runs
-(:mod:`dedup_cli.kernel.background`).
+the compiled code from numba's on-disk cache (:data:`LOAD_SECONDS` in each signing process: the planning process
+pays it once when the choice is made before its workers fork, else each worker pays it, in parallel). Compiling
+it the first time takes 8 s or more, and no run pays that: ``auto`` takes the compiled kernel only when a fresh
+process can load it from the cache (:func:`dedup_cli.kernel.cache.cached`), and otherwise signs with numpy while
+it is compiled in the background for later runs (:mod:`dedup_cli.kernel.background`).
 
 When it is cached, ``auto`` chooses by measured cost: the compiled kernel when the CPU time it saves over the
-run (:func:`saving_seconds`, from the rates in docs/signing.md), shared by the workers, exceeds the time it takes
-to load: ``saving / workers > LOAD_SECONDS``. A run's tasks are looked at ahead (file names, line offsets: no
-text) until their saving settles it or they end (:class:`KernelChoice`); a stream of unknown size (stdin)
-starts with numpy and switches once what it has given settles it. Either way the signatures are the same.
-Nothing here imports numba; :func:`compiled_kernel` does, when chosen.
+run (:func:`saving_seconds`, fitted to signing workers; docs/signing.md), shared by the workers, exceeds the time
+it takes to load: ``saving / workers > LOAD_SECONDS``. The run's tasks are told to :class:`KernelChoice` as they
+are planned (file names, line offsets: no text), while the workers sign, until their saving settles it or they
+end; a stream of unknown size (stdin) starts with numpy and switches once what it has given settles it. Either
+way the signatures are the same. Nothing here imports numba; :func:`compiled_kernel` does, when chosen.
 """
 
 from __future__ import annotations
