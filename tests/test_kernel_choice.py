@@ -214,7 +214,7 @@ def test_sign_says_which_kernel_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     corpus = mixed_corpus(tmp_path)
     _cached(monkeypatch)  # as in a fresh process, the compiled kernel in numba's cache
     code, _, stderr = run("sign", str(corpus), "-o", str(tmp_path / "a.parquet"), "-v")
-    assert code == 0 and "kernel: numpy (0.0 MB in 150 documents would not repay the 0.45 s of loading the " \
+    assert code == 0 and "kernel: numpy (0.0 MB in 150 documents would not repay the 0.36 s of loading the " \
                           "compiled kernel; --kernel numba takes it anyway)" in stderr
     code, _, stderr = run("sign", str(corpus), "-o", str(tmp_path / "b.parquet"), "-v", "--kernel", "numba")
     assert code == 0 and f"kernel: numba {choice.numba_version()} (compiled)" in stderr

@@ -29,9 +29,10 @@ from dedup_cli.kernel import cache
 from dedup_cli.params import SignatureParams
 
 COMPILED_MODULE = "dedup_cli.kernel.compiled"
-# Importing numba (0.22 s), this package's compiled module (0.04 s) and loading its code from numba's cache
-# (0.18 s), in a process that has numpy and pyarrow already (bench/RESULTS-sign.md, start-up), rounded up.
-LOAD_SECONDS = 0.45
+# Importing numba, this package's compiled module and loading its code from numba's cache, in a process that has
+# numpy and pyarrow already: the CPU a signing run spends on it, measured as the difference between runs with the
+# kernel forced each way (0.32-0.40 s over eight corpora and k; docs/signing.md).
+LOAD_SECONDS = 0.36
 
 # Why a run signed with numpy (SignReport.kernel_reason): it was asked to, numba is missing, the kernel is not
 # compiled yet (being compiled in the background) or failed to compile, the run was too small to repay loading

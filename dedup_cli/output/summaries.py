@@ -67,7 +67,8 @@ def kernel_line(report: SignReport, flag: Flag) -> str:
     if report.kernels == ["numba"]:
         return f"kernel: {numba}"
     if report.kernels == ["numpy", "numba"]:
-        return f"kernel: numpy, then {numba} once the stream (of unknown size) had given enough to repay loading it"
+        return (f"kernel: numpy, then {numba} once the tasks planned showed the run would repay loading it (the "
+                "workers start before the run's size is known)")
     run_bytes = report.read.input_bytes if report.read.input_bytes is not None else report.read.bytes_read
     why = {
         REQUESTED: f"{flag('kernel')} numpy",
