@@ -146,7 +146,7 @@ def child_dedup(spec: dict[str, Any]) -> dict[str, Any]:
                     index = np.array([position[i] for i in store_ids], dtype=np.int64)
                 else:
                     index = np.arange(n, dtype=np.int64)
-                codes = pair_codes(index[found.pairs.first], index[found.pairs.second], n)
+                codes = pair_codes(index[found.accepted.first], index[found.accepted.second], n)
                 name = f"dedup-{spec['scheme']}-R{threshold}-b{bits}-{verify}.npy"
                 np.save(work / name, np.unique(codes))
                 banding = found.banding

@@ -70,8 +70,8 @@ def measure(store: Path, threshold: float, bits: int) -> dict[str, float]:
         "seconds": seconds,
         "peak_mb": peak_kib / 1024,
         "candidates": result.candidates,
-        "pairs": int(result.pairs.first.size),
-        "groups": len(result.groups),
+        "pairs": result.pair_count,
+        "groups": result.group_count,
         "banding": f"{result.banding.bands}x{result.banding.rows}",
     }
 

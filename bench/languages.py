@@ -274,10 +274,8 @@ def recall_table(bases_per_language: int) -> list[str]:
             found: dict[float, set[tuple[str, str]]] = {}
             for threshold in (0.5, 0.8):
                 result = dedup.find(str(store), dedup.FindOptions(threshold=threshold))
-                ids = result.store.ids
-                found[threshold] = {tuple(sorted((ids[a], ids[b])))  # type: ignore[misc]
-                                    for a, b in zip(result.pairs.first.tolist(), result.pairs.second.tolist(),
-                                                    strict=True)}
+                found[threshold] = {tuple(sorted((pair.id_a, pair.id_b)))  # type: ignore[misc]
+                                    for pair in result.pairs()}
             shingles: dict[str, np.ndarray] = {}
             for language in [*LANGUAGES, "Chinese, short"]:
                 mine = [pair for pair in planted if pair[2] == language]

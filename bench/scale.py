@@ -54,20 +54,38 @@ def _descendants(pid: int) -> list[int]:
     return found + [grandchild for child in found for grandchild in _descendants(child)]
 
 
-class Peaks:
-    """The latest VmHWM of this process and each descendant, sampled until stopped (VmHWM only grows)."""
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
 
-    def __init__(self, every: float = 0.2) -> None:
+
+class Peaks:
+    """The latest VmHWM of this process and each descendant, sampled until stopped (VmHWM only grows), and the
+    largest size the Dask workers' scratch folder (their spilled data) reached."""
+
+    def __init__(self, every: float = 0.2, scratch: Path | None = None) -> None:
         self.peaks: dict[int, int] = {}
+        self.scratch_peak = 0
+        self._scratch = scratch
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(every,), daemon=True)
         self._thread.start()
 
     def _run(self, every: float) -> None:
         me = os.getpid()
+        ticks = 0
         while not self._stop.is_set():
             for pid in [me, *_descendants(me)]:
                 self.peaks[pid] = max(self.peaks.get(pid, 0), _peak_kib(pid))
+            if self._scratch is not None and ticks % 10 == 0 and self._scratch.exists():
+                self.scratch_peak = max(self.scratch_peak, _folder_bytes(self._scratch))
+            ticks += 1
             self._stop.wait(every)
 
     def stop(self) -> dict[int, int]:
@@ -79,10 +97,13 @@ class Peaks:
 
 def measure(store: Path, engine: str, workers: int, memory_limit: str, threshold: float, bits: int) -> dict:
     """One find in this process."""
+    import tempfile
+
     import dedup_cli as dedup
     from dedup_cli.options.engines import EngineOptions
 
-    peaks = Peaks()
+    scratch = Path(tempfile.gettempdir()) / "dask-scratch-space"
+    peaks = Peaks(scratch=scratch if engine == "dask" else None)
     options = EngineOptions() if engine == "local" else EngineOptions("dask", workers=workers,
                                                                       memory_limit=memory_limit)
     started = time.perf_counter()
@@ -96,6 +117,7 @@ def measure(store: Path, engine: str, workers: int, memory_limit: str, threshold
         "threshold": threshold, "bits": bits, "seconds": seconds, "banding": f"{banding.bands}x{banding.rows}",
         "candidates": result.candidates, "pairs": result.pair_count, "groups": result.group_count,
         "peak_mb": sum(found.values()) / 1024, "driver_peak_mb": found[me] / 1024,
+        "store_gb": _folder_bytes(store) / 1e9, "spill_peak_gb": peaks.scratch_peak / 1e9,
         "other_peaks_mb": sorted((kib / 1024 for pid, kib in found.items() if pid != me), reverse=True),
         "chance_expected": (result.banding_choice.chance_candidates if result.banding_choice else None),
         "profile": result.profile,
@@ -115,15 +137,23 @@ def ensure_store(size: int, data: Path) -> Path:
 
 def table(rows: list[dict]) -> list[str]:
     lines = ["| documents | R0 | engine | banding | candidates | per document | pairs ≥ R0 | time s | peak MB (sum) |"
-             " driver MB | largest other MB |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             " driver MB | largest other MB | store GB | spilled GB (peak) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         engine = "local" if r["engine"] == "local" else f"dask, {r['workers']} worker{'s' * (r['workers'] > 1)}"
         other = f"{r['other_peaks_mb'][0]:,.0f}" if r["other_peaks_mb"] else ""
+        spilled = f"{r['spill_peak_gb']:.2f}" if "spill_peak_gb" in r and r["engine"] == "dask" else ""
+        store = f"{r['store_gb']:.1f}" if "store_gb" in r else ""
         lines.append(f"| {r['documents']:,} | {r['threshold']:g} | {engine} | {r['banding']} | {r['candidates']:,} | "
                      f"{r['candidates'] / r['documents']:.4f} | {r['pairs']:,} | {r['seconds']:.1f} | "
-                     f"{r['peak_mb']:,.0f} | {r['driver_peak_mb']:,.0f} | {other} |")
+                     f"{r['peak_mb']:,.0f} | {r['driver_peak_mb']:,.0f} | {other} | {store} | {spilled} |")
     return lines
+
+
+def latest(rows: list[dict]) -> list[dict]:
+    """The last run of each (documents, R0, engine, workers), ordered by those."""
+    found = {(r["documents"], r["threshold"], r["engine"], r["workers"]): r for r in rows}
+    return [found[key] for key in sorted(found)]
 
 
 def moved(profile: dict) -> float:
@@ -173,6 +203,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA, help="folder holding (or to hold) synthetic-N.parquet")
     parser.add_argument("--out", type=Path, help="write the markdown table here")
     parser.add_argument("--report", nargs="+", type=Path, help="write --out from the JSON lines of earlier runs' logs")
+    parser.add_argument("--log", type=Path, help="append each run's JSON line here (the table is then written from "
+                                                  "every line of it, the latest run of each configuration)")
     parser.add_argument("--measure", nargs=5, help=argparse.SUPPRESS)  # child: store engine workers R0 memory
     arguments = parser.parse_args()
     command = "python bench/scale.py " + " ".join(sys.argv[1:])
@@ -203,6 +235,11 @@ def main() -> None:
                 row = json.loads(child.stdout.strip().splitlines()[-1])
                 rows.append(row)
                 print(json.dumps(row), flush=True)
+                if arguments.log:
+                    with arguments.log.open("a") as log:
+                        log.write(json.dumps(row) + "\n")
+    if arguments.log:
+        rows = latest([json.loads(line) for line in arguments.log.read_text().splitlines() if line.strip()])
     print(report(rows, command))
     if arguments.out:
         arguments.out.write_text(report(rows, command))

@@ -7,13 +7,21 @@ command line's::
 
     dedup.sign(["corpus/"], "sigs.parquet", dedup.SignOptions(num_perm=128))
     result = dedup.find("sigs.parquet", dedup.FindOptions(threshold=0.5, bits=2))
-    for group in result.groups.members: ...
+    for group in result.groups():  # Group(number, ids, representative, weakest)
+        print(group.number, group.ids)
 
-``sign``, ``find``, ``filter``, ``estimate``, ``evaluate`` (``dedup eval``; ``plot_evaluation`` draws its result),
-``plan``, ``info``; ``open_store`` and ``read_store`` to read a store directly; their options (``SignOptions`` with
+    # Texts in memory, without files or a store:
+    result = dedup.find_duplicates(["a text", "a text, nearly", "another"], dedup.FindOptions(threshold=0.8))
+
+``sign``, ``find``, ``filter`` (also ``filter_corpus``, a name that leaves Python's ``filter`` alone),
+``estimate``, ``evaluate`` (``dedup eval``; ``plot_evaluation`` draws its result),
+``plan``, ``info``; on texts in memory ``sign_texts`` (giving ``Signatures``, which ``estimate`` reads too) and
+``find_duplicates``; ``open_store`` and ``read_store`` to read a store directly; their options (``SignOptions`` with
 ``InputOptions``, ``FindOptions``, both with ``EngineOptions`` (``local``, or ``dask`` on a cluster),
 ``FilterOptions``, ``EstimateOptions``, ``EvalOptions``, ``PlanOptions``),
-results (``SignReport`` with ``ReadReport``, ``FindResult``, ``FilterReport``, ``EstimateResult``, ``EvalResult``,
+results (``SignReport`` with ``ReadReport``, ``FindResult`` with its records ``Group``, ``Pair``, ``Triple``,
+``Member`` and its arrays of rows ``Groups``, ``ScoredPairs``, ``ScoredTriples``, ``Banding``, ``BandingChoice``,
+``Verification``, ``FilterReport``, ``EstimateResult``, ``EvalResult``,
 ``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``, ``SignatureParams``) and errors (``DedupError`` and its
 subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``).
 
@@ -29,15 +37,20 @@ from typing import TYPE_CHECKING, Any
 from dedup_cli.version import __version__
 
 if TYPE_CHECKING:
+    from dedup_cli.candidates.banding import Banding, BandingChoice
     from dedup_cli.commands.estimate import EstimateResult, estimate
     from dedup_cli.commands.eval import evaluate
-    from dedup_cli.commands.filter import FilterReport, filter
+    from dedup_cli.commands.filter import FilterReport, filter, filter_corpus
     from dedup_cli.commands.find import find
     from dedup_cli.commands.info import StoreInfo, info
     from dedup_cli.commands.plan import Plan, plan
     from dedup_cli.commands.sign import SignReport, sign
-    from dedup_cli.engine.results import EvalResult, FindResult
+    from dedup_cli.commands.texts import find_duplicates, sign_texts
+    from dedup_cli.engine.results import EvalResult, FindResult, Group, Member, Pair, Triple
     from dedup_cli.errors import DedupError, InputError, OptionError, StoreError, UsageError
+    from dedup_cli.estimates.pairs import ScoredPairs
+    from dedup_cli.estimates.triples import ScoredTriples
+    from dedup_cli.groups.components import Groups
     from dedup_cli.inputs.report import ReadReport
     from dedup_cli.options.engines import EngineOptions
     from dedup_cli.options.evaluating import EvalOptions
@@ -48,8 +61,10 @@ if TYPE_CHECKING:
     from dedup_cli.options.signing import SignOptions
     from dedup_cli.output.eval_plot import plot_evaluation
     from dedup_cli.params import SignatureParams
+    from dedup_cli.store.memory import Signatures
     from dedup_cli.store.snapshot import StoredSignatures
     from dedup_cli.store.store import Store, open_store, read_store
+    from dedup_cli.verification import Verification
 
 # Each public name and the module that defines it.
 _PUBLIC = {
@@ -62,7 +77,21 @@ _PUBLIC = {
     "FindOptions": "dedup_cli.options.finding",
     "EngineOptions": "dedup_cli.options.engines",
     "FindResult": "dedup_cli.engine.results",
+    "Group": "dedup_cli.engine.results",
+    "Pair": "dedup_cli.engine.results",
+    "Triple": "dedup_cli.engine.results",
+    "Member": "dedup_cli.engine.results",
+    "sign_texts": "dedup_cli.commands.texts",
+    "find_duplicates": "dedup_cli.commands.texts",
+    "Signatures": "dedup_cli.store.memory",
+    "Groups": "dedup_cli.groups.components",
+    "ScoredPairs": "dedup_cli.estimates.pairs",
+    "ScoredTriples": "dedup_cli.estimates.triples",
+    "Banding": "dedup_cli.candidates.banding",
+    "BandingChoice": "dedup_cli.candidates.banding",
+    "Verification": "dedup_cli.verification",
     "filter": "dedup_cli.commands.filter",
+    "filter_corpus": "dedup_cli.commands.filter",
     "FilterOptions": "dedup_cli.options.filtering",
     "FilterReport": "dedup_cli.commands.filter",
     "estimate": "dedup_cli.commands.estimate",
@@ -90,6 +119,8 @@ _PUBLIC = {
 }
 
 __all__ = [
+    "Banding",
+    "BandingChoice",
     "DedupError",
     "EngineOptions",
     "EstimateOptions",
@@ -100,31 +131,43 @@ __all__ = [
     "FilterReport",
     "FindOptions",
     "FindResult",
+    "Group",
+    "Groups",
     "InputError",
     "InputOptions",
+    "Member",
     "OptionError",
+    "Pair",
     "Plan",
     "PlanOptions",
     "ReadReport",
+    "ScoredPairs",
+    "ScoredTriples",
     "SignOptions",
     "SignReport",
     "SignatureParams",
+    "Signatures",
     "Store",
     "StoreError",
     "StoreInfo",
     "StoredSignatures",
+    "Triple",
     "UsageError",
+    "Verification",
     "__version__",
     "estimate",
     "evaluate",
     "filter",
+    "filter_corpus",
     "find",
+    "find_duplicates",
     "info",
     "open_store",
     "plan",
     "plot_evaluation",
     "read_store",
     "sign",
+    "sign_texts",
 ]
 
 

@@ -9,7 +9,9 @@ What an output path names decides how it is written (:func:`output_target`, used
 regular file, or a path that does not exist, is replaced atomically; a symbolic link to one has its target
 replaced and stays a link; a character or block device, a FIFO, a socket, or the name of an open descriptor
 (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``, what ``>(command)`` passes) is opened and written in
-place, as every Unix tool does, so ``-o /dev/null`` never replaces the device.
+place, as every Unix tool does, so ``-o /dev/null`` never replaces the device. An ``s3://`` URL names an object,
+written in one PUT or one multipart upload that the server makes visible only when it is complete: atomic by
+nature, like the rename (:mod:`dedup_cli.storage.objects`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from dedup_cli.storage.urls import is_url
 
 MAX_LINK_HOPS = 40
 """Symbolic links followed before a path is called a loop (ELOOP), as the kernel does."""
@@ -223,6 +227,10 @@ def path_kind(path: str | os.PathLike[str]) -> str | None:
     Raises:
         OSError: the path cannot be examined (a loop of links, a name too long, a component that is a file).
     """
+    if is_url(path):
+        from dedup_cli.storage import objects
+
+        return objects.kind(str(path))
     try:
         return _kind(os.stat(path).st_mode)
     except FileNotFoundError:
@@ -272,6 +280,8 @@ def rereadable(path: str | os.PathLike[str]) -> str | io.BytesIO:
     Raises:
         OSError: ``path`` is a device or socket, which is never read (``/dev/zero`` would never end).
     """
+    if is_url(path):
+        return str(path)
     current, status, descriptor = _follow(path)
     if status is None or stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode):
         return os.fspath(path)
@@ -331,6 +341,10 @@ def open_output(path: str | os.PathLike[str], binary: bool = True) -> Iterator[A
         OutputError: a write failed (the old file, if any, is left as it was).
         OSError: the path cannot be opened or examined.
     """
+    if is_url(path):
+        with _object_output(str(path), binary) as stream:
+            yield stream
+        return
     target = output_target(path)
     written = False  # past the caller's block: what fails now is this output's flush, fsync or rename
     try:
@@ -353,11 +367,60 @@ def open_output(path: str | os.PathLike[str], binary: bool = True) -> Iterator[A
 
 
 @contextmanager
+def _object_output(url: str, binary: bool) -> Iterator[Any]:
+    """A stream onto the object ``url``, complete when the block ends without an exception, else never written."""
+    from dedup_cli.storage import streams
+
+    written = False
+    try:
+        with streams.writing(url) as raw:
+            if binary:
+                yield OutputStream(raw, url)
+            else:
+                text = io.TextIOWrapper(raw, encoding="utf-8", newline="", write_through=True)
+                yield OutputStream(text, url)
+                text.flush()
+                text.detach()
+            written = True
+    except OSError as error:
+        if not written or isinstance(error, OutputError):
+            raise
+        raise OutputError(error.errno, error.strerror or str(error), url) from error
+
+
+def open_input(path: str | os.PathLike[str]) -> Any:
+    """A binary file to read the input ``path`` from: a local file, or an object (read in large ranged GETs)."""
+    if is_url(path):
+        from dedup_cli.storage import streams
+
+        return streams.open_read(str(path))
+    return open(path, "rb")  # noqa: SIM115 - the caller closes it
+
+
+def input_status(handle: Any) -> os.stat_result:
+    """``os.fstat`` of a file :func:`open_input` opened (an object's size and modification time)."""
+    status = getattr(handle, "status", None)
+    return status() if callable(status) else os.fstat(handle.fileno())
+
+
+@contextmanager
 def output_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     """An empty scratch directory to build the output directory ``path`` in, renamed into place as a whole when
     the block ends without an exception (:func:`atomic_path`); a symbolic link to a directory stays a link, its
     target replaced. What killed runs left beside it is removed first."""
+    if is_url(path):
+        # A prefix has no rename: each object is written whole where it goes, the marker last (docs/filter.md).
+        yield str(path).rstrip("/")  # type: ignore[misc]
+        return
     target = Path(os.path.realpath(path))
     remove_stale_scratch(target)
     with atomic_path(target, directory=True) as scratch:
         yield scratch
+
+
+def remove_others(url: str, names: list[str]) -> None:
+    """Delete the objects under the prefix ``url`` other than ``names`` (keys relative to it)."""
+    from dedup_cli.storage import objects
+
+    keep = {f"{url}/{name}" for name in names}
+    objects.delete_many([item.url for item in objects.listing(url) if item.url not in keep])

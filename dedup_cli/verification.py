@@ -39,7 +39,8 @@ def exact_sets(store: StoredSignatures, rows: np.ndarray) -> list[np.ndarray | N
     locations = [store.paths[row] for row in rows]
     if params.input_kind == "sets":
         return reread_sets(locations, hashes)
-    texts = reread_documents(locations, hashes)
+    texts: list[str | None] = ([store.texts[row] for row in rows.tolist()] if store.texts is not None
+                               else reread_documents(locations, hashes))
     readable = [index for index, text in enumerate(texts) if text is not None]
     shingles, offsets = batch_shingles([text for text in texts if text is not None], params.shingle_size,
                                        params.shingle_unit, params.tokenisation)

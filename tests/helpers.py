@@ -350,5 +350,5 @@ def pair_codes_by_id(result: FindResult, ids: Sequence[str]) -> np.ndarray:
     holds only the documents it reports, numbered among themselves."""
     rank = {identifier: index for index, identifier in enumerate(ids)}
     numbers = np.array([rank[identifier] for identifier in result.store.ids], np.int64)
-    first, second = numbers[result.pairs.first], numbers[result.pairs.second]
+    first, second = numbers[result.accepted.first], numbers[result.accepted.second]
     return np.minimum(first, second) * len(ids) + np.maximum(first, second)

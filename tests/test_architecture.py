@@ -130,10 +130,11 @@ def _violations(items: list[Import]) -> str:
 # flow documents → shingles → signatures → candidates → estimates → groups, then what runs and shows it) and a
 # step inside the tier, for modules of one package that build on each other. docs/architecture.md explains it.
 LAYERS: list[tuple[str, list[list[str]]]] = [
-    ("foundations: nothing of dedup", [
-        ["errors", "version", "primitives", "files", "candidates", "commands", "corpus", "engine", "engine.dask",
-         "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "output", "store", "text",
-         "command_line", "options"],
+    ("foundations: nothing of dedup but each other", [
+        ["errors", "version", "primitives", "storage.urls", "candidates", "commands", "corpus", "engine",
+         "engine.dask", "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "output", "store", "text",
+         "command_line", "options", "storage"],
+        ["storage.objects"], ["storage.streams"], ["files"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
@@ -161,32 +162,36 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
-        ["inputs.streams", "inputs.blocks"], ["inputs.parquet", "inputs.chunks"], ["inputs.discovery", "inputs.reread"],
+        ["inputs.streams", "inputs.blocks"], ["inputs.parquet", "inputs.chunks", "inputs.remote"],
+        ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"], ["inputs.planning"],
         ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [
-        ["store.format", "store.parts", "store.pandas_probe"], ["store.lock", "store.legacy", "store.manifest"],
-        ["store.snapshot"],
-        ["store.compaction"], ["store.runs"], ["store.store"], ["store.pieces", "store.documents"],
+        ["store.format", "store.places", "store.pandas_probe"],
+        ["store.parts", "store.lock", "store.legacy", "store.manifest"], ["store.leases", "store.snapshot"],
+        ["store.compaction", "store.memory", "store.numbering"], ["store.runs"], ["store.store"],
+        ["store.pieces", "store.documents", "store.checkpoints"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
     ]),
     ("corpus: the kept records of each input, written in its own format", [
         ["corpus.decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"], ["corpus.parquet"],
-        ["corpus.sources"],
+        ["corpus.sources"], ["corpus.pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
         ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras", "engine.progress"],
         ["engine.band_rounds"],
         ["engine.local", "engine.sign_workers", "engine.filter_stages", "engine.evaluation"],
-        ["engine.dask.cluster"], ["engine.dask.frames"], ["engine.dask.candidates"], ["engine.dask.joins"],
+        ["engine.dask.cluster"], ["engine.dask.frames", "engine.dask.checkpoints"], ["engine.dask.candidates"],
+        ["engine.dask.joins"],
         ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],
-        ["engine.dask.find", "engine.dask.sign"],
+        ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"],
     ]),
     ("commands: one module per command of the API", [
-        ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval"],
+        ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval",
+         "commands.texts"],
         ["commands.filter"],
     ]),
     ("output: records, writers, summaries", [
@@ -209,7 +214,7 @@ CONFINED = {
     "click": {"cli", "command_line."},
     "tqdm": {"cli", "command_line."},
     # The store, the input readers (Parquet text columns), the Parquet writers of filter and of output.
-    "pyarrow": {"store.", "inputs.", "corpus.", "output."},
+    "pyarrow": {"store.", "inputs.", "corpus.", "output.", "engine.results"},  # FindResult.to_arrow, lazily
     # The compiled kernel (the fast extra); kernel.choice and kernel.tables decide and prepare without it.
     "numba": {"kernel.primitives", "kernel.sketch", "kernel.tokenise", "kernel.compiled"},
     # eval's pictures, an optional extra.
@@ -218,6 +223,11 @@ CONFINED = {
     "dask": {"engine.dask."},
     "distributed": {"engine.dask."},
     "pandas": {"engine.dask.", "store.pieces"},
+    # Object storage (the ``s3`` extra): one client, behind one module.
+    "s3fs": {"storage.objects"},
+    "fsspec": {"storage.objects", "storage.streams"},
+    "botocore": {"storage.objects"},
+    "aiobotocore": {"storage.objects"},
 }
 
 
@@ -341,7 +351,8 @@ def test_the_public_api_is_lazy_and_complete() -> None:
     # What mypy sees (the TYPE_CHECKING imports) comes from the modules __getattr__ serves.
     assert {item.target for item in _imports_of("__init__")} >= set(public.values())
     code = ("import sys, dedup_cli, dedup_cli.cli; "
-            "print(sorted(name for name in ('numpy', 'pyarrow', 'xxhash', 'tqdm') if name in sys.modules))")
+            "print(sorted(name for name in ('numpy', 'pyarrow', 'xxhash', 'tqdm', 's3fs', 'botocore', 'fsspec') "
+            "if name in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": str(PACKAGE_DIR.parent)})
     assert loaded.stdout.strip() == "[]", f"importing the CLI loads {loaded.stdout.strip()}"

@@ -44,15 +44,20 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
 
 def bucket_runs(sorted_keys: np.ndarray, max_bucket: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The buckets of keys sorted so that equal keys are adjacent: (starts int64[b], lengths int64[b] cut to
-    ``max_bucket``, cut bool[b]), buckets of one member left out (they pair with nothing)."""
-    n = sorted_keys.size
-    if n < 2:
-        empty = np.empty(0, dtype=np.int64)
+    ``max_bucket``, cut bool[b]), buckets of one member left out (they pair with nothing).
+
+    Found from the positions where a key repeats the one before, which are few (most buckets hold one document),
+    so nothing of the size of the keys is built beyond one boolean mask.
+    """
+    empty = np.empty(0, dtype=np.int64)
+    if sorted_keys.size < 2:
         return empty, empty, np.empty(0, bool)
-    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    lengths = np.diff(np.r_[starts, n])
-    keep = lengths >= 2
-    starts, lengths = starts[keep], lengths[keep]
+    repeats = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])  # i: key i + 1 equals key i
+    if repeats.size == 0:
+        return empty, empty, np.empty(0, bool)
+    breaks = np.flatnonzero(np.diff(repeats) != 1)
+    starts = repeats[np.r_[0, breaks + 1]]
+    lengths = repeats[np.r_[breaks, repeats.size - 1]] + 2 - starts
     return starts, np.minimum(lengths, max_bucket), lengths > max_bucket
 
 

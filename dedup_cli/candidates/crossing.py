@@ -83,14 +83,35 @@ def owner_of(prints: np.ndarray, bits: int, slices: int) -> np.ndarray:
 
 @dataclass
 class BandBuckets:
-    """One band of one share, sorted by hash: its own pairs (with the fingerprint of each pair's bucket), the
-    fingerprints of its cut buckets, and its distinct fingerprints."""
+    """One band of one share, sorted by hash: the rows in that order, its own pairs (with the fingerprint of
+    each pair's bucket), the fingerprints of its cut buckets, and its distinct fingerprints."""
 
+    hashes: np.ndarray  # uint32 or uint64 [n], the rows' hashes, ascending
+    order: np.ndarray  # int32 or int64 [n], the row (position in the share) of each
     first: np.ndarray  # int64[p], documents
     second: np.ndarray  # int64[p]
     pair_prints: np.ndarray  # uint64[p], the fingerprint of the bucket each pair came from
     cut_prints: np.ndarray  # uint64[c], the fingerprints of buckets cut to max_bucket
     prints: np.ndarray  # uint64[u], distinct fingerprints, ascending
+
+    def rows_of(self, crossing: np.ndarray, bits: int) -> np.ndarray:
+        """int64[m]: positions (in hash order) of the rows whose fingerprint is in ``crossing`` (ascending)."""
+        if crossing.size == 0 or self.hashes.size == 0:
+            return np.empty(0, np.int64)
+        width = self.hashes.dtype.itemsize * 8
+        shift = width - bits
+        low = np.searchsorted(self.hashes, (crossing << np.uint64(shift)).astype(self.hashes.dtype), "left")
+        if shift:
+            top = ((crossing + np.uint64(1)) << np.uint64(shift)) - np.uint64(1)
+            top = np.minimum(top, np.uint64((1 << width) - 1)).astype(self.hashes.dtype)
+        else:
+            top = crossing.astype(self.hashes.dtype)
+        high = np.searchsorted(self.hashes, top, "right")
+        lengths = high - low
+        if not lengths.any():
+            return np.empty(0, np.int64)
+        starts = np.repeat(low, lengths)
+        return starts + np.arange(starts.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 def band_buckets(keys: np.ndarray, docs: np.ndarray, band: int, bits: int, max_bucket: int) -> BandBuckets:
@@ -105,10 +126,11 @@ def band_buckets(keys: np.ndarray, docs: np.ndarray, band: int, bits: int, max_b
     ordered = hashes[order]
     starts, lengths, cut = bucket_runs(ordered, max_bucket)
     first, second = run_pairs(starts, lengths)
-    prints = fingerprints_of(ordered, bits)
-    distinct = prints[first_of_runs(prints)] if prints.size else prints
-    sorted_docs = docs[order]
-    return BandBuckets(sorted_docs[first], sorted_docs[second], prints[first], prints[starts[cut]], distinct)
+    prints = ordered >> ordered.dtype.type(ordered.dtype.itemsize * 8 - bits)
+    distinct = prints[first_of_runs(prints)].astype(np.uint64) if prints.size else np.empty(0, np.uint64)
+    narrow = order.astype(np.int32) if order.size < (1 << 31) else order
+    return BandBuckets(ordered, narrow, docs[order[first]], docs[order[second]], prints[first].astype(np.uint64),
+                       prints[starts[cut]].astype(np.uint64), distinct)
 
 
 def slice_sets(prints: np.ndarray, bits: int, slices: int) -> list[EliasFano]:

@@ -212,6 +212,16 @@ find_options = option_group(
     click.option("--only-across", is_flag=True, help="With --against: only pairs across the two stores."),
 )
 
+tuning_options = option_group(
+    click.option("--band-memory", type=MEMORY_SIZE, default=FindOptions.band_memory, metavar="BYTES",
+                 show_default="1GiB",
+                 help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
+                      "less means more rounds (a tuning knob; the output is the same)."),
+    click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
+                 help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on "
+                      "the workers and the records stream in chunks (a tuning knob; the output is the same)."),
+)
+
 
 engine_options = option_group(
     click.option("--engine", "engine_name", type=click.Choice(ENGINES), default=EngineOptions.name,
@@ -316,8 +326,19 @@ class StageBars:
     context manager, so the last bar is closed."""
 
     def __init__(self, quiet: bool) -> None:
+        self._quiet = quiet
         self._shown = not quiet and sys.stderr.isatty()
         self._bar: Any = None
+
+    def note(self, text: str) -> None:
+        """A line on stderr (unless ``quiet``), above the bar."""
+        if self._quiet:
+            return
+        if self._bar is not None:
+            self._bar.clear()
+        click.echo(one_line(text), err=True)
+        if self._bar is not None:
+            self._bar.refresh()
 
     def stage(self, name: str, total: int | None = None, unit: str = "steps") -> Callable[[int], None]:
         self.close()

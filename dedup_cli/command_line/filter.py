@@ -9,6 +9,8 @@ import click
 
 from dedup_cli.command_line.common import (
     FORMAT_SUFFIXES,
+    engine_of,
+    engine_options,
     find_options,
     flag,
     print_warnings,
@@ -16,6 +18,7 @@ from dedup_cli.command_line.common import (
     reading_options,
     reports_errors,
     say,
+    tuning_options,
     write_records,
 )
 from dedup_cli.errors import UsageError
@@ -45,6 +48,8 @@ from dedup_cli.options.vocabulary import DEFAULT_STORE, OUTPUT_FORMATS, STORE_VA
               help="Format of --removed.  [default: by its extension (.tsv, .csv, .parquet), else jsonl]")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
 @click.option("-v", "--verbose", is_flag=True, help="List every warning, not only the first few.")
+@tuning_options
+@engine_options
 @reports_errors
 def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_method: str, members: str | None,
                   annotate: bool, sign_first: bool, removed: str | None, removed_format: str | None, quiet: bool,
@@ -59,6 +64,7 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
       dedup filter crawl.jsonl --sign -o clean.jsonl --threshold 0.8
       dedup filter corpus/ -o clean/ --keep longest --removed removed.tsv
       dedup filter train.jsonl -s train.parquet --against test.parquet --only-across -o clean.jsonl
+      dedup filter /shared/corpus/ -o /shared/clean/ --engine dask --scheduler tcp://10.0.0.1:8786
     """
     import dedup_cli as api
     from dedup_cli.output.records import removed_fields, removed_records
@@ -66,9 +72,11 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
 
     if out == removed == "-":
         raise UsageError("-o - and --removed - cannot both be stdout; name a file for one of them")
+    engine = engine_of(given)
     reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__ if name in given})
-    options = FilterOptions(input=reading, find=FindOptions(group=group_method, **given), members=members,
-                            annotate=annotate, sign=SignOptions(input=reading) if sign_first else None)
+    options = FilterOptions(input=reading, find=FindOptions(group=group_method, engine=engine, **given),
+                            members=members, annotate=annotate,
+                            sign=SignOptions(input=reading) if sign_first else None)
     with progress_bar(quiet, "filtering") as (on_start, advance):
         report = api.filter(inputs, out, default_store(store), options, progress=advance, on_start=on_start)
     if removed is not None:

@@ -9,7 +9,6 @@ import click
 
 from dedup_cli.command_line.common import (
     EXIT_DUPLICATES,
-    MEMORY_SIZE,
     StageBars,
     engine_of,
     engine_options,
@@ -18,6 +17,7 @@ from dedup_cli.command_line.common import (
     out_option,
     reports_errors,
     say,
+    tuning_options,
     warn,
     write_records,
 )
@@ -34,12 +34,11 @@ from dedup_cli.store.pandas_probe import pandas_hidden
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="jsonl", help="Output format.")
 @out_option
 @click.option("--no-header", is_flag=True, help="Omit the header row of TSV/CSV output.")
-@click.option("--band-memory", type=MEMORY_SIZE, default=FindOptions.band_memory, metavar="BYTES", show_default="1GiB",
-              help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
-                   "less means more rounds (a tuning knob; the output is the same).")
-@click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
-              help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on the "
-                   "workers and the records stream in chunks (a tuning knob; the output is the same).")
+@tuning_options
+@click.option("--work-dir", type=click.Path(path_type=str, file_okay=False), default=None, metavar="DIR",
+              help="Keep each completed stage in DIR (created if missing; for --engine dask, a path every worker "
+                   "sees), so that the same find run again after a failure resumes there.")
+@click.option("--keep-work", is_flag=True, help="With --work-dir: keep its files after the run completes.")
 @click.option("--fail-on-duplicates", is_flag=True,
               help=f"Exit with code {EXIT_DUPLICATES} when anything is reported (like grep), for scripts and cron.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
@@ -60,7 +59,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
       dedup find train.parquet --against test.parquet --only-across --output pairs
     """
     import dedup_cli as api
-    from dedup_cli.output.records import fields_of, find_records
+    from dedup_cli.engine.results import fields_of, find_records
     from dedup_cli.output.summaries import find_store_line, find_summary, find_warnings
 
     if kind == "triples" and given["ways"] != 3:

@@ -23,6 +23,7 @@ from dedup_cli.estimates.pairs import score_pairs
 from dedup_cli.estimates.triples import score_triples
 from dedup_cli.options.finding import EstimateOptions
 from dedup_cli.options.vocabulary import default_store
+from dedup_cli.store.memory import Signatures
 from dedup_cli.store.store import open_store
 from dedup_cli.verification import exact_sets
 
@@ -63,25 +64,31 @@ class EstimateResult:
         return {name: getattr(self, name) for name in _RECORD_ORDER if getattr(self, name) is not None}
 
 
-def estimate(ids: Sequence[str], store: str | os.PathLike[str] | None = None,
+def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | None = None,
              options: EstimateOptions | None = None) -> EstimateResult:
     """Estimate R for two or three documents of the store.
 
     Args:
         ids: two or three different document ids.
-        store: the store (default: ``$DEDUP_STORE``, else ``./dedup.parquet``).
+        store: the store (default: ``$DEDUP_STORE``, else ``./dedup.parquet``), or texts signed in memory
+            (:func:`dedup_cli.sign_texts`).
         options: b, the confidence level, and whether to compute the exact resemblance too.
     """
     options = EstimateOptions() if options is None else options
     ids = tuple(ids)
     options.check_ids(ids)
-    path = default_store(store)
-    opened = open_store(path)  # the manifest only: options are checked before the store is read
-    params = opened.params
-    bits = options.check_store(ids, params.bits, path)
-    named, missing = opened.read_documents(ids)
-    if missing:
-        raise UsageError(f"no document {missing[0]!r} in {path}; list ids with: dedup find --output pairs")
+    if isinstance(store, Signatures):
+        params = store.params
+        bits = options.check_store(ids, params.bits, "the signatures")
+        named = store.stored(store.rows_of(ids))
+    else:
+        path = default_store(store)
+        opened = open_store(path)  # the manifest only: options are checked before the store is read
+        params = opened.params
+        bits = options.check_store(ids, params.bits, path)
+        named, missing = opened.read_documents(ids)
+        if missing:
+            raise UsageError(f"no document {missing[0]!r} in {path}; list ids with: dedup find --output pairs")
     rows = np.arange(len(ids), dtype=np.int64)
     values = named.values(bits)
     counts = named.shingle_counts

@@ -24,19 +24,23 @@ import numpy as np
 from dedup_cli.commands.find import find, open_reference
 from dedup_cli.commands.sign import SignReport, sign
 from dedup_cli.corpus.decisions import Decisions, SourceOutcome
-from dedup_cli.corpus.layout import Layout, plan_layout, write_marker
+from dedup_cli.corpus.layout import MARKER, Layout, plan_layout, write_marker
 from dedup_cli.corpus.sources import filter_source
-from dedup_cli.engine.filter_stages import known_exact, member_decisions, pair_estimates
+from dedup_cli.engine.extras import require_dask
+from dedup_cli.engine.filter_stages import find_decisions, pair_estimates
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.files import open_output, output_directory, path_kind
+from dedup_cli.files import open_output, output_directory, path_kind, remove_others
 from dedup_cli.inputs.discovery import plan_sources
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path
 from dedup_cli.inputs.members import read_members
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.checks import literal
+from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.filtering import FilterOptions
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
+from dedup_cli.storage.urls import absolute as absolute_path
+from dedup_cli.storage.urls import is_url
 from dedup_cli.store.store import Store, open_store, stored_id_root
 
 Progress = Callable[[int], None]
@@ -121,7 +125,7 @@ def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[So
     files = store.source_files()
     signed = [(STDIN if source.path == STDIN else location_path(source.path)) in files for source in sources]
     for name in inputs:
-        absolute = STDIN if name == STDIN else os.path.abspath(name)
+        absolute = STDIN if name == STDIN else absolute_path(name)
         if not any(known and (source.path == absolute or source.path.startswith(absolute.rstrip(os.sep) + os.sep))
                    for source, known in zip(sources, signed, strict=True)):
             shown = "stdin" if name == STDIN else display_name(name)
@@ -130,20 +134,19 @@ def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[So
     return signed
 
 
+def _plan(store: Store, path: str, options: FilterOptions) -> _Plan:
+    return _from_find(path, options) if options.members is None else _from_members(store, path, options)
+
+
 def _from_find(path: str, options: FilterOptions) -> _Plan:
+    """The decisions of ``find`` (on either engine; a result streamed from a cluster is read chunk by chunk)."""
     result = find(path, options.find)
-    chosen = member_decisions(result, dropped_only=not options.annotate)
-    store, ids = result.store, result.store.ids
-    assert store.content_hashes is not None
-    decisions = Decisions([ids[row] for row in chosen.rows.tolist()], store.content_hashes[chosen.rows],
-                          chosen.drop, chosen.groups, [ids[row] for row in chosen.representatives.tolist()])
-    exact = known_exact(result, chosen.rows, chosen.representatives)
-    estimate = pair_estimates(store, chosen.rows, chosen.representatives, result.bits)
+    found = find_decisions(result, dropped_only=not options.annotate)
+    decisions = Decisions(found.ids, found.content_hashes, found.drop, found.groups, found.representatives)
     stores = None
-    if result.reference is not None:
-        stores = ["reference" if origin else "new" for origin in result.reference[chosen.representatives].tolist()]
-    return _Plan(decisions, np.where(np.isnan(exact), estimate, exact), ~np.isnan(exact), stores,
-                 len(result.groups), result.keep_field_problems)
+    if found.representative_in_reference is not None:
+        stores = ["reference" if origin else "new" for origin in found.representative_in_reference.tolist()]
+    return _Plan(decisions, found.similarity, found.verified, stores, found.group_count, result.keep_field_problems)
 
 
 def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
@@ -180,11 +183,24 @@ def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
 
 def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], decisions: Decisions,
            reading: InputOptions, options: FilterOptions, store: str, inputs: Sequence[str], stdin: Any,
-           stdout: BinaryIO | None, progress: Progress | None) -> SourceOutcome:
-    """Filter every source into OUT: a scratch file or directory that replaces OUT when complete."""
+           stdout: BinaryIO | None, progress: Progress | None, client: Any = None) -> SourceOutcome:
+    """Filter every source into OUT: a scratch file or directory that replaces OUT when complete; here, or with
+    ``client`` (a Dask client) by tasks on its workers (:mod:`dedup_cli.engine.dask.filter`)."""
     total = SourceOutcome()
 
-    def each(targets: Sequence[str | BinaryIO]) -> None:
+    def each(targets: Sequence[str | BinaryIO], root: str | None = None) -> None:
+        if client is not None:
+            from dedup_cli.engine.dask.filter import filter_into_directory, filter_into_stream
+
+            if root is not None:
+                total.add(filter_into_directory(client, sources, signed, [str(t) for t in targets], root, decisions,
+                                                reading, options.annotate, progress))
+                return
+            for source, target, known in zip(sources, targets, signed, strict=True):
+                assert not isinstance(target, str)
+                total.add(filter_into_stream(client, source, known, target, decisions, reading, options.annotate,
+                                             progress))
+            return
         for source, target, known in zip(sources, targets, signed, strict=True):
             total.add(filter_source(source, decisions, reading, target, options.annotate, known, stdin, progress))
 
@@ -199,8 +215,10 @@ def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], de
                 each([out] * len(sources))
         else:
             with output_directory(layout.out) as scratch:
-                each([os.path.join(scratch, target) for target in layout.targets])
+                each([os.path.join(scratch, target) for target in layout.targets], str(scratch))
                 write_marker(scratch, store, inputs)
+                if is_url(scratch):  # objects of an earlier output that this one did not write
+                    remove_others(str(scratch), [*layout.targets, MARKER])
     except OSError as error:
         raise InputError(f"cannot write {display_name(layout.out)}: {error.strerror or error}") from error
     return total
@@ -266,16 +284,35 @@ def filter(
     if report.read.unreadable:
         where, reason = report.read.unreadable[0]
         raise InputError(f"cannot read {where}: {reason}; nothing was written")
+    if options.find.engine.name == "dask":
+        require_dask()
+        if any(source.path == STDIN for source in sources):
+            raise UsageError("- (stdin) cannot be read by Dask workers; save it to a file they can read, or filter "
+                             "it with {engine} local", options=True)
     layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
     signed = _signed(opened, path, inputs, sources)
     if options.annotate and not any(source.format in ("jsonl", "parquet") for source in sources):
         raise UsageError("{annotate} adds fields to JSON Lines records and Parquet rows; these inputs hold none",
                          options=True)
-    plan = _from_find(path, options) if options.members is None else _from_members(opened, path, options)
-    if on_start is not None:
-        on_start(report.read.input_bytes)
-    outcome = _write(layout, sources, signed, plan.decisions, reading, options, path, inputs, stream, stdout,
-                     progress)
+    engine = options.find.engine
+    if engine.name == "dask":
+        from dedup_cli.engine.dask import cluster
+
+        with cluster.connected(engine) as client:
+            # find connects to the same cluster (a local one started here lives until the inputs are written).
+            here = EngineOptions("dask", scheduler=client.scheduler.address)
+            plan = _plan(opened, path, dataclasses.replace(options, find=dataclasses.replace(options.find,
+                                                                                           engine=here)))
+            if on_start is not None:
+                on_start(report.read.input_bytes)
+            outcome = _write(layout, sources, signed, plan.decisions, reading, options, path, inputs, stream, stdout,
+                             progress, client)
+    else:
+        plan = _plan(opened, path, options)
+        if on_start is not None:
+            on_start(report.read.input_bytes)
+        outcome = _write(layout, sources, signed, plan.decisions, reading, options, path, inputs, stream, stdout,
+                         progress)
     _summarise(report, plan, outcome, len(sources))
     report.seconds = time.perf_counter() - started
     return report
@@ -298,3 +335,7 @@ def _summarise(report: FilterReport, plan: _Plan, outcome: SourceOutcome, source
         representatives=[decisions.representatives[p] for p in rows.tolist()], similarity=plan.similarity[rows],
         verified=plan.verified[rows], representative_stores=None if stores is None else [stores[p] for p in rows],
     )
+
+
+# The same function under a name that does not shadow Python's built-in filter after ``from dedup_cli import *``.
+filter_corpus = filter

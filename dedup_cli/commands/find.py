@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 from dedup_cli.engine import local
 from dedup_cli.engine.extras import require_dask
@@ -46,16 +47,16 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
     options.check_store(params.bits, params.num_perm, path, params.input_kind)
     if options.new_since is not None:
         opened.check_run(options.new_since)
+    reference = None if options.against is None else open_reference(opened, options.against)
     if options.engine.name == "dask":
         require_dask()
         from dedup_cli.engine.dask import cluster
         from dedup_cli.engine.dask import find as dask_find
 
         with cluster.connected(options.engine):
-            result = dask_find.find(opened, options, progress=progress)
+            result = dask_find.find(opened, options, progress=progress, reference=reference)
     else:
-        stores = [opened] if options.against is None else [opened, open_reference(opened, options.against)]
-        result = local.find(stores, options, progress)
+        result = local.find([opened] if reference is None else [opened, reference], options, progress)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -63,7 +64,9 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
 def open_reference(store: Store, against: str) -> Store:
     """The reference store ``against`` (its manifest), checked against ``store``: another store, same parameters."""
     reference = open_store(against)
-    if os.path.exists(store.path) and os.path.samefile(store.path, reference.path):
+    here, there = store.path, reference.path
+    local = isinstance(here, Path) and isinstance(there, Path)
+    if here == there or (local and os.path.exists(str(here)) and os.path.samefile(str(here), str(there))):
         raise OptionError("against", against, f"{{against}} {literal(against)} is the store itself; name another "
                           "store to compare with")
     differences = store.params.differences(reference.params)

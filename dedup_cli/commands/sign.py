@@ -37,6 +37,7 @@ from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.params import SignatureParams
+from dedup_cli.storage.urls import absolute
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.manifest import RunInput, RunRecord
 from dedup_cli.store.runs import StoreRun
@@ -194,7 +195,7 @@ def sign(
     report = SignReport(store=output)
     recorded = stored_id_root(output)
     asked = options.input.id_root
-    if asked is not None and recorded is not None and os.path.abspath(asked) != recorded:
+    if asked is not None and recorded is not None and absolute(asked) != recorded:
         raise OptionError("id_root", asked, f"{{id_root}} {literal(asked)} differs from {literal(recorded)}, the "
                           f"directory the ids of {literal(output)} are relative to; leave {{id_root}} out, or sign "
                           "into another store")

@@ -32,7 +32,8 @@ Line = tuple[int, bytes, bytes]  # (number from 1, the line as read, its content
 
 
 def filter_lines(stream: Any, source: Source, options: InputOptions, decisions: Decisions, out: BinaryIO,
-                 annotate: bool = False, progress: Callable[[], None] | None = None) -> SourceOutcome:
+                 annotate: bool = False, progress: Callable[[], None] | None = None,
+                 first_line: int = 1) -> SourceOutcome:
     """Write the lines of ``source`` (its decompressed bytes ``stream``) to keep to ``out``, in order.
 
     Args:
@@ -43,11 +44,12 @@ def filter_lines(stream: Any, source: Source, options: InputOptions, decisions: 
         out: where kept lines go.
         annotate: keep every line; add the ``dedup_*`` fields to JSON objects.
         progress: called after each batch of lines.
+        first_line: the number of the stream's first line in its file (a part of a file read from a line on).
     """
     outcome = SourceOutcome()
     reader = io.BufferedReader(Prefixed(b"", stream), buffer_size=1 << 16)
     batch: list[Line] = []
-    for line in iter_raw_lines(reader):
+    for line in iter_raw_lines(reader, first_line):
         batch.append(line)
         if len(batch) == LINE_BATCH:
             out.write(_filter_batch(batch, source, options, decisions, annotate, outcome))

@@ -60,38 +60,56 @@ def _row_positions(batch: pa.RecordBatch, row: int, source: Source, options: Inp
     return decisions.lookup([None if value is None else row_identifier(value) for value in values])
 
 
+def output_schema(parquet: pq.ParquetFile, source: Source, options: InputOptions, annotate: bool) -> pa.Schema:
+    """The schema of the output of the Parquet input ``parquet``: its own, with the annotation columns added when
+    ``annotate`` (its columns checked first)."""
+    check_columns(parquet.schema_arrow, source, options)
+    return _annotated_schema(parquet.schema_arrow, source) if annotate else parquet.schema_arrow
+
+
+def filter_batch(batch: pa.RecordBatch, row: int, source: Source, options: InputOptions, decisions: Decisions,
+                 annotate: bool, schema: pa.Schema, outcome: SourceOutcome) -> pa.RecordBatch:
+    """The rows of ``batch`` (the input's rows from ``row`` on) to keep, or every row annotated; noted in
+    ``outcome``. Only the text of rows to drop is decoded, to check its content hash."""
+    size = batch.num_rows
+    positions = _row_positions(batch, row, source, options, decisions)
+    hits = np.flatnonzero(positions >= 0)
+    texts = column_values(batch.column(options.text_column).take(pa.array(hits, pa.int64())))
+    dropped = np.zeros(size, bool)
+    for offset, text in zip(hits.tolist(), texts, strict=True):
+        content_hash = None if text is None else text_hash(decode(text)[0])
+        dropped[offset] = decisions.settle(outcome, int(positions[offset]), content_hash,
+                                           f"{source.display} row {row + offset}")
+    outcome.records += size
+    if annotate:
+        values = [decisions.annotation(int(p), bool(d)) for p, d in zip(positions, dropped, strict=True)]
+        columns = [pa.array([value[i] for value in values], data_type)
+                   for i, data_type in enumerate(ANNOTATION_TYPES)]
+        return pa.RecordBatch.from_arrays([*batch.columns, *columns], schema=schema)
+    return batch.filter(pa.array(~dropped)) if dropped.any() else batch
+
+
+def parquet_writer(out: BinaryIO, parquet: pq.ParquetFile, schema: pa.Schema) -> pq.ParquetWriter:
+    """The writer of a filtered copy of ``parquet``: ``schema``, and the codec of its first column chunk."""
+    return pq.ParquetWriter(out, schema, compression=_codec(parquet))
+
+
 def filter_parquet(handle: Any, source: Source, options: InputOptions, decisions: Decisions, out: BinaryIO,
                    annotate: bool = False, progress: Callable[[], None] | None = None) -> SourceOutcome:
     """Write the rows of the Parquet file ``handle`` (``source``) to keep to ``out``, in order, with its schema.
 
-    Arguments as :func:`dedup_cli.corpus.lines.filter_lines`; ``progress`` is called after each batch.
+    One row group is written per batch of :data:`PARQUET_FILTER_ROWS` input rows (the batches run across the
+    input's row groups), whatever it keeps. Arguments as :func:`dedup_cli.corpus.lines.filter_lines`;
+    ``progress`` is called after each batch.
     """
     outcome = SourceOutcome()
     parquet = pq.ParquetFile(handle)
-    check_columns(parquet.schema_arrow, source, options)
-    schema = _annotated_schema(parquet.schema_arrow, source) if annotate else parquet.schema_arrow
+    schema = output_schema(parquet, source, options, annotate)
     row = 0
-    with pq.ParquetWriter(out, schema, compression=_codec(parquet)) as writer:
+    with parquet_writer(out, parquet, schema) as writer:
         for batch in parquet.iter_batches(batch_size=PARQUET_FILTER_ROWS, use_threads=False):
-            size = batch.num_rows
-            positions = _row_positions(batch, row, source, options, decisions)
-            hits = np.flatnonzero(positions >= 0)
-            texts = column_values(batch.column(options.text_column).take(pa.array(hits, pa.int64())))
-            dropped = np.zeros(size, bool)
-            for offset, text in zip(hits.tolist(), texts, strict=True):
-                content_hash = None if text is None else text_hash(decode(text)[0])
-                dropped[offset] = decisions.settle(outcome, int(positions[offset]), content_hash,
-                                                   f"{source.display} row {row + offset}")
-            outcome.records += size
-            if annotate:
-                values = [decisions.annotation(int(p), bool(d)) for p, d in zip(positions, dropped, strict=True)]
-                columns = [pa.array([value[i] for value in values], data_type)
-                           for i, data_type in enumerate(ANNOTATION_TYPES)]
-                batch = pa.RecordBatch.from_arrays([*batch.columns, *columns], schema=schema)
-            elif dropped.any():
-                batch = batch.filter(pa.array(~dropped))
-            writer.write_batch(batch)
-            row += size
+            writer.write_batch(filter_batch(batch, row, source, options, decisions, annotate, schema, outcome))
+            row += batch.num_rows
             if progress is not None:
                 progress()
     return outcome

@@ -18,7 +18,7 @@ from dedup_cli.corpus.lines import filter_lines
 from dedup_cli.corpus.parquet import filter_parquet
 from dedup_cli.corpus.writers import compressed, link_or_copy, output_file
 from dedup_cli.errors import InputError
-from dedup_cli.files import OutputError
+from dedup_cli.files import OutputError, open_input
 from dedup_cli.inputs.files import read_whole
 from dedup_cli.inputs.locations import STDIN, Source
 from dedup_cli.inputs.report import ReadReport
@@ -97,7 +97,7 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
         elif source.format == "text":
             outcome = _whole_file(source, decisions, target, stdin, annotate)
         elif source.format == "parquet":
-            with open(source.path, "rb") as handle, output_file(target) as out:
+            with open_input(source.path) as handle, output_file(target) as out:
                 outcome = filter_parquet(handle, source, options, decisions, out, annotate)
         else:
             with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
@@ -106,8 +106,13 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
     except OutputError:
         raise  # the output's failure, reported by the caller with the output's name
     except READ_ERRORS as error:
-        reason = getattr(error, "strerror", None) or " ".join(str(error).split()) or type(error).__name__
-        raise InputError(f"cannot read {source.display} to its end ({reason}); nothing was written") from error
+        raise read_failure(source, error) from error
     if progress is not None and source.size > done:
         progress(source.size - done)
     return outcome
+
+
+def read_failure(source: Source, error: BaseException) -> InputError:
+    """The error of an input that could not be read to its end (nothing is written then)."""
+    reason = getattr(error, "strerror", None) or " ".join(str(error).split()) or type(error).__name__
+    return InputError(f"cannot read {source.display} to its end ({reason}); nothing was written")

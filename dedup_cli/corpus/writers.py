@@ -18,7 +18,8 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
-from dedup_cli.files import OutputError, OutputStream
+from dedup_cli.files import OutputError, OutputStream, open_input, open_output
+from dedup_cli.storage.urls import is_url
 
 
 class _KeepOpen(io.RawIOBase):
@@ -64,6 +65,10 @@ def output_file(target: str | BinaryIO) -> Iterator[BinaryIO]:
     if not isinstance(target, str):
         yield target
         return
+    if is_url(target):  # an object: one upload, complete when the block ends
+        with open_output(target) as stream:
+            yield stream
+        return
     try:
         os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
         with open(target, "wb") as stream:
@@ -81,9 +86,9 @@ def output_file(target: str | BinaryIO) -> Iterator[BinaryIO]:
 def link_or_copy(source: str, target: str | BinaryIO) -> None:
     """Put the file ``source`` at ``target``: a hard link where the file system allows one, else a copy (with the
     modification time); into a stream, its bytes. Failures to write are :class:`~dedup_cli.files.OutputError`."""
-    if not isinstance(target, str):
-        with open(source, "rb") as handle:
-            shutil.copyfileobj(handle, target)
+    if not isinstance(target, str) or is_url(source) or is_url(target):  # bytes copied, through a stream
+        with open_input(source) as handle, output_file(target) as out:
+            shutil.copyfileobj(handle, out, 1 << 20)
         return
     try:
         os.makedirs(os.path.dirname(target) or ".", exist_ok=True)

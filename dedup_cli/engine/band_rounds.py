@@ -18,7 +18,8 @@ from dedup_cli.candidates.buckets import CandidateResult, PairCodes, band_keys, 
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.options.vocabulary import BAND_MEMORY
-from dedup_cli.store.documents import NumberedDocuments
+from dedup_cli.store.checkpoints import WorkDir
+from dedup_cli.store.numbering import Documents
 
 
 def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: int) -> list[tuple[int, int]]:
@@ -28,8 +29,9 @@ def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: i
     return [(first, min(bands, first + per_round)) for first in range(0, bands, per_round)]
 
 
-def streamed_candidates(documents: NumberedDocuments, eligible: np.ndarray, banding: Banding, max_bucket: int,
-                        progress: Progress = silent, round_bytes: int = BAND_MEMORY) -> tuple[CandidateResult, int]:
+def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Banding, max_bucket: int,
+                        progress: Progress = silent, round_bytes: int = BAND_MEMORY, work: WorkDir | None = None
+                        ) -> tuple[CandidateResult, int]:
     """The candidate pairs of banding the stored values, reading the signatures once per round.
 
     Args:
@@ -38,6 +40,8 @@ def streamed_candidates(documents: NumberedDocuments, eligible: np.ndarray, band
         banding: bands × rows, bands · rows ≤ k.
         round_bytes: the keys a round may hold (``FindOptions.band_memory``; 1 GiB is 24 bands of 32-bit keys at
             10^7 documents).
+        work: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
+            earlier run of the same store and banding is read instead of computed.
 
     Returns:
         the pairs (document numbers) and the number of rounds.
@@ -51,7 +55,18 @@ def streamed_candidates(documents: NumberedDocuments, eligible: np.ndarray, band
     rounds = band_rounds(bands, keyed.size, dtype.itemsize, round_bytes)
     codes = PairCodes()
     oversized = 0
+    reused: list[tuple[int, int]] = []
     for number, (first_band, last_band) in enumerate(rounds, start=1):
+        key = None if work is None else work.key("candidates", bands=bands, rows=rows, first_band=first_band,
+                                                  last_band=last_band, max_bucket=max_bucket, engine="local")
+        kept = None if work is None or key is None else work.load("candidates", key)
+        if kept is not None:
+            codes.add(kept["codes"])
+            oversized += int(kept["oversized"])
+            reused.append((first_band, last_band))
+            continue
+        round_codes = PairCodes()
+        round_cut = 0
         count = last_band - first_band
         keys = np.empty((count, keyed.size), dtype)
         advance = progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of "
@@ -66,8 +81,26 @@ def streamed_candidates(documents: NumberedDocuments, eligible: np.ndarray, band
             advance(1)
         for band in range(count):
             found, cut = band_pair_codes(keys[band], keyed, max_bucket, documents.documents)
-            codes.add(found)
-            oversized += cut
+            round_codes.add(found)
+            round_cut += cut
             advance(1)
         del keys
+        unique = round_codes.unique()
+        if work is not None and key is not None:
+            work.save("candidates", key, {"codes": unique, "oversized": np.array(round_cut)})
+        codes.add(unique)
+        oversized += round_cut
+    if reused:
+        progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path if work else ''}")
     return CandidateResult.of_codes(codes.unique(), documents.documents, oversized), len(rounds)
+
+
+def band_ranges(rounds: list[tuple[int, int]]) -> str:
+    """Rounds (first band, last band + 1) as the user counts bands: ``bands 1–24, 37–48``."""
+    merged: list[list[int]] = []
+    for first, last in rounds:
+        if merged and merged[-1][1] == first:
+            merged[-1][1] = last
+        else:
+            merged.append([first, last])
+    return "bands " + ", ".join(f"{first + 1}–{last}" for first, last in merged)

@@ -17,17 +17,22 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dedup_cli.candidates.banding import resolve_banding
+from dedup_cli.candidates.banding import BandingChoice, resolve_banding
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import find_stages as stages
 from dedup_cli.engine.band_rounds import streamed_candidates
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
-from dedup_cli.estimates.pairs import score_pairs
+from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.primitives import sorted_unique
+from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.documents import NumberedDocuments
+from dedup_cli.store.numbering import Documents
 from dedup_cli.store.store import Store
+from dedup_cli.verification import Verification
+
+SCORE_FIELDS = ("first", "second", "matches", "estimate", "stderr", "ci_low", "ci_high")
 
 
 def find(stores: Sequence[Store], options: FindOptions, progress: Progress = silent) -> FindResult:
@@ -42,69 +47,92 @@ def find(stores: Sequence[Store], options: FindOptions, progress: Progress = sil
     """
     progress.stage("numbering the documents", None)
     with NumberedDocuments(stores) as documents:
-        return _find(documents, options, progress, stores)
+        return find_documents(documents, options, progress, stores)
 
 
-def _find(documents: NumberedDocuments, options: FindOptions, progress: Progress,
-          stores: Sequence[Store]) -> FindResult:
+def find_documents(documents: Documents, options: FindOptions, progress: Progress = silent,
+                   stores: Sequence[Store] = ()) -> FindResult:
+    """:func:`find` of documents already numbered: a store's (and a reference store's), or texts signed in
+    memory. ``stores``: the stores they come from, which a ``work_dir`` is keyed by (none in memory)."""
     params = documents.params
     threshold = options.threshold
     bits = options.bits_for(params.bits)
     counts = documents.shingle_counts
     eligible = counts > 0  # a document with no shingle resembles nothing
     reference = None
-    if len(stores) > 1:
+    if documents.store_starts.size > 2:
         reference = np.arange(documents.documents) >= documents.store_starts[1]
     new = stages.new_documents(documents.runs, options.new_since, reference)
-
-    # Candidates below R0 matter too: a triple's pairs only need R0 − margin, and verification may rescue
-    # a pair the estimate put just under R0.
+    work = None if options.work_dir is None or not stores else WorkDir(options.work_dir, stores)
     choice = None
-    oversized = 0
-    if options.candidates == "all":
-        keyed = np.flatnonzero(eligible)
-        everything = documents.stored(keyed)
-        advance = progress.stage("comparing every pair", int(keyed.size), "documents")
-        first, second = stages.every_pair_candidates(everything.values(bits), bits, threshold,
-                                                     stages.set_size_ratios(everything.shingle_counts,
-                                                                            params.universe),
-                                                     np.ones(keyed.size, bool), advance)
-        first, second = keyed[first], keyed[second]
-    else:
+    if options.candidates == "lsh":
         recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
         choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
                                  documents=int(np.count_nonzero(eligible)))
-        found, _ = streamed_candidates(documents, eligible, choice.banding, options.max_bucket, progress,
-                                       options.band_memory)
-        first, second, oversized = found.first, found.second, found.oversized_buckets
-    if new is not None and options.ways == 2:
-        # Only pairs touching a new document matter; dropping the others before scoring saves the work.
-        touching = stages.wanted(np.c_[first, second], new, reference, options.only_across)
-        first, second = first[touching], second[touching]
-    candidates = int(first.size)
+    # What each stage depends on besides the stores: a stage kept by an earlier run is reused only when all of it
+    # matches (store.checkpoints).
+    found_by = dict(method=options.candidates, max_bucket=options.max_bucket, threshold=threshold, bits=bits,
+                    banding=None if choice is None else (choice.banding.bands, choice.banding.rows))
+    scored_by = dict(found_by, new_since=options.new_since, only_across=options.only_across, ways=options.ways)
+    decided_by = dict(scored_by, verify=options.verify)
+    scored_key = None if work is None else work.key("scored", **scored_by)
+    decided_key = None if work is None else work.key("decisions", **decided_by)
+    kept_scores = None if work is None or scored_key is None else work.load("scored", scored_key)
 
-    # From here on only the candidates' documents, numbered 0 … m − 1 in the same order.
-    progress.stage("reading the candidates' documents", None)
-    docs = sorted_unique(np.concatenate([first, second]))
-    store = documents.stored(docs)
-    first, second = np.searchsorted(docs, first), np.searchsorted(docs, second)
+    if kept_scores is None:
+        first, second, oversized = _candidates(documents, eligible, choice, options, bits, progress, work)
+        if new is not None and options.ways == 2:
+            # Only pairs touching a new document matter; dropping the others before scoring saves the work.
+            touching = stages.wanted(np.c_[first, second], new, reference, options.only_across)
+            first, second = first[touching], second[touching]
+        # From here on only the candidates' documents, numbered 0 … m − 1 in the same order.
+        progress.stage("reading the candidates' documents", None)
+        docs = sorted_unique(np.concatenate([first, second]))
+        store = documents.stored(docs)
+        values = store.values(bits)
+        r = stages.set_size_ratios(store.shingle_counts, params.universe)
+        progress.stage("scoring", None)
+        scored = score_pairs(values, np.searchsorted(docs, first), np.searchsorted(docs, second), r, bits)
+        if work is not None and scored_key is not None:
+            work.save("scored", scored_key, {"docs": docs, "oversized": np.array(oversized),
+                                             **{name: getattr(scored, name) for name in SCORE_FIELDS}})
+    else:
+        progress.note(f"resuming: scored candidate pairs from {options.work_dir}")
+        docs, oversized = kept_scores["docs"], int(kept_scores["oversized"])
+        scored = ScoredPairs(**{name: kept_scores[name] for name in SCORE_FIELDS})
+        progress.stage("reading the candidates' documents", None)
+        store = documents.stored(docs)
+        values = store.values(bits)
+        r = stages.set_size_ratios(store.shingle_counts, params.universe)
+    candidates = int(scored.first.size)
     reference = None if reference is None else reference[docs]
     new = None if new is None else new[docs]
-    values = store.values(bits)
-    r = stages.set_size_ratios(store.shingle_counts, params.universe)
-    progress.stage("scoring", None)
-    scored = score_pairs(values, first, second, r, bits)
 
-    progress.stage("exact checks", None)
-    exact_all, verification = stages.verify_borderline(store, scored, threshold, options.verify)
-    decided = stages.decide(scored.estimate, exact_all, threshold)
-    # One file under two names is one document; across two stores it is a duplicate to report.
-    same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
-    aliases = stages.alias_documents(store.paths, scored.first[same], scored.second[same])
-    if aliases.size:
-        decided &= stages.without(aliases, scored.first, scored.second)
+    kept_decisions = None if work is None or decided_key is None else work.load("decisions", decided_key)
+    if kept_decisions is None:
+        progress.stage("exact checks", None)
+        exact_all, verification = stages.verify_borderline(store, scored, threshold, options.verify)
+        decided = stages.decide(scored.estimate, exact_all, threshold)
+        # One file under two names is one document; across two stores it is a duplicate to report.
+        same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
+        aliases = stages.alias_documents(store.paths, scored.first[same], scored.second[same])
+        if aliases.size:
+            decided &= stages.without(aliases, scored.first, scored.second)
+        if work is not None and decided_key is not None:
+            checked = -1 if verification is None else verification.checked
+            missing = [] if verification is None else verification.unverifiable_documents
+            work.save("decisions", decided_key, {"exact": exact_all, "decided": decided, "aliases": aliases,
+                                                 "checked": np.array(checked), "unverifiable": np.array(missing, str)})
+    else:
+        progress.note(f"resuming: exact checks and decisions from {options.work_dir}")
+        exact_all, decided, aliases = kept_decisions["exact"], kept_decisions["decided"], kept_decisions["aliases"]
+        checked = int(kept_decisions["checked"])
+        verification = None if checked < 0 else Verification(np.empty(0), checked,
+                                                             kept_decisions["unverifiable"].tolist())
     progress.stage("groups", None)
     concluded = stages.conclude(store, values, r, scored, exact_all, decided, aliases, new, options, bits, reference)
+    if work is not None:
+        work.finish(options.keep_work)
     runs = documents.runs
     return FindResult(
         store=store,
@@ -112,10 +140,10 @@ def _find(documents: NumberedDocuments, options: FindOptions, progress: Progress
         threshold=threshold,
         banding=None if choice is None else choice.banding,
         candidates=candidates,
-        pairs=concluded.pairs,
+        accepted=concluded.pairs,
         exact=concluded.exact,
-        triples=concluded.triples,
-        groups=concluded.groups,
+        accepted_triples=concluded.triples,
+        grouping=concluded.groups,
         weakest=concluded.weakest,
         kept=concluded.kept,
         oversized_buckets=oversized,
@@ -130,5 +158,22 @@ def _find(documents: NumberedDocuments, options: FindOptions, progress: Progress
         banding_choice=choice,
         documents=documents.documents,
         run_span=(int(runs.min()), int(runs.max())) if runs.size else None,
-        reference_documents=None if len(stores) < 2 else int(documents.documents - documents.store_starts[1]),
+        reference_documents=None if reference is None else int(documents.documents - documents.store_starts[1]),
     )
+
+
+def _candidates(documents: Documents, eligible: np.ndarray, choice: BandingChoice | None,
+                options: FindOptions, bits: int, progress: Progress, work: WorkDir | None
+                ) -> tuple[np.ndarray, np.ndarray, int]:
+    """The candidate pairs (document numbers) and the buckets cut: by banding in rounds, or every pair."""
+    if choice is None:  # --candidates all
+        keyed = np.flatnonzero(eligible)
+        everything = documents.stored(keyed)
+        advance = progress.stage("comparing every pair", int(keyed.size), "documents")
+        ratios = stages.set_size_ratios(everything.shingle_counts, documents.params.universe)
+        first, second = stages.every_pair_candidates(everything.values(bits), bits, options.threshold, ratios,
+                                                     np.ones(keyed.size, bool), advance)
+        return keyed[first], keyed[second], 0
+    found, _ = streamed_candidates(documents, eligible, choice.banding, options.max_bucket, progress,
+                                   options.band_memory, work)
+    return found.first, found.second, found.oversized_buckets

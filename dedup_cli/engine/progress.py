@@ -17,10 +17,17 @@ class Progress(Protocol):
         """A stage begins (the previous one is over); ``total`` steps, when known. Returns the step counter."""
         ...
 
+    def note(self, text: str) -> None:
+        """Something the user should know as it happens (what a resumed run reused)."""
+        ...
+
 
 class _Silent:
     def stage(self, name: str, total: int | None = None, unit: str = "steps") -> Advance:
         return _ignore
+
+    def note(self, text: str) -> None:
+        pass
 
 
 def _ignore(count: int) -> None:

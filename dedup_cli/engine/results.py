@@ -1,10 +1,17 @@
-"""What ``find`` and ``eval`` learn, whichever engine ran them: the results every output format is written from."""
+"""What ``find`` and ``eval`` learn, whichever engine ran them: the results every output format is written from.
+
+A :class:`FindResult` speaks ids: :meth:`~FindResult.groups`, :meth:`~FindResult.pairs`, :meth:`~FindResult.triples`
+and :meth:`~FindResult.members` yield :class:`Group`, :class:`Pair`, :class:`Triple` and :class:`Member`, built
+from the same records every output format is written from (:func:`find_records`), so they are the same whether
+the result was gathered or streamed from a cluster. Field names are stable; scripts may rely on them.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -31,6 +38,17 @@ class StreamedOutput(Protocol):
 
 
 @dataclass
+class MemberDetails:
+    """What ``filter`` needs of each grouped document beyond its group, aligned with ``Groups.members``: its stored
+    content hash, and its similarity to its group's representative (the exact resemblance where ``find`` verified
+    that accepted pair, else the b-bit estimate of the pair)."""
+
+    content_hashes: np.ndarray  # uint64[m]
+    similarity: np.ndarray  # float64[m]
+    verified: np.ndarray  # bool[m]: the similarity is the exact resemblance
+
+
+@dataclass
 class FindResult:
     """Everything ``find`` learned, for printing in any format."""
 
@@ -39,10 +57,10 @@ class FindResult:
     threshold: float
     banding: Banding | None  # None with candidates="all"
     candidates: int
-    pairs: ScoredPairs  # accepted pairs
+    accepted: ScoredPairs  # accepted pairs, as rows of ``store`` (pairs() speaks ids)
     exact: np.ndarray  # float64[n_accepted], exact resemblance where verified, NaN elsewhere
-    triples: ScoredTriples | None
-    groups: Groups
+    accepted_triples: ScoredTriples | None
+    grouping: Groups  # the groups as rows of ``store`` (groups() speaks ids)
     weakest: np.ndarray  # float64[n_groups]
     kept: np.ndarray  # int64[n_groups], the representative of each group
     oversized_buckets: int
@@ -61,25 +79,252 @@ class FindResult:
     first_group: int = 1  # the number of the first group here (a chunk of a streamed output starts later)
     profile: dict[str, float] = field(default_factory=dict)  # an engine's own measures: seconds, rows, bytes moved
     reference_documents: int | None = None  # with ``against``: the reference store's live documents
+    member_details: MemberDetails | None = None  # from an engine whose ``store`` holds no signatures (None: from it)
 
     @property
     def pair_count(self) -> int:
-        return self.pairs.first.size if self.streamed is None else self.streamed.pairs
+        return self.accepted.first.size if self.streamed is None else self.streamed.pairs
 
     @property
     def group_count(self) -> int:
-        return len(self.groups) if self.streamed is None else self.streamed.groups
+        return len(self.grouping) if self.streamed is None else self.streamed.groups
 
     @property
     def triple_count(self) -> int | None:
         if self.streamed is not None:
             return self.streamed.triples
-        return None if self.triples is None else int(self.triples.docs.shape[0])
+        return None if self.accepted_triples is None else int(self.accepted_triples.docs.shape[0])
 
     @property
     def document_count(self) -> int:
         """The store's live documents, whether ``store`` holds them all or only those the result names."""
         return len(self.store) if self.documents is None else self.documents
+
+    # --- what it found, in ids ------------------------------------------------------------------------------------
+
+    def groups(self) -> Iterator[Group]:
+        """Each group: its number (from 1), member ids in id order, the kept member, the weakest link."""
+        for record in find_records("groups", self):
+            yield Group(record["group"], tuple(record["members"]), record["representative"], record["weakest"],
+                        tuple(record["stores"]) if "stores" in record else None)
+
+    def pairs(self) -> Iterator[Pair]:
+        """Each accepted pair, most similar first: ids, R̂ with its standard error and interval, the exact
+        resemblance where it was checked (else None), the b-bit match count."""
+        for record in find_records("pairs", self):
+            yield Pair(record["id_a"], record["id_b"], record["estimate"], record["stderr"], record["ci_low"],
+                       record["ci_high"], record["exact"], record["matches"], record.get("store_a"),
+                       record.get("store_b"))
+
+    def triples(self) -> Iterator[Triple]:
+        """Each accepted triple (``ways=3``), most similar first: ids, the 3-way R̂, its standard error and
+        interval, the positions where all three agree, and the three pairwise estimates."""
+        for record in find_records("triples", self):
+            yield Triple(record["id_a"], record["id_b"], record["id_c"], record["estimate"], record["stderr"],
+                         record["ci_low"], record["ci_high"], record["matches"], record["estimate_ab"],
+                         record["estimate_ac"], record["estimate_bc"])
+
+    def members(self) -> Iterator[Member]:
+        """Each grouped document: its group, ``keep`` or ``drop`` (a reference store's are always kept), the
+        group's size and kept member."""
+        for record in find_records("members", self):
+            yield Member(record["id"], record["group"], record["action"], record["group_size"],
+                         record["representative"], record.get("store"))
+
+    def to_arrow(self, kind: str = "groups") -> Any:
+        """The records of ``kind`` (groups, pairs, triples, members) as a ``pyarrow.Table``, with the columns of
+        ``find --format parquet``."""
+        import pyarrow as pa
+
+        if kind not in RECORD_FIELDS:
+            raise ValueError(f"kind {kind!r}: choose one of {', '.join(RECORD_FIELDS)}")
+        fields = fields_of(kind, self, delimited=False)
+        rows = list(find_records(kind, self))
+        if not rows:
+            return pa.table({name: pa.array([], pa.string()) for name in fields})
+        return pa.Table.from_pylist(rows).select(list(fields))
+
+
+class Group(NamedTuple):
+    """A group of near-duplicates: every member id (id order), the one to keep, and its weakest accepted link
+    (the lowest similarity among the accepted pairs that join it; exact where checked)."""
+
+    number: int
+    ids: tuple[str, ...]
+    representative: str
+    weakest: float | None
+    stores: tuple[str, ...] | None = None  # with ``against``: "new" or "reference" per member
+
+
+class Pair(NamedTuple):
+    """An accepted pair: R̂ (Li & König 2010, eq. 9), its standard error and 95 % interval, and the exact
+    resemblance where it was checked."""
+
+    id_a: str
+    id_b: str
+    estimate: float | None
+    stderr: float | None
+    ci_low: float | None
+    ci_high: float | None
+    exact: float | None
+    matches: int
+    store_a: str | None = None
+    store_b: str | None = None
+
+
+class Triple(NamedTuple):
+    """An accepted triple: the 3-way R̂ (Li, König & Gui 2010, eq. 8) and the pairwise estimates."""
+
+    id_a: str
+    id_b: str
+    id_c: str
+    estimate: float | None
+    stderr: float | None
+    ci_low: float | None
+    ci_high: float | None
+    matches: int
+    estimate_ab: float | None
+    estimate_ac: float | None
+    estimate_bc: float | None
+
+
+class Member(NamedTuple):
+    """A grouped document and what becomes of it."""
+
+    id: str
+    group: int
+    action: str  # "keep" or "drop"
+    group_size: int
+    representative: str
+    store: str | None = None
+
+
+# --- the records find reports (every output format is written from these; the objects above are built from them)
+
+FIELDS = {
+    "pairs": ("id_a", "id_b", "estimate", "stderr", "ci_low", "ci_high", "matches", "exact"),
+    "triples": ("id_a", "id_b", "id_c", "estimate", "stderr", "ci_low", "ci_high", "matches",
+                "estimate_ab", "estimate_ac", "estimate_bc"),
+    "members": ("id", "group", "action", "group_size", "representative"),
+    # Groups in TSV/CSV: one row per member (JSON Lines and Parquet keep the member list in one record).
+    "groups": ("group", "size", "id"),
+}
+# Columns of JSON Lines records and Parquet output, in order.
+RECORD_FIELDS = {**FIELDS, "groups": ("group", "size", "weakest", "representative", "members")}
+# With ``against``, which store each id is from ("new" or "reference"), after the usual fields.
+STORE_FIELDS = {"pairs": ("store_a", "store_b"), "triples": ("store_a", "store_b", "store_c"),
+                "members": ("store", "representative_store"), "groups": ("store",)}
+RECORD_STORE_FIELDS = {**STORE_FIELDS, "groups": ("representative_store", "stores")}
+STORE_NAMES = ("new", "reference")
+
+
+def fields_of(kind: str, result: FindResult, delimited: bool) -> tuple[str, ...]:
+    """The fields of ``kind`` records, in order: TSV/CSV columns (``delimited``) or JSON Lines and Parquet ones."""
+    base, extra = (FIELDS, STORE_FIELDS) if delimited else (RECORD_FIELDS, RECORD_STORE_FIELDS)
+    return base[kind] + (extra[kind] if result.reference is not None else ())
+
+
+def _stores(result: FindResult, rows: Any) -> list[str]:
+    """The store each document of ``rows`` is from (for records with ``against``)."""
+    assert result.reference is not None
+    return [STORE_NAMES[int(origin)] for origin in result.reference[rows]]
+
+
+def round_value(value: float) -> float | None:
+    """A number as records hold it: 6 digits after the point, None for NaN (a missing value)."""
+    return None if math.isnan(value) else round(float(value), 6)
+
+
+def pair_records(result: FindResult) -> Iterator[dict[str, Any]]:
+    """One record per accepted pair, most similar first, ties in id order."""
+    pairs, ids = result.accepted, result.store.ids
+    for p in np.lexsort((pairs.second, pairs.first, -pairs.estimate)):
+        record = {
+            "id_a": ids[pairs.first[p]],
+            "id_b": ids[pairs.second[p]],
+            "estimate": round_value(pairs.estimate[p]),
+            "stderr": round_value(pairs.stderr[p]),
+            "ci_low": round_value(pairs.ci_low[p]),
+            "ci_high": round_value(pairs.ci_high[p]),
+            "matches": int(pairs.matches[p]),
+            "exact": round_value(result.exact[p]),
+        }
+        if result.reference is not None:
+            record["store_a"], record["store_b"] = _stores(result, [pairs.first[p], pairs.second[p]])
+        yield record
+
+
+def triple_records(result: FindResult) -> Iterator[dict[str, Any]]:
+    """One record per accepted triple (already ordered by descending estimate)."""
+    found, ids = result.accepted_triples, result.store.ids
+    if found is None:
+        return
+    for t in range(found.docs.shape[0]):
+        a, b, c = (ids[d] for d in found.docs[t])
+        record = {
+            "id_a": a, "id_b": b, "id_c": c,
+            "estimate": round_value(found.estimate[t]),
+            "stderr": round_value(found.stderr[t]),
+            "ci_low": round_value(found.ci_low[t]),
+            "ci_high": round_value(found.ci_high[t]),
+            "matches": int(found.matches[t]),
+            "estimate_ab": round_value(found.pairwise[t, 0]),
+            "estimate_ac": round_value(found.pairwise[t, 1]),
+            "estimate_bc": round_value(found.pairwise[t, 2]),
+        }
+        if result.reference is not None:
+            record["store_a"], record["store_b"], record["store_c"] = _stores(result, found.docs[t])
+        yield record
+
+
+def group_records(result: FindResult) -> Iterator[dict[str, Any]]:
+    """One record per group: id (from 1), size, weakest internal estimate, representative, members."""
+    groups, ids = result.grouping, result.store.ids
+    for index in range(len(groups)):
+        members = groups.group(index)
+        record = {
+            "group": index + result.first_group,
+            "size": int(members.size),
+            "weakest": round_value(result.weakest[index]),
+            "representative": ids[result.kept[index]],
+            "members": [ids[m] for m in members],
+        }
+        if result.reference is not None:
+            record["representative_store"] = _stores(result, [result.kept[index]])[0]
+            record["stores"] = _stores(result, members)
+        yield record
+
+
+def member_records(result: FindResult) -> Iterator[dict[str, Any]]:
+    """One record per grouped document: its group and whether it is kept or may be dropped (a reference
+    store's documents are always kept)."""
+    groups, ids, reference = result.grouping, result.store.ids, result.reference
+    for index in range(len(groups)):
+        members = groups.group(index)
+        kept = int(result.kept[index])
+        for member in members:
+            record = {
+                "id": ids[member],
+                "group": index + result.first_group,
+                "action": "keep" if member == kept or (reference is not None and reference[member]) else "drop",
+                "group_size": int(members.size),
+                "representative": ids[kept],
+            }
+            if reference is not None:
+                record["store"], record["representative_store"] = _stores(result, [member, kept])
+            yield record
+
+
+RECORDS = {"pairs": pair_records, "triples": triple_records, "groups": group_records, "members": member_records}
+
+
+def find_records(kind: str, result: FindResult) -> Iterator[dict[str, Any]]:
+    """The records of ``kind``, from the result, or one chunk after another when its output is streamed."""
+    if result.streamed is None:
+        yield from RECORDS[kind](result)
+        return
+    for chunk in result.streamed.chunks(kind):
+        yield from RECORDS[kind](chunk)
 
 
 @dataclass

@@ -25,11 +25,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO, NamedTuple
 
 from dedup_cli.errors import InputError, UsageError
+from dedup_cli.files import open_input
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME, Source, display_name
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import COMPRESSION_SUFFIXES, READ_ERRORS
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
+from dedup_cli.storage.urls import is_url
 
 FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 _KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
@@ -56,6 +58,7 @@ class SourceFile(NamedTuple):
 
     id: str
     path: str
+    status: os.stat_result | None = None  # known when listed (objects in object storage)
 
 
 def _matches(relative: str, patterns: Sequence[str]) -> bool:
@@ -124,7 +127,8 @@ def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | No
 
 def walk_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
                report: ReadReport, id_root: str | None = None) -> Iterator[SourceFile]:
-    """Files under ``named`` and ``listed`` paths, in id order, found as the iterator is consumed.
+    """Files under ``named`` and ``listed`` paths, in id order, found as the iterator is consumed (``s3://`` URLs:
+    the objects under them, listed now, :func:`dedup_cli.inputs.remote.find_objects`).
 
     ``include``/``exclude`` are glob patterns matched against the path relative to the id root or the file
     name; they filter the files found in directories and the listed ones (a file named itself is always read).
@@ -133,6 +137,11 @@ def walk_files(named: Sequence[str], listed: Sequence[str], include: Sequence[st
     reported unreadable and skipped, since a list made by ``find`` may name a file deleted since. Ids are
     relative to :func:`_id_root`, which is recorded in ``report.id_root``.
     """
+    if any(is_url(name) for name in [*named, *listed]):
+        from dedup_cli.inputs.remote import find_objects
+
+        return iter([SourceFile(display_name(relative), url, status) for relative, url, status in
+                     find_objects(named, listed, include, exclude, report, id_root, _matches)])
     named_absolute = []
     for name in named:
         if not os.path.lexists(name):
@@ -238,7 +247,7 @@ def _sources(first: list[Source], files: Iterator[SourceFile], options: InputOpt
     for file in files:
         file_format, file_compression = _kinds(file.path)
         try:
-            status: os.stat_result | None = os.stat(file.path)
+            status: os.stat_result | None = file.status or os.stat(file.path)
         except OSError:
             status = None  # reported when it is read
         source = Source(file.id, file.path, display_name(file.path),
@@ -260,7 +269,7 @@ def _check_parquet(source: Source, options: InputOptions) -> None:
     from dedup_cli.inputs.parquet import check_columns
 
     try:
-        with open(source.path, "rb") as handle:
+        with open_input(source.path) as handle:  # a local file, or an object (s3://)
             schema = pq.read_schema(handle)
     except READ_ERRORS:
         return

@@ -13,6 +13,7 @@ or a :class:`~dedup_cli.inputs.records.Document` being made (:mod:`dedup_cli.inp
 
 from __future__ import annotations
 
+import io
 import os
 import stat as stat_module
 from collections.abc import Iterator, Sequence
@@ -24,9 +25,11 @@ from dedup_cli.inputs.columns import ColumnsBuilder, FileWheres, TextColumns
 from dedup_cli.inputs.decoding import BOM, clean, decode, json_record, whole_text
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path, record_location
 from dedup_cli.inputs.records import Document, IntegerSet, make_document
+from dedup_cli.inputs.remote import fetch_documents
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import READ_ERRORS, compression, open_decompressed, read_capped
 from dedup_cli.options.reading import InputOptions
+from dedup_cli.storage.urls import is_url
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -111,19 +114,30 @@ def _read_plain(path: str, limit: int | None) -> tuple[os.stat_result, bytes] | 
     return status, raw
 
 
+def _fetched_objects(paths: Sequence[str]) -> dict[str, tuple[bytes, os.stat_result] | OSError]:
+    """The bytes and status of the uncompressed objects among ``paths``, or the error reading each; {} when all
+    are local files (each costs one substring test here)."""
+    objects = [path for path in paths if "://" in path and is_url(path) and compression(path) is None]
+    return fetch_documents(objects) if objects else {}
+
+
 def read_files(ids: Sequence[str], paths: Sequence[str], limit: int | None, report: ReadReport) -> TextColumns:
     """The documents of whole files (plain or compressed; ``ids`` and ``paths`` aligned) as columns; a file that
     cannot be read, is binary or over ``limit`` is noted in ``report`` instead.
 
     A plain file costs four system calls (open, fstat, one read, close) and, when it is ASCII (most are), no
-    more than appending its bytes: that is the loop's first branch; every other case takes the general one."""
+    more than appending its bytes: that is the loop's first branch; every other case takes the general one.
+    Objects in object storage (``s3://``) are fetched together first, one GET each and many in flight, and their
+    bytes read as a file's (:func:`dedup_cli.inputs.remote.fetch_documents`); compressed ones are streamed."""
     builder = ColumnsBuilder()
     positions: list[int] = []
+    fetched = _fetched_objects(paths)
     for position, (identifier, path) in enumerate(zip(ids, paths, strict=True)):
         packed = compression(path)
         status: os.stat_result | None
         try:
-            plain = _read_plain(path, limit) if packed is None else None
+            got = fetched.get(path) if fetched else None
+            plain = _read_plain(path, limit) if packed is None and got is None else None
             if plain is not None:
                 status, raw = plain
                 report.bytes_read += len(raw)
@@ -134,6 +148,11 @@ def read_files(ids: Sequence[str], paths: Sequence[str], limit: int | None, repo
                     positions.append(position)
                     continue
                 read: tuple[Any, Any, bool] | None = _checked_utf8(raw)
+            elif got is not None:
+                if isinstance(got, OSError):
+                    raise got
+                content, status = got
+                read = _whole_bytes(io.BytesIO(content), status, False, display_name(path), limit, report)
             elif packed is None:
                 with PlainFile(path) as stream:
                     status = stream.status()

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_cli.errors import InputError
-from dedup_cli.files import rereadable
+from dedup_cli.files import open_input, rereadable
 from dedup_cli.inputs.locations import display_name
 from dedup_cli.options.checks import literal
 
@@ -42,7 +42,7 @@ class Members:
 def _rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(where, record) of every record of the file (or pipe: read whole first)."""
     source = rereadable(path)
-    with open(source, "rb") if isinstance(source, str) else source as handle:
+    with open_input(source) if isinstance(source, str) else source as handle:
         magic = handle.read(4)
         handle.seek(0)
         if magic == b"PAR1":

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_cli.errors import InputError
+from dedup_cli.files import open_input
 from dedup_cli.inputs.decoding import decode
 from dedup_cli.inputs.locations import Source, record_location
 from dedup_cli.inputs.records import Document, make_document
@@ -163,7 +164,7 @@ def row_documents(rows: ParquetRows, source: Source, options: InputOptions, mtim
 def row_group_sizes(source: Source) -> list[int] | None:
     """The rows of each row group of a Parquet source, from its footer; None when it cannot be read."""
     try:
-        with open(source.path, "rb") as handle:
+        with open_input(source.path) as handle:
             metadata = pq.ParquetFile(handle).metadata
             return [metadata.row_group(group).num_rows for group in range(metadata.num_row_groups)]
     except (pa.ArrowException, OSError):

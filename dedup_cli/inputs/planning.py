@@ -22,6 +22,7 @@ from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import READ_ERRORS, Counted, Position, Prefixed, open_decompressed
 from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LinesTask, ReadTask, RowsTask
 from dedup_cli.options.reading import InputOptions
+from dedup_cli.storage.urls import is_url
 
 Unchanged = Callable[[str, str, os.stat_result], bool]
 """Told (id, location, stat) of a whole text file before it is read; True skips it as already signed."""
@@ -125,7 +126,7 @@ def _line_tasks(stream: Any, status: os.stat_result | None, source: Source, opti
     done = 0
     # A plain file's lines stay where they are: the workers read their chunk's lines from the file themselves.
     in_place = (source.path != STDIN and source.compression is None and status is not None
-                and stat_module.S_ISREG(status.st_mode))
+                and stat_module.S_ISREG(status.st_mode) and not is_url(source.path))  # an object is read once
     if in_place and options.max_document_bytes is None:  # no line to skip: only the newlines' places are needed
         chunks = in_place_chunks(stream, head)
     else:

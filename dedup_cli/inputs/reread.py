@@ -15,10 +15,12 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from dedup_cli.errors import InputError
+from dedup_cli.files import open_input
 from dedup_cli.inputs.decoding import clean, decode, json_record, whole_text
 from dedup_cli.inputs.locations import STDIN, display_name, parse_location
 from dedup_cli.inputs.parquet import column_values
 from dedup_cli.inputs.records import text_hash
+from dedup_cli.inputs.remote import fetch_documents
 from dedup_cli.inputs.streams import READ_ERRORS, Prefixed, compression, iter_lines, open_decompressed, read_capped
 
 
@@ -47,7 +49,7 @@ def reread_cells(path: str, numbers: set[int], columns: Sequence[str]) -> dict[i
     """The values of ``columns`` in rows ``numbers`` (from 0) of the Parquet file ``path``, strings as bytes;
     only the row groups holding those rows are read."""
     found: dict[int, list[Any]] = {}
-    with open(path, "rb") as handle:
+    with open_input(path) as handle:
         parquet = pq.ParquetFile(handle)
         for column in columns:
             if column not in parquet.schema_arrow.names:
@@ -71,10 +73,15 @@ def reread_rows(path: str, numbers: set[int], column: str) -> dict[int, str]:
     return {number: decode(row[0])[0] for number, row in cells.items() if row[0] is not None}
 
 
-def reread_group(path: str, kind: str, name: str | None, numbers: set[int]) -> dict[int, str]:
+def reread_group(path: str, kind: str, name: str | None, numbers: set[int],
+                 fetched: tuple[bytes, object] | OSError | None = None) -> dict[int, str]:
     if path == STDIN:
         raise InputError("the document was read from stdin and cannot be re-read; sign files to verify exactly")
     try:
+        if isinstance(fetched, OSError):
+            raise fetched
+        if fetched is not None:  # an object fetched with the others
+            return {0: whole_text(fetched[0])[0]}
         if kind == "file":
             with open_decompressed(path, compression(path)) as (stream, _, _):
                 raw = read_capped(stream, b"", None)
@@ -131,9 +138,11 @@ def reread_documents(locations: Sequence[str], content_hashes: Sequence[int] | N
     for where in parsed:
         groups.setdefault((where.path, where.kind, where.name), set()).add(where.number)
     texts: dict[tuple[str, str, str | None], dict[int, str]] = {}
+    # Whole objects in object storage are fetched together: one GET each, many in flight.
+    fetched = fetch_documents([path for path, kind, _ in groups if kind == "file" and compression(path) is None])
     for key, numbers in groups.items():
         try:
-            texts[key] = reread_group(*key, numbers)
+            texts[key] = reread_group(*key, numbers, fetched.get(key[0]) if key[1] == "file" else None)
         except InputError:
             texts[key] = {}
     result: list[str | None] = []

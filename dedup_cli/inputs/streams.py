@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dedup_cli.files import input_status, open_input
 from dedup_cli.inputs.decoding import BOM
 
 COMPRESSION_SUFFIXES = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
@@ -65,7 +66,7 @@ Position = Callable[[], int]
 def open_decompressed(path: str, compression: str | None
                        ) -> Iterator[tuple[Any, os.stat_result | None, Position]]:
     """The decompressed bytes of ``path`` as a readable stream, the file's ``stat``, and its :data:`Position`."""
-    handle = open(path, "rb")  # noqa: SIM115 - closed below, after any decompressor wrapping it
+    handle = open_input(path)  # closed below, after any decompressor wrapping it
     raw: Any = handle
     position = handle.tell
     if not handle.seekable():  # a FIFO (e.g. a shell's <(zcat …)): no position to ask, so count
@@ -73,7 +74,7 @@ def open_decompressed(path: str, compression: str | None
         position = raw.position
     try:
         try:
-            status: os.stat_result | None = os.fstat(handle.fileno())
+            status: os.stat_result | None = input_status(handle)
         except (OSError, AttributeError, io.UnsupportedOperation):
             status = None
         if compression is None:
@@ -145,10 +146,11 @@ def line_content(line: bytes, number: int) -> bytes:
     return line
 
 
-def iter_raw_lines(stream: Any) -> Iterator[tuple[int, bytes, bytes]]:
-    """(line number from 1, the line exactly as read, with its end; its content as :func:`iter_lines` gives it),
-    for copying lines byte for byte (one line is held at a time)."""
-    for number, raw in enumerate(iter(stream.readline, b""), start=1):
+def iter_raw_lines(stream: Any, first: int = 1) -> Iterator[tuple[int, bytes, bytes]]:
+    """(line number, the line exactly as read, with its end; its content as :func:`iter_lines` gives it), for
+    copying lines byte for byte (one line is held at a time); ``first``: the number of the stream's first line (a
+    stream that starts inside a file)."""
+    for number, raw in enumerate(iter(stream.readline, b""), start=first):
         yield number, raw, line_content(raw, number)
 
 

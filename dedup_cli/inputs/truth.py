@@ -20,7 +20,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
 from dedup_cli.errors import InputError
-from dedup_cli.files import path_kind, rereadable
+from dedup_cli.files import open_input, path_kind, rereadable
 
 ID_FIELDS = ("id_a", "id_b")
 RESEMBLANCE_FIELDS = ("resemblance", "jaccard")
@@ -49,7 +49,7 @@ def _kind(path: Path, source: str | io.BytesIO) -> str:
     if suffix in (".tsv", ".csv"):
         return suffix[1:]
     if isinstance(source, str):
-        with open(source, "rb") as handle:
+        with open_input(source) as handle:
             first = handle.readline().decode("utf-8", "replace")
     else:
         first = source.readline().decode("utf-8", "replace")

@@ -19,7 +19,8 @@ class FilterOptions:
     Attributes:
         input: how to find and read the inputs. When every one of :data:`READING_OPTIONS` is at its default,
             the inputs are read as the store's sign runs recorded they read them (``auto`` for older stores).
-        find: the ``find`` whose groups decide what to drop (its ``keep`` policy chooses the kept member).
+        find: the ``find`` whose groups decide what to drop (its ``keep`` policy chooses the kept member); its
+            ``engine`` also rewrites the inputs (with a members file too).
         members: instead of running ``find``, a ``find --output members`` file (JSON Lines, TSV, CSV or
             Parquet) whose ``drop`` rows are the documents to drop; ``find`` must then keep its defaults.
         annotate: keep every record and add ``dedup_group``, ``dedup_keep`` and ``dedup_representative``.
@@ -40,8 +41,9 @@ class FilterOptions:
         if self.members is None:
             return
         set_fields(self, members=os.fspath(self.members))
+        # The engine also rewrites the inputs, so it applies with a members file too.
         default, names = FindOptions(), FindOptions.__dataclass_fields__
-        given = [name for name in names if getattr(self.find, name) != getattr(default, name)]
+        given = [name for name in names if name != "engine" and getattr(self.find, name) != getattr(default, name)]
         if given:
             raise OptionError(given[0], getattr(self.find, given[0]), f"{{members}} FILE says what to drop, so "
                               f"{{{given[0]}}} does not apply; leave it out (or leave out {{members}} to run find)")

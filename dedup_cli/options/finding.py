@@ -59,6 +59,9 @@ class FindOptions:
         band_memory: bytes of band keys one process (the local engine's, or each Dask worker) holds in one round
             of the candidate stage; less memory means more rounds, each reading the signatures again. A tuning
             knob: the candidates are the same.
+        work_dir: a folder where each completed stage is kept (band rounds of candidates, scored pairs, decisions),
+            so that the same find run again after a failure resumes from the last completed stage; None: none.
+        keep_work: keep the work folder's files after the run completes (they are removed otherwise).
         gather_limit: with the Dask engine, the most pairs the driver holds at once: when the end of find needs
             more, it runs per connected component on the workers and the records stream to the driver in chunks
             of at most this many (and 10^6). The output is the same either way; a tuning knob.
@@ -82,6 +85,8 @@ class FindOptions:
     engine: EngineOptions = EngineOptions()
     gather_limit: int = GATHER_LIMIT
     band_memory: int = BAND_MEMORY
+    work_dir: str | None = None
+    keep_work: bool = False
 
     def __post_init__(self) -> None:
         set_fields(self, threshold=threshold_value(self.threshold))
@@ -117,13 +122,14 @@ class FindOptions:
         set_fields(self, max_bucket=at_least("max_bucket", self.max_bucket, 1))
         set_fields(self, gather_limit=at_least("gather_limit", self.gather_limit, 0))
         set_fields(self, band_memory=at_least("band_memory", self.band_memory, 1))
+        if self.work_dir is not None:
+            set_fields(self, work_dir=os.fspath(self.work_dir))
+        elif self.keep_work:
+            raise OptionError("keep_work", True, "{keep_work} keeps the files of {work_dir} DIR; name one")
         if self.engine.name == "dask":
             if self.candidates == "all":
                 raise OptionError("candidates", "all", "{candidates} all compares every pair in one process; use "
                                   "{candidates} lsh with {engine} dask, or {engine} local")
-            if self.against is not None:
-                raise OptionError("against", self.against, "{against} is not yet run by {engine} dask; use "
-                                  "{engine} local")
 
     @property
     def keep_policy(self) -> str:

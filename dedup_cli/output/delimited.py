@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
-from dedup_cli.output.records import FIELDS
+from dedup_cli.engine.results import FIELDS
 
 
 def write_records(records: Iterator[dict[str, Any]], kind: str, fmt: str, stream: TextIO, header: bool = True,

@@ -10,7 +10,6 @@ parts are not sorted by id; readers sort (one Arrow sort on id and run).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +17,7 @@ import pyarrow as pa
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import PART_COLUMNS, part_schema
 from dedup_cli.store.parts import FileCounter, PartWriter, WrittenFile
+from dedup_cli.store.places import Folder
 from dedup_cli.store.snapshot import live_rows, open_part, selected_rows
 
 MAX_DELTA_FILES = 32
@@ -31,8 +31,8 @@ def compaction_due(delta_files: int, rows: int, live: int) -> bool:
     return delta_files > MAX_DELTA_FILES or (rows > 0 and rows - live > MAX_DEAD_FRACTION * rows)
 
 
-def compact_parts(path: Path, params: SignatureParams, sources: Sequence[Path], removals: pa.Table,
-                  counter: FileCounter) -> list[WrittenFile]:
+def compact_parts(path: Folder, params: SignatureParams, sources: Sequence[Folder], removals: pa.Table,
+                  counter: FileCounter, token: str | None = None) -> list[WrittenFile]:
     """Stream the live rows of ``sources`` (in order) into new temporary parts, row group by row group."""
     schema = part_schema(params)
     id_runs = [open_part(source.parent, source.name) for source in sources]
@@ -42,7 +42,7 @@ def compact_parts(path: Path, params: SignatureParams, sources: Sequence[Path], 
         for part in id_runs:
             part.close()
     keep = np.empty(0, np.int64) if keys is None else np.sort(live_rows(keys["id"], keys["run"], removals))
-    writer = PartWriter(path, schema, counter)
+    writer = PartWriter(path, schema, counter, token)
     try:
         buffered: list[pa.Table] = []
         buffered_rows = 0

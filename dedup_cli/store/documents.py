@@ -28,6 +28,7 @@ from dedup_cli.errors import StoreError
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import one_line, open_parquet, packed_signatures
 from dedup_cli.store.manifest import Manifest
+from dedup_cli.store.places import Folder
 from dedup_cli.store.snapshot import SIGNATURE_COLUMNS, StoredSignatures, live_rows, open_part, stored_signatures
 from dedup_cli.store.store import READ_ATTEMPTS, Store
 
@@ -57,7 +58,7 @@ class _Numbered:
 def _open_files(store: Store) -> list[_File]:
     """The files of the store's current manifest, opened (the manifest read again when one vanished)."""
     if store.manifest is None:
-        handle = open_parquet(store.path)
+        handle = open_parquet(Path(str(store.path)))  # format 1 stores are local files
         return [_File(handle, _group_rows(handle), 0, True)]
     for _ in range(READ_ATTEMPTS):
         manifest: Manifest = store.manifest
@@ -81,7 +82,7 @@ def _group_rows(handle: pq.ParquetFile) -> np.ndarray:
     return np.array([metadata.row_group(group).num_rows for group in range(metadata.num_row_groups)], np.int64)
 
 
-def _read(file: _File, group: int, columns: Sequence[str], path: Path) -> pa.Table:
+def _read(file: _File, group: int, columns: Sequence[str], path: Folder) -> pa.Table:
     stored = [name for name in columns if not (file.legacy and name == "run")]
     try:
         table = file.handle.read_row_group(group, columns=stored, use_threads=False)
@@ -92,7 +93,7 @@ def _read(file: _File, group: int, columns: Sequence[str], path: Path) -> pa.Tab
     return table.replace_schema_metadata(None)
 
 
-def _column(files: list[_File], name: str, path: Path) -> pa.ChunkedArray:
+def _column(files: list[_File], name: str, path: Folder) -> pa.ChunkedArray:
     chunks = [_read(file, group, [name], path).column(name) for file in files
               for group in range(file.group_rows.size)]
     return pa.chunked_array([chunk for column in chunks for chunk in column.chunks],

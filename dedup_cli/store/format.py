@@ -30,8 +30,9 @@ METADATA_KEY = b"dedup"
 
 MANIFEST_NAME = "_dedup_manifest.json"
 LOCK_NAME = "_dedup.lock"
-PART_NAME = re.compile(r"part-\d{6,}\.parquet")
-REMOVAL_NAME = re.compile(r"_removed-\d{6,}\.parquet")
+# In object storage a file's name also carries the token of the run that wrote it (written once, never renamed).
+PART_NAME = re.compile(r"part-\d{6,}(?:-[0-9a-f]{8,})?\.parquet")
+REMOVAL_NAME = re.compile(r"_removed-\d{6,}(?:-[0-9a-f]{8,})?\.parquet")
 # A temporary file; parts written by a distributed run's tasks carry the run's token (and an attempt's) too.
 TEMPORARY_NAME = re.compile(
     r"\.(part-\d{6,}\.parquet|_removed-\d{6,}\.parquet|_dedup_manifest\.json)(\.[0-9a-f]+)?\.tmp")
@@ -118,7 +119,7 @@ def one_line(error: BaseException) -> str:
     return " ".join(str(error).split())
 
 
-def parse_metadata(path: Path, metadata: dict[bytes, bytes] | None) -> tuple[int, SignatureParams]:
+def parse_metadata(path: object, metadata: dict[bytes, bytes] | None) -> tuple[int, SignatureParams]:
     if not metadata or METADATA_KEY not in metadata:
         raise StoreError(f"{path} is a Parquet file but not a dedup store; create one with: dedup sign INPUT -o {path}")
     try:
@@ -146,7 +147,7 @@ def open_parquet(path: Path) -> pq.ParquetFile:
         ) from error
 
 
-def packed_signatures(column: pa.ChunkedArray | pa.Array, params: SignatureParams, path: Path) -> np.ndarray:
+def packed_signatures(column: pa.ChunkedArray | pa.Array, params: SignatureParams, path: object) -> np.ndarray:
     """uint8[n, signature_bytes], a view of the Arrow buffer."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()

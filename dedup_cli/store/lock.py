@@ -16,12 +16,21 @@ LOCK_POLL_SECONDS = 0.05
 
 
 class WriterLock:
-    """An exclusive ``flock`` on ``_dedup.lock``; the holder's pid is written into the file for the message."""
+    """An exclusive ``flock`` on ``_dedup.lock``; the holder's pid is written into the file for the message.
+
+    The kernel releases it when the holder dies, so it is never stale and never taken over: :meth:`check` has
+    nothing to check, and the run needs no token (a store in object storage: :mod:`dedup_cli.store.leases`).
+    """
+
+    token: str | None = None
 
     def __init__(self, path: Path, timeout: float | None) -> None:
         self.path = path
         self.timeout = timeout
         self._descriptor: int | None = None
+
+    def check(self) -> None:
+        """Nothing: a ``flock`` is held until released."""
 
     def acquire(self) -> None:
         try:

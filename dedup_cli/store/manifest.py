@@ -14,6 +14,7 @@ from pathlib import Path
 from dedup_cli.errors import StoreError
 from dedup_cli.files import atomic_write, unlink_quietly
 from dedup_cli.params import SignatureParams
+from dedup_cli.storage.urls import ObjectPath
 from dedup_cli.store.format import (
     FORMAT_VERSION,
     LIVE_ROW_RULE,
@@ -24,6 +25,7 @@ from dedup_cli.store.format import (
     TEMPORARY_NAME,
     one_line,
 )
+from dedup_cli.store.places import Folder
 from dedup_cli.version import __version__
 
 
@@ -89,6 +91,7 @@ class Manifest:
     documents: int = 0  # live documents
     id_root: str | None = None  # the directory file ids are relative to, fixed by the first run that named files
     inputs: tuple[RunInput, ...] = ()  # how each run read its inputs (none in stores from before they were recorded)
+    writer: str | None = None  # in object storage: the token of the run that wrote this manifest (its fence)
 
     @property
     def rows(self) -> int:
@@ -112,6 +115,8 @@ class Manifest:
             "runs": [vars(run) for run in self.runs],
             "inputs": [vars(run_input) for run_input in self.inputs],
         }
+        if self.writer is not None:
+            document["writer"] = self.writer
         # One line per part, removal and run, so that the file stays readable and diffs stay small.
         lines = []
         for key, value in document.items():
@@ -123,7 +128,7 @@ class Manifest:
         return ("{\n" + ",\n".join(lines) + "\n}\n").encode()
 
     @classmethod
-    def from_json(cls, path: Path, data: bytes) -> Manifest:
+    def from_json(cls, path: Folder, data: bytes) -> Manifest:
         damaged = f"{path} has a damaged manifest ({MANIFEST_NAME}: {{}}); sign the corpus again into a new store"
         try:
             document = json.loads(data)
@@ -150,6 +155,7 @@ class Manifest:
                 documents=int(document["documents"]),
                 id_root=None if document.get("id_root") is None else str(document["id_root"]),
                 inputs=tuple(RunInput(**run_input) for run_input in document.get("inputs", ())),
+                writer=None if document.get("writer") is None else str(document["writer"]),
             )
             for part in manifest.parts:
                 if not PART_NAME.fullmatch(part.file) or part.rows < 0:
@@ -162,22 +168,46 @@ class Manifest:
         return manifest
 
 
-def read_manifest_bytes(path: Path) -> bytes:
+def read_manifest_bytes(path: Folder) -> bytes:
+    return read_manifest_version(path)[0]
+
+
+def read_manifest_version(path: Folder) -> tuple[bytes, str | None]:
+    """The manifest's bytes and, in object storage, its version (the ETag a conditional commit names)."""
     try:
-        return (path / MANIFEST_NAME).read_bytes()
+        if isinstance(path, ObjectPath):
+            from dedup_cli.storage import objects
+
+            return objects.read_versioned(str(path / MANIFEST_NAME))
+        return (path / MANIFEST_NAME).read_bytes(), None
     except FileNotFoundError:
         raise StoreError(
             f"store {path} is a directory without a dedup manifest ({MANIFEST_NAME}); "
             "pass a store written by dedup sign"
         ) from None
     except OSError as error:
+        if isinstance(path, ObjectPath):
+            raise  # already one line naming the object: refused credentials, an endpoint out of reach
         raise StoreError(f"cannot read store {path}: {error.strerror or error}") from error
 
 
-def write_manifest(path: Path, manifest: Manifest) -> None:
-    """The commit point: temporary file, fsync, atomic replace, fsync of the directory."""
+def write_manifest(path: Folder, manifest: Manifest, version: str | None = None) -> str | None:
+    """The commit point. Locally: temporary file, fsync, atomic replace, fsync of the directory. In object
+    storage: one conditional PUT, made only if the manifest is still at ``version`` (its ETag when this run read
+    it; None: only if there is no manifest yet), so that of two runs that read one version only one commits.
+    Returns the new version (None locally).
+
+    Raises:
+        dedup_cli.storage.objects.ConditionFailed: another run committed first (object storage).
+    """
+    if isinstance(path, ObjectPath):
+        from dedup_cli.storage import objects
+
+        return objects.put(str(path / MANIFEST_NAME), manifest.to_json(), if_none_match=version is None,
+                           if_match=version)
     with atomic_write(path / MANIFEST_NAME, temporary=path / f".{MANIFEST_NAME}.tmp") as handle:
         handle.write(manifest.to_json())
+    return None
 
 
 def is_ours(name: str) -> bool:
@@ -187,9 +217,14 @@ def is_ours(name: str) -> bool:
     )
 
 
+def listed_files(manifest: Manifest | None) -> set[str]:
+    return set() if manifest is None else {p.file for p in manifest.parts} | {r.file for r in manifest.removals}
+
+
 def clean_garbage(path: Path, manifest: Manifest | None) -> list[str]:
-    """Delete parts, removal files and temporary files that ``manifest`` does not list; under the lock."""
-    listed = set() if manifest is None else {p.file for p in manifest.parts} | {r.file for r in manifest.removals}
+    """Delete parts, removal files and temporary files that ``manifest`` does not list; under the lock (local
+    stores; object storage: :func:`dedup_cli.store.leases.fence_and_clean`)."""
+    listed = listed_files(manifest)
     deleted = []
     for name in sorted(os.listdir(path)):
         if name in listed or name in (MANIFEST_NAME, LOCK_NAME) or not is_ours(name):

@@ -1,4 +1,7 @@
-"""Writing part files: temporary names, at most ``PART_ROWS`` rows each, fsynced, then renamed in one step.
+"""Writing part files: at most ``PART_ROWS`` rows each, where no reader looks until a manifest lists them.
+
+Locally a part is written under a temporary name, fsynced, then renamed by the commit; in object storage it is
+written once, at its final name, which carries the run's token (:mod:`dedup_cli.store.places`).
 """
 
 from __future__ import annotations
@@ -6,12 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from dedup_cli.files import fsync_path, unlink_quietly
+from dedup_cli.files import fsync_path
+from dedup_cli.storage.urls import ObjectPath
+from dedup_cli.store.places import Folder, ParquetSink, in_objects, new_name, remove, where_written
 
 PART_ROWS = 1 << 20
 
@@ -28,30 +31,35 @@ class FileCounter:
 
 @dataclass(frozen=True)
 class WrittenFile:
-    temporary: Path
+    """A file written for a run and not yet listed: where it is now (``temporary``; in object storage its final
+    place), the name the commit gives it, its rows."""
+
+    temporary: Folder
     name: str
     rows: int
 
 
 class PartWriter:
-    """Write tables into temporary part files of at most PART_ROWS rows; fsync each when it is full."""
+    """Write tables into new part files of at most PART_ROWS rows; each is whole (fsynced, or uploaded) when it is
+    full. ``token`` is the run's, in the names of parts written to object storage."""
 
-    def __init__(self, path: Path, schema: pa.Schema, counter: FileCounter) -> None:
+    def __init__(self, path: Folder, schema: pa.Schema, counter: FileCounter, token: str | None = None) -> None:
         self.path = path
         self.schema = schema
         self.counter = counter
+        self.token = token
         self.finished: list[WrittenFile] = []
-        self._writer: pq.ParquetWriter | None = None
-        self._current: tuple[Path, str] | None = None
+        self._writer: ParquetSink | None = None
+        self._current: tuple[Folder, str] | None = None
         self._rows = 0
 
     def write(self, table: pa.Table) -> None:
         offset = 0
         while offset < table.num_rows:
             if self._writer is None:
-                name = f"part-{self.counter():06d}.parquet"
-                temporary = self.path / f".{name}.tmp"
-                self._writer = pq.ParquetWriter(temporary, self.schema, compression="zstd")
+                name = new_name(f"part-{self.counter():06d}", self.token, self.path)
+                temporary = where_written(self.path, name)
+                self._writer = ParquetSink(temporary, self.schema)
                 self._current, self._rows = (temporary, name), 0
             piece = table.slice(offset, PART_ROWS - self._rows)
             self._writer.write_table(piece)
@@ -63,7 +71,6 @@ class PartWriter:
     def _finish(self) -> None:
         assert self._writer is not None and self._current is not None
         self._writer.close()
-        fsync_path(self._current[0])
         self.finished.append(WrittenFile(self._current[0], self._current[1], self._rows))
         self._writer, self._current = None, None
 
@@ -74,19 +81,18 @@ class PartWriter:
 
     def discard(self) -> None:
         if self._writer is not None:
-            try:
-                self._writer.close()
-            except (pa.ArrowException, OSError):
-                pass
-            if self._current is not None:
-                unlink_quietly(self._current[0])
+            self._writer.discard()
             self._writer, self._current = None, None
         for written in self.finished:
-            unlink_quietly(written.temporary)
+            remove(written.temporary)
 
 
-def commit_files(path: Path, written: Iterable[WrittenFile]) -> None:
-    """Rename fsynced temporary files to their final names and make the renames durable."""
+def commit_files(path: Folder, written: Iterable[WrittenFile]) -> None:
+    """Rename fsynced temporary files to their final names and make the renames durable (in object storage they
+    are at their final names already)."""
+    if in_objects(path):
+        return
+    assert not isinstance(path, ObjectPath)
     for item in written:
-        os.replace(item.temporary, path / item.name)
+        os.replace(item.temporary, path / item.name)  # type: ignore[arg-type]
     fsync_path(path, directory=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,6 +21,7 @@ import pyarrow as pa
 from dedup_cli.errors import StoreError
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import one_line, packed_signatures
+from dedup_cli.store.places import folder_of
 from dedup_cli.store.snapshot import open_part
 from dedup_cli.store.store import Store
 
@@ -41,7 +41,7 @@ class StorePiece:
 
 def _cut(path: str, legacy: bool, rows_per_piece: int) -> list[StorePiece]:
     folder, name = path.rsplit("/", 1)
-    parquet = open_part(Path(folder), name)
+    parquet = open_part(folder_of(folder), name)
     try:
         sizes = [parquet.metadata.row_group(group).num_rows for group in range(parquet.num_row_groups)]
     finally:
@@ -106,7 +106,7 @@ def frame_words(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
 def _piece_table(piece: StorePiece, columns: Sequence[str]) -> pa.Table:
     folder, name = piece.path.rsplit("/", 1)
     try:
-        parquet = open_part(Path(folder), name)
+        parquet = open_part(folder_of(folder), name)
     except FileNotFoundError:
         raise StoreError(f"{folder} changed while it was read ({name} is gone); run again") from None
     try:
@@ -121,7 +121,7 @@ def read_piece_signatures(piece: StorePiece, params: SignatureParams) -> tuple[n
     """(shingle counts int64[n], packed signatures uint8[n, S]) of a piece's rows in file order: what banding
     reads, straight from Arrow's buffers (no data frame, no copy of the signatures)."""
     table = _piece_table(piece, ["shingle_count", "signature"])
-    folder = Path(piece.path.rsplit("/", 1)[0])
+    folder = folder_of(piece.path.rsplit("/", 1)[0])
     counts = table.column("shingle_count").to_numpy().astype(np.int64, copy=False)
     return counts, packed_signatures(table.column("signature"), params, folder)
 
@@ -136,7 +136,7 @@ def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParam
     stored = [name for name in columns if not (piece.legacy and name == "run")]
     folder, name = piece.path.rsplit("/", 1)
     try:
-        parquet = open_part(Path(folder), name)
+        parquet = open_part(folder_of(folder), name)
     except FileNotFoundError:
         raise StoreError(f"{folder} changed while it was read ({name} is gone); run again") from None
     try:
@@ -151,7 +151,7 @@ def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParam
             data["run"] = np.zeros(table.num_rows, dtype=np.int64)
         elif column == "signature":
             assert params is not None
-            words = packed_to_words(packed_signatures(table.column("signature"), params, Path(folder)))
+            words = packed_to_words(packed_signatures(table.column("signature"), params, folder))
             for index, word in enumerate(word_columns(params.signature_bytes)):
                 data[word] = words[:, index]
         elif column in ("id", "path"):

@@ -3,27 +3,29 @@
 Commit protocol (docs/store-format.md): under the writer lock, new parts and the removal file are written
 under temporary names (``.part-000007.parquet.tmp``), fsynced and renamed; then the manifest is written to a
 temporary file, fsynced, ``os.replace``d and the directory fsynced. The manifest replace is the only commit
-point, so a run killed at any moment leaves the store as it was before the run or as after it.
+point, so a run killed at any moment leaves the store as it was before the run or as after it. In object
+storage the parts are written at final names carrying the run's token, and the manifest with one conditional
+PUT (:mod:`dedup_cli.store.leases`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from types import TracebackType
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from dedup_cli.errors import StoreError
-from dedup_cli.files import fsync_path, unlink_quietly
 from dedup_cli.params import SignatureParams
+from dedup_cli.storage.urls import ObjectPath
 from dedup_cli.store.compaction import compact_parts, compaction_due
 from dedup_cli.store.format import DocumentBatch, batch_table, part_schema, removal_schema
+from dedup_cli.store.leases import ObjectLock, UncertainCommit, commit_manifest
 from dedup_cli.store.lock import WriterLock
 from dedup_cli.store.manifest import (
     Manifest,
@@ -32,9 +34,22 @@ from dedup_cli.store.manifest import (
     RunInput,
     RunRecord,
     clean_garbage,
+    listed_files,
     write_manifest,
 )
 from dedup_cli.store.parts import FileCounter, PartWriter, WrittenFile, commit_files
+from dedup_cli.store.places import (
+    Folder,
+    ParquetSink,
+    folder_of,
+    in_objects,
+    new_name,
+    parquet_file,
+    remove,
+    remove_all,
+    where_written,
+    write_table,
+)
 from dedup_cli.store.snapshot import DocumentIndex, index_of_rows, read_files, read_snapshot
 
 
@@ -50,17 +65,20 @@ class StoreRun:
     from ``Store.begin_run`` to the end of the block.
 
     Args:
-        path: the store directory.
+        path: the store directory (or object storage prefix).
         lock: the writer lock, held.
         manifest: the store as the run found it (read under the lock).
         params: the run's parameters (equal to the store's).
         replace: the run's rows replace every stored row.
-        on_commit: told the new manifest once the run is committed.
+        on_commit: told the new manifest (and its version) once the run is committed.
+        version: in object storage, the manifest's version when the run read it: the commit is made only over it.
     """
 
-    def __init__(self, path: Path, lock: WriterLock, manifest: Manifest, params: SignatureParams,
-                 replace: bool, on_commit: Callable[[Manifest], None] | None = None) -> None:
+    def __init__(self, path: Folder, lock: WriterLock | ObjectLock, manifest: Manifest, params: SignatureParams,
+                 replace: bool, on_commit: Callable[[Manifest, str | None], None] | None = None,
+                 version: str | None = None) -> None:
         self.path = path
+        self.token = lock.token  # in object storage: in the names of the files this run writes
         self.params = params
         self.replace = replace
         self.number = manifest.last_run + 1
@@ -72,14 +90,16 @@ class StoreRun:
         self._manifest = manifest
         self._counter = FileCounter(manifest.next_file)
         self._schema = part_schema(params)
-        self._parts = PartWriter(path, self._schema, self._counter)
+        self._parts = PartWriter(path, self._schema, self._counter, self.token)
+        self._version = version
         self._on_commit = on_commit
         self._written_ids: list[pa.Array] = []
         self._removed: list[str] = []
         self._index: DocumentIndex | None = None
-        self._temporaries: list[Path] = []
+        self._temporaries: list[Folder] = []
         self._adopted: list[WrittenFile] = []
         self._open = True
+        self._committed = False  # the manifest is written: nothing of the run may be deleted any more
 
     def __enter__(self) -> StoreRun:
         return self
@@ -139,10 +159,13 @@ class StoreRun:
         if not self._open:
             return
         self._open = False
+        if self._committed:
+            self._lock.release()
+            return
         try:
             self._parts.discard()
             for temporary in self._temporaries:
-                unlink_quietly(temporary)
+                remove(temporary)
         finally:
             self._lock.release()
 
@@ -151,6 +174,10 @@ class StoreRun:
         assert self._open, "the run is over"
         try:
             record = self._commit()
+        except UncertainCommit:
+            self._open = False  # its files may be listed now: they stay, and the next run knows which are garbage
+            self._lock.release()
+            raise
         except BaseException:
             self.abort()
             raise
@@ -196,11 +223,10 @@ class StoreRun:
         old_removals = () if self.replace else before.removals
         removal_files: list[WrittenFile] = []
         if removals.num_rows:
-            name = f"_removed-{self._counter():06d}.parquet"
-            temporary = path / f".{name}.tmp"
+            name = new_name(f"_removed-{self._counter():06d}", self.token, path)
+            temporary = where_written(path, name)
             self._temporaries.append(temporary)
-            pq.write_table(removals, temporary, compression="zstd")
-            fsync_path(temporary)
+            write_table(removals, temporary)
             removal_files.append(WrittenFile(temporary, name, removals.num_rows))
         parts = old_parts + tuple(PartFile(w.name, w.rows, self.replace, self.number) for w in new_parts)
         listed_removals = old_removals + tuple(RemovalFile(w.name, w.rows, self.number) for w in removal_files)
@@ -214,7 +240,7 @@ class StoreRun:
                 read_files(path, [r.file for r in old_removals], ["id", "run"], removal_schema()), removals,
             ])
             sources = [path / p.file for p in old_parts] + [w.temporary for w in new_parts]
-            compacted = compact_parts(path, self.params, sources, all_removals, self._counter)
+            compacted = compact_parts(path, self.params, sources, all_removals, self._counter, self.token)
             self._temporaries.extend(w.temporary for w in compacted)
             commit_files(path, compacted)
             parts = tuple(PartFile(w.name, w.rows, True) for w in compacted)
@@ -228,16 +254,29 @@ class StoreRun:
                             runs=(*before.runs, self.record), next_file=self._counter.next, documents=documents,
                             id_root=self.id_root,
                             inputs=before.inputs + (() if self.input is None else (self.input,)))
-        write_manifest(path, manifest)
+        if isinstance(path, ObjectPath):
+            assert isinstance(self._lock, ObjectLock) and self.token is not None
+            self._lock.check()
+            version = commit_manifest(path, manifest, self._version, self.token)
+            manifest = dataclasses.replace(manifest, writer=self.token)
+        else:
+            version = write_manifest(path, manifest)
         # Committed. Files no longer listed (and unused temporaries) are garbage now; a failure to delete
         # them is harmless (the next run does it).
+        self._committed = True
         if self._on_commit is not None:
-            self._on_commit(manifest)
-        self._parts.discard()
-        for temporary in self._temporaries:
-            unlink_quietly(temporary)
+            self._on_commit(manifest, version)
         try:
-            clean_garbage(path, manifest)
+            if isinstance(path, ObjectPath):
+                # Only what this commit stopped listing, and what this run wrote that it does not list: other
+                # files may be a later holder's (docs/store-format.md).
+                written = {w.name for w in [*new_parts, *removal_files]}
+                remove_all(path, sorted((listed_files(before) | written) - listed_files(manifest)))
+            else:
+                self._parts.discard()
+                for temporary in self._temporaries:
+                    remove(temporary)
+                clean_garbage(path, manifest)
         except OSError:
             pass
         return self.record
@@ -252,40 +291,50 @@ def task_part_names(number: int, token: str) -> tuple[str, str]:
     return name, f".{name}.{token}.tmp"
 
 
-def _write_rows(path: Path, number: int, token: str, schema: pa.Schema, tables: Iterable[pa.Table]
+def _write_rows(path: Folder, number: int, token: str, schema: pa.Schema, tables: Iterable[pa.Table]
                 ) -> WrittenFile | None:
-    """Write ``tables`` to a temporary file of this attempt, fsync it, then rename it to the task's temporary name.
+    """Write ``tables`` to a file of this attempt; locally fsync it, then rename it to the task's temporary name.
 
     A task may run twice (a worker thought dead finishes after its retry): each attempt writes its own file and
-    the rename is atomic, so the temporary part is always one whole attempt's, never a mix.
+    the rename is atomic, so the temporary part is always one whole attempt's, never a mix. In object storage
+    each attempt's part has a name of its own (the run's token and the attempt's), which the driver adopts; an
+    attempt it does not adopt is garbage for the next run.
     """
-    name, temporary = task_part_names(number, token)
-    attempt = path / f".{name}.{token}{secrets.token_hex(4)}.tmp"
+    attempt_token = f"{token}{secrets.token_hex(4)}"
+    if in_objects(path):
+        name = new_name(f"part-{number:06d}", attempt_token, path)
+        attempt = where_written(path, name)
+        final = attempt
+    else:
+        name, temporary = task_part_names(number, token)
+        attempt = path / f".{name}.{attempt_token}.tmp"
+        final = path / temporary
     rows = 0
+    writer = ParquetSink(attempt, schema)
     try:
-        with pq.ParquetWriter(attempt, schema, compression="zstd") as writer:
-            for table in tables:
-                writer.write_table(table)
-                rows += table.num_rows
+        for table in tables:
+            writer.write_table(table)
+            rows += table.num_rows
         if rows == 0:
-            unlink_quietly(attempt)
+            writer.discard()
             return None
-        fsync_path(attempt)
-        os.replace(attempt, path / temporary)
+        writer.close()
+        if final != attempt:
+            os.replace(attempt, final)  # type: ignore[arg-type]
     except BaseException:
-        unlink_quietly(attempt)
+        writer.discard()
         raise
-    return WrittenFile(path / temporary, name, rows)
+    return WrittenFile(final, name, rows)
 
 
-def write_task_part(path: str | Path, params: SignatureParams, run: int, number: int, token: str,
+def write_task_part(path: str | Folder, params: SignatureParams, run: int, number: int, token: str,
                     batches: Iterable[DocumentBatch]) -> WrittenFile | None:
     """Write signed batches as part ``number`` of run ``run`` of the store at ``path``, under a temporary name that
     only :meth:`StoreRun.adopt` and a commit make visible; None when there was nothing to write."""
     schema = part_schema(params)
     tables = (batch_table(batch, params, schema, run) for batch in batches if batch.ids)
     try:
-        return _write_rows(Path(path), number, token, schema, tables)
+        return _write_rows(folder_of(path), number, token, schema, tables)
     except OSError as error:
         raise StoreError(f"cannot write {path}: {error.strerror or error}") from error
 
@@ -294,7 +343,7 @@ def rewrite_task_part(written: WrittenFile, params: SignatureParams, token: str,
                       ) -> tuple[WrittenFile | None, list[str], int]:
     """The part without its rows at positions ``drop``: the new file (None if nothing is left), the locations of
     the dropped rows, and how many of them had no shingle."""
-    table = pq.read_table(written.temporary)
+    table = parquet_file(written.temporary).read()
     dropped = np.zeros(table.num_rows, dtype=bool)
     dropped[np.asarray(drop, dtype=np.int64)] = True
     gone = table.filter(pa.array(dropped))
@@ -302,8 +351,8 @@ def rewrite_task_part(written: WrittenFile, params: SignatureParams, token: str,
     number = int(written.name.split("-")[1].split(".")[0])
     result = _write_rows(written.temporary.parent, number, token, part_schema(params),
                          [kept.cast(part_schema(params))] if kept.num_rows else [])
-    if result is None:
-        unlink_quietly(written.temporary)
+    if result is None or in_objects(written.temporary):
+        remove(written.temporary)
     import pyarrow.compute as pc  # here: a run of one document does without it
 
     empty = int(pc.sum(pc.equal(gone.column("shingle_count"), 0)).as_py() or 0)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import errno
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +20,7 @@ from dedup_cli.minhash.packing import lowest_bits, unpack_values
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import one_line, packed_signatures, part_schema, removal_schema
 from dedup_cli.store.manifest import Manifest
+from dedup_cli.store.places import Folder, parquet_file
 
 
 def live_rows(ids: pa.ChunkedArray, runs: pa.ChunkedArray, removals: pa.Table | None) -> np.ndarray:
@@ -63,12 +63,10 @@ def live_rows(ids: pa.ChunkedArray, runs: pa.ChunkedArray, removals: pa.Table | 
     return keep.astype(np.int64, copy=False)
 
 
-def open_part(path: Path, name: str) -> pq.ParquetFile:
+def open_part(path: Folder, name: str) -> pq.ParquetFile:
     """Open one listed file; FileNotFoundError passes through (a compaction may have deleted it)."""
-    # Arrow's own file, not a Python file object: a KeyboardInterrupt raised inside a Python read
-    # callback can leave Arrow's reader waiting for ever.
     try:
-        return pq.ParquetFile(str(path / name))
+        return parquet_file(path / name)
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, "listed but missing", name) from None
     except (pa.ArrowException, OSError) as error:
@@ -77,7 +75,7 @@ def open_part(path: Path, name: str) -> pq.ParquetFile:
         ) from error
 
 
-def read_files(path: Path, names: Sequence[str], columns: Sequence[str], schema: pa.Schema) -> pa.Table:
+def read_files(path: Folder, names: Sequence[str], columns: Sequence[str], schema: pa.Schema) -> pa.Table:
     tables = []
     for name in names:
         parquet = open_part(path, name)
@@ -97,7 +95,7 @@ def read_files(path: Path, names: Sequence[str], columns: Sequence[str], schema:
         raise StoreError(f"{path} is damaged (parts disagree: {one_line(error)}); sign the corpus again") from error
 
 
-def read_snapshot(path: Path, manifest: Manifest, columns: Sequence[str]) -> tuple[pa.Table, np.ndarray]:
+def read_snapshot(path: Folder, manifest: Manifest, columns: Sequence[str]) -> tuple[pa.Table, np.ndarray]:
     """The listed parts' ``columns`` (plus id and run) and the positions of their live rows, in id order."""
     wanted = list(dict.fromkeys([*columns, "id", "run"]))
     table = read_files(path, [p.file for p in manifest.parts], wanted, part_schema(manifest.params))
@@ -108,7 +106,7 @@ def read_snapshot(path: Path, manifest: Manifest, columns: Sequence[str]) -> tup
 # --- stores --------------------------------------------------------------------------------------------------
 
 
-def selected_rows(files: Sequence[Path], positions: np.ndarray, columns: Sequence[str]) -> Iterator[pa.Table]:
+def selected_rows(files: Sequence[Folder], positions: np.ndarray, columns: Sequence[str]) -> Iterator[pa.Table]:
     """The rows at ``positions`` (int64, ascending, numbered across ``files`` in order) of ``columns``, one table
     per row group that holds some of them; the other row groups are not read."""
     offset = 0
@@ -128,7 +126,7 @@ def selected_rows(files: Sequence[Path], positions: np.ndarray, columns: Sequenc
             parquet.close()
 
 
-def read_rows(path: Path, manifest: Manifest, rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
+def read_rows(path: Folder, manifest: Manifest, rows: np.ndarray, columns: Sequence[str]) -> pa.Table:
     """``columns`` of the rows at ``rows`` (int64 positions in the listed parts, concatenated in manifest order,
     as :func:`read_snapshot` numbers them), in the order given; only the row groups holding them are read."""
     order = np.argsort(rows, kind="stable")
@@ -161,6 +159,7 @@ class StoredSignatures:
     content_hashes: np.ndarray | None = None  # uint64[n_docs], xxh3-64 of the bytes that were signed
     runs: np.ndarray | None = None  # int64[n_docs], the sign run that wrote each row (0 in format 1 stores)
     mtimes_ns: np.ndarray | None = None  # int64[n_docs], the modification time of each document's file
+    texts: list[str] | None = None  # the texts themselves, for documents signed in memory (None: re-read them)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -255,7 +254,7 @@ def index_of_rows(table: pa.Table, keep: np.ndarray) -> DocumentIndex:
     )
 
 
-def stored_signatures(table: pa.Table, params: SignatureParams, path: Path) -> StoredSignatures:
+def stored_signatures(table: pa.Table, params: SignatureParams, path: Folder) -> StoredSignatures:
     """A table of :data:`SIGNATURE_COLUMNS`, one row per document, as :class:`StoredSignatures`."""
     return StoredSignatures(
         params=params,

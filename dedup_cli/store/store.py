@@ -1,7 +1,9 @@
 """Opening, creating and reading a store; a store object hands out snapshots, runs and compactions.
 
 A store is a directory (format 2) of Parquet parts and a manifest, grown by sign runs and read as a snapshot
-(docs/store-format.md); a single Parquet file (format 1) is still read.
+(docs/store-format.md); a single Parquet file (format 1) is still read. A store may also be a prefix in object
+storage (``s3://bucket/sigs``), the same files under the same names, committed by the protocol of
+:mod:`dedup_cli.store.leases`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dedup_cli.errors import StoreError, UsageError
 from dedup_cli.files import path_kind
 from dedup_cli.inputs.locations import infer_id_root
 from dedup_cli.params import SignatureParams
+from dedup_cli.storage.objects import ConditionFailed, require_s3
+from dedup_cli.storage.urls import ObjectPath, is_url
 from dedup_cli.store.compaction import compact_parts
 from dedup_cli.store.format import (
     FORMAT_VERSION,
@@ -28,6 +32,7 @@ from dedup_cli.store.format import (
     parse_metadata,
     removal_schema,
 )
+from dedup_cli.store.leases import ObjectLock, commit_manifest, fence_and_clean
 from dedup_cli.store.legacy import legacy_error, read_legacy_table
 from dedup_cli.store.lock import WriterLock
 from dedup_cli.store.manifest import (
@@ -37,10 +42,12 @@ from dedup_cli.store.manifest import (
     RunRecord,
     clean_garbage,
     is_ours,
-    read_manifest_bytes,
+    listed_files,
+    read_manifest_version,
     write_manifest,
 )
 from dedup_cli.store.parts import FileCounter, commit_files
+from dedup_cli.store.places import Folder, names, remove_all
 from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import (
     SIGNATURE_COLUMNS,
@@ -74,13 +81,14 @@ class Store:
     Reading needs no lock; :meth:`begin_run` and :meth:`compact` take the writer lock.
     """
 
-    def __init__(self, path: Path, format_version: int, params: SignatureParams, manifest: Manifest | None,
-                 legacy_rows: int = 0) -> None:
+    def __init__(self, path: Folder, format_version: int, params: SignatureParams, manifest: Manifest | None,
+                 legacy_rows: int = 0, version: str | None = None) -> None:
         self.path = path
         self.format_version = format_version
         self.params = params
         self._manifest = manifest
         self._legacy_rows = legacy_rows
+        self._version = version  # in object storage: the manifest's ETag, which a commit must still find
 
     @property
     def manifest(self) -> Manifest | None:
@@ -107,11 +115,12 @@ class Store:
     def refresh(self) -> None:
         """Read the manifest again (another run may have committed since this store was opened)."""
         if self._manifest is not None:
-            self._manifest = Manifest.from_json(self.path, read_manifest_bytes(self.path))
+            data, self._version = read_manifest_version(self.path)
+            self._manifest = Manifest.from_json(self.path, data)
             self.params = self._manifest.params
 
-    def _committed(self, manifest: Manifest) -> None:
-        self._manifest = manifest
+    def _committed(self, manifest: Manifest, version: str | None) -> None:
+        self._manifest, self._version = manifest, version
 
     def _reading(self, read: Callable[[Manifest], T]) -> T:
         """``read(manifest)``; when a listed file vanished (a compaction committed), again with the newer one."""
@@ -133,6 +142,7 @@ class Store:
         """``columns`` of the stored rows (with ``id`` and ``run``) and the positions of the live ones, in id
         order."""
         if self._manifest is None:
+            assert isinstance(self.path, Path)  # a format 1 store is a local file
             table = read_legacy_table(self.path, list(dict.fromkeys([*columns, "id", "run"])))
             return table, np.arange(table.num_rows, dtype=np.int64)
         return self._reading(lambda manifest: read_snapshot(self.path, manifest, columns))
@@ -191,6 +201,7 @@ class Store:
         row groups that hold the named documents.
         """
         if self._manifest is None:
+            assert isinstance(self.path, Path)  # a format 1 store is a local file
             table = read_legacy_table(self.path, SIGNATURE_COLUMNS)
             rows, missing = _named_rows(table.column("id"), np.arange(table.num_rows, dtype=np.int64), ids)
             return stored_signatures(table.take(pa.array(rows, pa.int64())), self.params, self.path), missing
@@ -223,21 +234,26 @@ class Store:
                     f"{self.path} was signed with other parameters ({'; '.join(differences)}, stored vs requested); "
                     f"sign into a new store or remove {self.path}"
                 )
-            return StoreRun(self.path, lock, manifest, params, replace, on_commit=self._committed)
+            return StoreRun(self.path, lock, manifest, params, replace, on_commit=self._committed,
+                            version=self._version)
         except BaseException:
             lock.release()
             raise
 
-    def _lock(self, lock_timeout: float | None) -> tuple[WriterLock, Manifest]:
+    def _lock(self, lock_timeout: float | None) -> tuple[WriterLock | ObjectLock, Manifest]:
         """Take the writer lock, read the manifest again under it and delete what killed runs left behind."""
         if self._manifest is None:
-            raise legacy_error(self.path)
-        lock = WriterLock(self.path, lock_timeout)
+            raise legacy_error(Path(str(self.path)))
+        lock = writer_lock(self.path, lock_timeout)
         lock.acquire()
         try:
             self.refresh()
             assert self._manifest is not None
-            clean_garbage(self.path, self._manifest)
+            if isinstance(self.path, ObjectPath):
+                assert isinstance(lock, ObjectLock)
+                self._version = fence_and_clean(self.path, self._manifest, self._version, lock)
+            else:
+                clean_garbage(self.path, self._manifest)
         except BaseException:
             lock.release()
             raise
@@ -252,40 +268,71 @@ class Store:
             counter = FileCounter(manifest.next_file)
             removals = read_files(self.path, [r.file for r in manifest.removals], ["id", "run"], removal_schema())
             written = compact_parts(self.path, manifest.params, [self.path / p.file for p in manifest.parts],
-                                    removals, counter)
+                                    removals, counter, lock.token)
             commit_files(self.path, written)
             new = dataclasses.replace(
                 manifest, parts=tuple(PartFile(w.name, w.rows, True) for w in written), removals=(),
                 next_file=counter.next, documents=sum(w.rows for w in written),
             )
-            write_manifest(self.path, new)
-            self._manifest = new
-            clean_garbage(self.path, new)
+            if isinstance(self.path, ObjectPath):
+                assert lock.token is not None
+                lock.check()
+                self._version = commit_manifest(self.path, new, self._version, lock.token)
+                self._manifest = dataclasses.replace(new, writer=lock.token)
+                remove_all(self.path, sorted(listed_files(manifest) - listed_files(new)))
+            else:
+                write_manifest(self.path, new)
+                self._manifest = new
+                clean_garbage(self.path, new)
             return True
         finally:
             lock.release()
 
 
-def open_store(path: str | os.PathLike[str]) -> Store:
-    """Open the store at ``path`` (a format 2 directory or a format 1 file), reading only its manifest or footer."""
+def writer_lock(path: Folder, timeout: float | None) -> WriterLock | ObjectLock:
+    """The writer lock of the store at ``path``: a ``flock`` locally, a leased object in object storage."""
+    return ObjectLock(path, timeout) if isinstance(path, ObjectPath) else WriterLock(path, timeout)
+
+
+def _open_objects(path: ObjectPath) -> Store:
+    require_s3(str(path))
+    try:
+        data, version = read_manifest_version(path)
+    except StoreError:
+        kind = path_kind(str(path))
+        if kind is None:
+            raise StoreError(f"store {path} does not exist; create it with: dedup sign INPUT -o {path}") from None
+        if kind == "file":
+            raise StoreError(f"{path} is an object, not a store; a store is a prefix written by dedup sign") from None
+        raise
+    manifest = Manifest.from_json(path, data)
+    return Store(path, FORMAT_VERSION, manifest.params, manifest, version=version)
+
+
+def open_store(path: str | os.PathLike[str] | ObjectPath) -> Store:
+    """Open the store at ``path`` (a format 2 directory or a format 1 file, or a prefix in object storage),
+    reading only its manifest or footer."""
+    if isinstance(path, ObjectPath) or is_url(path):
+        return _open_objects(ObjectPath(str(path)))
     path = Path(path)
     kind = path_kind(path)
     if kind == "directory":
-        manifest = Manifest.from_json(path, read_manifest_bytes(path))
+        data, version = read_manifest_version(path)
+        manifest = Manifest.from_json(path, data)
         return Store(path, FORMAT_VERSION, manifest.params, manifest)
     if kind is None:
         raise StoreError(f"store {path} does not exist; create it with: dedup sign INPUT -o {path}")
     if kind != "file":  # never opened: a FIFO would wait for a writer, a device read forever
         raise StoreError(f"{path} is a {kind}, not a store; a store is a directory written by dedup sign")
     parquet = open_parquet(path)
-    version, params = parse_metadata(path, parquet.schema_arrow.metadata)
-    if version != LEGACY_FORMAT_VERSION:
+    legacy_version, params = parse_metadata(path, parquet.schema_arrow.metadata)
+    if legacy_version != LEGACY_FORMAT_VERSION:
         raise StoreError(f"{path} is one part of a directory store; pass the directory {path.parent}")
-    return Store(path, version, params, None, legacy_rows=parquet.metadata.num_rows)
+    return Store(path, legacy_version, params, None, legacy_rows=parquet.metadata.num_rows)  # format 1: local only
 
 
-def refuse_foreign_directory(path: Path) -> None:
-    foreign = [name for name in sorted(os.listdir(path)) if not is_ours(name)]
+def refuse_foreign_directory(path: Folder) -> None:
+    foreign = [name for name in names(path) if not is_ours(name)]
     if foreign:
         raise StoreError(
             f"refusing to overwrite {path}: it is a directory holding other files ({foreign[0]}); choose another path"
@@ -300,6 +347,8 @@ def create_store(path: str | os.PathLike[str], params: SignatureParams, exist_ok
     parameters are checked by :meth:`Store.begin_run`. A file or directory that is not a dedup store is
     never overwritten.
     """
+    if is_url(path):
+        return _create_objects(ObjectPath(str(path)), params, exist_ok, lock_timeout)
     path = Path(path)
     if path.exists() and not path.is_dir():
         try:
@@ -333,6 +382,36 @@ def create_store(path: str | os.PathLike[str], params: SignatureParams, exist_ok
     return open_store(path)
 
 
+def _create_objects(path: ObjectPath, params: SignatureParams, exist_ok: bool, lock_timeout: float | None
+                    ) -> Store:
+    """:func:`create_store` in object storage: the manifest is created with ``If-None-Match: *``, under the lock."""
+    require_s3(str(path))
+    kind = path_kind(str(path))  # also says, in one line, that the bucket is missing or the credentials are refused
+    if kind == "file":
+        raise StoreError(f"refusing to overwrite {path}: it is an object, not a store; choose another path")
+    if kind == "directory":
+        try:
+            existing = _open_objects(path)
+        except StoreError:
+            refuse_foreign_directory(path)
+        else:
+            if exist_ok:
+                return existing
+            raise StoreError(f"store {path} already exists; sign into it, or choose another path")
+    lock = ObjectLock(path, lock_timeout)
+    lock.acquire()
+    try:
+        refuse_foreign_directory(path)
+        try:
+            write_manifest(path, Manifest(params=params, writer=lock.token), None)
+        except ConditionFailed:
+            if not exist_ok:  # created by a concurrent run between our look and the lock
+                raise StoreError(f"store {path} already exists; sign into it, or choose another path") from None
+    finally:
+        lock.release()
+    return _open_objects(path)
+
+
 def read_store(path: str | os.PathLike[str], since_run: int | None = None) -> StoredSignatures:
     """Read the live rows of a store in ascending id order, checking that this version understands it.
 
@@ -353,9 +432,15 @@ def stored_params(path: str | os.PathLike[str]) -> SignatureParams | None:
 def stored_id_root(path: str | os.PathLike[str]) -> str | None:
     """The id root recorded in the store at ``path``, or inferred from its rows (stores from before roots were
     recorded); None when there is no store or it has no file documents."""
-    if not os.path.isdir(path) or not os.path.exists(os.path.join(path, MANIFEST_NAME)):
+    if is_url(path):
+        try:
+            store = open_store(path)
+        except StoreError:
+            return None
+    elif not os.path.isdir(path) or not os.path.exists(os.path.join(path, MANIFEST_NAME)):
         return None
-    store = open_store(path)
+    else:
+        store = open_store(path)
     if store.id_root is not None or store.documents == 0:
         return store.id_root
     index = store.document_index()

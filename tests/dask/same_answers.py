@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import io
 
-from dedup_cli.engine.results import FindResult
+from dedup_cli.engine.results import RECORD_FIELDS, FindResult, find_records
 from dedup_cli.output.delimited import write_records
 from dedup_cli.output.parquet import write_records_parquet
-from dedup_cli.output.records import RECORD_FIELDS, find_records
 
 FORMATS = ("jsonl", "tsv", "csv", "parquet")
 
 
 def written(result: FindResult) -> dict[tuple[str, str], bytes]:
     """The bytes ``dedup find --output KIND --format FORMAT`` writes for ``result``, for every kind and format."""
-    kinds = ["groups", "pairs", "members"] + (["triples"] if result.triples is not None else [])
+    kinds = ["groups", "pairs", "members"] + (["triples"] if result.accepted_triples is not None else [])
     found = {}
     for kind in kinds:
         for fmt in FORMATS:

@@ -24,6 +24,7 @@ from same_answers import assert_same_answers
 import dedup_cli as dedup
 from dedup_cli.cli import cli
 from dedup_cli.engine import extras
+from dedup_cli.engine.results import find_records
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.output.summaries import find_store_line, find_summary
 from dedup_cli.store.format import DocumentBatch
@@ -36,7 +37,8 @@ SAMPLES = REPO / "sample_corpora"
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """``sample``: the corpora in one run; ``grown``: three runs with a change, additions and a prune;
-    ``legacy``: the sample's rows as a format 1 file."""
+    ``legacy``: the sample's rows as a format 1 file; ``reference``: three Bible editions and the declarations,
+    a reference store for the others."""
     folder = tmp_path_factory.mktemp("stores")
     reading = dedup.InputOptions(exclude=("SOURCE",))
     sample = folder / "sample.parquet"
@@ -56,7 +58,11 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     with StoreWriter(legacy, rows.params) as writer:
         writer.write(DocumentBatch(rows.ids, rows.paths, np.zeros(len(rows), np.int64), np.zeros(len(rows), np.int64),
                                    rows.content_hashes, rows.shingle_counts, rows.packed))
-    return {"sample": sample, "grown": grown, "legacy": legacy}
+    reference = folder / "reference.parquet"
+    dedup.sign([str(SAMPLES / "bible-editions" / name) for name in ("ASV", "UKJV", "RWEBSTER")] +
+               [str(SAMPLES / "udhr")], reference,
+               dedup.SignOptions(input=dedup.InputOptions(exclude=("SOURCE",), id_root=str(SAMPLES))))
+    return {"sample": sample, "grown": grown, "legacy": legacy, "reference": reference}
 
 
 CASES = [
@@ -116,15 +122,39 @@ def test_the_scheduler_comes_from_the_environment(stores: dict[str, Path], engin
     assert remote.stdout == runner.invoke(cli, arguments).stdout
 
 
-def test_every_pair_and_a_reference_store_are_refused_on_the_cluster(stores: dict[str, Path]) -> None:
+def test_every_pair_is_refused_on_the_cluster(stores: dict[str, Path]) -> None:
     result = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--candidates", "all", "--engine", "dask"])
     assert result.exit_code == 2
     assert result.stderr.strip() == ("Error: --candidates all compares every pair in one process; use --candidates "
                                      "lsh with --engine dask, or --engine local")
-    result = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--against", str(stores["grown"]), "--engine",
-                                      "dask"])
-    assert result.exit_code == 2
-    assert result.stderr.strip() == "Error: --against is not yet run by --engine dask; use --engine local"
+
+
+def test_against_a_reference_store_the_records_are_the_local_engines(stores: dict[str, Path],
+                                                                     engine: EngineOptions) -> None:
+    """The store's documents are numbered before the reference's, as the local engine numbers them: every record
+    (with the store of each id), gathered or streamed from the cluster."""
+    options = {"against": str(stores["reference"]), "only_across": True, "ways": 3, "bits": 2}
+    local = dedup.find(stores["grown"], dedup.FindOptions(**options))
+    assert local.pair_count > 40
+    assert sum(record["store_b"] == "reference" for record in find_records("pairs", local)) > 10
+    for gather_limit in (None, 40):
+        limit = {} if gather_limit is None else {"gather_limit": gather_limit}
+        remote = dedup.find(stores["grown"], dedup.FindOptions(engine=engine, **options, **limit))
+        assert (remote.streamed is not None) == (gather_limit is not None)
+        assert_same_answers(local, remote)
+        assert remote.reference_documents == local.reference_documents
+
+
+def test_against_through_the_command_line(stores: dict[str, Path], engine: EngineOptions, tmp_path: Path) -> None:
+    common = ["find", str(stores["sample"]), "--against", str(stores["reference"]), "--keep", "longest", "--output",
+              "groups", "--format", "tsv"]
+    local = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "local.tsv")])
+    remote = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler",
+                                      str(engine.scheduler)])
+    assert local.exit_code == remote.exit_code == 0, remote.stderr
+    assert (tmp_path / "dask.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    assert (tmp_path / "local.tsv").read_text().count("\treference") > 10
+    assert _without_time(remote.stderr) == _without_time(local.stderr) and " against " in local.stderr
 
 
 @pytest.mark.parametrize(("arguments", "message"), [
@@ -219,6 +249,15 @@ def test_every_output_and_format_is_written_from_streamed_results(
         assert len(written["local"]) > 200
 
 
+def test_the_results_in_ids_are_the_same_on_every_path(three_results: dict[str, dedup.FindResult]) -> None:
+    # groups(), pairs(), triples(), members() read a streamed result chunk by chunk, as the command line does.
+    for kind in KINDS:
+        got = {path: [tuple(item) for item in getattr(result, kind)()] for path, result in three_results.items()}
+        assert got["streamed"] == got["gathered"] == got["local"], kind
+        assert got["local"], kind
+    assert three_results["streamed"].to_arrow("pairs").equals(three_results["local"].to_arrow("pairs"))
+
+
 def test_the_streamed_output_reaches_the_command_line(stores: dict[str, Path], engine: EngineOptions,
                                                       tmp_path: Path) -> None:
     """End to end: --gather-limit sends the end of find to the workers; the file, the summary and the exit code are
@@ -263,3 +302,48 @@ def test_rounds_of_bands_and_progress_through_the_command_line(stores: dict[str,
     for stage in ("reading the store's pieces", "candidates, bands 1–", "round 2 of", "scoring the candidate pairs",
                   "exact checks and decisions", "groups", "writing"):
         assert stage in shown, shown[-2000:]
+
+
+def test_a_killed_dask_find_resumes_from_its_work_dir(engine: EngineOptions, tmp_path: Path) -> None:
+    """The driver SIGKILLed during the candidate stage (a band a round), then run again: the local engine's bytes,
+    the rounds kept by the killed run reused, and the same again from the kept scores and decisions."""
+    import signal
+    import time
+
+    from test_resume import reused_bands
+
+    from dedup_cli.params import SignatureParams
+    from dedup_cli.store.store import create_store
+
+    store = tmp_path / "sigs"
+    params = SignatureParams(num_perm=64, bits=8)
+    rng = np.random.default_rng(9)
+    values = rng.integers(0, 256, size=(40_000, 64), dtype=np.uint8)
+    values[1::50] = values[::50]
+    with create_store(store, params).begin_run(params) as run:
+        run.write(DocumentBatch([f"d{i:06d}" for i in range(40_000)], [""] * 40_000, np.zeros(40_000, np.int64),
+                                np.zeros(40_000, np.int64), np.zeros(40_000, np.uint64),
+                                np.full(40_000, 100, np.int64), values))
+    common = ["find", str(store), "-t", "0.6", "--output", "pairs", "--verify", "none", "--band-memory", "1KiB"]
+    local = CliRunner().invoke(cli, common)
+    assert local.exit_code == 0 and local.stdout.count("\n") > 500
+    work = tmp_path / "work"
+    remote = [sys.executable, "-m", "dedup_cli", *common, "--engine", "dask", "--scheduler", str(engine.scheduler),
+              "--work-dir", str(work)]
+    child = subprocess.Popen(remote, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while len(list(work.glob("candidates-*.npz"))) < 2 and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert child.poll() is None
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    kept = len(list(work.glob("candidates-*.npz")))
+    resumed = subprocess.run([*remote, "--keep-work"], capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout == local.stdout
+    assert resumed.stderr.startswith("resuming: candidates for bands 1–") and reused_bands(resumed.stderr) >= kept
+    again = subprocess.run(remote, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and again.stdout == local.stdout
+    assert again.stderr.splitlines()[:2] == [f"resuming: scored candidate pairs from {work}",
+                                             f"resuming: exact checks and decisions from {work}"]
+    assert not work.exists()

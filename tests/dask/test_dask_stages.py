@@ -112,7 +112,7 @@ def test_a_share_pairs_its_own_buckets_and_sends_the_crossing_ones_to_their_owne
 @pytest.mark.parametrize(("bands", "rows", "band_memory", "share_documents", "in_order"), [
     (16, 3, 1 << 30, 5_000_000, True),   # one round, two shares (one per worker)
     (16, 3, 5_000, 5_000_000, True),     # a band a round
-    (16, 3, 30_000, 700, True),          # several shares on each worker, 2 bands a round
+    (16, 3, 100_000, 700, True),         # several shares on each worker, a few bands a round
     (6, 10, 1 << 30, 5_000_000, False),  # 80-bit bands: hashed 64-bit keys; rows sorted on the cluster first
 ])
 def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -142,7 +142,7 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
     codes = np.sort(found.codes.compute()["code"].to_numpy())
     assert found.shares == 2 if share_documents > 3_000 else 2 < found.shares <= 6  # of about 700 documents
     # A worker's keys of a round stay within band_memory: 5,000 bytes is under one band (1,500 documents a
-    # worker, 4 bytes a key), so a band a round; 30,000 bytes, a few bands.
+    # worker, 12 bytes a key while sorting), so a band a round; 100,000 bytes, a few bands.
     assert found.rounds == 1 if band_memory > 10**6 else found.rounds == bands if band_memory == 5_000 else \
         2 < found.rounds < bands
     assert found.oversized_buckets == expected.oversized_buckets > 0

@@ -40,7 +40,6 @@ from dedup_cli.candidates.crossing import (
     BandBuckets,
     absolute,
     band_buckets,
-    band_hashes,
     fingerprint_bits,
     fingerprints_of,
     member,
@@ -49,12 +48,15 @@ from dedup_cli.candidates.crossing import (
     slice_sets,
 )
 from dedup_cli.candidates.elias_fano import EliasFano
+from dedup_cli.engine.band_rounds import band_ranges
+from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.params import SignatureParams
 from dedup_cli.primitives import sorted_unique
+from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.pieces import StorePiece, frame_words, read_piece_signatures, words_to_packed
 
 SHARE_DOCUMENTS = 5_000_000
@@ -85,15 +87,19 @@ class Candidates:
     crossing_row_bytes: int
     shuffled_codes: int  # pair codes shuffled to be de-duplicated, 8 bytes each
 
+    def stats(self) -> list[int]:
+        """What finding them cost, as kept with the scored pairs in a work folder: rounds, shares, band keys,
+        fingerprint bytes (to another worker), crossing rows and their bytes, shuffled codes, cut buckets."""
+        return [self.rounds, self.shares, self.band_keys, self.fingerprint_bytes, self.fingerprint_bytes_across,
+                self.crossing_rows, self.crossing_row_bytes, self.shuffled_codes, self.oversized_buckets]
+
 
 @dataclass
 class _ShareRound:
-    """A share's band keys for one round, on its worker, and what sorting each band gave it."""
+    """What sorting each band of a round gave a share, on its worker."""
 
     docs: np.ndarray  # int64[n], its eligible documents, ascending
-    keys: np.ndarray  # uint32 or uint64 [bands, n]
-    first_band: int
-    buckets: list[BandBuckets]  # per band: its own pairs (with fingerprints) and cut buckets
+    buckets: list[BandBuckets]  # per band: rows by hash, its own pairs (with fingerprints) and cut buckets
 
 
 @dataclass
@@ -139,15 +145,17 @@ def share_round(parts: list[tuple[np.ndarray, np.ndarray]], first_band: int, bit
     """A share's keys of one round sorted band by band into its own buckets, and per owner and band the coded set
     of its fingerprints (and their sizes in bytes, per owner)."""
     docs = np.concatenate([part[0] for part in parts])
-    keys = np.concatenate([part[1] for part in parts], axis=1)
-    buckets = [band_buckets(keys[band], docs, first_band + band, bits, max_bucket) for band in range(keys.shape[0])]
+    bands = parts[0][1].shape[0] if parts else 0
+    # One band at a time: the share's keys of a band, sorted by hash (the rows are kept in that order).
+    buckets = [band_buckets(np.concatenate([part[1][band] for part in parts]), docs, first_band + band, bits,
+                            max_bucket) for band in range(bands)]
     sets: list[list[EliasFano]] = [[] for _ in range(slices if slices > 1 else 0)]
     for found in buckets:
         for owner, coded in enumerate(slice_sets(found.prints, bits, slices) if slices > 1 else []):
             sets[owner].append(coded)
         found.prints = found.prints[:0]  # sent; the rows are found again from the keys
     sizes = np.array([sum(coded.nbytes for coded in owned) for owned in sets], np.int64)
-    return _ShareRound(docs, keys, first_band, buckets), sets, sizes
+    return _ShareRound(docs, buckets), sets, sizes
 
 
 def owner_answers(sets: list[list[EliasFano]]) -> list[list[np.ndarray]]:
@@ -176,14 +184,15 @@ def share_split(state: _ShareRound, answers: list[list[np.ndarray]], bits: int, 
         oversized += int(np.count_nonzero(~member(found.cut_prints, crossing)))
         if not slices:
             continue
-        keys = state.keys[band]
-        prints = fingerprints_of(band_hashes(keys, state.first_band + band), bits)
-        sent = member(prints, crossing)
-        owner = owner_of(prints[sent], bits, slices)
-        sent_keys, sent_docs = keys[sent], state.docs[sent]
+        # The crossing rows, found by binary search in the band's hash order, go to their owners as (hash,
+        # document): the hash is a bijection of the key, so the owner's buckets are the keys'.
+        sent = found.rows_of(crossing, bits)
+        hashes = found.hashes[sent]
+        sent_docs = state.docs[found.order[sent]]
+        owner = owner_of(fingerprints_of(hashes, bits), bits, slices)
         for t in range(slices):
             mine = owner == t
-            rows[t].append((sent_keys[mine], sent_docs[mine]))
+            rows[t].append((hashes[mine], sent_docs[mine]))
     counts = np.array([sum(part[0].size for part in owned) for owned in rows], np.int64)
     return _Split(codes.unique(), oversized, rows), counts
 
@@ -191,7 +200,7 @@ def share_split(state: _ShareRound, answers: list[list[np.ndarray]], bits: int, 
 def owner_pairs(rows: list[list[tuple[np.ndarray, np.ndarray]]], max_bucket: int, documents: int
                 ) -> tuple[np.ndarray, int]:
     """The pairs of the crossing buckets of one owner's range: per band, every share's rows (in share order, so
-    documents ascend) sorted by key and paired; and the buckets cut."""
+    documents ascend) sorted by hash and paired; and the buckets cut."""
     codes = PairCodes()
     oversized = 0
     for band in range(len(rows[0]) if rows else 0):
@@ -240,19 +249,29 @@ def _shares(frames: DocumentFrames, workers: int) -> list[list[int]]:
 
 
 def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: int, band_memory: int,
-                    shuffle_method: str | None = None, progress: Progress = silent) -> Candidates:
+                    shuffle_method: str | None = None, progress: Progress = silent, work: WorkDir | None = None
+                    ) -> Candidates:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
 
-    ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands).
+    ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands); at
+    most a quarter of the smallest worker's memory limit.
+    ``work``: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
+    earlier run with the same bands is read back instead of computed.
     """
     params, documents = frames.params, frames.documents
-    workers = sorted(get_client().scheduler_info()["workers"])
+    info = get_client().scheduler_info()["workers"]
+    workers = sorted(info)
+    # A round must fit beside everything else a worker holds: at most a quarter of its memory limit.
+    limits = [int(info[worker].get("memory_limit") or 0) for worker in workers]
+    if all(limits):
+        band_memory = min(band_memory, min(limits) // 4)
     shares = _shares(frames, len(workers))
     placed = [workers[index % len(workers)] for index in range(len(shares))]
     dtype = key_dtype(rows, value_dtype(params.bits))
     held = max(sum(frames.partition_documents(share) for share in shares[index::len(workers)])
                for index in range(min(len(workers), len(shares))))
-    per_round = max(1, band_memory // max(1, held * dtype.itemsize))
+    # A share's round holds its partitions' keys while it sorts them into hashes and positions: three times a key.
+    per_round = max(1, band_memory // max(1, held * 3 * dtype.itemsize))
     bits = fingerprint_bits(documents, 8 * dtype.itemsize)
     slices = len(shares)
     partitions = frames.values.to_delayed() if frames.pieces is None else None
@@ -260,8 +279,23 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
     collected: list[dd.DataFrame] = []
     shuffled = 0
     rounds = list(range(0, bands, per_round))
+    reused: list[tuple[int, int]] = []
     for number, first_band in enumerate(rounds, start=1):
         last_band = min(bands, first_band + per_round)
+        key = None if work is None else work.key("candidates", engine="dask", bands=bands, rows=rows,
+                                                  first_band=first_band, last_band=last_band, max_bucket=max_bucket)
+        kept_round = None if work is None or key is None else work.load("candidates", key)
+        if kept_round is not None:
+            assert work is not None and key is not None
+            collected.append(kept_frame(work, "candidates", key, kept_round, _CODE_META))
+            cut_kept, fingerprint_kept, across_kept, crossing_kept, made_kept = kept_round["stats"].tolist()
+            stats["oversized"] += cut_kept
+            stats["fingerprint"] += fingerprint_kept
+            stats["across"] += across_kept
+            stats["crossing"] += crossing_kept
+            shuffled += made_kept
+            reused.append((first_band, last_band))
+            continue
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
         # Every task of a share runs on its worker; what goes to an owner is cut out there first, so that only
         # the owner's part travels.
@@ -310,14 +344,22 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
             dask.delayed(list)([split[1] for split in splits]),
             dask.delayed(sum)([dask.delayed(len)(part) for part in code_parts]))
         round_cut, round_sizes, round_rows, made = dask.compute(round_cut, round_sizes, round_rows, made)
+        fingerprint = int(sum(int(np.sum(per_owner)) for per_owner in round_sizes))
+        across = int(sum(size for sender, per_owner in enumerate(round_sizes)
+                         for owner, size in enumerate(per_owner.tolist()) if placed[owner] != placed[sender]))
+        crossing = int(sum(int(np.sum(counts)) for counts in round_rows))
+        if work is not None and key is not None:
+            keep_frame(work, "candidates", key, kept, {"stats": np.array([int(round_cut), fingerprint, across,
+                                                                           crossing, int(made)])})
         stats["oversized"] += int(round_cut)
-        for sender, per_owner in enumerate(round_sizes):
-            stats["fingerprint"] += int(np.sum(per_owner))
-            stats["across"] += int(sum(size for owner, size in enumerate(per_owner.tolist())
-                                       if placed[owner] != placed[sender]))
-        stats["crossing"] += int(sum(int(np.sum(counts)) for counts in round_rows))
+        stats["fingerprint"] += fingerprint
+        stats["across"] += across
+        stats["crossing"] += crossing
         shuffled += int(made)
         collected.append(dd.from_delayed(kept, meta=_CODE_META, verify_meta=False))
+    if reused:
+        assert work is not None
+        progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path}")
     progress.stage("candidates, de-duplicating pairs", None)
     merged = dd.concat(collected) if len(collected) > 1 else collected[0]
     outputs = max(1, -(-shuffled // ROWS_PER_PARTITION))

@@ -119,8 +119,13 @@ def check_and_decide(scored: dd.DataFrame, frames: DocumentFrames, mode: str, th
     return frame, Checked(int(checked), list(unverifiable))
 
 
-def _decided_documents(frame: pd.DataFrame) -> pd.DataFrame:
+def _decided_documents(frame: pd.DataFrame, reference_start: int | None) -> pd.DataFrame:
+    """The documents of a partition's accepted pairs inside one store (across two stores one file under two names
+    is a duplicate to report, as the local engine says)."""
     decided = frame["decided"].to_numpy()
+    if reference_start is not None:
+        decided = decided & ((frame["first"].to_numpy() < reference_start) == (frame.index.to_numpy() <
+                                                                               reference_start))
     docs = np.concatenate([frame["first"].to_numpy()[decided], frame.index.to_numpy()[decided]])
     return pd.DataFrame({"doc": sorted_unique(np.asarray(docs, dtype=np.int64))})
 
@@ -144,8 +149,10 @@ def _later_of_each_file(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def aliases(decided: dd.DataFrame, frames: DocumentFrames, shuffle_method: str | None) -> np.ndarray:
-    """int64[a], ascending: documents of the accepted pairs that are a lower document's file under another name."""
-    docs = decided.map_partitions(_decided_documents, meta=pd.DataFrame({"doc": pd.Series([], dtype=np.int64)}))
+    """int64[a], ascending: documents of the accepted pairs (inside one store) that are a lower document's file
+    under another name."""
+    docs = decided.map_partitions(_decided_documents, frames.reference_start,
+                                  meta=pd.DataFrame({"doc": pd.Series([], dtype=np.int64)}))
     docs = docs.drop_duplicates(split_out=decided.npartitions, shuffle_method=shuffle_method)
     located = docs.set_index("doc", divisions=list(frames.divisions), shuffle_method=shuffle_method).merge(
         frames.names[["path"]], left_index=True, right_index=True, how="inner")

@@ -18,7 +18,9 @@ are re-read or reported.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import dask
 import dask.dataframe as dd
@@ -59,6 +61,7 @@ class DocumentFrames:
     names: dd.DataFrame  # index doc; id, path, content_hash, mtime_ns
     in_order: bool
     pieces: list[tuple[StorePiece, int]] | None = None  # in order: each partition's piece and first document
+    reference_start: int | None = None  # with a reference store: its first document (its documents come last)
 
     @property
     def words(self) -> list[str]:
@@ -174,6 +177,53 @@ def read_documents(params: SignatureParams, pieces: list[StorePiece], removals: 
             (min(bound[6] for _, bound in kept), max(bound[7] for _, bound in kept)), divisions, values, names, True,
             list(zip(ordered, offsets[:-1].tolist(), strict=True)))
     return _sorted(params, [piece for piece, _ in kept], removals, shuffle_method)
+
+
+def _shifted(frame: pd.DataFrame, offset: int) -> pd.DataFrame:
+    frame = frame.copy(deep=False)
+    frame.index = pd.Index(frame.index.to_numpy(dtype=np.int64) + offset, name="doc")
+    return frame
+
+
+def with_reference(new: DocumentFrames, reference: DocumentFrames) -> DocumentFrames:
+    """The documents of a store, then those of a reference store numbered on from ``new.documents``: each store's
+    documents by rank of id, the store's first, as the local engine numbers two stores. Nothing is read or moved:
+    the reference's partitions are renumbered where they are (or, both in id order, its pieces listed after the
+    store's)."""
+    start = new.documents
+    both = [frames for frames in (new, reference) if frames.documents]
+    if len(both) < 2:
+        only = both[0] if both else new
+        if only is reference:
+            only = _renumbered(reference, start)
+        return dataclasses.replace(only, reference_start=start)
+    spans = [span for span in (new.run_span, reference.run_span) if span is not None]
+    divisions = (*new.divisions[:-1], *(division + start for division in reference.divisions))
+    common: dict[str, Any] = dict(documents=start + reference.documents, eligible=new.eligible + reference.eligible,
+                  max_shingle_count=max(new.max_shingle_count, reference.max_shingle_count),
+                  run_span=(min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None,
+                  in_order=new.in_order and reference.in_order, reference_start=start)
+    if new.pieces is not None and reference.pieces is not None:
+        pieces = new.pieces + [(piece, first + start) for piece, first in reference.pieces]
+        offsets = np.array([first for _, first in pieces] + [start + reference.documents], np.int64)
+        _, values, names = _ordered(new.params, [piece for piece, _ in pieces], offsets)
+        return DocumentFrames(new.params, divisions=divisions, values=values, names=names, pieces=pieces, **common)
+    values, names = (dd.from_delayed([*getattr(new, kind).to_delayed(),
+                                      *[dask.delayed(_shifted)(part, start)
+                                        for part in getattr(reference, kind).to_delayed()]],
+                                     meta=getattr(new, kind)._meta, divisions=divisions, verify_meta=False)
+                     for kind in ("values", "names"))
+    return DocumentFrames(new.params, divisions=divisions, values=values, names=names, **common)
+
+
+def _renumbered(frames: DocumentFrames, start: int) -> DocumentFrames:
+    """``frames`` with every document number raised by ``start``."""
+    divisions = tuple(division + start for division in frames.divisions)
+    values, names = (dd.from_delayed([dask.delayed(_shifted)(part, start) for part in getattr(frames, kind)
+                                      .to_delayed()], meta=getattr(frames, kind)._meta, divisions=divisions,
+                                     verify_meta=False) for kind in ("values", "names"))
+    pieces = None if frames.pieces is None else [(piece, first + start) for piece, first in frames.pieces]
+    return dataclasses.replace(frames, divisions=divisions, values=values, names=names, pieces=pieces)
 
 
 def _empty(params: SignatureParams) -> DocumentFrames:

@@ -110,10 +110,18 @@ def attach(pairs: dd.DataFrame, column: str, documents: dd.DataFrame, prefix: st
     return joined.rename_axis(column)
 
 
-def _pairs(frame: pd.DataFrame, documents: int) -> pd.DataFrame:
+def _pairs(frame: pd.DataFrame, documents: int, reference_start: int | None, only_across: bool) -> pd.DataFrame:
+    """Pair codes as (first, second); with a reference store from document ``reference_start`` on, less the pairs
+    inside it (and with ``only_across`` those inside the store too), as the local engine leaves them out."""
     codes = frame["code"].to_numpy(dtype=np.uint64)
-    return pd.DataFrame({"first": (codes // np.uint64(documents)).astype(np.int64),
-                         "second": (codes % np.uint64(documents)).astype(np.int64)})
+    first = (codes // np.uint64(documents)).astype(np.int64)
+    second = (codes % np.uint64(documents)).astype(np.int64)
+    if reference_start is not None:
+        keep = first < reference_start  # first < second: the pair holds a document of the store
+        if only_across:
+            keep &= second >= reference_start
+        first, second = first[keep], second[keep]
+    return pd.DataFrame({"first": first, "second": second})
 
 
 def scored_frame(scored: ScoredPairs, index: np.ndarray | None = None) -> pd.DataFrame:
@@ -125,12 +133,18 @@ def scored_frame(scored: ScoredPairs, index: np.ndarray | None = None) -> pd.Dat
 
 
 def score_partition(frame: pd.DataFrame, bits: int, num_perm: int, universe: int, new_since: int | None,
-                    level: float = 0.95) -> pd.DataFrame:
+                    level: float = 0.95, reference_start: int | None = None) -> pd.DataFrame:
     """Score the pairs of one partition (index: the second document), each row holding both documents' packed
     b-bit words (``a_s…``, ``b_s…``), shingle counts and runs; with ``new_since`` (pairs only) the pairs touching
-    no newer document are left out first, as the local engine drops them before scoring."""
+    no newer document of the store (below ``reference_start``) are left out first, as the local engine drops them
+    before scoring."""
     if new_since is not None:
-        frame = frame[(frame["a_run"].to_numpy() > new_since) | (frame["b_run"].to_numpy() > new_since)]
+        newer_first = frame["a_run"].to_numpy() > new_since
+        newer_second = frame["b_run"].to_numpy() > new_since
+        if reference_start is not None:
+            newer_first &= frame["first"].to_numpy() < reference_start
+            newer_second &= frame.index.to_numpy() < reference_start
+        frame = frame[newer_first | newer_second]
     first, second = frame["first"].to_numpy(dtype=np.int64), frame.index.to_numpy(dtype=np.int64)
     matches = np.empty(len(frame), dtype=np.int64)
     columns_a, columns_b = bit_columns("a_s", bits, num_perm), bit_columns("b_s", bits, num_perm)
@@ -152,14 +166,18 @@ def scored_meta(extra: dict[str, np.dtype] | None = None) -> pd.DataFrame:
 
 
 def score_candidates(reduced: dd.DataFrame, candidates: Candidates, divisions: tuple[int, ...], bits: int,
-                     params: SignatureParams, new_since: int | None, shuffle_method: str | None) -> dd.DataFrame:
+                     params: SignatureParams, new_since: int | None, shuffle_method: str | None,
+                     reference_start: int | None = None, only_across: bool = False) -> dd.DataFrame:
     """Every candidate pair scored (:data:`SCORE_COLUMNS`), indexed and range-partitioned by its second document.
 
-    ``reduced`` is :func:`reduce_bits` of the document frame (persisted: both joins read it).
+    ``reduced`` is :func:`reduce_bits` of the document frame (persisted: both joins read it). With
+    ``reference_start`` (pairs only: a reference store's documents from there on), the pairs the local engine
+    leaves out before scoring are left out here too (:func:`_pairs`, :func:`score_partition`).
     """
-    pairs = candidates.codes.map_partitions(_pairs, candidates.documents, meta=pd.DataFrame(
-        {"first": pd.Series([], dtype=np.int64), "second": pd.Series([], dtype=np.int64)}))
+    pairs = candidates.codes.map_partitions(_pairs, candidates.documents, reference_start, only_across,
+                                            meta=pd.DataFrame({"first": pd.Series([], dtype=np.int64),
+                                                               "second": pd.Series([], dtype=np.int64)}))
     with_first = attach(pairs, "first", reduced, "a_", divisions, shuffle_method).reset_index()
     both = attach(with_first, "second", reduced, "b_", divisions, shuffle_method)
     return both.map_partitions(score_partition, bits, params.num_perm, params.universe, new_since,
-                               meta=scored_meta())
+                               reference_start=reference_start, meta=scored_meta())

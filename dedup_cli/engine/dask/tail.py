@@ -31,8 +31,9 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.components import connected_components
 from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach, unpack_bits
+from dedup_cli.engine.filter_stages import member_details
 from dedup_cli.engine.find_stages import conclude, new_documents, set_size_ratios
-from dedup_cli.engine.results import FindResult
+from dedup_cli.engine.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.triples import ScoredTriples
 from dedup_cli.groups.components import Groups
@@ -87,10 +88,11 @@ def _mini_store(params: SignatureParams, ids: list[str]) -> StoredSignatures:
 
 
 def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, params: SignatureParams, options: FindOptions,
-                       bits: int, alias_documents: np.ndarray
+                       bits: int, alias_documents: np.ndarray, reference_start: int | None = None
                        ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[tuple[str, str]]]:
     """The end of find on the whole components of one partition: its (pairs, triples, members) with global
-    document numbers and ids, and the grouped documents without a value to keep by."""
+    document numbers and ids, and the grouped documents without a value to keep by (a reference store's
+    documents from ``reference_start`` on)."""
     docs = docs.sort_values("doc")
     numbers = docs["doc"].to_numpy(dtype=np.int64)
     ids = np.asarray(docs["id"].astype(object).to_numpy())
@@ -106,11 +108,12 @@ def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, params: Signatur
                              shingle_counts=counts, packed=np.empty((numbers.size, 0), np.uint8),
                              content_hashes=docs["content_hash"].to_numpy(dtype=np.uint64), runs=runs,
                              mtimes_ns=docs["mtime_ns"].to_numpy(dtype=np.int64))
-    new = new_documents(runs, options.new_since, None)
+    reference = None if reference_start is None else numbers >= reference_start
+    new = new_documents(runs, options.new_since, reference)
     aliases = np.searchsorted(numbers, alias_documents[np.isin(alias_documents, numbers)])
     done = conclude(store, values, set_size_ratios(counts, params.universe), scored,
                     pairs["exact"].to_numpy(dtype=np.float64), pairs["decided"].to_numpy(dtype=bool), aliases, new,
-                    options, bits)
+                    options, bits, reference)
     accepted = done.pairs
     pairs_out = pd.DataFrame({name: getattr(accepted, name) for name in SCORE_COLUMNS})
     pairs_out["first"], pairs_out["second"] = numbers[accepted.first], numbers[accepted.second]
@@ -127,24 +130,28 @@ def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, params: Signatur
     triples_out["negative"] = -triples.estimate
     sizes = np.diff(done.groups.offsets)
     group = np.repeat(np.arange(len(done.groups)), sizes)
+    details = member_details(store, values, accepted, done.exact, done.groups, done.kept, bits)
     members_out = pd.DataFrame({
         "first": numbers[done.groups.members[done.groups.offsets[:-1]]][group] if group.size else np.empty(0, np.int64),
         "member": numbers[done.groups.members], "id": ids[done.groups.members], "size": sizes[group],
-        "weakest": done.weakest[group], "kept": numbers[done.kept][group], "kept_id": ids[done.kept][group]})
+        "weakest": done.weakest[group], "kept": numbers[done.kept][group], "kept_id": ids[done.kept][group],
+        "content_hash": details.content_hashes, "similarity": details.similarity, "verified": details.verified})
     return pairs_out, triples_out, members_out, done.keep_field_problems
 
 
-def _pairs_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str, Any]) -> FindResult:
+def _pairs_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str, Any],
+                  reference_start: int | None) -> FindResult:
     docs, where = np.unique(np.concatenate([frame["first"].to_numpy(), frame["second"].to_numpy()]),
                             return_index=True)
     ids = np.concatenate([frame["id_a"].astype(object).to_numpy(), frame["id_b"].astype(object).to_numpy()])[where]
     local = {name: frame[name].to_numpy() for name in SCORE_COLUMNS}
     local["first"], local["second"] = np.searchsorted(docs, local["first"]), np.searchsorted(docs, local["second"])
-    return _result(_mini_store(params, [str(x) for x in ids]), common, pairs=ScoredPairs(**local),
-                   exact=frame["exact"].to_numpy(dtype=np.float64))
+    return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs,
+                   accepted=ScoredPairs(**local), exact=frame["exact"].to_numpy(dtype=np.float64))
 
 
-def _triples_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str, Any]) -> FindResult:
+def _triples_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str, Any],
+                    reference_start: int | None) -> FindResult:
     everything = np.concatenate([frame[name].to_numpy() for name in "abc"])
     docs, where = np.unique(everything, return_index=True)
     ids = np.concatenate([frame[f"id_{name}"].astype(object).to_numpy() for name in "abc"])[where]
@@ -154,11 +161,11 @@ def _triples_result(frame: pd.DataFrame, params: SignatureParams, common: dict[s
         matches=column["matches"], pair_matches=np.stack([column[f"{x}_matches"] for x in ("ab", "ac", "bc")], axis=1),
         estimate=column["estimate"], stderr=column["stderr"], ci_low=column["ci_low"], ci_high=column["ci_high"],
         pairwise=np.stack([column[f"estimate_{x}"] for x in ("ab", "ac", "bc")], axis=1))
-    return _result(_mini_store(params, [str(x) for x in ids]), common, triples=triples)
+    return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, accepted_triples=triples)
 
 
-def _groups_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str, Any], first_group: int
-                   ) -> FindResult:
+def _groups_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str, Any], first_group: int,
+                   reference_start: int | None) -> FindResult:
     docs, where = np.unique(np.concatenate([frame["member"].to_numpy(), frame["kept"].to_numpy()]),
                             return_index=True)
     ids = np.concatenate([frame["id"].astype(object).to_numpy(), frame["kept_id"].astype(object).to_numpy()])[where]
@@ -166,20 +173,27 @@ def _groups_result(frame: pd.DataFrame, params: SignatureParams, common: dict[st
     starts = np.flatnonzero(np.r_[True, firsts[1:] != firsts[:-1]]) if firsts.size else np.empty(0, np.int64)
     groups = Groups(members=np.searchsorted(docs, frame["member"].to_numpy()),
                     offsets=np.r_[starts, firsts.size].astype(np.int64))
-    return _result(_mini_store(params, [str(x) for x in ids]), common, groups=groups,
+    details = MemberDetails(frame["content_hash"].to_numpy(dtype=np.uint64),
+                            frame["similarity"].to_numpy(dtype=np.float64), frame["verified"].to_numpy(dtype=bool))
+    return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, grouping=groups,
                    weakest=frame["weakest"].to_numpy()[starts], first_group=first_group,
-                   kept=np.searchsorted(docs, frame["kept"].to_numpy()[starts]))
+                   kept=np.searchsorted(docs, frame["kept"].to_numpy()[starts]), member_details=details)
 
 
-def _result(store: StoredSignatures, common: dict[str, Any], **parts: Any) -> FindResult:
-    empty = {"pairs": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 4)), "exact": np.empty(0),
-             "triples": None, "groups": Groups(np.empty(0, np.int64), np.zeros(1, np.int64)),
+def _result(store: StoredSignatures, common: dict[str, Any], reference_start: int | None, docs: np.ndarray,
+            **parts: Any) -> FindResult:
+    """A result of the documents ``docs`` (global numbers, ascending), with their stores marked when there is a
+    reference store (its documents from ``reference_start`` on)."""
+    if reference_start is not None:
+        parts["reference"] = docs >= reference_start
+    empty = {"accepted": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 4)), "exact": np.empty(0),
+             "accepted_triples": None, "grouping": Groups(np.empty(0, np.int64), np.zeros(1, np.int64)),
              "weakest": np.empty(0), "kept": np.empty(0, np.int64)}
     return FindResult(store=store, **{**empty, **parts}, **common)
 
 
 def _spill(frame: dd.DataFrame, keys: list[str], kind: str, folder: Path, params: SignatureParams,
-           common: dict[str, Any], rows: int) -> int:
+           common: dict[str, Any], rows: int, reference_start: int | None) -> int:
     """Sort ``frame`` on ``keys`` on the cluster, then pull its partitions of about ``rows`` rows one at a time into
     files of results."""
     count = int(frame.map_partitions(len).sum().compute())
@@ -190,12 +204,12 @@ def _spill(frame: dd.DataFrame, keys: list[str], kind: str, folder: Path, params
     for index, part in enumerate(ordered.to_delayed()):
         chunk = dask.compute(part)[0]
         if kind == "pairs":
-            result = _pairs_result(chunk, params, common)
+            result = _pairs_result(chunk, params, common, reference_start)
         elif kind == "triples":
-            result = _triples_result(chunk, params, common)
+            result = _triples_result(chunk, params, common, reference_start)
         else:
-            result = _groups_result(chunk, params, common, groups + 1)
-            groups += len(result.groups)
+            result = _groups_result(chunk, params, common, groups + 1, reference_start)
+            groups += len(result.grouping)
         with open(folder / f"{kind}-{index:06d}.pickle", "wb") as handle:
             pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
     return count if kind != "groups" else groups
@@ -221,7 +235,8 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
     docs = docs.merge(frames.names, left_index=True, right_index=True, how="inner").reset_index()
     by_pairs = labelled.shuffle(on="label", npartitions=partitions, shuffle_method=shuffle_method)
     by_docs = docs.shuffle(on="label", npartitions=partitions, shuffle_method=shuffle_method)
-    steps = [dask.delayed(conclude_partition, nout=4)(p, d, params, options, bits, alias_documents)
+    start = frames.reference_start
+    steps = [dask.delayed(conclude_partition, nout=4)(p, d, params, options, bits, alias_documents, start)
              for p, d in zip(by_pairs.to_delayed(), by_docs.to_delayed(), strict=True)]
     outputs = settled(*[step[0] for step in steps], *[step[1] for step in steps], *[step[2] for step in steps],
                       dask.delayed(lambda lists: [item for found in lists for item in found])(
@@ -232,12 +247,14 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
     found = [dd.from_delayed(list(outputs[i * count_parts:(i + 1) * count_parts]), verify_meta=False)
              for i in range(3)]
     counts = {"pairs": _spill(found[0], ["negative", "first", "second"], "pairs", Path(folder.name), params, common,
-                              rows),
-              "groups": _spill(found[2], ["first", "member"], "groups", Path(folder.name), params, common, rows)}
+                              rows, start),
+              "groups": _spill(found[2], ["first", "member"], "groups", Path(folder.name), params, common, rows,
+                               start)}
     if options.ways == 3:
         counts["triples"] = _spill(found[1], ["negative", "a", "b", "c"], "triples", Path(folder.name), params,
-                                   common, rows)
-    result = _result(_mini_store(params, []), common, triples=None if options.ways != 3 else ScoredTriples.empty())
+                                   common, rows, start)
+    result = _result(_mini_store(params, []), common, start, np.empty(0, np.int64),
+                     accepted_triples=None if options.ways != 3 else ScoredTriples.empty())
     result.streamed = Spilled(folder, counts)
     result.keep_field_problems = problems
     return result
