@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_STORE := $(VENV)/demo-sigs.parquet
 
-.PHONY: demo test lint bench bench-corpora bench-scale bench-scale-100m corpora clean
+.PHONY: demo test lint docs bench bench-corpora bench-scale bench-scale-100m corpora clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ test: $(VENV)/.installed-test
 lint: $(VENV)/.installed-lint
 	$(BIN)/ruff check dedup_cli tests
 	$(BIN)/mypy dedup_cli
+
+# docs/cli.md and docs/api.md, written from the code (Click's --help, the public API's docstrings); tests/test_docs.py
+# fails when they are out of date.
+docs: $(VENV)/.installed
+	$(BIN)/python docs/generate_reference.py
 
 corpora:
 	$(PYTHON) scripts/build_corpora.py --out sample_corpora

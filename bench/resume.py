@@ -6,7 +6,8 @@ Usage (under the shared lock, so no two benchmarks overlap on this 2-core machin
 
 For each engine: one clean run of ``dedup find STORE --work-dir W`` (a real process, timed, the work files kept
 to measure their size), then for each kill point f: a run killed with SIGKILL f × the clean time after its start
-(the process group, so Dask's workers die with it), and the same command again, timed to its end. The output of
+(the process group, so Dask's workers die with it), or with ``--after-candidates`` as soon as every round of
+the candidate stage is kept, and the same command again, timed to its end. The output of
 every finishing run is compared byte for byte with the clean run's. The store is ``bench/scale.py``'s synthetic
 one (built into bench/data/ when missing). Asserts nothing about time.
 """
@@ -39,28 +40,42 @@ def _command(store: Path, out: Path, work: Path, engine: str, workers: int, memo
     return command
 
 
-def _run(command: list[str], kill_after: float | None = None) -> tuple[float, bool]:
-    """Wall seconds of the command, and whether it was killed (at ``kill_after`` seconds)."""
+def _rounds_kept(work: Path) -> int:
+    return len(list(work.glob("candidates-*.npz"))) if work.is_dir() else 0
+
+
+def _run(command: list[str], kill_after: float | None = None, work: Path | None = None,
+         rounds: int | None = None) -> tuple[float, bool]:
+    """Wall seconds of the command, and whether it was killed: at ``kill_after`` seconds, or as soon as ``rounds``
+    rounds of the candidate stage are kept in ``work`` (the stage complete)."""
     start = time.perf_counter()
     child = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        child.wait(timeout=kill_after)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-        time.sleep(2)  # Dask's worker processes are gone before the next run starts
-        return time.perf_counter() - start, True
+    while child.poll() is None:
+        late = kill_after is not None and time.perf_counter() - start >= kill_after
+        done = rounds is not None and work is not None and _rounds_kept(work) >= rounds
+        if late or done:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            time.sleep(2)  # Dask's worker processes are gone before the next run starts
+            return time.perf_counter() - start, True
+        time.sleep(0.1)
     assert child.stderr is not None
     if child.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed ({child.returncode}): {child.stderr.read().decode()[-2000:]}")
     return time.perf_counter() - start, False
 
 
+def _when(kill_at: float | str) -> str:
+    return "after the candidate stage" if kill_at == "candidates" else f"{kill_at:.0%} of the clean time"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=10_000_000)
     parser.add_argument("--engines", nargs="+", default=["local"], choices=["local", "dask"])
-    parser.add_argument("--kill-at", type=float, nargs="+", default=[0.5, 0.8], help="fractions of the clean time")
+    parser.add_argument("--kill-at", type=float, nargs="*", default=[0.5, 0.8], help="fractions of the clean time")
+    parser.add_argument("--after-candidates", action="store_true",
+                        help="also kill each engine's run as soon as its candidate stage is kept (every round)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="3GiB")
     parser.add_argument("--threshold", type=float, default=0.55)
@@ -76,12 +91,18 @@ def main() -> None:
                                arguments.threshold)
             clean, _ = _run(command)
             work_bytes = _folder_bytes(work)
+            rounds = _rounds_kept(work)
             shutil.rmtree(work)
-            for fraction in arguments.kill_at:
+            kills: list[float | str] = [*arguments.kill_at, *(["candidates"] if arguments.after_candidates else [])]
+            for fraction in kills:
                 out = Path(scratch) / f"resumed-{fraction}.jsonl"
                 command = _command(store, out, work, engine, arguments.workers, arguments.memory_limit,
                                    arguments.threshold)
-                killed_after, killed = _run(command, kill_after=fraction * clean)
+                if fraction == "candidates":
+                    killed_after, killed = _run(command, work=work, rounds=rounds)
+                else:
+                    assert isinstance(fraction, float)
+                    killed_after, killed = _run(command, kill_after=fraction * clean)
                 resumed, _ = _run(command)
                 same = out.read_bytes() == clean_out.read_bytes()
                 row = dict(engine=engine, documents=arguments.size, clean_seconds=round(clean, 1),
@@ -100,7 +121,7 @@ def main() -> None:
                  "", "| engine | documents | clean run (s) | work files (MB) | killed at | resumed run (s) | "
                  "resumed / clean | same output |", "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {r['engine']} | {r['documents']:,} | {r['clean_seconds']} | {r['work_mb']} | "
-                  f"{r['kill_at']:.0%} ({r['killed_after']} s){'' if r['killed'] else ', had finished'} | "
+                  f"{_when(r['kill_at'])} ({r['killed_after']} s){'' if r['killed'] else ', had finished'} | "
                   f"{r['resumed_seconds']} | {r['resumed_share']:.2f} | {'yes' if r['same_output'] else 'NO'} |"
                   for r in rows]
         arguments.out.write_text("\n".join(lines) + "\n")

@@ -50,5 +50,21 @@ def cli() -> None:
     """
 
 
+def _variables_spelt_like_flags(command: click.Command, name: str) -> None:
+    """Name each option's environment variable after its long flag (``--format`` → DEDUP_FIND_FORMAT), as the
+    help says, where Click would name it after the parameter (DEDUP_FIND_FMT); that older name still works."""
+    for parameter in command.params:
+        if not isinstance(parameter, click.Option) or parameter.envvar or parameter.name is None:
+            continue
+        longs = [option for option in parameter.opts if option.startswith("--")]
+        if not longs:
+            continue
+        spelt = longs[0][2:].replace("-", "_").upper()
+        if spelt != parameter.name.upper():
+            parameter.envvar = [f"DEDUP_{name.upper()}_{spelt}", f"DEDUP_{name.upper()}_{parameter.name.upper()}"]
+
+
 for command in (sign, find, filter_corpus, estimate, evaluate, plan, info):
     cli.add_command(command)
+    assert command.name is not None
+    _variables_spelt_like_flags(command, command.name)

@@ -83,13 +83,17 @@ class SignatureParams:
 
     @property
     def signature_bytes(self) -> int:
+        """Bytes of one packed signature: ⌈k·B/8⌉."""
         return (self.num_perm * self.bits + 7) // 8
 
     def to_dict(self) -> dict[str, Any]:
+        """The parameters as the manifest records them."""
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, fields: dict[str, Any]) -> SignatureParams:
+        """The parameters a manifest records; unknown names are refused, and a missing tokenisation is the one
+        stores had before it was recorded."""
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = set(fields) - known
         if unknown:

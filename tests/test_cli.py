@@ -200,3 +200,25 @@ def test_help_and_version() -> None:
         code, stdout, _ = run(*command, "--help")
         assert code == 0 and "Example" in stdout
     assert run("--version")[1].startswith("dedup, version ")
+
+
+def test_every_option_reads_the_variable_spelt_like_its_flag(tmp_path: Path) -> None:
+    # DEDUP_<COMMAND>_<FLAG>, whatever the parameter is called inside (--format is fmt, --output is kind).
+    import click
+
+    for name, command in cli.commands.items():  # type: ignore[attr-defined]
+        for parameter in command.params:
+            longs = [option for option in parameter.opts if option.startswith("--")]
+            if not isinstance(parameter, click.Option) or not longs or parameter.name in ("help", "version"):
+                continue
+            expected = f"DEDUP_{name.upper()}_{longs[0][2:].replace('-', '_').upper()}"
+            automatic = f"DEDUP_{name.upper()}_{str(parameter.name).upper()}"  # what Click reads without envvar
+            read = parameter.envvar if parameter.envvar else [automatic]
+            assert expected in read, (name, longs[0], read)
+    root = Path(__file__).resolve().parent.parent
+    store = tmp_path / "sigs.parquet"
+    assert CliRunner().invoke(cli, ["sign", str(root / "sample_corpora" / "licenses"), "-o", str(store), "-q"]
+                              ).exit_code == 0
+    got = CliRunner().invoke(cli, ["find", str(store), "-q"], env={"DEDUP_FIND_FORMAT": "tsv",
+                                                                   "DEDUP_FIND_OUTPUT": "pairs"})
+    assert got.exit_code == 0 and got.stdout.startswith("id_a\tid_b\testimate"), got.output

@@ -334,3 +334,21 @@ def test_periodic_deduplication_does_not_change_the_pairs(monkeypatch: pytest.Mo
     monkeypatch.setattr(buckets, "DEDUPLICATE_EVERY", 5)
     assert _as_pairs(candidate_pairs(values, 6, 2)) == expected
     assert len(expected) > 100
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([(np.uint8, 2), (np.uint8, 4), (np.uint8, 8), (np.uint8, 3), (np.uint16, 2),
+                        (np.uint16, 4), (np.uint32, 2)]), st.integers(1, 50), st.integers(0, 2**32 - 1))
+def test_band_keys_are_the_rows_shifted_into_place(kind: tuple[type, int], documents: int, seed: int) -> None:
+    # The packed key read as one little-endian integer (the fast path) is the rows shifted into place.
+    dtype, rows = kind
+    values = np.random.default_rng(seed).integers(0, np.iinfo(dtype).max, (documents, 24), dtype=dtype,
+                                                  endpoint=True)
+    bands, width = 24 // rows, np.dtype(dtype).itemsize * 8
+    expected = np.zeros((bands, documents), np.uint64)
+    for band in range(bands):
+        for row in range(rows):
+            expected[band] |= values[:, band * rows + row].astype(np.uint64) << np.uint64(row * width)
+    assert np.array_equal(band_keys(values, bands, rows), expected)
+    if rows * width <= 32:
+        assert np.array_equal(band_keys(values, bands, rows, np.uint32), expected.astype(np.uint32))

@@ -47,6 +47,8 @@ class Banding:
     band_bits: int
 
     def recall_at(self, resemblance: float) -> float:
+        """The probability that a pair of this resemblance becomes a candidate: the S-curve 1 − (1 − p^r)^b, p the
+        chance that one row of b-bit values agrees (MMDS Sec. 3.4.2)."""
         return float(candidate_probability(resemblance, self.bands, self.rows, self.band_bits))
 
 
@@ -179,10 +181,12 @@ class BandingChoice:
 
     @property
     def meets_recall(self) -> bool:
+        """Whether the banding reaches the recall asked for at R0."""
         return self.recall >= self.recall_target
 
     @property
     def meets_budget(self) -> bool:
+        """Whether the chance candidates expected stay within the budget (0.1 a document), when one is set."""
         return self.chance_candidates is None or self.budget is None or self.chance_candidates <= self.budget
 
 

@@ -7,6 +7,7 @@ The banding itself is chosen in :mod:`dedup_cli.candidates.banding`.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,16 +18,21 @@ from dedup_cli.primitives import mix64, sorted_unique
 DEDUPLICATE_EVERY = 1 << 24
 
 
-def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
-    """One 64-bit key per band and document: uint64[bands, n_docs].
+def band_keys(values: np.ndarray, bands: int, rows: int, dtype: np.dtype | type = np.uint64) -> np.ndarray:
+    """One key per band and document: uint64[bands, n_docs] (or ``dtype``, wide enough for a packed band).
 
-    ``values`` is uint[n_docs, k]. A band whose rows fit in 64 bits is packed exactly; wider bands are
-    combined with a multiply-and-mix hash (collisions have probability ~2^-64).
+    ``values`` is uint[n_docs, k]. A band whose rows fit in 64 bits is packed exactly, row r in bits
+    [r·w, (r+1)·w) of the key; wider bands are combined with a multiply-and-mix hash (collisions have
+    probability ~2^-64).
     """
     n_docs, k = values.shape
     if bands * rows > k:
         raise ValueError(f"bands {bands} × rows {rows} exceeds the {k} values per signature")
     value_bits = values.dtype.itemsize * 8
+    if rows * value_bits in (16, 32, 64) and sys.byteorder == "little":
+        # The packed key of a band is its rows' bytes read as one little-endian integer: a view, no shifts.
+        block = np.ascontiguousarray(values[:, : bands * rows])
+        return block.view(f"<u{rows * value_bits // 8}").T.astype(dtype)
     keys = np.empty((bands, n_docs), dtype=np.uint64)
     for band in range(bands):
         # Widen one band at a time: widening all k columns at once would cost 8 bytes per value.
@@ -39,7 +45,7 @@ def band_keys(values: np.ndarray, bands: int, rows: int) -> np.ndarray:
             for row in range(rows):
                 key = mix64(key * np.uint64(0x9E3779B97F4A7C15) + block[:, row])
         keys[band] = key
-    return keys
+    return keys if np.dtype(dtype) == np.uint64 else keys.astype(dtype)
 
 
 def bucket_runs(sorted_keys: np.ndarray, max_bucket: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -172,7 +178,7 @@ def candidate_pairs(
     codes = PairCodes()
     oversized = 0
     for band in range(bands):
-        key = band_keys(values[:, band * rows : (band + 1) * rows], 1, rows)[0].astype(dtype)
+        key = band_keys(values[:, band * rows : (band + 1) * rows], 1, rows, dtype)[0]
         found, cut = band_pair_codes(key if docs.size == n_docs else key[docs], docs, max_bucket, n_docs)
         codes.add(found)
         oversized += cut

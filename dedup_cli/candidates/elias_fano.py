@@ -41,10 +41,9 @@ def encode(values: np.ndarray, universe: int) -> EliasFano:
     if int(values[-1]) >= universe:
         raise ValueError(f"value {int(values[-1])} is not below the universe {universe}")
     low_bits = max(0, (universe // count).bit_length() - 1)  # ⌊log2(U/n)⌋
-    bits = np.empty((count, low_bits), np.uint8)  # one byte a bit, a column at a time: n·l bytes at most
-    for bit in range(low_bits):
-        bits[:, bit] = (values >> np.uint64(bit)) & np.uint64(1)
-    low_stream = np.packbits(bits.ravel(), bitorder="little")
+    # Each value's bits, lowest first (its little-endian bytes unpacked), of which the low_bits lowest are kept.
+    bits = np.unpackbits(values.astype("<u8").view(np.uint8).reshape(count, 8), axis=1, bitorder="little")
+    low_stream = np.packbits(bits[:, :low_bits].ravel(), bitorder="little")
     highs = (values >> np.uint64(low_bits)).astype(np.int64) + np.arange(count, dtype=np.int64)
     high_length = int(highs[-1]) + 1
     bitmap = np.zeros(high_length, np.uint8)
@@ -59,7 +58,10 @@ def decode(encoded: EliasFano) -> np.ndarray:
         return np.empty(0, np.uint64)
     ones = np.flatnonzero(np.unpackbits(encoded.highs, count=encoded.high_length, bitorder="little"))
     values = (ones - np.arange(count, dtype=np.int64)).astype(np.uint64) << np.uint64(low_bits)
-    bits = np.unpackbits(encoded.lows, count=count * low_bits, bitorder="little").reshape(count, low_bits)
-    for bit in range(low_bits):
-        values |= bits[:, bit].astype(np.uint64) << np.uint64(bit)
+    if low_bits:
+        # Each value's low bits padded to 64 and packed back into a little-endian integer: one call, no loop.
+        bits = np.zeros((count, 64), np.uint8)
+        bits[:, :low_bits] = np.unpackbits(encoded.lows, count=count * low_bits,
+                                           bitorder="little").reshape(count, low_bits)
+        values |= np.packbits(bits, axis=1, bitorder="little").view("<u8").ravel()
     return values

@@ -214,9 +214,9 @@ find_options = option_group(
 
 tuning_options = option_group(
     click.option("--band-memory", type=MEMORY_SIZE, default=FindOptions.band_memory, metavar="BYTES",
-                 show_default="1GiB",
+                 show_default=False,
                  help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
-                      "less means more rounds (a tuning knob; the output is the same)."),
+                      "less means more rounds (a tuning knob; the output is the same).  [default: 1GiB]"),
     click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
                  help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on "
                       "the workers and the records stream in chunks (a tuning knob; the output is the same)."),

@@ -77,7 +77,7 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
             if taken.any():
                 values = unpack_values(packed[taken], params.bits, params.num_perm)
                 block = values[:, first_band * rows : last_band * rows]
-                keys[:, where[taken]] = band_keys(block, count, rows).astype(dtype, copy=False)
+                keys[:, where[taken]] = band_keys(block, count, rows, dtype)
             advance(1)
         for band in range(count):
             found, cut = band_pair_codes(keys[band], keyed, max_bucket, documents.documents)

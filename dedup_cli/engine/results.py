@@ -83,14 +83,17 @@ class FindResult:
 
     @property
     def pair_count(self) -> int:
+        """Accepted pairs reported."""
         return self.accepted.first.size if self.streamed is None else self.streamed.pairs
 
     @property
     def group_count(self) -> int:
+        """Groups reported."""
         return len(self.grouping) if self.streamed is None else self.streamed.groups
 
     @property
     def triple_count(self) -> int | None:
+        """Accepted triples reported; None unless triples were sought (``ways=3``)."""
         if self.streamed is not None:
             return self.streamed.triples
         return None if self.accepted_triples is None else int(self.accepted_triples.docs.shape[0])

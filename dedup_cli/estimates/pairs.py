@@ -43,6 +43,7 @@ class ScoredPairs:
     ci_high: np.ndarray  # float64[n]
 
     def select(self, keep: np.ndarray) -> ScoredPairs:
+        """The pairs picked by a boolean mask or an index array, in that order."""
         return ScoredPairs(**{name: getattr(self, name)[keep] for name in self.__dataclass_fields__})
 
 

@@ -44,6 +44,7 @@ class ScoredTriples:
 
     @classmethod
     def empty(cls) -> ScoredTriples:
+        """No triple: what ``find`` holds with ``ways=3`` when nothing is accepted."""
         return cls(
             docs=np.empty((0, 3), dtype=np.int64),
             matches=np.empty(0, dtype=np.int64),

@@ -49,6 +49,7 @@ class Groups:
         return int(self.offsets.size - 1)
 
     def group(self, index: int) -> np.ndarray:
+        """The members (rows, ascending) of group ``index`` (from 0; its number is index + 1)."""
         return self.members[self.offsets[index] : self.offsets[index + 1]]
 
 

@@ -173,6 +173,7 @@ class EstimateOptions:
         set_fields(self, level=open_fraction("level", self.level, "0.95"))
 
     def check_ids(self, ids: tuple[str, ...]) -> None:
+        """Two or three ids, all different."""
         if len(ids) not in (2, 3) or len(set(ids)) != len(ids):
             raise OptionError("ids", ids, "name two or three different document ids")
 

@@ -168,10 +168,6 @@ class Manifest:
         return manifest
 
 
-def read_manifest_bytes(path: Folder) -> bytes:
-    return read_manifest_version(path)[0]
-
-
 def read_manifest_version(path: Folder) -> tuple[bytes, str | None]:
     """The manifest's bytes and, in object storage, its version (the ETag a conditional commit names)."""
     try:

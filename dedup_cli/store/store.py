@@ -64,12 +64,23 @@ READ_ATTEMPTS = 8
 T = TypeVar("T")
 
 
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _named_rows(ids: pa.ChunkedArray, keep: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     """The positions (among all rows) of the live rows named by ``names``, in that order, and the names that
     are not live ids."""
     import pyarrow.compute as pc  # 30-50 ms: imported by the commands that need it, not by every sign
 
-    found = pc.index_in(pa.array(list(names), pa.string()), value_set=ids.take(pa.array(keep, pa.int64())))
+    # A name that is not valid UTF-8 (an undecodable file name given on the command line) is no stored id.
+    valid = [_is_utf8(name) for name in names]
+    found = pc.index_in(pa.array([name if ok else None for name, ok in zip(names, valid, strict=True)],
+                                 pa.string()), value_set=ids.take(pa.array(keep, pa.int64())))
     present = pc.is_valid(found).to_numpy(zero_copy_only=False)
     missing = [name for name, here in zip(names, present.tolist(), strict=True) if not here]
     return keep[pc.fill_null(found, 0).to_numpy()[present]], missing
@@ -92,10 +103,12 @@ class Store:
 
     @property
     def manifest(self) -> Manifest | None:
+        """The manifest as last read (None for a format 1 store)."""
         return self._manifest
 
     @property
     def runs(self) -> tuple[RunRecord, ...]:
+        """Every committed sign run, oldest first."""
         return () if self._manifest is None else self._manifest.runs
 
     @property
@@ -105,6 +118,7 @@ class Store:
 
     @property
     def documents(self) -> int:
+        """The number of live documents."""
         return self._legacy_rows if self._manifest is None else self._manifest.documents
 
     @property

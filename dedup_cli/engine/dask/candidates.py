@@ -136,8 +136,8 @@ def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: Sign
     if not eligible.any():
         return docs[:0], np.empty((count, 0), dtype)
     values = unpack_values(packed[eligible], params.bits, params.num_perm)
-    keys = band_keys(values[:, first_band * rows : last_band * rows], count, rows)
-    return docs[eligible], keys.astype(dtype, copy=False)
+    keys = band_keys(values[:, first_band * rows : last_band * rows], count, rows, dtype)
+    return docs[eligible], keys
 
 
 def share_round(parts: list[tuple[np.ndarray, np.ndarray]], first_band: int, bits: int, slices: int,
