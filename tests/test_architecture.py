@@ -147,8 +147,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["minhash.feistel", "minhash.packing", "minhash.kperm"], ["minhash.oph", "minhash.universe"],
     ]),
     ("kernel: the signing hot path compiled (numba), and when to use it", [
-        ["kernel.tables", "kernel.primitives"], ["kernel.sketch", "kernel.tokenise"], ["kernel.compiled"],
-        ["kernel.choice"],
+        ["kernel.tables", "kernel.primitives", "kernel.cache"], ["kernel.sketch", "kernel.tokenise"],
+        ["kernel.compiled"], ["kernel.choice", "kernel.background"],
     ]),
     ("estimates: the estimators, and scoring pairs and triples with them", [
         ["estimates.guards", "estimates.exact"], ["estimates.two_way", "estimates.three_way"],
@@ -161,8 +161,9 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
-        ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding"],
-        ["inputs.streams"], ["inputs.parquet", "inputs.chunks", "inputs.remote"], ["inputs.discovery", "inputs.reread"],
+        ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
+        ["inputs.streams", "inputs.blocks"], ["inputs.parquet", "inputs.chunks", "inputs.remote"],
+        ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"], ["inputs.planning"],
         ["inputs.reading"],
     ]),

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from dedup_cli.cli import flag, message
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.inputs import decoding, files, parquet, streams, tasks
+from dedup_cli.inputs import decoding, files, parquet, streams
 from dedup_cli.inputs.discovery import detect_format
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document, text_hash
@@ -488,14 +488,14 @@ def test_unreadable_files_dangling_links_and_failing_open(tmp_path: Path, monkey
     (tmp_path / "ok.txt").write_text("fine")
     (tmp_path / "locked.txt").write_text("secret")
     (tmp_path / "dangling.txt").symlink_to(tmp_path / "does-not-exist")
-    real_open = tasks.PlainFile
+    real_open = files.os.open
 
-    def guarded(path: str) -> Any:
+    def guarded(path: Any, *args: Any, **kwargs: Any) -> Any:
         if str(path).endswith("locked.txt"):  # as if opening it failed (the tests may run as root)
             raise PermissionError(13, "Permission denied", str(path))
-        return real_open(path)
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(tasks, "PlainFile", guarded)
+    monkeypatch.setattr(files.os, "open", guarded)
     documents, report = read([tmp_path])
     assert ids(documents) == ["ok.txt"]
     assert report.unreadable == [(str(tmp_path / "dangling.txt"), "No such file or directory"),

@@ -19,13 +19,15 @@ from click.testing import CliRunner
 
 import dedup_cli as dedup
 from dedup_cli.cli import cli
-from dedup_cli.engine import sign_stage
+from dedup_cli.engine import sign_stage, sign_workers
 from dedup_cli.engine.sign_stage import sign_records, sign_task
 from dedup_cli.inputs import chunks, planning
+from dedup_cli.inputs.chunks import LineChunk
+from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.tasks import FilesTask
-from dedup_cli.kernel import choice
+from dedup_cli.inputs.tasks import FilesTask, LinesTask
+from dedup_cli.kernel import cache, choice
 from dedup_cli.params import SignatureParams
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,38 +62,90 @@ def parts(store: Path) -> dict[str, bytes]:
 # --- choosing -----------------------------------------------------------------------------------------------
 
 
-def test_auto_takes_the_compiled_kernel_only_for_large_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def _cached(monkeypatch: pytest.MonkeyPatch, cached: bool = True, failure: str | None = None) -> None:
+    """As in a fresh process of an install whose compiled kernel is (or is not) in numba's cache."""
     monkeypatch.setattr(choice, "compiled_kernel_installed", lambda: True)
     monkeypatch.setattr(choice, "compiled_kernel_loaded", lambda: False)
-    least = choice.COMPILED_MIN_BYTES
-    assert choice.choose_kernel(1000) == ("numpy", choice.SMALL_RUN)
-    assert choice.choose_kernel(least) == ("numba", "")
-    assert choice.choose_kernel(least, workers=2) == ("numpy", choice.SMALL_RUN)  # loaded once, shared by two
-    assert choice.choose_kernel(2 * least, workers=2) == ("numba", "")
-    assert choice.choose_kernel(None) == ("numpy", choice.SMALL_RUN)  # a stream of unknown size starts small
-    assert choice.choose_kernel(10**12, "numpy") == ("numpy", choice.REQUESTED)
-    assert choice.choose_kernel(0, "numba") == ("numba", "")
+    monkeypatch.setattr(cache, "cached", lambda: cached)
+    monkeypatch.setattr(cache, "failure", lambda: failure)
+
+
+def test_auto_takes_the_compiled_kernel_only_when_cached_and_it_repays_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    _cached(monkeypatch)
+    params = SignatureParams(num_perm=128)
+    per_document = choice.saving_seconds(1, 4096, params)  # a document of 4 KB
+    enough = int(choice.LOAD_SECONDS / per_document) + 1  # documents whose saving repays loading on one worker
+    assert choice.choose_kernel(100, 100 * 4096, params=params) == ("numpy", choice.SMALL_RUN)
+    assert choice.choose_kernel(enough, enough * 4096, params=params) == ("numba", "")
+    # Loaded once and shared by two workers, each saving half: twice the documents to repay it.
+    assert choice.choose_kernel(enough, enough * 4096, workers=2, params=params) == ("numpy", choice.SMALL_RUN)
+    assert choice.choose_kernel(2 * enough, 2 * enough * 4096, workers=2, params=params) == ("numba", "")
+    assert choice.choose_kernel(None, None) == ("numpy", choice.SMALL_RUN)  # a stream of unknown size starts small
+    assert choice.choose_kernel(10**9, 10**12, "numpy") == ("numpy", choice.REQUESTED)
+    assert choice.choose_kernel(0, 0, "numba") == ("numba", "")
+    # The saving grows with k, and far more per byte for character shingles and for kperm.
+    assert choice.saving_seconds(1, 4096, SignatureParams(num_perm=256)) > per_document
+    assert choice.saving_seconds(1, 4096, SignatureParams(num_perm=128, scheme="kperm")) > 2 * per_document
+    assert choice.saving_seconds(1, 4096, SignatureParams(num_perm=128, shingle_unit="char")) > 2 * per_document
     monkeypatch.setattr(choice, "compiled_kernel_loaded", lambda: True)
-    assert choice.choose_kernel(1000) == ("numba", "")  # already paid for in this process
+    assert choice.choose_kernel(1, 1000) == ("numba", "")  # already paid for in this process
+    _cached(monkeypatch, cached=False)
+    assert choice.choose_kernel(10**9, 10**12) == ("numpy", choice.NOT_COMPILED)  # never waits for the compiler
+    assert choice.choose_kernel(10**9, 10**12, "numba") == ("numba", "")  # unless asked to
+    _cached(monkeypatch, cached=False, failure="it broke")
+    assert choice.choose_kernel(10**9, 10**12) == ("numpy", choice.COMPILE_FAILED)
     monkeypatch.setattr(choice, "compiled_kernel_installed", lambda: False)
-    assert choice.choose_kernel(10**12) == ("numpy", choice.NOT_INSTALLED)
+    assert choice.choose_kernel(10**9, 10**12) == ("numpy", choice.NOT_INSTALLED)
 
 
 def test_a_run_of_unknown_size_switches_once_it_has_seen_enough(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(choice, "compiled_kernel_installed", lambda: True)
-    monkeypatch.setattr(choice, "compiled_kernel_loaded", lambda: False)
-    monkeypatch.setattr(choice, "COMPILED_MIN_BYTES", 100)
+    _cached(monkeypatch)
+    monkeypatch.setattr(choice, "LOAD_SECONDS", choice.saving_seconds(100, 100 * 4096) - 1e-9)
     stream = choice.KernelChoice()
-    assert stream.planned == "numpy"
-    assert [stream.kernel_for(40) for _ in range(4)] == ["numpy", "numpy", "numba", "numba"]
-    assert stream.used == ["numpy", "numba"]
-    assert choice.KernelChoice(run_bytes=99).kernel_for(10**6) == "numpy"  # a known size decides once
-    assert choice.KernelChoice(run_bytes=100).planned == "numba"
+    assert stream.planned == "numpy" and stream.decided is None
+    assert [stream.kernel_for(40, 40 * 4096) for _ in range(4)] == ["numpy", "numpy", "numba", "numba"]
+    assert stream.used == ["numpy", "numba"] and stream.reason == choice.SMALL_RUN
+    ended = choice.KernelChoice()
+    ended.see(99, 99 * 4096)
+    assert ended.decide() == "numpy" and ended.kernel_for(10**6, 10**9, ahead=True) == "numpy"  # decided once
+    assert choice.KernelChoice("numpy").decided == "numpy"
+    _cached(monkeypatch, cached=False)
+    blocked = choice.KernelChoice()
+    blocked.see(10**6, 10**9)
+    assert blocked.decided == "numpy" and blocked.kernel_for(1, 1) == "numpy"
+    assert blocked.reason == choice.NOT_COMPILED
+
+
+def test_the_planner_looks_ahead_until_the_kernel_is_settled(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Tasks of files hold names only: the walk runs ahead until the kernel of the whole run is known. Tasks that
+    hold their text (a stream's chunks) are looked at ahead only up to a bound, then the stream may switch."""
+    _cached(monkeypatch)
+    monkeypatch.setattr(choice, "LOAD_SECONDS", choice.saving_seconds(100, 100 * 4096) - 1e-9)
+    files = [FilesTask((f"{n}",), (f"/nowhere/{n}",), 4096) for n in range(250)]
+    decided = choice.KernelChoice()
+    tasks = iter(files)
+    assert len(sign_workers.TaskPlanner(tasks, decided).settle()) == 100 and decided.decided == "numba"
+    assert next(tasks) is files[100]  # the rest is planned as it is signed
+    short = choice.KernelChoice()
+    assert len(sign_workers.TaskPlanner(iter(files[:60]), short).settle()) == 60 and short.decided == "numpy"
+    # A line file read in place: its first chunk tells how much of the file is still to come, and the bytes
+    # alone (a lower bound of the saving) settle the kernel without planning the rest.
+    big = Source("big", "/nowhere/big.jsonl", "big.jsonl", "jsonl", None, 10**10)
+    in_place = [LinesTask(big, LineChunk(b"", 1 + n, (), 0, n * 4096, 4096, 1), 0, 4096) for n in range(50)]
+    early = choice.KernelChoice()
+    assert len(sign_workers.TaskPlanner(iter(in_place), early).settle()) == 1 and early.decided == "numba"
+    monkeypatch.setattr(sign_workers, "HELD_AHEAD_BYTES", 10 * 4096)
+    source = Source("s", "-", "<stdin>", "lines", None)
+    held = [LinesTask(source, LineChunk(b"x" * 4095 + b"\n", 1 + n), 0, 4096) for n in range(50)]
+    stream = choice.KernelChoice()
+    assert len(sign_workers.TaskPlanner(iter(held), stream).settle()) == 10 and stream.decided is None
 
 
 def test_a_small_run_never_imports_numba(tmp_path: Path) -> None:
     (tmp_path / "small.txt").write_text("a small document of a few words, signed in a fresh process")
     script = ("import sys, dedup_cli as dedup\n"
+              "from dedup_cli.kernel import cache\n"
+              "cache.cached = lambda: True  # as where the compiled kernel is in numba's cache\n"
               f"report = dedup.sign([{str(tmp_path / 'small.txt')!r}], {str(tmp_path / 's.parquet')!r})\n"
               "assert report.kernels == ['numpy'] and report.kernel_reason == 'small run', report.kernels\n"
               "assert 'numba' not in sys.modules, 'numba was imported'\n")
@@ -158,10 +212,10 @@ def test_both_kernels_and_any_number_of_workers_write_the_same_store(tmp_path: P
 @needs_numba
 def test_sign_says_which_kernel_ran(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = mixed_corpus(tmp_path)
-    monkeypatch.setattr(choice, "compiled_kernel_loaded", lambda: False)  # as in a fresh process
+    _cached(monkeypatch)  # as in a fresh process, the compiled kernel in numba's cache
     code, _, stderr = run("sign", str(corpus), "-o", str(tmp_path / "a.parquet"), "-v")
-    assert code == 0 and "kernel: numpy (0.0 MB is below the 24 MB per worker from which the compiled kernel " \
-                          "repays loading it; --kernel numba takes it anyway)" in stderr
+    assert code == 0 and "kernel: numpy (0.0 MB in 150 documents would not repay the 0.36 s of loading the " \
+                          "compiled kernel; --kernel numba takes it anyway)" in stderr
     code, _, stderr = run("sign", str(corpus), "-o", str(tmp_path / "b.parquet"), "-v", "--kernel", "numba")
     assert code == 0 and f"kernel: numba {choice.numba_version()} (compiled)" in stderr
     code, _, stderr = run("sign", str(corpus), "-o", str(tmp_path / "c.parquet"), "-v", "--kernel", "numpy")
@@ -205,9 +259,9 @@ def test_a_task_of_files_signs_as_the_documents_read_here(tmp_path: Path) -> Non
     expected = sign_records(documents, params)
     assert signed.batch.ids == expected.ids == [document.id for document in documents]
     assert (signed.batch.signatures == expected.signatures).all()
-    assert signed.wheres == [document.path for document in documents]
-    assert signed.empty == [document.is_empty for document in documents] == [True] + [False] * 59
-    assert signed.ids == expected.ids and signed.fresh == [True] * 60
+    assert list(signed.wheres) == [document.path for document in documents]
+    assert signed.empty.tolist() == [document.is_empty for document in documents] == [True] + [False] * 59
+    assert signed.ids == expected.ids and signed.fresh.tolist() == [True] * 60
     assert signed.kernel == "numpy" and signed.report.bytes_read == sum(Path(f).stat().st_size for f in files)
 
 
@@ -227,13 +281,13 @@ def test_an_incremental_run_signs_only_new_and_changed_records(tmp_path: Path, m
     dedup.sign([str(records)], store, options)
     monkeypatch.setattr(chunks, "CHUNK_LINES", 8)  # several tasks, so two workers share them
     signed_counts: list[int] = []
-    original = sign_stage.sign_records
+    original = sign_stage.sign_columns
 
-    def counting(batch: Any, *args: Any, **kwargs: Any) -> Any:
-        signed_counts.append(len(batch))
-        return original(batch, *args, **kwargs)
+    def counting(columns: Any, *args: Any, **kwargs: Any) -> Any:
+        signed_counts.append(len(columns))
+        return original(columns, *args, **kwargs)
 
-    monkeypatch.setattr(sign_stage, "sign_records", counting)
+    monkeypatch.setattr(sign_stage, "sign_columns", counting)
     lines[7] = json.dumps({"id": "r7", "text": "record number 7 now says something else entirely"})
     records.write_text("\n".join(lines + [json.dumps({"id": "r60", "text": "a new record"})]) + "\n")
     report = dedup.sign([str(records)], store, options)

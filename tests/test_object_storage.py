@@ -8,9 +8,12 @@ has its own bucket.
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -117,6 +120,72 @@ def test_sign_find_filter_eval_give_the_local_bytes(bucket: str, tmp_path: Path)
     assert code == 2 and "is the store itself" in stderr
     info = [json.loads(invoke("info", store)[1]) for store in (local_store, remote_store)]
     assert info[0]["params"] == info[1]["params"] and info[1]["store"] == remote_store
+
+
+def test_every_kind_of_input_is_read_from_objects_as_from_files(bucket: str, tmp_path: Path) -> None:
+    """Objects go through the readers files go through (whole files as columns, fetched together; JSON Lines a
+    block at a time; Parquet; compressed inputs): the same documents, signatures and reports, an incremental run
+    skips the same unchanged inputs unread, and a Parquet object without its column stops the run."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dedup_cli import SignOptions, read_store, sign
+    from dedup_cli.errors import InputError
+    from dedup_cli.inputs.discovery import plan_sources
+    from dedup_cli.inputs.report import ReadReport
+    from dedup_cli.options.reading import InputOptions
+
+    corpus = tmp_path / "corpus"
+    (corpus / "texts").mkdir(parents=True)
+    words = "the quick brown fox jumps over the lazy dog and keeps on running "
+    for index in range(30):
+        (corpus / "texts" / f"a{index:02d}.txt").write_text(f"{words}{index} " * 3)
+    (corpus / "texts" / "bom.txt").write_bytes(b"\xef\xbb\xbf" + "caf\u00e9 na\u00efve r\u00e9sum\u00e9 ".encode() * 5)
+    (corpus / "texts" / "invalid.txt").write_bytes(b"bad \xff bytes in a file " * 5)
+    (corpus / "texts" / "binary.txt").write_bytes(b"\0\1\2" * 10)
+    (corpus / "texts" / "large.txt").write_text(words * 20)
+    (corpus / "texts" / "empty.txt").write_bytes(b"")
+    (corpus / "texts" / "packed.txt.gz").write_bytes(gzip.compress(f"{words}gzip ".encode() * 3))
+    records = [json.dumps({"id": f"r{i}", "text": f"{words}record {i}"}) for i in range(40)]
+    records[7], records[9] = "not json", json.dumps({"id": "long", "text": words * 20})
+    (corpus / "records.jsonl").write_text("\n".join([*records, "", records[0].replace("r0", "r99")]) + "\n")
+    (corpus / "more.jsonl.gz").write_bytes(gzip.compress(
+        "".join(json.dumps({"id": f"g{i}", "text": f"{words}gzipped {i}"}) + "\n" for i in range(20)).encode()))
+    pq.write_table(pa.table({"text": [f"{words}row {i}" for i in range(25)]}), corpus / "rows.parquet")
+    upload(corpus, f"{bucket}/corpus")
+    options = SignOptions(input=InputOptions(id_field="id", max_document_bytes=600), jobs=2)
+    stores = {"local": str(tmp_path / "sigs"), "remote": f"{bucket}/sigs"}
+    inputs = {"local": str(corpus), "remote": f"{bucket}/corpus"}
+    found = {}
+    for where in stores:
+        runs = [sign([inputs[where]], stores[where], options) for _ in range(2)]  # the second one incremental
+        shown = json.dumps([dataclasses.asdict(run.read) for run in runs]).replace(inputs[where], "CORPUS")
+        found[where] = ([(run.documents, run.empty, run.unchanged) for run in runs], json.loads(shown))
+    assert found["local"] == found["remote"]
+    counts, reports = found["remote"]
+    assert counts[0][0] == 30 + 4 + 39 + 20 + 25 and counts[1] == (0, 0, counts[0][0])
+    assert reports[0]["binary"] == ["CORPUS/texts/binary.txt"] and reports[0]["invalid_utf8"] == [
+        "CORPUS/texts/invalid.txt"]
+    assert [item[0] for item in reports[0]["oversized"]] == ["CORPUS/records.jsonl:10", "CORPUS/texts/large.txt"]
+    assert reports[0]["malformed"][0][0] == "CORPUS/records.jsonl:8"
+    local, remote = read_store(stores["local"]), read_store(stores["remote"])
+    assert local.ids == remote.ids and (local.packed == remote.packed).all()
+    assert (local.shingle_counts == remote.shingle_counts).all()
+    assert local.content_hashes is not None and remote.content_hashes is not None
+    assert (local.content_hashes == remote.content_hashes).all()
+    assert [path.replace(str(corpus), f"{bucket}/corpus") for path in local.paths] == remote.paths
+
+    (tmp_path / "bad").mkdir()
+    pq.write_table(pa.table({"body": ["x"]}), tmp_path / "bad" / "zz.parquet")
+    upload(tmp_path / "bad", f"{bucket}/corpus")
+    message = f"{bucket}/corpus/zz.parquet has no column 'text' (its columns: body); name the column with "
+    with pytest.raises(InputError, match=re.escape(message)):  # found by the walk, before any task is planned
+        plan_sources([f"{bucket}/corpus"], InputOptions(), ReadReport(), io.BytesIO())
+    code, _, stderr = invoke("sign", f"{bucket}/corpus", "-o", stores["remote"], "--id-field", "id")
+    assert code == 1 and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1] == f"Error: {message}--text-column"
 
 
 def test_filter_reads_and_writes_objects_as_it_does_files(bucket: str, tmp_path: Path) -> None:

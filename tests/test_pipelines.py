@@ -231,7 +231,7 @@ def test_a_dead_worker_fails_the_run_cleanly(tmp_path: Path, small_corpus: Path,
     for index in range(40):
         (small_corpus / f"more{index}.txt").write_text(words(f"m{index}w"))
     monkeypatch.setattr(planning, "TASK_FILES", 4)
-    monkeypatch.setattr(sign_stage, "sign_batch", _worker_dies)
+    monkeypatch.setattr(sign_stage, "sign_columns", _worker_dies)
     code, _, stderr = run("sign", str(small_corpus), "-o", str(store), "--jobs", "2")
     assert code == 1 and "a signing worker process died" in stderr and "Traceback" not in stderr
     assert snapshot(store) == before

@@ -13,12 +13,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.inputs import chunks
-from dedup_cli.inputs.chunks import LineChunk, chunk_lines, line_chunks
+from dedup_cli.inputs.chunks import LineChunk, chunk_lines, in_place_chunks, line_chunks
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import iter_lines
@@ -43,6 +44,11 @@ class Dribble(io.RawIOBase):
         piece = self.data[self.at : self.at + size]
         self.at += len(piece)
         return piece
+
+    def readinto(self, buffer: Any) -> int:
+        piece = self.read(len(buffer))
+        buffer[: len(piece)] = piece
+        return len(piece)
 
     def position(self) -> int:
         return self.at
@@ -101,6 +107,15 @@ def test_cuts_depend_on_the_bytes_alone(monkeypatch: pytest.MonkeyPatch, tmp_pat
     expected = cuts(1 << 16, False)
     assert len(expected) > 40 and all(length <= 100 + 32 for _, length in expected)
     assert cuts(5, False) == cuts(97, True) == expected
+    for head in (0, 3, 2000):  # a plain file read in place without a limit: only its newlines' places are kept
+        stream = Dribble(data[head:], 1 << 20)
+        placed = list(in_place_chunks(stream, data[:head]))
+        assert [(chunk.first_line, chunk.length) for chunk in placed] == expected
+        assert [chunk.offset for chunk in placed] == np.cumsum([0] + [length for _, length in expected])[:-1].tolist()
+        assert [chunk.newlines for chunk in placed] == [data[c.offset : c.offset + c.length].count(b"\n")
+                                                       for c in placed]
+    assert list(in_place_chunks(Dribble(b"", 1), b"")) == []
+    assert [(c.first_line, c.length, c.newlines) for c in in_place_chunks(Dribble(b"", 1), b"a\nb")] == [(1, 3, 1)]
     assert chunked(data, None, 13, in_place=path) == reference(data, None)
 
 

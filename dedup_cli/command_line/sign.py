@@ -70,7 +70,7 @@ from dedup_cli.store.pandas_probe import pandas_hidden
               help="Worker processes (0: one per core).")
 @click.option("--kernel", type=click.Choice(SIGNING_KERNELS), default=SignOptions.kernel,
               help="Signing kernel: numba (compiled; the fast extra) or numpy, the same signatures; auto takes numba "
-                   "for runs of 24 MB or more per worker.")
+                   "once it is compiled (in the background, never during a run) and the run repays loading it.")
 @click.option("--prune", is_flag=True, help="Remove stored documents that are no longer in the inputs.")
 @click.option("--wait", type=click.FloatRange(0), default=SignOptions.wait,
               help="Seconds to wait for another run on the same store before giving up.")

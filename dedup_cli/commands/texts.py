@@ -20,7 +20,8 @@ from dedup_cli.engine.results import FindResult
 from dedup_cli.engine.sign_stage import sign_texts as sign_batch_texts
 from dedup_cli.errors import OptionError, UsageError
 from dedup_cli.inputs.records import text_hash
-from dedup_cli.kernel.choice import choose_kernel
+from dedup_cli.kernel.background import compile_later
+from dedup_cli.kernel.choice import NOT_COMPILED, choose_kernel
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.params import SignatureParams
@@ -55,7 +56,11 @@ def sign_texts(texts: Iterable[str], ids: Sequence[str] | None = None,
     if len(names) != len(texts):
         raise UsageError(f"{len(names)} ids for {len(texts)} texts; give one id per text")
     params = SignatureParams.from_options(options)
-    kernel, _ = choose_kernel(sum(len(text) for text in texts), options.kernel)
+    # One process signs them; their characters stand for their bytes. As with sign, auto never waits for the
+    # compiler: numpy signs while the compiled kernel is not cached, and it is compiled in the background.
+    kernel, reason = choose_kernel(len(texts), sum(len(text) for text in texts), options.kernel, 1, params)
+    if reason == NOT_COMPILED:
+        compile_later()
     counts, packed = [np.empty(0, np.int64)], [np.empty((0, params.signature_bytes), np.uint8)]
     for start in range(0, len(texts), TEXTS_PER_BATCH):
         batch_counts, batch_packed = sign_batch_texts(texts[start:start + TEXTS_PER_BATCH], params, kernel=kernel)

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
+from dedup_cli.inputs.columns import TextColumns, Wheres
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.tasks import ReadTask, Record, read_task
+from dedup_cli.inputs.tasks import ReadTask, Record, read_task, read_task_columns
 from dedup_cli.kernel.choice import compiled_kernel
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
 from dedup_cli.minhash.oph import min_hash_values_oph
@@ -145,21 +146,35 @@ def sign_records(batch: Sequence[Record], params: SignatureParams, hasher: Hashe
     return sign_batch(batch, params, hasher, kernel)  # type: ignore[arg-type]
 
 
+def sign_columns(columns: TextColumns, params: SignatureParams, kernel: str = "numpy") -> tuple[np.ndarray, np.ndarray]:
+    """Sign documents read as columns: the compiled kernel reads their UTF-8 buffer as it is (only non-ASCII
+    texts are normalised, in Python), the numpy kernel their decoded texts.
+
+    Returns:
+        (int64[n] shingle counts f, uint8[n, signature_bytes] packed signatures), as :func:`sign_texts`.
+    """
+    if kernel == "numba":
+        compiled = compiled_kernel()
+        data, offsets, ascii_documents = compiled.normalise_encoded(columns.data, columns.offsets, columns.ascii)
+        return compiled.sign_encoded(data, offsets, params, ascii_documents)
+    return sign_texts(columns.texts(), params, kernel=kernel)
+
+
 @dataclass
 class SignedTask:
     """One reading task read and signed: its rows, and what the run needs to accept them.
 
-    ``ids``, ``wheres`` (where each document was read, for messages), ``empty`` (empty or white-space-only)
-    and ``fresh`` (new or changed since the store signed it: only these were signed) are aligned with the
+    ``ids``, ``wheres`` (where each document was read, for messages), ``empty`` (bool: empty or white-space-only)
+    and ``fresh`` (bool: new or changed since the store signed it: only these were signed) are aligned with the
     documents read; ``batch`` holds the rows of the fresh ones, in order; ``report`` is what reading the task
     skipped or repaired.
     """
 
     batch: DocumentBatch
     ids: list[str]
-    wheres: list[str]
-    empty: list[bool]
-    fresh: list[bool]
+    wheres: Wheres
+    empty: np.ndarray
+    fresh: np.ndarray
     report: ReadReport
     kernel: str
 
@@ -169,12 +184,29 @@ def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, ke
     """Read one task (as ``options`` say) and sign with ``kernel`` its documents that are new or changed since
     ``stored`` (the store's index; None: all of them): the unit of work a worker runs. Duplicate ids are for
     the caller to drop, in task order (:func:`dedup_cli.inputs.reading.accept_documents`)."""
-    read = read_task(task, options)
-    documents = read.documents
-    fresh = [True] * len(documents) if stored is None or not len(stored) else [
-        stored.content_changed(document.id, document.content_hash) for document in documents]
-    batch = sign_records([document for document, new in zip(documents, fresh, strict=True) if new], params,
-                         kernel=kernel)
-    return SignedTask(batch, [document.id for document in documents], read.wheres,
-                      [document.is_empty for document in documents], fresh, read.report,
-                      kernel if params.input_kind == "text" else "numpy")
+    if params.input_kind == "sets":
+        read = read_task(task, options)
+        documents = read.documents
+        fresh = _fresh([document.id for document in documents], [d.content_hash for d in documents], stored)
+        batch = sign_records([document for document, new in zip(documents, fresh.tolist(), strict=True) if new],
+                             params)
+        return SignedTask(batch, [document.id for document in documents], read.wheres,
+                          np.array([document.is_empty for document in documents], dtype=np.bool_), fresh,
+                          read.report, "numpy")
+    found = read_task_columns(task, options)
+    columns = found.columns
+    fresh = _fresh(columns.ids, columns.content_hashes.tolist(), stored)
+    signing = columns.take(np.flatnonzero(fresh))
+    counts, signatures = sign_columns(signing, params, kernel)
+    batch = DocumentBatch(signing.ids, signing.locations, signing.sizes, signing.mtimes_ns, signing.content_hashes,
+                          counts, signatures)
+    return SignedTask(batch, columns.ids, columns.wheres, columns.empty, fresh, found.report, kernel)
+
+
+def _fresh(ids: Sequence[str], content_hashes: Sequence[int], stored: DocumentIndex | None) -> np.ndarray:
+    """bool[n]: which documents are new or changed since ``stored`` (all, without a store)."""
+    if stored is None or not len(stored):
+        return np.ones(len(ids), dtype=np.bool_)
+    return np.fromiter((stored.content_changed(identifier, content_hash)
+                        for identifier, content_hash in zip(ids, content_hashes, strict=True)),
+                       dtype=np.bool_, count=len(ids))

@@ -24,6 +24,15 @@ CHUNK_BYTES = 1 << 20
 CHUNK_LINES = 4096
 NEWLINE = b"\n"
 _BLOCK = 1 << 16  # the reads iter_lines' reader makes, so a damaged compressed file yields the same lines
+_IN_PLACE_BLOCK = 1 << 20  # a plain file's lines stay where they are: larger reads, fewer calls
+
+
+def count_newlines(data: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
+    """The newlines of ``data[start:end]``: numpy's comparison on large spans (four times ``bytes.count``'s speed)."""
+    end = len(data) if end is None else end
+    if end - start < 1 << 16:
+        return data.count(NEWLINE, start, end)
+    return int(np.count_nonzero(np.frombuffer(data, dtype=np.uint8)[start:end] == 0x0A))
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,7 @@ class LineChunk:
             data = os.pread(descriptor, self.length, self.offset)
         finally:
             os.close(descriptor)
-        if len(data) != self.length or data.count(NEWLINE) != self.newlines:
+        if len(data) != self.length or count_newlines(data) != self.newlines:
             raise ValueError("it changed while it was read; sign it again")
         return LineChunk(data, self.first_line, self.skipped, self.position)
 
@@ -88,13 +97,13 @@ class _Held:
         newline = block.rfind(b"\n")
         if newline >= 0:
             self.start = len(self.data) + newline + 1
-            self.lines += block.count(b"\n")
+            self.lines += count_newlines(block)
         self.data += block
         return newline >= 0
 
     def take(self, cut: int, position: int) -> LineChunk:
         """The first ``cut`` bytes as a chunk."""
-        count = self.data.count(NEWLINE, 0, cut)
+        count = count_newlines(self.data, 0, cut)
         if self.in_place:
             chunk = LineChunk(b"", self.first, tuple(self.skipped), position, self.offset, cut, count)
         else:
@@ -124,7 +133,7 @@ def line_chunks(stream: Any, limit: int | None, position: Position, in_place: bo
     skipping = -1  # bytes so far of a line over the limit that is being skipped, or -1
     while True:
         try:
-            block = stream.read(_BLOCK)
+            block = stream.read(_IN_PLACE_BLOCK if in_place else _BLOCK)
         except READ_ERRORS:
             del held.data[held.start :]
             yield from held.chunks(position(), everything=True)
@@ -151,6 +160,41 @@ def line_chunks(stream: Any, limit: int | None, position: Position, in_place: bo
         held.skipped.append((held.first, skipping))
         held.first += 1
     yield from held.chunks(position(), everything=True)
+
+
+def in_place_chunks(stream: Any, head: bytes) -> Iterator[LineChunk]:
+    """The chunks :func:`line_chunks` cuts from a plain file read in place with no line limit, found by reading
+    the file into one reused buffer and keeping only where its newlines are: the cuts are the same (they depend
+    on the bytes alone), without holding or copying the lines. ``stream``: the file after ``head``, its first
+    bytes (already read). Each chunk's ``position`` is its end.
+    """
+    newlines = np.flatnonzero(np.frombuffer(head, dtype=np.uint8) == 0x0A)  # absolute positions, from chunk starts on
+    read = len(head)
+    buffer = bytearray(_IN_PLACE_BLOCK)
+    start, first, ended = 0, 1, False
+    while True:
+        # The cut after ``start``: just after the first newline at or after start + CHUNK_BYTES - 1, or after the
+        # CHUNK_LINES-th newline, whichever comes first (as _cut finds it); read on until one is known.
+        at = int(np.searchsorted(newlines, start))
+        by_lines = at + CHUNK_LINES - 1
+        by_bytes = int(np.searchsorted(newlines, start + CHUNK_BYTES - 1))
+        candidates = [int(newlines[index]) + 1 for index in (by_lines, by_bytes) if index < newlines.size]
+        if candidates or ended:
+            end = min(candidates) if candidates else read
+            if end == start:
+                return
+            count = int(np.searchsorted(newlines, end) - at)
+            yield LineChunk(b"", first, (), end, start, end - start, count)
+            start, first = end, first + count
+            newlines = newlines[np.searchsorted(newlines, start) :]
+            continue
+        size = stream.readinto(buffer)
+        if not size:
+            ended = True
+            continue
+        found = np.flatnonzero(np.frombuffer(buffer, dtype=np.uint8, count=size) == 0x0A) + read
+        newlines = np.concatenate([newlines, found]) if newlines.size else found
+        read += size
 
 
 def chunk_lines(chunk: LineChunk, limit: int | None) -> Iterator[tuple[int, bytes | None, int]]:

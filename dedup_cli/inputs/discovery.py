@@ -19,10 +19,10 @@ Ids
 from __future__ import annotations
 
 import fnmatch
+import heapq
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import BinaryIO
+from collections.abc import Callable, Iterator, Sequence
+from typing import BinaryIO, NamedTuple
 
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.files import open_input
@@ -34,6 +34,7 @@ from dedup_cli.options.reading import InputOptions
 from dedup_cli.storage.urls import is_url
 
 FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+_KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
 
 
 def detect_format(name: str) -> str:
@@ -43,6 +44,8 @@ def detect_format(name: str) -> str:
 
 def _kinds(name: str) -> tuple[str, str | None]:
     """(the format ``auto`` gives a file name, its compression), from one look at its suffix or two."""
+    if not name[-8:].lower().endswith(_KNOWN_ENDINGS):  # most names: a slice, not a path split
+        return "text", None
     stem, suffix = os.path.splitext(name)
     compressed = COMPRESSION_SUFFIXES.get(suffix.lower())
     if compressed is not None:
@@ -50,8 +53,7 @@ def _kinds(name: str) -> tuple[str, str | None]:
     return FORMAT_SUFFIXES.get(suffix.lower(), "text"), compressed
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(NamedTuple):
     """A file to read and the id its document will have."""
 
     id: str
@@ -83,22 +85,63 @@ def _id_root(paths: Sequence[str], id_root: str | None) -> str:
     return root
 
 
-def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
-               report: ReadReport, id_root: str | None = None) -> list[SourceFile]:
-    """Files under ``named`` and ``listed`` paths, sorted by id.
+Found = tuple[str, str, str]
+"""A file found: (its id, the displayed path relative to the id root; that path as the OS spells it; its path)."""
+
+
+def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | None,
+                 unreadable: Callable[[OSError], None]) -> Iterator[Found]:
+    """The files under ``directory`` (``prefix``: its own relative path and ``/``), in id order, one directory
+    listing at a time: a directory's entries are sorted with a ``/`` after each subdirectory's name, so its files
+    come exactly where sorting all the relative paths would put them, and the walk yields the first files before
+    it has listed the rest. ``wanted`` (None: every file) filters the files by their displayed relative path."""
+    try:
+        with os.scandir(directory) as listing:
+            entries = list(listing)
+    except OSError as error:
+        unreadable(error)
+        return
+    children = []
+    for entry in entries:
+        name = entry.name
+        if name[0] == ".":
+            continue
+        try:
+            is_directory = entry.is_dir()
+        except OSError:
+            is_directory = False
+        if not is_directory:
+            relative = prefix + name
+            children.append((display_name(relative), relative, name, False))
+        elif not entry.is_symlink():  # a link to a directory is not followed, so links cannot loop
+            relative = prefix + name + "/"
+            children.append((display_name(relative), relative, name, True))
+    children.sort()
+    base = directory if directory.endswith("/") else directory + "/"
+    for shown, relative, name, is_directory in children:
+        if is_directory:
+            yield from _sorted_tree(base + name, relative, wanted, unreadable)
+        elif wanted is None or wanted(shown):
+            yield shown, relative, base + name
+
+
+def walk_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
+               report: ReadReport, id_root: str | None = None) -> Iterator[SourceFile]:
+    """Files under ``named`` and ``listed`` paths, in id order, found as the iterator is consumed (``s3://`` URLs:
+    the objects under them, listed now, :func:`dedup_cli.inputs.remote.find_objects`).
 
     ``include``/``exclude`` are glob patterns matched against the path relative to the id root or the file
     name; they filter the files found in directories and the listed ones (a file named itself is always read).
 
-    A named path that does not exist stops the run; a listed one is reported unreadable and skipped, since
-    a list made by ``find`` may name a file deleted since. Ids are relative to :func:`_id_root`, which is
-    recorded in ``report.id_root``.
+    Checked now, before the first file: a named path that does not exist stops the run; a listed one is
+    reported unreadable and skipped, since a list made by ``find`` may name a file deleted since. Ids are
+    relative to :func:`_id_root`, which is recorded in ``report.id_root``.
     """
     if any(is_url(name) for name in [*named, *listed]):
         from dedup_cli.inputs.remote import find_objects
 
-        return [SourceFile(display_name(relative), url, status) for relative, url, status in
-                find_objects(named, listed, include, exclude, report, id_root, _matches)]
+        return iter([SourceFile(display_name(relative), url, status) for relative, url, status in
+                     find_objects(named, listed, include, exclude, report, id_root, _matches)])
     named_absolute = []
     for name in named:
         if not os.path.lexists(name):
@@ -112,7 +155,7 @@ def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[st
             report.note("unreadable", (display_name(name), "does not exist (listed in --files-from)"))
     everything = named_absolute + listed_absolute
     if not everything:
-        return []
+        return iter(())
     root = _id_root(everything, id_root)
     report.id_root = root
 
@@ -122,31 +165,32 @@ def find_files(named: Sequence[str], listed: Sequence[str], include: Sequence[st
     def wanted(relative: str) -> bool:
         return not (include and not _matches(relative, include)) and not (exclude and _matches(relative, exclude))
 
-    found: dict[str, str] = {}  # relative path as the OS spells it → absolute path
+    single: list[Found] = []  # files named or listed themselves
+    trees = []
     for path, always in [(p, True) for p in named_absolute] + [(p, False) for p in listed_absolute]:
-        if not os.path.isdir(path):
-            relative = os.path.relpath(path, root).replace(os.sep, "/")
-            if always or wanted(display_name(relative)):
-                found[relative] = path
+        if os.path.isdir(path):
+            base = os.path.relpath(path, root).replace(os.sep, "/")
+            trees.append(_sorted_tree(path, "" if base == "." else base + "/", wanted if include or exclude else None,
+                                      record_unreadable))
             continue
-        for directory, subdirectories, files in os.walk(path, onerror=record_unreadable):
-            subdirectories[:] = sorted(
-                d for d in subdirectories
-                if not d.startswith(".") and not os.path.islink(os.path.join(directory, d))
-            )
-            # Every walked directory lies under root, so its relative part is computed once, not per file
-            # (os.path.relpath per file was a tenth of the time of signing small files).
-            base = os.path.relpath(directory, root).replace(os.sep, "/")
-            prefix = "" if base == "." else base + "/"
-            for name in sorted(files):
-                if name.startswith("."):
-                    continue
-                relative = prefix + name
-                if wanted(display_name(relative)):
-                    found[relative] = os.path.join(directory, name)
-    # Ids are the displayed names; two OS names may display alike, and the later one is then a duplicate id.
-    keys = sorted(found, key=lambda relative: (display_name(relative), relative))
-    return [SourceFile(display_name(relative), found[relative]) for relative in keys]
+        relative = os.path.relpath(path, root).replace(os.sep, "/")
+        if always or wanted(display_name(relative)):
+            single.append((display_name(relative), relative, path))
+    single.sort()
+    streams = [iter(single), *trees]
+    merged = streams[0] if len(trees) == 0 else streams[1] if not single and len(trees) == 1 else heapq.merge(
+        *streams)
+    return _distinct(merged)
+
+
+def _distinct(files: Iterator[Found]) -> Iterator[SourceFile]:
+    """One :class:`SourceFile` per relative path (a file named and also found in a named directory is read once);
+    ids are the displayed names: two OS names may display alike, and the later one is then a duplicate id."""
+    previous = None
+    for shown, relative, path in files:
+        if relative != previous:
+            yield SourceFile(shown, path)
+        previous = relative
 
 
 def read_file_list(files_from: str, null_separated: bool, stdin: BinaryIO) -> list[str]:
@@ -167,9 +211,15 @@ def read_file_list(files_from: str, null_separated: bool, stdin: BinaryIO) -> li
     return [os.fsdecode(entry) for entry in entries if entry]
 
 
-def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadReport,
-                 stdin: BinaryIO) -> list[Source]:
-    """Check the inputs and list what to read, in order (stdin first, then files by id)."""
+def walk_sources(inputs: Sequence[str], options: InputOptions, report: ReadReport,
+                 stdin: BinaryIO) -> Iterator[Source]:
+    """Check the inputs now, and give what to read in order (stdin first, then files by id) as the walk finds it.
+
+    Raised now: no input, stdin named twice or holding the file list, Parquet on stdin, an unreadable
+    ``files_from``, a named input that does not exist, an input outside the id root. Raised when the walk reaches
+    it: a Parquet file without a named column (:func:`dedup_cli.inputs.parquet.check_columns`). Once the walk
+    has ended, ``report.files_found`` and ``report.input_bytes`` (None when stdin is read) are set.
+    """
     named = list(inputs)
     if not named and options.files_from is None:
         raise InputError("no input given; name files or directories, - for stdin, or {files_from} FILE", options=True)
@@ -183,30 +233,51 @@ def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
     if reads_stdin and stdin_format == "parquet":
         raise UsageError("Parquet cannot be read from stdin (it needs a seekable file); save it to a file first")
     listed = read_file_list(options.files_from, options.null_separated, stdin) if options.files_from else []
-    files = find_files([n for n in named if n != STDIN], listed, options.include, options.exclude, report,
+    files = walk_files([n for n in named if n != STDIN], listed, options.include, options.exclude, report,
                        options.id_root)
-    sources = [Source(STDIN, STDIN, STDIN_NAME, stdin_format, None)] if reads_stdin else []
+    first = [Source(STDIN, STDIN, STDIN_NAME, stdin_format, None)] if reads_stdin else []
+    return _sources(first, files, options, report)
+
+
+def _sources(first: list[Source], files: Iterator[SourceFile], options: InputOptions, report: ReadReport
+             ) -> Iterator[Source]:
+    """``first`` (stdin), then a :class:`Source` per file, stated as it is reached; the counts at the end."""
+    yield from first
+    count, total = len(first), 0
     for file in files:
         file_format, file_compression = _kinds(file.path)
         try:
             status: os.stat_result | None = file.status or os.stat(file.path)
         except OSError:
             status = None  # reported when it is read
-        sources.append(Source(file.id, file.path, display_name(file.path),
-                              file_format if options.input_format == "auto" else options.input_format,
-                              file_compression, 0 if status is None else status.st_size, status))
-    for source in sources:  # stop before any work when a Parquet file lacks a named column
+        source = Source(file.id, file.path, display_name(file.path),
+                        file_format if options.input_format == "auto" else options.input_format,
+                        file_compression, 0 if status is None else status.st_size, status)
         if source.format == "parquet" and source.compression is None:
-            import pyarrow.parquet as pq  # only with Parquet inputs: signing text starts without it
+            _check_parquet(source, options)
+        count += 1
+        total += source.size
+        yield source
+    report.files_found += count
+    report.input_bytes = None if first else total
 
-            from dedup_cli.inputs.parquet import check_columns
 
-            try:
-                with open_input(source.path) as handle:
-                    schema = pq.read_schema(handle)
-            except READ_ERRORS:
-                continue  # reported when it is read
-            check_columns(schema, source, options)
-    report.files_found += len(sources)
-    report.input_bytes = None if reads_stdin else sum(source.size for source in sources)
-    return sources
+def _check_parquet(source: Source, options: InputOptions) -> None:
+    """Stop the run when a Parquet file lacks a named column (one that cannot be read is reported later)."""
+    import pyarrow.parquet as pq  # only with Parquet inputs: signing text starts without it
+
+    from dedup_cli.inputs.parquet import check_columns
+
+    try:
+        with open_input(source.path) as handle:  # a local file, or an object (s3://)
+            schema = pq.read_schema(handle)
+    except READ_ERRORS:
+        return
+    check_columns(schema, source, options)
+
+
+def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadReport,
+                 stdin: BinaryIO) -> list[Source]:
+    """Check the inputs and list what to read, in order (stdin first, then files by id): :func:`walk_sources`
+    to its end, so that a Parquet file without a named column stops the run before any work."""
+    return list(walk_sources(inputs, options, report, stdin))

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 import stat as stat_module
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
-from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, LineChunk, line_chunks
+from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, LineChunk, in_place_chunks, line_chunks
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
 from dedup_cli.inputs.locations import STDIN, Source, location_path
 from dedup_cli.inputs.report import ReadReport
@@ -51,7 +51,7 @@ def _skip_unchanged(source: Source, limit: int | None, unchanged: Unchanged | No
     return unchanged(source.id, location_path(source.path), status)
 
 
-def plan_tasks(sources: Sequence[Source], options: InputOptions, report: ReadReport, stdin: BinaryIO,
+def plan_tasks(sources: Iterable[Source], options: InputOptions, report: ReadReport, stdin: BinaryIO,
                unchanged: Unchanged | None = None) -> Iterator[ReadTask]:
     """The tasks that read ``sources`` (from :func:`dedup_cli.inputs.discovery.plan_sources`), in order.
 
@@ -127,7 +127,10 @@ def _line_tasks(stream: Any, status: os.stat_result | None, source: Source, opti
     # A plain file's lines stay where they are: the workers read their chunk's lines from the file themselves.
     in_place = (source.path != STDIN and source.compression is None and status is not None
                 and stat_module.S_ISREG(status.st_mode) and not is_url(source.path))  # an object is read once
-    chunks = line_chunks(Prefixed(head, stream), options.max_document_bytes, position, in_place)
+    if in_place and options.max_document_bytes is None:  # no line to skip: only the newlines' places are needed
+        chunks = in_place_chunks(stream, head)
+    else:
+        chunks = line_chunks(Prefixed(head, stream), options.max_document_bytes, position, in_place)
     while True:
         try:
             chunk = next(chunks, None)

@@ -18,7 +18,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
-from dedup_cli.inputs.discovery import plan_sources
+import numpy as np
+
+from dedup_cli.inputs.columns import Wheres
+from dedup_cli.inputs.discovery import plan_sources, walk_sources
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.planning import Unchanged, plan_tasks
 from dedup_cli.inputs.records import Document, IntegerSet
@@ -35,14 +38,29 @@ def plan_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport
     return plan_sources(inputs, options, report, stream), stream
 
 
-def accept_documents(report: ReadReport, seen: set[str], ids: Sequence[str], wheres: Sequence[str],
-                     empty: Sequence[bool]) -> list[int]:
+def walk_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport,
+                stdin: BinaryIO | None = None) -> tuple[Iterator[Source], BinaryIO]:
+    """Check the inputs now and walk them as the iterator is consumed (:func:`plan_inputs`, lazily); returns the
+    sources and the stream read as stdin."""
+    stream = stdin if stdin is not None else sys.stdin.buffer
+    report.max_document_bytes = options.max_document_bytes
+    return walk_sources(inputs, options, report, stream), stream
+
+
+def accept_documents(report: ReadReport, seen: set[str], ids: Sequence[str], wheres: Wheres,
+                     empty: Sequence[bool] | np.ndarray) -> list[int]:
     """The positions of the documents of one task to keep: all but those whose id was already read (noted as
     duplicates in ``report``). Counts the kept ones (and the empty ones among them) and adds their ids to ``seen``."""
+    new = set(ids)
+    if len(new) == len(ids) and seen.isdisjoint(new):  # the usual task: no id read before, set operations only
+        seen |= new
+        report.documents += len(ids)
+        report.empty_documents += int(np.count_nonzero(empty))
+        return list(range(len(ids)))
     kept = []
-    for position, (identifier, where) in enumerate(zip(ids, wheres, strict=True)):
+    for position, identifier in enumerate(ids):
         if identifier in seen:
-            report.note("duplicate_ids", (where, identifier))
+            report.note("duplicate_ids", (wheres[position], identifier))
             continue
         seen.add(identifier)
         kept.append(position)

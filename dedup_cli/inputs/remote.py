@@ -49,7 +49,7 @@ def find_objects(named: Sequence[str], listed: Sequence[str], include: Sequence[
                  report: ReadReport, id_root: str | None,
                  matches: Callable[[str, Sequence[str]], bool]) -> list[tuple[str, str, os.stat_result]]:
     """(id, URL, status) of the objects under ``named`` and ``listed`` URLs, sorted by id, as
-    :func:`dedup_cli.inputs.discovery.find_files` finds local files.
+    :func:`dedup_cli.inputs.discovery.walk_files` finds local files.
 
     ``matches(relative, patterns)`` is the glob test local files use.
     """

@@ -23,12 +23,16 @@ from dedup_cli.files import input_status, open_input
 from dedup_cli.inputs.decoding import BOM
 
 COMPRESSION_SUFFIXES = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
+_COMPRESSED_ENDINGS = tuple(COMPRESSION_SUFFIXES)
 _CHUNK = 1 << 20
 # What reading a damaged or vanished file can raise: OS errors, truncated or corrupt compressed data.
 READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, pa.ArrowException)
 
 
 def compression(name: str) -> str | None:
+    """The compression a file's name says (its suffix, in any case), or None."""
+    if not name[-4:].lower().endswith(_COMPRESSED_ENDINGS):  # most names: one slice, no path split
+        return None
     return COMPRESSION_SUFFIXES.get(os.path.splitext(name)[1].lower())
 
 

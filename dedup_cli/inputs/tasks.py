@@ -17,21 +17,18 @@ whole run knows which id came first.
 
 from __future__ import annotations
 
-import io
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dedup_cli.inputs.blocks import parse_block
 from dedup_cli.inputs.chunks import LineChunk, chunk_lines
-from dedup_cli.inputs.files import line_document, note_unreadable, read_whole
-from dedup_cli.inputs.locations import Source, display_name
+from dedup_cli.inputs.columns import ColumnsBuilder, TextColumns, columns_of
+from dedup_cli.inputs.files import line_document, note_unreadable, read_files
+from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.records import Document, IntegerSet
-from dedup_cli.inputs.remote import fetch_documents
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import READ_ERRORS, compression, open_decompressed
 from dedup_cli.options.reading import InputOptions
-from dedup_cli.storage.urls import is_url
 
 if TYPE_CHECKING:
     from dedup_cli.inputs.parquet import ParquetRows
@@ -52,11 +49,6 @@ class FilesTask:
     @classmethod
     def of(cls, sources: list[Source], input_bytes: int) -> FilesTask:
         return cls(tuple(source.id for source in sources), tuple(source.path for source in sources), input_bytes)
-
-    def sources(self) -> Iterator[Source]:
-        """The files as :func:`dedup_cli.inputs.discovery.plan_sources` lists them (text, by their names)."""
-        for identifier, path in zip(self.ids, self.paths, strict=True):
-            yield Source(identifier, path, display_name(path), "text", compression(path))
 
 
 @dataclass(frozen=True)
@@ -109,55 +101,10 @@ class TaskDocuments:
             self.documents.append(document)
 
 
-class PlainFile:
-    """A file read with the system's calls alone: open, fstat, read, close. Python's buffered ``open`` adds a
-    second fstat and, for a file smaller than its buffer, a second read: six calls a file instead of four, a
-    third of the time of reading many small files."""
-
-    def __init__(self, path: str) -> None:
-        self.descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-
-    def read(self, size: int) -> bytes:
-        return os.read(self.descriptor, size)
-
-    def status(self) -> os.stat_result:
-        return os.fstat(self.descriptor)
-
-    def __enter__(self) -> PlainFile:
-        return self
-
-    def __exit__(self, *exception: object) -> None:
-        os.close(self.descriptor)
-
-
-def read_file(source: Source, limit: int | None, report: ReadReport,
-              fetched: tuple[bytes, os.stat_result] | OSError | None = None) -> Iterator[tuple[str, Document]]:
-    """The document of one whole file (plain or compressed); a file that cannot be read is noted in ``report``.
-    ``fetched``: an object already read, with its status, or the error reading it."""
-    try:
-        if fetched is not None:
-            if isinstance(fetched, OSError):
-                raise fetched
-            yield from read_whole(io.BytesIO(fetched[0]), fetched[1], source, limit, report)
-            return
-        if source.compression is None and not is_url(source.path):
-            # The common case, many small plain files: without the decompression layer or Python's buffering.
-            with PlainFile(source.path) as plain:
-                yield from read_whole(plain, plain.status(), source, limit, report)
-            return
-        with open_decompressed(source.path, source.compression) as (stream, status, _):
-            yield from read_whole(stream, status, source, limit, report)
-    except READ_ERRORS as error:
-        note_unreadable(report, source, error)
-
-
-def _line_documents(task: LinesTask, options: InputOptions, report: ReadReport) -> Iterator[tuple[str, Record]]:
+def _line_documents(task: LinesTask, chunk: LineChunk, options: InputOptions, report: ReadReport
+                    ) -> Iterator[tuple[str, Record]]:
+    """The records of a chunk, line by line: the parser that names each bad line ``FILE:LINE``."""
     source = task.source
-    try:
-        chunk = task.chunk.with_data(source.path)
-    except (OSError, ValueError) as error:
-        note_unreadable(report, source, error)
-        return
     for number, line, consumed in chunk_lines(chunk, options.max_document_bytes):
         report.bytes_read += consumed
         if line is None:
@@ -169,21 +116,83 @@ def _line_documents(task: LinesTask, options: InputOptions, report: ReadReport) 
         document = line_document(line, number, source, options, task.mtime_ns, report)
         if document is not None:
             yield f"{source.display}:{number}", document
+
+
+def _chunk(task: LinesTask, report: ReadReport) -> LineChunk | None:
+    """The task's chunk with its lines, or None when they cannot be read (noted in ``report``)."""
+    try:
+        return task.chunk.with_data(task.source.path)
+    except (OSError, ValueError) as error:
+        note_unreadable(report, task.source, error)
+        return None
+
+
+def _task_notes(task: LinesTask, report: ReadReport) -> None:
     report.bytes_read += task.bytes_read
     for kind, item in task.notes:
         report.note(kind, item)
 
 
+def _line_columns(task: LinesTask, options: InputOptions, report: ReadReport) -> TextColumns:
+    """The documents of a chunk of a ``lines`` or ``jsonl`` input as columns: a block at a time when the block
+    parser can vouch for the chunk (:mod:`dedup_cli.inputs.blocks`), else line by line."""
+    source = task.source
+    chunk = _chunk(task, report)
+    if chunk is None:
+        return ColumnsBuilder().build()
+    block = parse_block(chunk.data, chunk.first_line, source, options.text_field, options.id_field,
+                        options.max_document_bytes, task.mtime_ns)
+    if block is None:
+        builder = ColumnsBuilder()
+        for where, document in _line_documents(task, chunk, options, report):
+            builder.add_document(where, document)  # type: ignore[arg-type]
+        columns = builder.build()
+    else:
+        for number, consumed in chunk.skipped:  # the lines over the limit just before the chunk's own
+            report.bytes_read += consumed
+            report.note("oversized", (f"{source.display}:{number}", consumed))
+        report.bytes_read += len(chunk.data)
+        report.blank_lines += block.blank_lines
+        columns = block.columns
+    _task_notes(task, report)
+    return columns
+
+
+@dataclass
+class TaskColumns:
+    """What reading one task of text gave: its documents in input order, as columns, and the task's skipped and
+    repaired inputs and bytes read."""
+
+    columns: TextColumns
+    report: ReadReport
+
+
+def read_task_columns(task: ReadTask, options: InputOptions) -> TaskColumns:
+    """The documents of one task of text inputs (not integer sets) as columns, read as ``options`` say."""
+    report = ReadReport(max_document_bytes=options.max_document_bytes)
+    if isinstance(task, FilesTask):
+        columns = read_files(task.ids, task.paths, options.max_document_bytes, report)
+    elif isinstance(task, LinesTask):
+        columns = _line_columns(task, options, report)
+    else:
+        read = read_task(task, options)
+        columns = columns_of(read.documents, read.wheres)  # type: ignore[arg-type]
+        report = read.report
+    return TaskColumns(columns, report)
+
+
 def read_task(task: ReadTask, options: InputOptions) -> TaskDocuments:
     """The documents of one task, read as ``options`` say, and what reading them found."""
     read = TaskDocuments(report=ReadReport(max_document_bytes=options.max_document_bytes))
-    if isinstance(task, FilesTask):
-        # Objects in object storage are fetched together: one GET each, many in flight.
-        fetched = fetch_documents([path for path in task.paths if compression(path) is None])
-        for source in task.sources():
-            read.add(read_file(source, options.max_document_bytes, read.report, fetched.get(source.path)))
+    if isinstance(task, FilesTask) or (isinstance(task, LinesTask) and task.source.format != "sets"):
+        found = read_task_columns(task, options)
+        read.documents, read.report = list(found.columns.documents()), found.report
+        read.wheres = [found.columns.wheres[position] for position in range(len(found.columns))]
     elif isinstance(task, LinesTask):
-        read.add(_line_documents(task, options, read.report))
+        chunk = _chunk(task, read.report)
+        if chunk is not None:
+            read.add(_line_documents(task, chunk, options, read.report))
+            _task_notes(task, read.report)
     elif isinstance(task, RowsTask):
         from dedup_cli.inputs.parquet import row_documents  # only with Parquet inputs
 
@@ -200,3 +209,30 @@ def task_bytes(task: ReadTask) -> int:
     if isinstance(task, RowsTask):
         return task.rows.texts.nbytes
     return task.input_bytes
+
+
+def task_documents(task: ReadTask) -> int:
+    """About how many documents a task holds: its files, lines or rows."""
+    if isinstance(task, FilesTask):
+        return len(task.ids)
+    if isinstance(task, LinesTask):
+        return task.chunk.newlines if task.chunk.offset >= 0 else task.chunk.data.count(b"\n")
+    if isinstance(task, RowsTask):
+        return len(task.rows.texts)
+    return len(task.documents)
+
+
+def task_held_bytes(task: ReadTask) -> int:
+    """The bytes of text a task holds in memory (none for whole files and line files read in place)."""
+    if isinstance(task, LinesTask):
+        return len(task.chunk.data)
+    if isinstance(task, FilesTask):
+        return 0
+    return task_bytes(task)
+
+
+def task_coming_bytes(task: ReadTask) -> int:
+    """The bytes of a file read in place after a task's chunk: tasks still to come (none for other tasks)."""
+    if isinstance(task, LinesTask) and task.chunk.offset >= 0:
+        return max(0, task.source.size - task.chunk.offset - task.chunk.length)
+    return 0

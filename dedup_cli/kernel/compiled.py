@@ -28,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from dedup_cli.kernel import tables
+from dedup_cli.kernel.cache import record_compiled
 from dedup_cli.kernel.primitives import MAX_UINT64, grown
 from dedup_cli.kernel.sketch import add_shingles, finish_document
 from dedup_cli.kernel.tokenise import WORD, character_tokens, start_document, word_tokens
@@ -122,6 +123,11 @@ def sign_documents(buffer, offsets, ascii_documents, words, shingle_size, bits, 
 # --- entry points --------------------------------------------------------------------------------------------------
 
 
+def _normalised(text: str) -> bytes:
+    """A non-ASCII text NFKC-normalised and UTF-8 encoded (case folding and white space are the kernel's)."""
+    return unicodedata.normalize("NFKC", text).encode("utf-8", "surrogatepass")
+
+
 def encode_texts(texts: Sequence[str]) -> tuple[bytes, np.ndarray, np.ndarray]:
     """The texts NFKC-normalised (ASCII texts already are) and UTF-8 encoded end to end.
 
@@ -130,13 +136,41 @@ def encode_texts(texts: Sequence[str]) -> tuple[bytes, np.ndarray, np.ndarray]:
     """
     ascii_documents = np.fromiter(map(str.isascii, texts), dtype=np.bool_, count=len(texts))
     encoded = [
-        text.encode("utf-8", "surrogatepass") if is_ascii
-        else unicodedata.normalize("NFKC", text).encode("utf-8", "surrogatepass")
+        text.encode("utf-8", "surrogatepass") if is_ascii else _normalised(text)
         for text, is_ascii in zip(texts, ascii_documents.tolist(), strict=True)
     ]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
     return b"".join(encoded), offsets, ascii_documents
+
+
+def normalise_encoded(buffer: bytes | memoryview, offsets: np.ndarray, ascii_documents: np.ndarray
+                      ) -> tuple[bytes | memoryview, np.ndarray, np.ndarray]:
+    """Documents already UTF-8 encoded end to end (valid UTF-8, as read; ``ascii_documents``: bool[n], which
+    have no byte ≥ 0x80), NFKC-normalised as :func:`encode_texts` normalises their texts: only the non-ASCII
+    ones are decoded, normalised and encoded again, so a batch of ASCII documents is passed on as it is.
+
+    Returns (the buffer, int64[n + 1] byte offsets, bool[n] which documents are ASCII).
+    """
+    others = np.flatnonzero(~ascii_documents).tolist()
+    if not others:
+        return buffer, offsets, ascii_documents
+    pieces: list[bytes | memoryview] = []
+    lengths = np.diff(offsets)
+    view = memoryview(buffer)
+    bounds = offsets.tolist()
+    start = 0  # the first document not yet in pieces
+    for document in others:
+        if start < document:
+            pieces.append(view[bounds[start] : bounds[document]])
+        normalised = _normalised(str(view[bounds[document] : bounds[document + 1]], "utf-8"))
+        lengths[document] = len(normalised)
+        pieces.append(normalised)
+        start = document + 1
+    pieces.append(view[bounds[start] :])
+    normalised_offsets = np.zeros_like(offsets)
+    np.cumsum(lengths, out=normalised_offsets[1:])
+    return b"".join(pieces), normalised_offsets, ascii_documents
 
 
 def ascii_documents_of(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -147,7 +181,7 @@ def ascii_documents_of(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return ascii_documents
 
 
-def sign_encoded(buffer: bytes, offsets: np.ndarray, params: SignatureParams,
+def sign_encoded(buffer: bytes | memoryview, offsets: np.ndarray, params: SignatureParams,
                  ascii_documents: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Sign documents already NFKC-normalised and UTF-8 encoded (:func:`encode_texts`).
 
@@ -164,15 +198,20 @@ def sign_encoded(buffer: bytes, offsets: np.ndarray, params: SignatureParams,
     """
     if params.input_kind != "text":
         raise ValueError("the compiled kernel signs text; integer sets take the numpy path")
-    data = np.frombuffer(buffer, dtype=np.uint8)  # read-only, like every buffer given to the kernel: one type
-    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    data = np.frombuffer(buffer, dtype=np.uint8)
+    if data.flags.writeable:  # read-only, like every buffer given to the kernel (a bytearray is not): one type
+        data = data.view()
+        data.flags.writeable = False
+    # Writable and contiguous, like every other array given to the kernel: numba compiles one version per
+    # combination of types (read-only is one), and only this one is compiled ahead (compile_kernel).
+    offsets = np.require(offsets, dtype=np.int64, requirements=["C", "W"])
     num_docs = offsets.size - 1
     if offsets[0] != 0 or offsets[-1] != data.size or np.any(np.diff(offsets) < 0):
         raise ValueError("offsets must rise from 0 to the buffer's length")
-    all_ascii = buffer.isascii()
+    all_ascii = bool(ascii_documents.all()) if ascii_documents is not None else bytes(buffer).isascii()
     if ascii_documents is None:
         ascii_documents = np.ones(num_docs, dtype=np.bool_) if all_ascii else ascii_documents_of(data, offsets)
-    ascii_documents = np.ascontiguousarray(ascii_documents, dtype=np.bool_)
+    ascii_documents = np.require(ascii_documents, dtype=np.bool_, requirements=["C", "W"])
     words = params.shingle_unit == "word"
     # Character tokens read only the SPACE bits, which every tokenisation's table has.
     classes, fold, expansions = tables.code_point_tables(all_ascii, params.tokenisation if words else "w-runs")
@@ -196,5 +235,7 @@ def sign_texts(texts: Sequence[str], params: SignatureParams) -> tuple[np.ndarra
 
 
 def compile_kernel() -> None:
-    """Compile the kernel into numba's cache, or load it from there (what a set-up runs once)."""
+    """Compile the kernel into numba's cache, or load it from there (what a set-up runs once, and every process
+    before it signs), and record that a fresh process can load it (:mod:`dedup_cli.kernel.cache`)."""
     sign_texts(["Warm up: one small document, in ASCII.", "Und eine zweite, nicht in ASCII."], SignatureParams())
+    record_compiled(sign_documents)

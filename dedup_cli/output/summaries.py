@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dedup_cli.kernel.choice import COMPILED_MIN_BYTES, INTEGER_SETS, NOT_INSTALLED, REQUESTED, SMALL_RUN
+from dedup_cli.kernel.choice import (
+    COMPILE_FAILED,
+    INTEGER_SETS,
+    LOAD_SECONDS,
+    NOT_COMPILED,
+    NOT_INSTALLED,
+    REQUESTED,
+    SMALL_RUN,
+)
 
 if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
     from dedup_cli.commands.filter import FilterReport
@@ -52,20 +60,25 @@ def sign_summary(report: SignReport) -> str:
 
 
 def kernel_line(report: SignReport, flag: Flag) -> str:
-    """``sign -v``: which signing kernel ran, and why numpy when it was numpy."""
+    """``sign -v``: which signing kernel ran, and why."""
     numba = f"numba {report.numba_version} (compiled)"
     if not report.kernels:
         return "kernel: none ran (nothing to sign)"
     if report.kernels == ["numba"]:
         return f"kernel: {numba}"
     if report.kernels == ["numpy", "numba"]:
-        return f"kernel: numpy, then {numba} once the stream (of unknown size) had given enough bytes"
+        return (f"kernel: numpy, then {numba} once the tasks planned showed the run would repay loading it (the "
+                "workers start before the run's size is known)")
     run_bytes = report.read.input_bytes if report.read.input_bytes is not None else report.read.bytes_read
     why = {
         REQUESTED: f"{flag('kernel')} numpy",
         NOT_INSTALLED: "numba is not installed; pip install 'dedup-cli[fast]' adds the compiled kernel",
-        SMALL_RUN: f"{run_bytes / 1e6:.1f} MB is below the {COMPILED_MIN_BYTES >> 20} MB per worker from which "
-                   f"the compiled kernel repays loading it; {flag('kernel')} numba takes it anyway",
+        NOT_COMPILED: "the compiled kernel is not in numba's cache yet; it is being compiled in the background, once, "
+                      "for later runs",
+        COMPILE_FAILED: f"compiling the compiled kernel in the background failed: {report.compile_failure}; "
+                        f"{flag('kernel')} numba compiles it in the foreground",
+        SMALL_RUN: f"{run_bytes / 1e6:.1f} MB in {report.read.documents:,} documents would not repay the "
+                   f"{LOAD_SECONDS:g} s of loading the compiled kernel; {flag('kernel')} numba takes it anyway",
         INTEGER_SETS: "integer sets are signed with numpy",
     }
     return f"kernel: numpy ({why.get(report.kernel_reason, report.kernel_reason)})"

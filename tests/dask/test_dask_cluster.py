@@ -63,10 +63,15 @@ def processes(tmp_path: Path):
         started.append(subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0",
                                          "--no-dashboard", "--scheduler-file", str(scheduler_file)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        # The scheduler creates its file before it writes it: wait until it holds the address.
         deadline = time.monotonic() + 60
-        while not scheduler_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads(scheduler_file.read_text())["address"]
+        address = None
+        while address is None and time.monotonic() < deadline:
+            try:
+                address = json.loads(scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.1)
+        assert address is not None, "the scheduler wrote no address within 60 s"
         for _ in range(2):
             started.append(subprocess.Popen([str(dask), "worker", address, "--nthreads", "1", "--no-dashboard",
                                              "--memory-limit", "1GiB", "--host", "127.0.0.1"],

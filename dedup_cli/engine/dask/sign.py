@@ -217,10 +217,12 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
     ids = index.ids
     records = options.id_field is None and options.id_column is None
     folder = str(run.path.resolve())  # the workers' working directory is not this one
-    choice = choice if choice is not None else KernelChoice("numpy", 0, 1)
+    choice = choice if choice is not None else KernelChoice("numpy")
 
     def kernel(share: list[Source]) -> str:
-        return choice.kernel_for(sum(source.size for source in share)) if params.input_kind == "text" else "numpy"
+        if params.input_kind != "text":
+            return "numpy"
+        return choice.kernel_for(len(share), sum(source.size for source in share), ahead=True)
 
     tasks = [SignTask(number, share, known_entries(index, ids, share, records), options, params, folder,
                       run.number, run.reserve_file(), token, kernel(share))
