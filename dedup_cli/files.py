@@ -90,14 +90,15 @@ def remove_stale_scratch(path: str | os.PathLike[str]) -> list[str]:
         return removed
     for name in names:
         match = pattern.fullmatch(name)
-        if match is None or _alive(int(match.group(1))):
+        if match is None or process_alive(int(match.group(1))):
             continue
         _remove(target.parent / name)
         removed.append(name)
     return removed
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (this process's own pid counts as a killed earlier run's)."""
     if pid == os.getpid():
         return False  # an earlier run with this pid: it was killed, this one is not it
     try:

@@ -28,6 +28,7 @@ import threading
 import time
 
 from dedup_cli.errors import StoreError
+from dedup_cli.files import process_alive
 from dedup_cli.storage import objects
 from dedup_cli.storage.objects import ConditionFailed
 from dedup_cli.storage.urls import ObjectPath
@@ -40,18 +41,6 @@ HEARTBEAT_SECONDS = 10.0
 """How often the holder rewrites the lock."""
 POLL_SECONDS = 0.5
 """How often a run that waits (``--wait``) looks at the lock again."""
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return False  # an earlier run with this pid: it was killed, this one is not it
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +102,7 @@ class ObjectLock:
                 if holder.token == self.token:  # our own PUT took effect, its answer was lost
                     self._version = version
                     break
-                stale = age > LEASE_SECONDS or (holder.host == socket.gethostname() and not _alive(holder.pid))
+                stale = age > LEASE_SECONDS or (holder.host == socket.gethostname() and not process_alive(holder.pid))
                 if stale:
                     try:
                         self._version = objects.put(self._url, self._body(), if_match=version)

@@ -134,17 +134,8 @@ def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParam
     committed since the pieces were listed) is a :class:`StoreError`.
     """
     stored = [name for name in columns if not (piece.legacy and name == "run")]
-    folder, name = piece.path.rsplit("/", 1)
-    try:
-        parquet = open_part(folder_of(folder), name)
-    except FileNotFoundError:
-        raise StoreError(f"{folder} changed while it was read ({name} is gone); run again") from None
-    try:
-        table = parquet.read_row_groups(list(piece.row_groups), columns=stored, use_threads=False)
-    except (pa.ArrowException, OSError, KeyError) as error:
-        raise StoreError(f"{folder} is damaged ({name}: {one_line(error)}); sign the corpus again") from error
-    finally:
-        parquet.close()
+    table = _piece_table(piece, stored)
+    folder = folder_of(piece.path.rsplit("/", 1)[0])
     data: dict[str, object] = {}
     for column in columns:
         if column == "run" and piece.legacy:
