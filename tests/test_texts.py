@@ -104,3 +104,22 @@ def test_the_package_is_typed() -> None:
     for name in ("Groups", "ScoredPairs", "ScoredTriples", "Banding", "Verification", "Signatures", "Group"):
         assert getattr(dedup, name).__module__.startswith("dedup_cli."), name
     assert dedup.filter_corpus is dedup.filter
+
+
+def test_many_blocks_give_the_answer_of_one(corpus: tuple[list[str], list[str], Path],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Texts signed a few at a time and signatures banded a few rows at a time (what 10^5 texts do by default)
+    # give the records of one batch and one block.
+    from dedup_cli.commands import texts as in_memory
+    from dedup_cli.store import memory
+
+    ids, texts, _ = corpus
+    options = dedup.FindOptions(threshold=0.3, ways=3, bits=2)
+    whole = dedup.find_duplicates(texts, options, ids=ids)
+    monkeypatch.setattr(in_memory, "TEXTS_PER_BATCH", 3)
+    monkeypatch.setattr(memory, "SIGNATURE_BLOCK", 4)
+    assert -(-len(texts) // 4) > 2
+    pieces = dedup.find_duplicates(texts, options, ids=ids)
+    for kind in ("groups", "pairs", "triples", "members"):
+        assert list(getattr(pieces, kind)()) == list(getattr(whole, kind)()), kind
+    assert list(whole.pairs())
