@@ -38,8 +38,10 @@ demo: $(VENV)/.installed-dask
 	cmp $(VENV)/demo-local.jsonl $(VENV)/demo-dask.jsonl && echo "find --engine dask --workers 2: the same groups"
 	$(BIN)/dedup eval $(DEMO_STORE) --threshold 0.5 --bits 2 --plot $(VENV)/demo-eval.png
 
+# The whole suite, a test file at a time in two processes (the machines it runs on have two cores or more); a
+# file's tests run in order in one process, so the Dask tests of a file share one cluster.
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(VENV)/.installed-lint
 	$(BIN)/ruff check dedup_cli tests

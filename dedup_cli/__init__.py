@@ -37,15 +37,16 @@ from typing import TYPE_CHECKING, Any
 from dedup_cli.version import __version__
 
 if TYPE_CHECKING:
+    from dedup_cli.api.estimate import EstimateResult, estimate
+    from dedup_cli.api.eval import evaluate
+    from dedup_cli.api.filter import FilterReport, filter, filter_corpus
+    from dedup_cli.api.find import find
+    from dedup_cli.api.info import StoreInfo, info
+    from dedup_cli.api.plan import Plan, plan
+    from dedup_cli.api.plot import plot_evaluation
+    from dedup_cli.api.sign import SignReport, sign
+    from dedup_cli.api.texts import find_duplicates, sign_texts
     from dedup_cli.candidates.banding import Banding, BandingChoice
-    from dedup_cli.commands.estimate import EstimateResult, estimate
-    from dedup_cli.commands.eval import evaluate
-    from dedup_cli.commands.filter import FilterReport, filter, filter_corpus
-    from dedup_cli.commands.find import find
-    from dedup_cli.commands.info import StoreInfo, info
-    from dedup_cli.commands.plan import Plan, plan
-    from dedup_cli.commands.sign import SignReport, sign
-    from dedup_cli.commands.texts import find_duplicates, sign_texts
     from dedup_cli.engine.results import EvalResult, FindResult, Group, Member, Pair, Triple
     from dedup_cli.errors import DedupError, InputError, OptionError, StoreError, UsageError
     from dedup_cli.estimates.pairs import ScoredPairs
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
     from dedup_cli.options.planning import PlanOptions
     from dedup_cli.options.reading import InputOptions
     from dedup_cli.options.signing import SignOptions
-    from dedup_cli.output.eval_plot import plot_evaluation
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.memory import Signatures
     from dedup_cli.store.snapshot import StoredSignatures
@@ -68,12 +68,12 @@ if TYPE_CHECKING:
 
 # Each public name and the module that defines it.
 _PUBLIC = {
-    "sign": "dedup_cli.commands.sign",
+    "sign": "dedup_cli.api.sign",
     "SignOptions": "dedup_cli.options.signing",
     "InputOptions": "dedup_cli.options.reading",
-    "SignReport": "dedup_cli.commands.sign",
+    "SignReport": "dedup_cli.api.sign",
     "ReadReport": "dedup_cli.inputs.report",
-    "find": "dedup_cli.commands.find",
+    "find": "dedup_cli.api.find",
     "FindOptions": "dedup_cli.options.finding",
     "EngineOptions": "dedup_cli.options.engines",
     "FindResult": "dedup_cli.engine.results",
@@ -81,8 +81,8 @@ _PUBLIC = {
     "Pair": "dedup_cli.engine.results",
     "Triple": "dedup_cli.engine.results",
     "Member": "dedup_cli.engine.results",
-    "sign_texts": "dedup_cli.commands.texts",
-    "find_duplicates": "dedup_cli.commands.texts",
+    "sign_texts": "dedup_cli.api.texts",
+    "find_duplicates": "dedup_cli.api.texts",
     "Signatures": "dedup_cli.store.memory",
     "Groups": "dedup_cli.groups.components",
     "ScoredPairs": "dedup_cli.estimates.pairs",
@@ -90,22 +90,22 @@ _PUBLIC = {
     "Banding": "dedup_cli.candidates.banding",
     "BandingChoice": "dedup_cli.candidates.banding",
     "Verification": "dedup_cli.verification",
-    "filter": "dedup_cli.commands.filter",
-    "filter_corpus": "dedup_cli.commands.filter",
+    "filter": "dedup_cli.api.filter",
+    "filter_corpus": "dedup_cli.api.filter",
     "FilterOptions": "dedup_cli.options.filtering",
-    "FilterReport": "dedup_cli.commands.filter",
-    "estimate": "dedup_cli.commands.estimate",
+    "FilterReport": "dedup_cli.api.filter",
+    "estimate": "dedup_cli.api.estimate",
     "EstimateOptions": "dedup_cli.options.finding",
-    "EstimateResult": "dedup_cli.commands.estimate",
-    "evaluate": "dedup_cli.commands.eval",
+    "EstimateResult": "dedup_cli.api.estimate",
+    "evaluate": "dedup_cli.api.eval",
     "EvalOptions": "dedup_cli.options.evaluating",
     "EvalResult": "dedup_cli.engine.results",
-    "plot_evaluation": "dedup_cli.output.eval_plot",
-    "plan": "dedup_cli.commands.plan",
+    "plot_evaluation": "dedup_cli.api.plot",
+    "plan": "dedup_cli.api.plan",
     "PlanOptions": "dedup_cli.options.planning",
-    "Plan": "dedup_cli.commands.plan",
-    "info": "dedup_cli.commands.info",
-    "StoreInfo": "dedup_cli.commands.info",
+    "Plan": "dedup_cli.api.plan",
+    "info": "dedup_cli.api.info",
+    "StoreInfo": "dedup_cli.api.info",
     "open_store": "dedup_cli.store.store",
     "read_store": "dedup_cli.store.store",
     "Store": "dedup_cli.store.store",

@@ -3,9 +3,16 @@ only tests need (a format 1 store writer, per-document text functions, re-readin
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
+import pty
 import re
+import select
+import struct
+import subprocess
+import sys
+import termios
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +24,7 @@ import pytest
 from numpy.typing import ArrayLike
 
 from dedup_cli.candidates.triangles import _forward_graph
-from dedup_cli.cli import message
+from dedup_cli.cli.main import message
 from dedup_cli.engine.results import FindResult
 from dedup_cli.errors import DedupError, InputError, StoreError
 from dedup_cli.files import commit_file, fsync_path
@@ -36,6 +43,10 @@ from dedup_cli.text import scripts
 from dedup_cli.text.normalise import check_unit, fold
 from dedup_cli.text.shingles import _window_hashes
 from dedup_cli.text.tokens import _code_points, _word_token_streams, char_hashes
+
+# The repository's root, whichever folder of tests/ a test sits in.
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_CORPORA = REPO / "sample_corpora"
 
 WORD_PATTERN = re.compile(r"\w+")
 """The words of a normalised text for the ``w-runs`` tokenisation: the runs of ``\\w``."""
@@ -352,3 +363,38 @@ def pair_codes_by_id(result: FindResult, ids: Sequence[str]) -> np.ndarray:
     numbers = np.array([rank[identifier] for identifier in result.store.ids], np.int64)
     first, second = numbers[result.accepted.first], numbers[result.accepted.second]
     return np.minimum(first, second) * len(ids) + np.maximum(first, second)
+
+
+# --- the command line as a user sees it ---------------------------------------------------------------------
+
+
+def on_a_terminal(*args: str) -> tuple[int, str]:
+    """Run dedup with stderr on a pseudo-terminal (stdout to a pipe): its exit code and what the terminal got."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("DEDUP_")}
+    child = subprocess.Popen([sys.executable, "-m", "dedup_cli", *args], stdout=subprocess.PIPE, stderr=slave,
+                             env=environment)
+    os.close(slave)
+    shown = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    assert child.stdout is not None
+    child.stdout.read()
+    os.close(master)
+    return child.wait(timeout=120), shown.decode("utf-8", "replace")
+
+
+def reused_bands(note: str) -> int:
+    """How many bands ``resuming: candidates for bands 1–4, 7–9 from DIR`` names."""
+    ranges = note.split("bands ")[1].split(" from")[0]
+    return sum(int(b) - int(a) + 1 for a, b in (part.split("–") for part in ranges.split(", ")))

@@ -131,9 +131,9 @@ def _violations(items: list[Import]) -> str:
 # step inside the tier, for modules of one package that build on each other. docs/architecture.md explains it.
 LAYERS: list[tuple[str, list[list[str]]]] = [
     ("foundations: nothing of dedup but each other", [
-        ["errors", "version", "primitives", "storage.urls", "candidates", "commands", "corpus", "engine",
-         "engine.dask", "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "output", "store", "text",
-         "command_line", "options", "storage"],
+        ["errors", "version", "primitives", "storage.urls", "candidates", "api", "corpus", "engine",
+         "engine.dask", "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "store", "text",
+         "cli", "options", "storage"],
         ["storage.objects"], ["storage.streams"], ["files"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
@@ -184,26 +184,21 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras", "engine.progress"],
         ["engine.band_rounds"],
         ["engine.local", "engine.sign_workers", "engine.filter_stages", "engine.evaluation"],
-        ["engine.dask.cluster"], ["engine.dask.frames", "engine.dask.checkpoints"], ["engine.dask.candidates"],
+        ["engine.local_sign", "engine.dask.cluster"], ["engine.dask.frames", "engine.dask.checkpoints"],
+        ["engine.dask.candidates"],
         ["engine.dask.joins"],
         ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],
         ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"], ["engine.engines"],
     ]),
-    ("commands: one module per command of the API", [
-        ["commands.sign", "commands.find", "commands.estimate", "commands.plan", "commands.info", "commands.eval",
-         "commands.texts"],
-        ["commands.filter"],
-    ]),
-    ("output: records, writers, summaries", [
-        ["output.records", "output.parquet", "output.eval_report", "output.eval_plot"],
-        ["output.delimited", "output.plan_report", "output.summaries"],
+    ("api: one module per command of the public API", [
+        ["api.sign", "api.find", "api.estimate", "api.plan", "api.info", "api.eval", "api.texts", "api.plot"],
+        ["api.filter"],
     ]),
     ("the public API", [["__init__"]]),
-    ("the command line", [
-        ["command_line.common"],
-        ["command_line.sign", "command_line.find", "command_line.filter", "command_line.estimate",
-         "command_line.eval", "command_line.plan", "command_line.info"],
-        ["cli"], ["__main__"],
+    ("cli: the command line, and how it words and writes what the API returns", [
+        ["cli.writers", "cli.removed", "cli.eval_report", "cli.plan_report", "cli.summaries"], ["cli.common"],
+        ["cli.sign", "cli.find", "cli.filter", "cli.estimate", "cli.eval", "cli.plan", "cli.info"],
+        ["cli.main"], ["__main__"],
     ]),
 ]
 LAYER = {module: (tier, step) for tier, (_, steps) in enumerate(LAYERS) for step, modules in enumerate(steps)
@@ -211,14 +206,14 @@ LAYER = {module: (tier, step) for tier, (_, steps) in enumerate(LAYERS) for step
 
 # Third-party libraries and the modules (or packages, ending in ".") allowed to import them.
 CONFINED = {
-    "click": {"cli", "command_line."},
-    "tqdm": {"cli", "command_line."},
-    # The store, the input readers (Parquet text columns), the Parquet writers of filter and of output.
-    "pyarrow": {"store.", "inputs.", "corpus.", "output.", "engine.results"},  # FindResult.to_arrow, lazily
+    "click": {"cli."},
+    "tqdm": {"cli."},
+    # The store, the input readers (Parquet text columns), the Parquet writers of filter and of find --format parquet.
+    "pyarrow": {"store.", "inputs.", "corpus.", "cli.writers", "engine.results"},  # FindResult.to_arrow, lazily
     # The compiled kernel (the fast extra); kernel.choice and kernel.tables decide and prepare without it.
     "numba": {"kernel.primitives", "kernel.sketch", "kernel.tokenise", "kernel.compiled"},
     # eval's pictures, an optional extra.
-    "matplotlib": {"output.eval_plot"},
+    "matplotlib": {"api.plot"},
     # The optional Dask engine (the ``dask`` extra) and the store's pieces it reads as data frames.
     "dask": {"engine.dask."},
     "distributed": {"engine.dask."},
@@ -269,8 +264,8 @@ def test_third_party_libraries_stay_in_their_modules(library: str) -> None:
 @pytest.mark.parametrize(
     ("package", "forbidden"),
     [
-        ("text.", {"candidates.", "estimates.", "groups.", "engine.", "commands.", "cli"}),
-        ("candidates.", {"estimates.pairs", "estimates.triples", "groups.", "engine.", "commands.", "cli"}),
+        ("text.", {"candidates.", "estimates.", "groups.", "engine.", "api.", "cli."}),
+        ("candidates.", {"estimates.pairs", "estimates.triples", "groups.", "engine.", "api.", "cli."}),
     ],
 )
 def test_data_flows_one_way(package: str, forbidden: set[str]) -> None:
@@ -297,9 +292,21 @@ def test_estimators_stand_alone() -> None:
     assert not offenders, f"the estimator formulas may import only each other: {_violations(offenders)}"
 
 
+def test_the_commands_reach_the_engines_through_one_interface() -> None:
+    # sign, find and filter choose an engine with engine.engines.engine_for and call it; no command reaches into
+    # the Dask engine or repeats its orchestration.
+    offenders = [item for item in IMPORTS if item.module.startswith("api.")
+                 and item.target.startswith(f"{PACKAGE}.engine.dask")]
+    assert not offenders, f"the API imports the Dask engine: {_violations(offenders)}"
+    for command in ("api.sign", "api.find", "api.filter"):
+        assert f"{PACKAGE}.engine.engines" in {item.target for item in _imports_of(command)}, command
+
+
 def test_nothing_imports_the_cli_but_main() -> None:
+    # The library never reaches up into the command line: only the CLI's own modules and __main__ import it.
     offenders = [
-        item for module, items in _importers(f"{PACKAGE}.cli").items() if module != "__main__" for item in items
+        item for module, items in _importers(f"{PACKAGE}.cli").items()
+        if module != "__main__" and not module.startswith("cli.") for item in items
     ]
     assert not offenders, f"only __main__ may import the CLI: {_violations(offenders)}"
 
@@ -350,7 +357,7 @@ def test_the_public_api_is_lazy_and_complete() -> None:
         assert getattr(importlib.import_module(module), name) is getattr(dedup_cli, name), name
     # What mypy sees (the TYPE_CHECKING imports) comes from the modules __getattr__ serves.
     assert {item.target for item in _imports_of("__init__")} >= set(public.values())
-    code = ("import sys, dedup_cli, dedup_cli.cli; "
+    code = ("import sys, dedup_cli, dedup_cli.cli.main; "
             "print(sorted(name for name in ('numpy', 'pyarrow', 'xxhash', 'tqdm', 's3fs', 'botocore', 'fsspec') "
             "if name in sys.modules))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -376,7 +383,7 @@ def test_the_compiled_kernel_records_the_digest_of_what_it_compiles() -> None:
 
 def test_no_reference_to_files_outside_the_repository() -> None:
     repository = PACKAGE_DIR.parent
-    texts = [*PACKAGE_DIR.rglob("*.py"), *(repository / "tests").glob("*.py"), *(repository / "docs").glob("*.md"),
+    texts = [*PACKAGE_DIR.rglob("*.py"), *(repository / "tests").rglob("*.py"), *(repository / "docs").glob("*.md"),
              repository / "README.md"]
     pattern = re.compile(r"\bSPEC\b|\bSTYLE\b|\.\./shared|/work/")
     offenders = [f"{path.relative_to(repository)}:{number}" for path in texts if path.exists()
@@ -390,12 +397,12 @@ def test_no_reference_to_files_outside_the_repository() -> None:
 
 def test_rules_are_not_vacuous() -> None:
     # If parsing silently missed imports, every rule above would pass; these are known to exist.
-    assert {item.target for item in _imports_of("cli")} >= {"click", f"{PACKAGE}.command_line.sign"}
-    assert {item.target for item in _imports_of("command_line.common")} >= {"click", "tqdm"}
-    assert f"{PACKAGE}.__init__" in {item.target for item in _imports_of("command_line.find")}
+    assert {item.target for item in _imports_of("cli.main")} >= {"click", f"{PACKAGE}.cli.sign"}
+    assert {item.target for item in _imports_of("cli.common")} >= {"click", "tqdm"}
+    assert f"{PACKAGE}.__init__" in {item.target for item in _imports_of("cli.find")}
     assert "pyarrow" in {item.target for item in _imports_of("store.format")}
     assert f"{PACKAGE}.estimates.guards" in {item.target for item in _imports_of("estimates.two_way")}
-    assert f"{PACKAGE}.cli" in {item.target for item in _imports_of("__main__")}
+    assert f"{PACKAGE}.cli.main" in {item.target for item in _imports_of("__main__")}
     assert len({item.module for item in IMPORTS}) >= 60
 
 

@@ -13,7 +13,7 @@ import click
 import pytest
 
 import dedup_cli
-from dedup_cli.cli import cli
+from dedup_cli.cli.main import cli
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 DOCS = REPOSITORY / "docs"

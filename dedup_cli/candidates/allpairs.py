@@ -47,11 +47,6 @@ _THIN_FRACTION = 0.25
 _COMPARISON_BYTES = 1 << 25
 
 
-def block_capacity(bits: int) -> int:
-    """Number of b-bit values packed into one uint64 word: floor(64 / b)."""
-    return WORD_BITS // whole_bits(bits)
-
-
 def _block_masks(bits: int) -> tuple[np.uint64, np.uint64, np.uint64]:
     """(low, high, rest) masks over the ``floor(64/b)`` blocks of a word.
 

@@ -1,14 +1,15 @@
 """Where the stages run: one interface, the local engine and the Dask engine behind it.
 
 The commands choose an engine with :func:`engine_for` and call its methods; they never branch on the engine
-themselves. Both engines run the same stage functions (:mod:`dedup_cli.engine.find_stages`,
-:mod:`dedup_cli.corpus.sources`): the local one here, one after the other; the Dask one mapped over partitions
-and pieces on a cluster (:mod:`dedup_cli.engine.dask`), imported only when chosen.
+themselves. Both engines run the same stage functions (:mod:`dedup_cli.engine.sign_stage`,
+:mod:`dedup_cli.engine.find_stages`, :mod:`dedup_cli.corpus.sources`): the local one in this process and its
+pool of workers; the Dask one mapped over tasks, partitions and pieces on a cluster (:mod:`dedup_cli.engine.dask`),
+imported only when chosen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, BinaryIO, Protocol
 
@@ -16,21 +17,33 @@ from dedup_cli.corpus.decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.sources import filter_source
 from dedup_cli.engine import local
 from dedup_cli.engine.extras import require_dask
-from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.engine.local_sign import sign_locally
+from dedup_cli.engine.progress import InputProgress, Progress, silent
 from dedup_cli.engine.results import FindResult
+from dedup_cli.engine.sign_stage import Signed
 from dedup_cli.errors import UsageError
 from dedup_cli.inputs.locations import STDIN, Source
+from dedup_cli.inputs.parquet import row_group_sizes
+from dedup_cli.inputs.reading import plan_inputs, walk_inputs
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.reading import InputOptions
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.runs import StoreRun
+from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.store import Store
+
+Unchanged = Callable[[str, str, Any], bool]
+"""Whether a file (id, location, ``os.stat_result``) is in the store as it is now, so that it need not be read."""
 
 Advance = Callable[[int], None]
 """Told how many bytes of the inputs (on disk) were just read."""
 
 
 class Engine(Protocol):
-    """The stages of ``find`` and ``filter`` on one engine.
+    """The stages of ``sign``, ``find`` and ``filter`` on one engine.
 
     Attributes:
         options: what reaches this same engine again (for the Dask engine, the scheduler already connected, so
@@ -38,6 +51,13 @@ class Engine(Protocol):
     """
 
     options: EngineOptions
+
+    def sign(self, sources: Iterable[Source], stream: Any, run: StoreRun, index: DocumentIndex,
+             params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
+             progress: InputProgress, unchanged: Unchanged | None) -> Signed:
+        """Sign ``sources`` (from :func:`input_sources`) into ``run``, skipping what ``index`` holds unchanged; the
+        caller commits the run. ``read`` is the run's reading report, added to."""
+        ...
 
     def find(self, store: Store, options: FindOptions, progress: Progress = silent,
              reference: Store | None = None) -> FindResult:
@@ -62,6 +82,11 @@ class LocalEngine:
 
     def __init__(self, options: EngineOptions) -> None:
         self.options = options
+
+    def sign(self, sources: Iterable[Source], stream: Any, run: StoreRun, index: DocumentIndex,
+             params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
+             progress: InputProgress, unchanged: Unchanged | None) -> Signed:
+        return sign_locally(sources, stream, run, index, params, reading, workers, choice, read, progress, unchanged)
 
     def find(self, store: Store, options: FindOptions, progress: Progress = silent,
              reference: Store | None = None) -> FindResult:
@@ -88,6 +113,21 @@ class DaskEngine:
         self.client = client
         self.options = EngineOptions("dask", scheduler=client.scheduler.address)
 
+    def sign(self, sources: Iterable[Source], stream: Any, run: StoreRun, index: DocumentIndex,
+             params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
+             progress: InputProgress, unchanged: Unchanged | None) -> Signed:
+        from dedup_cli.engine.dask.sign import sign_on_cluster
+
+        # Every source is planned before a task starts: the total is known, and the kernel is decided once.
+        planned = list(sources)
+        progress.start(read.input_bytes)
+        choice.see(len(planned), read.input_bytes or 0)
+        choice.decide()
+        signed = sign_on_cluster(planned, reading, params, run, index, row_group_sizes, progress.advance, choice)
+        read.merge(signed.report)
+        signed.report = read
+        return signed
+
     def find(self, store: Store, options: FindOptions, progress: Progress = silent,
              reference: Store | None = None) -> FindResult:
         from dedup_cli.engine.dask import find as dask_find
@@ -110,11 +150,24 @@ class DaskEngine:
         return filter_into_stream(self.client, source, signed, out, decisions, reading, annotate, progress)
 
 
-def check_sources(options: EngineOptions, sources: Sequence[Source]) -> None:
+def input_sources(options: EngineOptions, inputs: Sequence[str], reading: InputOptions, read: ReadReport,
+                  stdin: Any = None) -> tuple[Iterable[Source], Any]:
+    """The sources of ``inputs`` for the engine ``options`` name, and the stream of ``-``, checked before a store
+    is touched (a missing input is an error). The local engine walks directories as it signs; a cluster's tasks
+    are planned from every source at once, and its workers cannot read stdin."""
+    if options.name != "dask":
+        return walk_inputs(inputs, reading, read, stdin)
+    require_dask()
+    sources, stream = plan_inputs(inputs, reading, read, stdin)
+    check_sources(options, sources, "sign")
+    return sources, stream
+
+
+def check_sources(options: EngineOptions, sources: Sequence[Source], command: str = "filter") -> None:
     """Refuse, before any work, inputs the engine ``options`` name cannot read (a UsageError): stdin, which
     a cluster's workers cannot see."""
     if options.name == "dask" and any(source.path == STDIN for source in sources):
-        raise UsageError("- (stdin) cannot be read by Dask workers; save it to a file they can read, or filter "
+        raise UsageError(f"- (stdin) cannot be read by Dask workers; save it to a file they can read, or {command} "
                          "it with {engine} local", options=True)
 
 

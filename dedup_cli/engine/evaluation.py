@@ -149,7 +149,7 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
 
     Args:
         pairs: the store's pairs (:class:`LocalPairs`, or an engine's equivalent).
-        options: checked against the store's parameters by :func:`dedup_cli.commands.eval.evaluate`.
+        options: checked against the store's parameters by :func:`dedup_cli.api.eval.evaluate`.
         store: the store's path, for the report.
         truth: the pairs of a truth file, to count precision and recall against.
         progress: told each stage as it begins.

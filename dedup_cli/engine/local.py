@@ -40,7 +40,7 @@ def find(stores: Sequence[Store], options: FindOptions, progress: Progress = sil
 
     Args:
         stores: the store, then with ``options.against`` the reference store (same parameters, checked by
-            :func:`dedup_cli.commands.find.find`, which checked ``options`` against them too). Documents are
+            :func:`dedup_cli.api.find.find`, which checked ``options`` against them too). Documents are
             numbered by (store, id): pairs inside the reference are left out (with ``only_across``, pairs inside
             the store too), and a group keeps a reference document.
         progress: told each stage as it begins, and its steps.

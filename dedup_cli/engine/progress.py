@@ -1,10 +1,15 @@
 """What a long ``find`` or ``eval`` tells its caller as it goes: each stage by name, and its steps when they can be
-counted. The command line draws these as bars on a terminal; the library is silent unless given a reporter."""
+counted; and what ``sign`` tells, bytes of the inputs. The command line draws these as bars on a terminal; the
+library is silent unless given a reporter."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from dedup_cli.inputs.locations import Source
+    from dedup_cli.inputs.report import ReadReport
 
 Advance = Callable[[int], None]
 """Told how many more steps of the current stage are done."""
@@ -36,3 +41,36 @@ def _ignore(count: int) -> None:
 
 silent: Progress = _Silent()
 """The reporter that reports nothing (the library's default)."""
+
+
+class InputProgress:
+    """``sign``'s progress: the caller's callbacks, told the inputs' total (``on_start``) once the walk of the
+    inputs has found it, and bytes read or skipped (``progress``); bytes done before the total is known are added
+    up and told right after it, so a walk that goes on while the first tasks sign never shows a bar without an
+    end."""
+
+    def __init__(self, on_start: Callable[[int | None], None] | None, progress: Advance | None) -> None:
+        self.on_start = on_start
+        self.progress = progress
+        self.started = False
+        self.owed = 0
+
+    def walked(self, sources: Iterable[Source], read: ReadReport) -> Iterator[Source]:
+        yield from sources
+        self.start(read.input_bytes)
+
+    def start(self, total: int | None) -> None:
+        if self.started:
+            return
+        self.started = True
+        if self.on_start is not None:
+            self.on_start(total)
+        if self.owed:
+            self.advance(0)
+
+    def advance(self, count: int) -> None:
+        if not self.started:
+            self.owed += count
+        elif self.progress is not None:
+            self.progress(self.owed + count)
+            self.owed = 0

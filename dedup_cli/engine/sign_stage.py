@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
@@ -210,3 +210,15 @@ def _fresh(ids: Sequence[str], content_hashes: Sequence[int], stored: DocumentIn
     return np.fromiter((stored.content_changed(identifier, content_hash)
                         for identifier, content_hash in zip(ids, content_hashes, strict=True)),
                        dtype=np.bool_, count=len(ids))
+
+
+@dataclass
+class Signed:
+    """What an engine's signing of a run did: the reading report, documents written (and of those, empty ones),
+    documents found unchanged, and the ids read or found unchanged (what a prune keeps)."""
+
+    report: ReadReport = field(default_factory=ReadReport)
+    documents: int = 0
+    empty: int = 0
+    unchanged: int = 0
+    seen: list[str] = field(default_factory=list)

@@ -88,38 +88,6 @@ def _pair_probability(r_i: np.ndarray, r_j: np.ndarray, s_ij: np.ndarray, bits: 
     return (s_ij + only_i * a_coefficient(r_j, bits) + only_j * a_coefficient(r_i, bits)) / union
 
 
-def collision_probability_2way(r1: ArrayLike, r2: ArrayLike, s12: ArrayLike, bits: ArrayLike) -> np.ndarray:
-    """Pr(lowest b bits of z_1 and z_2 equal) for two sets of any density (large D).
-
-    Equals Li & König 2010, Theorem 1: E_b = C_{1,b} + (1 − C_{2,b}) R (eqs. 4–7), written as
-    E_b = [s_12 + (r_1 − s_12) A_{2,b} + (r_2 − s_12) A_{1,b}] / (r_1 + r_2 − s_12).
-
-    Args:
-        r1, r2: float64[...] in (0, 1], f_i / D.
-        s12: float64[...], |S_1 ∩ S_2| / D.
-        bits: int or int[...] ≥ 1. All arguments broadcast together.
-
-    Returns:
-        float64[...] of the broadcast shape.
-
-    Raises:
-        ValueError: a rate outside (0, 1], or sizes no two sets can have (negative region or union > 1).
-    """
-    rate1, rate2, shared = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in (r1, r2, s12)))
-    _check_rates(r1=rate1, r2=rate2)
-    _check_masses(
-        {
-            "s12": shared,
-            "r1 - s12": rate1 - shared,
-            "r2 - s12": rate2 - shared,
-            "1 - (r1 + r2 - s12)": 1.0 - (rate1 + rate2 - shared),
-        },
-        scale=np.maximum(rate1, rate2),
-    )
-    shared = np.clip(shared, 0.0, np.minimum(rate1, rate2))
-    return _pair_probability(rate1, rate2, shared, bits)
-
-
 def _region_masses_3way(
     r1: np.ndarray, r2: np.ndarray, r3: np.ndarray, s12: np.ndarray, s13: np.ndarray, s23: np.ndarray, s: np.ndarray
 ) -> dict[str, np.ndarray]:

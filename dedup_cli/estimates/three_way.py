@@ -16,25 +16,6 @@ from numpy.typing import ArrayLike
 from dedup_cli.estimates.guards import FloatArray, as_float, as_result, check_bits, check_positive
 
 
-def expected_match_3way(R: ArrayLike, T: ArrayLike, bits: ArrayLike) -> FloatArray:
-    """P_b = [(2^b - 1)(2^b - 2) R + (2^b - 1) T + 1] / 4^b (Li, König & Gui 2010, eq. 7).
-
-    Sparse limit (Theorem 2). Evaluated with q = 2^-b as (1-q)(1-2q) R + q(1-q) T + q^2, which is
-    exact in floating point up to b = 64. b = 1 is allowed here and gives (1 + T)/4, which does not
-    depend on R: that is why the 3-way estimators need bits >= 2.
-
-    Args:
-        R: float64[...] 3-way resemblance.
-        T: float64[...] R12 + R13 + R23.
-        bits: int or int[...] b, 1..64.
-
-    Returns:
-        float64[...] Pr(all three b-bit values agree).
-    """
-    q = np.ldexp(1.0, -check_bits(bits))
-    return as_result((1.0 - q) * (1.0 - 2.0 * q) * as_float(R) + q * (1.0 - q) * as_float(T) + q * q)
-
-
 def estimate_3way(
     p123: ArrayLike, p12: ArrayLike, p13: ArrayLike, p23: ArrayLike, bits: ArrayLike
 ) -> FloatArray:

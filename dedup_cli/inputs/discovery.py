@@ -37,13 +37,9 @@ FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 _KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
 
 
-def detect_format(name: str) -> str:
-    """The format ``auto`` gives a file name, looking inside a compression suffix: ``x.jsonl.gz`` → jsonl."""
-    return _kinds(name)[0]
-
-
-def _kinds(name: str) -> tuple[str, str | None]:
-    """(the format ``auto`` gives a file name, its compression), from one look at its suffix or two."""
+def format_and_compression(name: str) -> tuple[str, str | None]:
+    """(the format ``auto`` gives a file name, its compression), looking inside a compression suffix:
+    ``x.jsonl.gz`` → ("jsonl", "gzip"); from one look at the suffix or two."""
     if not name[-8:].lower().endswith(_KNOWN_ENDINGS):  # most names: a slice, not a path split
         return "text", None
     stem, suffix = os.path.splitext(name)
@@ -245,7 +241,7 @@ def _sources(first: list[Source], files: Iterator[SourceFile], options: InputOpt
     yield from first
     count, total = len(first), 0
     for file in files:
-        file_format, file_compression = _kinds(file.path)
+        file_format, file_compression = format_and_compression(file.path)
         try:
             status: os.stat_result | None = file.status or os.stat(file.path)
         except OSError:

@@ -1,6 +1,6 @@
 """What reading did: the documents and bytes read, and every input skipped or repaired, for the summary.
 
-One report serves every input format, text and integer sets alike; ``dedup_cli.output.summaries`` words it.
+One report serves every input format, text and integer sets alike; ``dedup_cli.cli.summaries`` words it.
 """
 
 from __future__ import annotations

@@ -28,6 +28,9 @@ from dedup_cli.options.vocabulary import MAX_SET_UNIVERSE
 FEISTEL_ROUNDS = 6
 # Bounds the [num_perm, chunk] uint64 temporaries of min_values to a few tens of MB whatever k is.
 _ELEMENTS_PER_CHUNK = 1 << 20
+# A table of π_j(x) for every j and every x of Ω, up to this many entries (64 MB), is built once and read by index
+# when a batch holds at least D elements: a gather instead of six Feistel rounds per element and permutation.
+_TABLE_ENTRIES = 1 << 23
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,7 @@ class UniversePermutations:
     seed: int = 1
     _half_bits: int = field(init=False, repr=False, compare=False)
     _round_keys: np.ndarray = field(init=False, repr=False, compare=False)  # uint64[num_perm, FEISTEL_ROUNDS]
+    _table: list[np.ndarray] = field(init=False, repr=False, compare=False, default_factory=list)  # [uint64[k, D]]
 
     def __post_init__(self) -> None:
         if not isinstance(self.universe, (int, np.integer)) or not 2 <= self.universe <= MAX_SET_UNIVERSE:
@@ -98,6 +102,15 @@ class UniversePermutations:
             outside = outside[walked >= universe]
         return out
 
+    def _applied(self, values: np.ndarray, batch: int) -> np.ndarray:
+        """:meth:`_apply`, from the table of every π_j(x) when Ω is small and the batch of ``batch`` elements
+        is at least as large (the same values: the table is :meth:`_apply` of 0 … D−1)."""
+        if self.num_perm * self.universe > _TABLE_ENTRIES or batch < self.universe:
+            return self._apply(values)
+        if not self._table:
+            self._table.append(self._apply(np.arange(self.universe, dtype=np.uint64)))
+        return np.take(self._table[0], values.astype(np.intp), axis=1)
+
     def permute(self, values: ArrayLike) -> np.ndarray:
         """All k permutations applied to all values.
 
@@ -144,7 +157,7 @@ class UniversePermutations:
         chunk = max(1, _ELEMENTS_PER_CHUNK // k)
         for start in range(0, total, chunk):
             stop = min(total, start + chunk)
-            permuted = self._apply(array[start:stop])  # [k, stop − start]
+            permuted = self._applied(array[start:stop], total)  # [k, stop − start]
             # Non-empty sets overlapping [start, stop) tile it exactly, so their clipped starts are strictly
             # increasing and reduceat gives one minimum per set; a set cut by a chunk edge is finished by
             # np.minimum with what earlier chunks found.

@@ -1,7 +1,7 @@
 """``sign`` on a Dask cluster: tasks read and sign their share of the inputs and each write one part of the run.
 
 The driver lists the inputs, takes the store's writer lock and reads its document index, as the local engine does
-(:mod:`dedup_cli.commands.sign`); it cuts the inputs into tasks of about :data:`TASK_BYTES` (runs of files in id
+(:mod:`dedup_cli.api.sign`); it cuts the inputs into tasks of about :data:`TASK_BYTES` (runs of files in id
 order; a Parquet file larger than that by row groups) and gives each task the stored entries of its documents, so
 that unchanged files and records are skipped there without being signed. Each task reads with
 :func:`dedup_cli.inputs.reading.read_sources`, signs with :func:`dedup_cli.engine.sign_stage.sign_records` and
@@ -21,13 +21,13 @@ import bisect
 import dataclasses
 import secrets
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from distributed import as_completed, get_client
 
-from dedup_cli.engine.sign_stage import Record, batches, hasher_for, sign_records
+from dedup_cli.engine.sign_stage import Record, Signed, batches, hasher_for, sign_records
 from dedup_cli.inputs.locations import Source, where_read
 from dedup_cli.inputs.reading import read_sources
 from dedup_cli.inputs.report import ReadReport
@@ -172,17 +172,6 @@ def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source
     paths = index.path_array.take(rows).to_pylist()
     return {ids[row]: (paths[place], int(index.sizes[row]), int(index.mtimes_ns[row]), int(index.content_hashes[row]))
             for place, row in enumerate(rows)}
-
-
-@dataclass
-class Signed:
-    """What the tasks of a run did, once merged and corrected by the driver."""
-
-    report: ReadReport = field(default_factory=ReadReport)
-    documents: int = 0
-    empty: int = 0
-    unchanged: int = 0
-    seen: list[str] = field(default_factory=list)
 
 
 def _corrections(results: list[TaskResult], index: DocumentIndex) -> tuple[dict[int, list[int]], dict[int, int]]:

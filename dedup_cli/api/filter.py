@@ -1,0 +1,318 @@
+"""``filter``: the deduplicated corpus itself, written in the inputs' own formats.
+
+Which documents to drop comes from ``find`` (its groups and keep policy; with ``against``, a new document that
+duplicates a reference document is dropped and the reference copy kept) or from a ``find --output members``
+file. Everything that can be checked is checked before ``find`` runs: the store, the options, the inputs (each
+named one must have been signed into the store) and where the output goes. The inputs are then read again as
+the store's sign runs read them, one source at a time, and each kept record is written in its own format
+(:mod:`dedup_cli.corpus`) into a scratch file or directory that replaces OUT only when complete. Memory holds
+the documents to drop (ids, content hashes, groups), not the corpus (docs/filter.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from dedup_cli.api.find import find, open_reference
+from dedup_cli.api.sign import SignReport, sign
+from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.corpus.layout import MARKER, Layout, plan_layout, write_marker
+from dedup_cli.engine.engines import Engine, check_sources, engine_for
+from dedup_cli.engine.filter_stages import find_decisions, pair_estimates
+from dedup_cli.errors import InputError, UsageError
+from dedup_cli.files import open_output, output_directory, path_kind, remove_others
+from dedup_cli.inputs.discovery import plan_sources
+from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path
+from dedup_cli.inputs.members import read_members
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.options.checks import literal
+from dedup_cli.options.filtering import FilterOptions
+from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
+from dedup_cli.storage.urls import absolute as absolute_path
+from dedup_cli.storage.urls import is_url
+from dedup_cli.store.store import Store, open_store, stored_id_root
+
+Progress = Callable[[int], None]
+"""Called with the number of input bytes (on disk) just read."""
+
+MEMBERS_BATCH = 1 << 16
+"""Documents to drop whose stored rows a members file's run reads at a time (their signatures, for the similarity
+to the kept one): about 25 MB of rows at k = 256."""
+
+
+@dataclass
+class Removed:
+    """The documents dropped, in group order: what ``--removed`` lists; arrays aligned by document."""
+
+    ids: list[str]
+    groups: np.ndarray  # int64[d]
+    representatives: list[str]
+    similarity: np.ndarray  # float64[d]: to the representative; exact where verified, NaN where unknown
+    verified: np.ndarray  # bool[d]: the similarity is the exact resemblance
+    representative_stores: list[str] | None = None  # "new" or "reference", with ``against``
+
+
+@dataclass
+class FilterReport:
+    """What a filter run did."""
+
+    store: str = ""
+    out: str = ""
+    inputs: int = 0  # input sources (files, stdin)
+    records: int = 0  # records read: whole files, non-blank lines, rows
+    dropped: int = 0  # records left out (with ``annotate``: marked ``dedup_keep`` false, and kept)
+    annotated: bool = False
+    changed: list[tuple[str, str]] = field(default_factory=list)  # (where, id): to drop but changed since; kept
+    unsigned: list[str] = field(default_factory=list)  # files under a named directory the store never read
+    not_found: list[str] = field(default_factory=list)  # ids to drop that no input held
+    groups: int = 0
+    removed: Removed | None = None
+    against: str | None = None
+    keep_field_problems: list[tuple[str, str]] = field(default_factory=list)
+    read: ReadReport = field(default_factory=ReadReport)
+    signed: SignReport | None = None  # the sign run of ``options.sign``
+    seconds: float = 0.0
+
+    @property
+    def kept(self) -> int:
+        """Records written (all of them with ``annotate``)."""
+        return self.records if self.annotated else self.records - self.dropped
+
+
+@dataclass
+class _Plan:
+    """What the run decided to drop: the decisions, and for each the similarity to its representative."""
+
+    decisions: Decisions
+    similarity: np.ndarray
+    verified: np.ndarray
+    representative_stores: list[str] | None
+    groups: int
+    keep_field_problems: list[tuple[str, str]]
+
+
+def reading_options(store: Store, given: InputOptions) -> InputOptions:
+    """``given``; or, when all its :data:`READING_OPTIONS` are at their defaults, those the store's sign runs
+    recorded (the inputs are then read exactly as they were signed). Older stores recorded none."""
+    defaults = InputOptions()
+    recorded = {tuple(run.reading().items()) for run in store.inputs}
+    if any(getattr(given, name) != getattr(defaults, name) for name in READING_OPTIONS) or not recorded:
+        return given
+    if len(recorded) > 1:
+        values = {name: sorted({str(dict(options)[name]) for options in recorded}) for name in READING_OPTIONS}
+        differing = "; ".join(f"{{{name}}} {' or '.join(literal(v) for v in found)}"
+                              for name, found in values.items() if len(found) > 1)
+        raise UsageError(f"the sign runs of {literal(store.path)} read their inputs differently ({differing}); say "
+                         "how to read these with those options", options=True)
+    chosen: dict[str, Any] = dict(next(iter(recorded)))
+    universe = store.params.universe if chosen["input_format"] == "sets" else None
+    return dataclasses.replace(given, universe=universe, **chosen)
+
+
+def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[Source]) -> list[bool]:
+    """Whether the store read each source; a named input it never read (no file under it) is an error."""
+    files = store.source_files()
+    signed = [(STDIN if source.path == STDIN else location_path(source.path)) in files for source in sources]
+    for name in inputs:
+        absolute = STDIN if name == STDIN else absolute_path(name)
+        if not any(known and (source.path == absolute or source.path.startswith(absolute.rstrip(os.sep) + os.sep))
+                   for source, known in zip(sources, signed, strict=True)):
+            shown = "stdin" if name == STDIN else display_name(name)
+            raise InputError(f"input {shown} was never signed into {path}; sign it first (dedup sign {name} -o "
+                             f"{path}), or name the store it was signed into")
+    return signed
+
+
+def _plan(store: Store, path: str, options: FilterOptions) -> _Plan:
+    return _from_find(path, options) if options.members is None else _from_members(store, path, options)
+
+
+def _from_find(path: str, options: FilterOptions) -> _Plan:
+    """The decisions of ``find`` (on either engine; a result streamed from a cluster is read chunk by chunk)."""
+    result = find(path, options.find)
+    found = find_decisions(result, dropped_only=not options.annotate)
+    decisions = Decisions(found.ids, found.content_hashes, found.drop, found.groups, found.representatives)
+    stores = None
+    if found.representative_in_reference is not None:
+        stores = ["reference" if origin else "new" for origin in found.representative_in_reference.tolist()]
+    return _Plan(decisions, found.similarity, found.verified, stores, found.group_count, result.keep_field_problems)
+
+
+def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
+    """The decisions a members file lists, with the stored content hash of each document to drop and its
+    estimated similarity to its representative, read :data:`MEMBERS_BATCH` documents at a time."""
+    assert options.members is not None
+    members = read_members(options.members)
+    listed = np.flatnonzero(np.ones(members.drop.size, bool) if options.annotate else members.drop)
+    ids = [members.ids[index] for index in listed.tolist()]
+    representatives = [members.representatives[index] for index in listed.tolist()]
+    drop = members.drop[listed]
+    hashes = np.zeros(len(ids), np.uint64)
+    estimate = np.full(len(ids), np.nan)
+    dropping = np.flatnonzero(drop)
+    for start in range(0, dropping.size, MEMBERS_BATCH):
+        part = dropping[start : start + MEMBERS_BATCH]
+        names = [ids[index] for index in part.tolist()]
+        kept = [representatives[index] for index in part.tolist()]
+        stored, missing = store.read_documents(list(dict.fromkeys(names + kept)))
+        absent = sorted(set(missing).intersection(names))
+        if absent:
+            raise InputError(f"{{members}} {literal(options.members)} names document(s) to drop that {literal(path)} "
+                             f"does not hold (e.g. {literal(absent[0])}); pass the members file of this store",
+                             options=True)
+        row = {identifier: index for index, identifier in enumerate(stored.ids)}
+        rows = np.array([row[name] for name in names], np.int64)
+        assert stored.content_hashes is not None
+        hashes[part] = stored.content_hashes[rows]
+        estimate[part] = pair_estimates(stored, rows, np.array([row.get(r, -1) for r in kept], np.int64),
+                                        store.params.bits)
+    return _Plan(Decisions(ids, hashes, drop, members.groups[listed], representatives), estimate,
+                 np.zeros(len(ids), bool), None, len(set(members.groups.tolist())), [])
+
+
+def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], decisions: Decisions,
+           reading: InputOptions, options: FilterOptions, store: str, inputs: Sequence[str], stdin: Any,
+           stdout: BinaryIO | None, progress: Progress | None, engine: Engine) -> SourceOutcome:
+    """Filter every source into OUT: a scratch file or directory that replaces OUT when complete, by ``engine``
+    (here, or by tasks on a cluster's workers)."""
+    total = SourceOutcome()
+
+    def each(targets: Sequence[str | BinaryIO], root: str | None = None) -> None:
+        if root is not None:
+            total.add(engine.filter_into_directory(sources, signed, [str(t) for t in targets], root, decisions,
+                                                   reading, options.annotate, stdin, progress))
+            return
+        for source, target, known in zip(sources, targets, signed, strict=True):
+            assert not isinstance(target, str)
+            total.add(engine.filter_into_stream(source, known, target, decisions, reading, options.annotate, stdin,
+                                                progress))
+
+    if layout.out == STDIN:
+        out = stdout if stdout is not None else sys.stdout.buffer
+        each([out] * len(sources))
+        out.flush()
+        return total
+    try:
+        if layout.single:  # a file, a link to one, or a device, FIFO or descriptor written in place
+            with open_output(layout.out) as out:
+                each([out] * len(sources))
+        else:
+            with output_directory(layout.out) as scratch:
+                each([os.path.join(scratch, target) for target in layout.targets], str(scratch))
+                write_marker(scratch, store, inputs)
+                if is_url(scratch):  # objects of an earlier output that this one did not write
+                    remove_others(str(scratch), [*layout.targets, MARKER])
+    except OSError as error:
+        raise InputError(f"cannot write {display_name(layout.out)}: {error.strerror or error}") from error
+    return total
+
+
+def filter(
+    inputs: Sequence[str],
+    out: str | os.PathLike[str],
+    store: str | os.PathLike[str] | None = None,
+    options: FilterOptions | None = None,
+    progress: Progress | None = None,
+    on_start: Callable[[int | None], None] | None = None,
+    stdin: Any = None,
+    stdout: BinaryIO | None = None,
+) -> FilterReport:
+    """Write the documents of ``inputs`` to keep to ``out``, in their own formats, dropping near-duplicates.
+
+    Args:
+        inputs: files, directories and ``-`` (stdin) that were signed into ``store``, found and read as
+            ``options.input`` says (by default as the store's sign runs read them).
+        out: one file for one input file (``-``: stdout), else a directory mirroring the inputs
+            (:mod:`dedup_cli.corpus.layout`); replaced only when complete.
+        store: the store (default: ``$DEDUP_STORE``, else ``./dedup.parquet``).
+        options: what to drop and how (default: ``FilterOptions()``, the command line's defaults).
+        progress: told how many bytes of the inputs (on disk) were just read.
+        on_start: told the inputs' total size on disk (None when reading stdin), before they are read.
+        stdin, stdout: binary streams for ``-`` (default: the process's).
+
+    Raises:
+        dedup_cli.errors.UsageError: bad options, an output inside the inputs or the store.
+        dedup_cli.errors.InputError: an input never signed into the store, or unreadable (nothing is written).
+        dedup_cli.errors.DedupError: an output that exists and is not ``filter``'s to replace.
+
+    With ``options.sign``, the inputs are first signed into the store (``sign``, incrementally; it is created if
+    missing), so that one call goes from a corpus to its deduplicated copy.
+    """
+    started = time.perf_counter()
+    options = FilterOptions() if options is None else options
+    path = default_store(store)
+    signing = None
+    if options.sign is not None:
+        if STDIN in inputs:
+            raise UsageError("{sign} cannot read stdin twice (to sign, then to filter); sign it first", options=True)
+        signing = sign(inputs, path, options.sign, progress, on_start)
+        if signing.read.unreadable:
+            where, reason = signing.read.unreadable[0]
+            raise InputError(f"cannot read {where}: {reason}; nothing was written")
+    opened = open_store(path)  # the manifest only: everything is checked before find reads the store
+    reading = reading_options(opened, options.input)
+    if options.members is None:
+        params = opened.params
+        options.find.check_store(params.bits, params.num_perm, path, params.input_kind)
+        if options.find.against is not None:
+            open_reference(opened, options.find.against)
+    elif (kind := path_kind(options.members)) in (None, "directory"):
+        problem = "does not exist" if kind is None else "is a directory"
+        raise InputError(f"{{members}} {literal(options.members)} {problem}; write it with dedup find "
+                         "--output members", options=True)
+    report = FilterReport(store=path, out=os.fspath(out), against=options.find.against, annotated=options.annotate,
+                          signed=signing)
+    stream = stdin if stdin is not None else sys.stdin.buffer
+    sources = plan_sources(inputs, dataclasses.replace(reading, id_root=stored_id_root(path)), report.read, stream)
+    if report.read.unreadable:
+        where, reason = report.read.unreadable[0]
+        raise InputError(f"cannot read {where}: {reason}; nothing was written")
+    check_sources(options.find.engine, sources)
+    layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
+    signed = _signed(opened, path, inputs, sources)
+    if options.annotate and not any(source.format in ("jsonl", "parquet") for source in sources):
+        raise UsageError("{annotate} adds fields to JSON Lines records and Parquet rows; these inputs hold none",
+                         options=True)
+    with engine_for(options.find.engine) as engine:
+        # find runs on the same engine (a local cluster started here lives until the inputs are written).
+        plan = _plan(opened, path, dataclasses.replace(options, find=dataclasses.replace(options.find,
+                                                                                       engine=engine.options)))
+        if on_start is not None:
+            on_start(report.read.input_bytes)
+        outcome = _write(layout, sources, signed, plan.decisions, reading, options, path, inputs, stream, stdout,
+                         progress, engine)
+    _summarise(report, plan, outcome, len(sources))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _summarise(report: FilterReport, plan: _Plan, outcome: SourceOutcome, sources: int) -> None:
+    decisions = plan.decisions
+    report.inputs, report.records, report.dropped = sources, outcome.records, outcome.dropped
+    report.changed, report.unsigned = outcome.changed, outcome.unsigned
+    report.groups, report.keep_field_problems = plan.groups, plan.keep_field_problems
+    met = np.zeros(len(decisions), bool)
+    met[np.array(outcome.seen, np.int64)] = True
+    report.not_found = [decisions.ids[p] for p in np.flatnonzero(decisions.drop & ~met).tolist()]
+    dropped = np.zeros(len(decisions), bool)
+    dropped[np.array(outcome.dropped_positions, np.int64)] = True
+    rows = np.flatnonzero(dropped)
+    stores = plan.representative_stores
+    report.removed = Removed(
+        ids=[decisions.ids[p] for p in rows.tolist()], groups=decisions.groups[rows],
+        representatives=[decisions.representatives[p] for p in rows.tolist()], similarity=plan.similarity[rows],
+        verified=plan.verified[rows], representative_stores=None if stores is None else [stores[p] for p in rows],
+    )
+
+
+# The same function under a name that does not shadow Python's built-in filter after ``from dedup_cli import *``.
+filter_corpus = filter

@@ -1,0 +1,300 @@
+"""``plan``: what a threshold, b, k and the stored bits promise and cost, before any work.
+
+``dedup plan`` explains the parameters of ``dedup find`` from the formulas alone, without reading a
+corpus: the LSH banding and its S-curve (Mining of Massive Datasets, Sec. 3.4; per-row agreement
+E_B, not R, because band keys use all B stored bits: docs/estimators.md, "Banding"), the estimator's standard
+error at the threshold (Li & König 2010, eq. 11, sparse limit r → 0), the storage factor of b bits
+against full-width values (eq. 12), the bytes a document takes in the store, and, given the number
+of documents, the expected number of candidate pairs and the memory ``find`` will need (docs/scaling.md).
+Its text and JSON forms are :mod:`dedup_cli.cli.plan_report`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dedup_cli.candidates.banding import (
+    CHANCE_FRACTION,
+    BandingChoice,
+    candidate_probability,
+    resolve_banding,
+    row_agreement_probability,
+)
+from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
+from dedup_cli.estimates.pairs import COMPARISON_BYTES
+from dedup_cli.estimates.two_way import expected_match_2way, storage_factor, variance_2way
+from dedup_cli.minhash.packing import value_dtype
+from dedup_cli.options.planning import PlanOptions
+from dedup_cli.options.vocabulary import BAND_MEMORY, MAX_NUM_PERM
+
+# The S-curve is tabulated at R = 0, 0.1, …, 1 (R = 0 stands for the unrelated pairs) and at R0.
+CURVE_STEPS = 10
+
+# Bytes a store row takes besides the signature, from the columns of ``store.format.part_schema``:
+# size, mtime_ns, content_hash, shingle_count and run are 8 bytes each; id and path are strings, a
+# 4-byte offset each plus their text. Uncompressed: zstd shrinks these columns (paths share
+# prefixes, counts are small) but not the signature, whose bytes are uniformly random.
+ROW_OVERHEAD_BYTES = 5 * 8 + 2 * 4
+
+# Memory model of the local engine's ``find`` with LSH candidates (bytes), read off the code and checked against
+# the peak resident memory of real runs (tests/api/test_planning.py says how closely). The store is never held whole:
+# - Python, numpy, pyarrow and the Parquet reader, loaded and warmed up, with a row group being read;
+FIXED_BYTES = 150_000_000
+# - per document while numbering: the id (a 4-byte offset and about 16 bytes of text), the run and the shingle
+#   count as read (Arrow) and as numpy arrays (transient);
+NUMBERING_BYTES = 4 + 16 + 2 * 8 + 2 * 8
+# - per document to the end: its shingle count and run, eligibility, and its key slot while banding;
+DOCUMENT_BYTES = 8 + 8 + 1 + 8
+# - one round of band keys, at most ``engine.band_rounds.ROUND_BYTES``, 4 or 8 bytes a key;
+# - per document while bucketing one band: the key and position packed and sorted, the order, the sorted keys
+#   and documents, run starts and lengths (mostly runs of one) and two masks;
+SORT_TEMPORARY_BYTES = 8 + 8 + 4 + 8 + 8 + 8 + 2
+# - per band collision (a pair sharing a bucket in one band, before de-duplication): its code in the
+#   pending list, the concatenated copy and the sorted copy of ``primitives.sorted_unique``;
+COLLISION_BYTES = 3 * 8
+# - per candidate pair at the end of banding: its unique code, ``first`` and ``second`` and a temporary;
+CODE_BYTES = 4 * 8
+# - per document of a candidate pair, read whole: its signature as read and as one array, its b-bit values, and
+#   about 200 bytes of id and location (as Arrow and Python strings), counts, hash, run and time;
+CANDIDATE_DOCUMENT_BYTES = 200
+# - per candidate pair while scoring: ``first``/``second``, match counts, r1, r2, the estimate, its
+#   standard error, the interval and the float64 temporaries of the Wilson interval mapped through eq. 9;
+SCORING_BYTES = 144
+# ``candidates.buckets.candidate_pairs`` de-duplicates pending codes once DEDUPLICATE_EVERY have piled up, and
+# ``estimates.pairs.count_matches`` compares candidates in chunks of about COMPARISON_BYTES bytes of values.
+
+
+
+@dataclass(frozen=True)
+class MemoryPart:
+    """One term of the memory estimate: what it is, its size in bytes, the formula, and whether it is
+    part of the peak."""
+
+    name: str
+    bytes: int
+    formula: str
+    in_peak: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What ``dedup find`` promises and costs for one choice of parameters (see :func:`make_plan`)."""
+
+    threshold: float
+    bits: int
+    num_perm: int
+    stored_bits: int
+    recall_target: float
+    bands: int
+    rows: int
+    banding_chosen: bool  # True: by choose_banding; False: bands/rows given
+    curve: tuple[tuple[float, float], ...]  # (R, Pr(candidate)), R ascending, R0 included
+    row_agreement_at_threshold: float  # E_B at R0, per-row agreement of B-bit band values
+    recall_at_threshold: float  # Pr(candidate | R = R0)
+    false_negative_rate: float  # 1 − recall at R0: pairs at R0 that never become candidates
+    candidate_probability_unrelated: float  # Pr(candidate | R = 0)
+    match_probability: float  # E_b at R0 for the estimator's b bits (eq. 4, sparse limit)
+    standard_error: float  # sqrt(Var(R̂_b)) at R0 (eq. 11, sparse limit)
+    signature_bytes: int  # ceil(k·B/8)
+    row_overhead_bytes: int  # the store's other columns, without the id and path text
+    storage_factor_32: float | None  # B(32)/B(b) at R0 (eq. 12); None at R0 = 1 where both vanish
+    storage_factor_64: float | None  # B(64)/B(b)
+    unused_values: int  # k − bands·rows: values that no band uses
+    docs: int | None = None
+    pairs: int | None = None  # N(N − 1)/2
+    expected_candidates: float | None = None  # N(N − 1)/2 · Pr(candidate | R = 0)
+    memory: tuple[MemoryPart, ...] = ()
+    memory_peak_bytes: int | None = None
+    memory_peak_phase: str | None = None
+    memory_peak_formula: str | None = None  # the sum of the terms in the peak
+    chance_budget: float | None = None  # with docs: CHANCE_FRACTION · N, the chance candidates the banding aims at
+    required_num_perm: int | None = None  # with docs: the smallest k meeting both the recall and that budget
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def bytes_per_document(self) -> int:
+        """Signature plus the other columns of a store row (id and path text not counted)."""
+        return self.signature_bytes + self.row_overhead_bytes
+
+
+def _memory(n_docs: int, num_perm: int, stored_bits: int, bits: int, bands: int, rows: int, signature_bytes: int,
+            candidates: float, collisions: float) -> tuple[tuple[MemoryPart, ...], str]:
+    """The terms of the memory ``find`` needs, those of its peak marked, and the phase of the peak.
+
+    ``find`` numbers the documents from their ids, runs and counts, then reads the signatures once per round of
+    bands, keeping one round's band keys and sorting one band at a time; then it reads the documents of the
+    candidate pairs whole and scores them. Each phase holds what it inherits plus arrays of its own; the peak is
+    the largest phase.
+
+    Args:
+        n_docs, num_perm, stored_bits, bits, bands, rows: N, k, B, b and the banding.
+        signature_bytes: S = ceil(k·B/8).
+        candidates: C, expected distinct candidate pairs.
+        collisions: P, expected band collisions summed over bands, before de-duplication.
+    """
+    n, k = n_docs, num_perm
+    key_bytes = key_dtype(rows, value_dtype(stored_bits)).itemsize
+    estimator_value_bytes = value_dtype(bits).itemsize
+    pending = min(collisions, candidates + DEDUPLICATE_EVERY)
+    chunk = min(candidates, COMPARISON_BYTES // (k * estimator_value_bytes))
+    read = min(n, 2 * candidates)
+    terms: dict[str, tuple[str, float, str]] = {
+        "fixed": ("Python, numpy, pyarrow and the Parquet reader", FIXED_BYTES, "fixed"),
+        "numbering": ("numbering the documents: ids, runs and counts as read (transient)", NUMBERING_BYTES * n,
+                      f"{NUMBERING_BYTES}·N"),
+        "documents": ("each document's count, run, eligibility and key slot", DOCUMENT_BYTES * n,
+                      f"{DOCUMENT_BYTES}·N"),
+        "round_keys": ("band keys of one round", min(BAND_MEMORY, bands * n * key_bytes),
+                       f"min(2^30, bands·N·{key_bytes})"),
+        "sort": ("sorting one band (transient)", SORT_TEMPORARY_BYTES * n, f"{SORT_TEMPORARY_BYTES}·N"),
+        "codes": ("candidate codes while de-duplicating (transient)",
+                  COLLISION_BYTES * pending + CODE_BYTES * candidates,
+                  f"{COLLISION_BYTES}·min(P, C + 2^24) + {CODE_BYTES}·C"),
+        "candidate_documents": ("the candidates' documents, read whole",
+                                read * (2 * signature_bytes + k * estimator_value_bytes + CANDIDATE_DOCUMENT_BYTES),
+                                f"min(N, 2C)·(2·S + k·v_b + {CANDIDATE_DOCUMENT_BYTES})"),
+        "scoring": ("scoring the candidates",
+                    SCORING_BYTES * candidates + 3 * chunk * k * estimator_value_bytes,
+                    f"{SCORING_BYTES}·C + 3·min(C, 2^25/(k·v_b))·k·v_b"),
+    }
+    phases = {
+        "numbering the documents": ["fixed", "numbering"],
+        "bucketing": ["fixed", "documents", "round_keys", "sort", "codes"],
+        "scoring": ["fixed", "documents", "candidate_documents", "scoring"],
+    }
+    phase = max(phases, key=lambda name: sum(terms[term][1] for term in phases[name]))
+    parts = tuple(MemoryPart(name, int(round(size)), formula, term in phases[phase])
+                  for term, (name, size, formula) in terms.items())
+    return parts, phase
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _count(value: float) -> str:
+    for unit, size in (("billion", 1e9), ("million", 1e6)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:,.0f}"
+
+
+def banding_warnings(choice: BandingChoice, threshold: float, num_perm: int, flag: Callable[[str], str]) -> list[str]:
+    """What a banding fails to promise for its corpus (recall at R0, or chance candidates within
+    :data:`CHANCE_FRACTION` of the documents) and the k that would keep both, options named by ``flag``."""
+    banding, documents = choice.banding, choice.documents
+    shape = f"{banding.bands}×{banding.rows} bands"
+    if documents is None or (choice.meets_budget and choice.meets_recall):
+        return []
+    chance = _count(choice.chance_candidates or 0.0)
+    if not choice.chosen:
+        if choice.meets_budget:
+            return []
+        return [f"{flag('bands')} {banding.bands} × {flag('rows')} {banding.rows} expect about {chance} candidates "
+                f"between unrelated documents among {documents:,} (more than {CHANCE_FRACTION:g} per document); "
+                "leave them out to choose a banding for the corpus size"]
+    needs = (f"sign with {flag('num_perm')} {choice.required_num_perm} or more" if choice.required_num_perm
+             else f"no {flag('num_perm')} up to {MAX_NUM_PERM} can")
+    if not choice.meets_recall:
+        return [f"recall at R0 = {threshold:g} is {choice.recall:.4f} ({shape}), below the target "
+                f"{choice.recall_target:g}: no banding of k = {num_perm} values reaches it; {needs}"]
+    return [f"k = {num_perm} values are too few to keep chance candidates within {CHANCE_FRACTION:g} per document "
+            f"at {documents:,} documents with recall {choice.recall_target:g} at R0 = {threshold:g}: {shape} expect "
+            f"about {chance} candidates between unrelated documents; {needs}, or raise {flag('threshold')}"]
+
+
+def plan(options: PlanOptions | None = None) -> Plan:
+    """Everything ``dedup find --threshold R0 --bits b`` promises and costs, from the formulas alone.
+
+    Args:
+        options: R0, b, k, the stored bits B, the target recall, the corpus size N and an optional banding
+            (default: ``PlanOptions()``); validated when they were made.
+
+    Returns:
+        A :class:`Plan`. The S-curve is 1 − (1 − E_B^rows)^bands with E_B = 2^-B + (1 − 2^-B)·R (MMDS
+        Sec. 3.4; Li & König 2010, eq. 4, r → 0); the standard error is sqrt(E_b(1 − E_b)/(k(1 − C)²)),
+        C = 2^-b (eq. 11); the storage factors are B(32)/B(b) and B(64)/B(b) at R0 (eq. 12).
+    """
+    options = PlanOptions() if options is None else options
+    threshold, bits, num_perm, stored_bits = options.threshold, options.bits, options.num_perm, options.stored_bits
+    recall, docs = options.recall, options.docs
+    # One of bands/rows alone takes as many of the other as k allows, as find does.
+    choice = resolve_banding(threshold, num_perm, stored_bits, recall, options.bands, options.rows, documents=docs)
+    banding, chosen = choice.banding, choice.chosen
+
+    grid = np.round(np.linspace(0.0, 1.0, CURVE_STEPS + 1), 12)
+    resemblances = np.unique(np.append(grid, threshold))
+    probabilities = candidate_probability(resemblances, banding.bands, banding.rows, stored_bits)
+    curve = tuple((float(r), float(p)) for r, p in zip(resemblances, probabilities, strict=True))
+    at_threshold = banding.recall_at(threshold)
+    unrelated = banding.recall_at(0.0)
+
+    match = float(expected_match_2way(threshold, 0.0, 0.0, bits))
+    error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm)))
+    own_factor = float(storage_factor(threshold, 0.0, 0.0, bits))
+    factors: list[float | None] = [
+        float(storage_factor(threshold, 0.0, 0.0, wide)) / own_factor if own_factor > 0 else None for wide in (32, 64)
+    ]
+    signature_bytes = (num_perm * stored_bits + 7) // 8
+    unused = num_perm - banding.bands * banding.rows
+
+    warnings: list[str] = []
+    if unused:
+        warnings.append(
+            f"{banding.bands} bands × {banding.rows} rows use {banding.bands * banding.rows} of the {num_perm} "
+            f"values; the other {unused} never make a pair a candidate (the estimator still uses all {num_perm})"
+        )
+    if at_threshold < recall and (not chosen or docs is None):
+        fix = ("choose more --bands or fewer --rows" if not chosen
+               else "no banding of these values reaches it; use a larger --num-perm or a lower --recall")
+        warnings.append(f"recall at R0 = {threshold:g} is {at_threshold:.4f}, below the target {recall:g}; {fix}")
+    warnings += banding_warnings(choice, threshold, num_perm, _flag)
+    if unrelated > 0.01:
+        warnings.append(
+            f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: {stored_bits}-bit band values agree by "
+            f"chance with probability 1/2^{stored_bits}; sign with more --bits (e.g. 8) so banding is selective"
+        )
+
+    extra: dict[str, Any] = {}
+    if docs is not None:
+        pairs = docs * (docs - 1) // 2
+        candidates = pairs * unrelated
+        # Band collisions before de-duplication: every band finds its own pairs, overlaps and all.
+        collisions = pairs * banding.bands * float(row_agreement_probability(0.0, stored_bits)) ** banding.rows
+        parts, phase = _memory(docs, num_perm, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
+                               candidates, collisions)
+        peak = [part for part in parts if part.in_peak]
+        extra = dict(docs=docs, pairs=pairs, expected_candidates=candidates, memory=parts, chance_budget=choice.budget,
+                     required_num_perm=choice.required_num_perm,
+                     memory_peak_bytes=sum(part.bytes for part in peak), memory_peak_phase=phase,
+                     memory_peak_formula=" + ".join(part.formula for part in peak))
+
+    return Plan(
+        threshold=threshold,
+        bits=bits,
+        num_perm=num_perm,
+        stored_bits=stored_bits,
+        recall_target=recall,
+        bands=banding.bands,
+        rows=banding.rows,
+        banding_chosen=chosen,
+        curve=curve,
+        row_agreement_at_threshold=float(row_agreement_probability(threshold, stored_bits)),
+        recall_at_threshold=at_threshold,
+        false_negative_rate=1.0 - at_threshold,
+        candidate_probability_unrelated=unrelated,
+        match_probability=match,
+        standard_error=error,
+        signature_bytes=signature_bytes,
+        row_overhead_bytes=ROW_OVERHEAD_BYTES,
+        storage_factor_32=factors[0],
+        storage_factor_64=factors[1],
+        unused_values=unused,
+        warnings=tuple(warnings),
+        **extra,
+    )

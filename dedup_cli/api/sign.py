@@ -1,0 +1,143 @@
+"""``sign``: documents (or integer sets) → shingles → minwise signatures → the store, incrementally.
+
+The engine the options name (:mod:`dedup_cli.engine.engines`) reads the inputs in tasks (whole files, chunks of
+lines, Parquet rows) and signs them: the local one in a pool of processes, writing a Parquet row group per few
+thousand documents so that memory does not grow with the corpus; the Dask one in tasks on a cluster. A run
+into an existing store is incremental: whole files whose location, size and modification time match the
+store are skipped unread, documents whose content hash matches are skipped after reading, and only new or
+changed documents are signed and written as one more part of the store (docs/store-format.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dedup_cli.engine.engines import engine_for, input_sources
+from dedup_cli.engine.progress import InputProgress
+from dedup_cli.errors import OptionError, StoreError
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.kernel.background import compile_later
+from dedup_cli.kernel.cache import failure
+from dedup_cli.kernel.choice import COMPILE_FAILED, INTEGER_SETS, NOT_COMPILED, KernelChoice, numba_version
+from dedup_cli.options.checks import literal
+from dedup_cli.options.signing import SignOptions
+from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
+from dedup_cli.params import SignatureParams
+from dedup_cli.storage.urls import absolute
+from dedup_cli.store.manifest import RunInput, RunRecord
+from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.store import create_store, stored_id_root, stored_params
+
+Progress = Callable[[int], None]
+"""Called with the number of input bytes (on disk) just read or skipped."""
+
+
+@dataclass
+class SignReport:
+    """What a sign run did."""
+
+    store: str = ""  # the store signed into
+    documents: int = 0  # documents signed in this run
+    empty: int = 0  # of those, documents with no shingle
+    unchanged: int = 0  # documents already in the store as they are now (skipped)
+    read: ReadReport = field(default_factory=ReadReport)
+    seconds: float = 0.0
+    files_found: int = 0
+    run: RunRecord | None = None  # the committed run: its number and added/changed/removed counts
+    prune_skipped: bool = False  # prune was asked for but some input could not be read
+    kernels: list[str] = field(default_factory=list)  # the signing kernels that ran ("numpy", "numba"), in order
+    kernel_reason: str = ""  # why numpy signed, when it did (dedup_cli.kernel.choice: requested, small run, …)
+    numba_version: str | None = None  # when the compiled kernel ran
+    compile_failure: str | None = None  # why compiling the kernel in the background failed, when that kept numpy
+
+
+def sign(
+    inputs: Sequence[str],
+    store: str | os.PathLike[str] | None = None,
+    options: SignOptions | None = None,
+    progress: Progress | None = None,
+    on_start: Callable[[int | None], None] | None = None,
+    stdin: Any = None,
+) -> SignReport:
+    """Sign the documents (or integer sets) of ``inputs`` into ``store``, incrementally.
+
+    Args:
+        inputs: files, directories and ``-`` (stdin), read as ``options.input`` says.
+        store: the store; created if missing, else extended by one run (atomically, under a lock). Default:
+            ``$DEDUP_STORE``, else ``./dedup.parquet``.
+        options: what to read, the signature parameters (they must equal the store's), and the run's
+            behaviour: workers, prune, wait (default: ``SignOptions()``, the command line's defaults).
+        progress: told how many bytes of the inputs (on disk) were just read or skipped.
+        on_start: told the inputs' total size on disk (None when reading stdin), before reading.
+        stdin: a binary stream for ``-`` (default: the process's stdin).
+
+    Ids of files are relative to the store's id root: the root ``options.input.id_root`` names on the first
+    run, else the deepest directory holding the first run's inputs; later runs keep it, and refuse an input
+    outside it (:class:`dedup_cli.errors.UsageError`) rather than give a document a second id.
+    """
+    started = time.perf_counter()
+    options = SignOptions() if options is None else options
+    output = default_store(store)
+    # A store keeps the tokenisation it was signed with unless the options name one (then they must agree).
+    params = SignatureParams.from_options(options, stored_params(output))
+    report = SignReport(store=output)
+    recorded = stored_id_root(output)
+    asked = options.input.id_root
+    if asked is not None and recorded is not None and absolute(asked) != recorded:
+        raise OptionError("id_root", asked, f"{{id_root}} {literal(asked)} differs from {literal(recorded)}, the "
+                          f"directory the ids of {literal(output)} are relative to; leave {{id_root}} out, or sign "
+                          "into another store")
+    root = recorded if recorded is not None else asked
+    index: DocumentIndex | None = None
+    seen: list[str] = []  # ids this run read or found unchanged: the others are what a prune removes
+
+    def file_unchanged(identifier: str, location: str, status: os.stat_result) -> bool:
+        unchanged = index is not None and index.file_unchanged(identifier, location, status.st_size,
+                                                               status.st_mtime_ns)
+        if unchanged:
+            seen.append(identifier)
+        return unchanged
+
+    # Inputs are checked (a missing one is an error) before the store is created or locked; the local engine's
+    # walk of the directories then goes on as the run signs, and the progress starts once it knows the total.
+    reading = dataclasses.replace(options.input, id_root=root)
+    sources, stream = input_sources(options.engine, inputs, reading, report.read, stdin)
+    created = create_store(output, params, exist_ok=True, lock_timeout=options.wait)
+    with created.begin_run(params, lock_timeout=options.wait) as run, engine_for(options.engine) as engine:
+        if run.id_root is None:
+            run.id_root = report.read.id_root
+        elif report.read.id_root is not None and report.read.id_root != run.id_root:
+            raise StoreError(f"another run fixed the id root of {output} while this one started; run again")
+        run.input = RunInput(run.number, **{name: getattr(options.input, name) for name in READING_OPTIONS})
+        index = run.document_index()
+        choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", options.workers, params)
+        if choice.blocked == NOT_COMPILED:
+            compile_later()  # for later runs: this one signs with numpy, and never waits for the compiler
+        known = file_unchanged if len(index) else None  # a new store: nothing to look up
+        signed = engine.sign(sources, stream, run, index, params, reading, options.workers, choice, report.read,
+                             InputProgress(on_start, progress), known)
+        report.documents += signed.documents
+        report.empty += signed.empty
+        report.unchanged += signed.unchanged
+        seen.extend(signed.seen)
+        report.files_found = report.read.files_found
+        if options.prune:
+            if report.read.count("unreadable"):
+                report.prune_skipped = True
+            else:
+                run.remove(index.ids_at(index.absent(seen)))
+    report.kernels = choice.used
+    report.kernel_reason = INTEGER_SETS if params.input_kind == "sets" else choice.reason
+    if "numba" in choice.used:
+        report.numba_version = numba_version()
+    if report.kernel_reason == COMPILE_FAILED:
+        report.compile_failure = failure()
+    report.unchanged += report.read.unchanged
+    report.run = run.record
+    report.seconds = time.perf_counter() - started
+    return report

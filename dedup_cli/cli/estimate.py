@@ -1,0 +1,44 @@
+"""``dedup estimate``: the resemblance of two or three named documents, with its uncertainty."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from dedup_cli.cli.common import echo_output, out_option, reports_errors
+from dedup_cli.options.finding import EstimateOptions
+from dedup_cli.options.vocabulary import DEFAULT_STORE, MAX_STORED_BITS, STORE_VARIABLE
+
+
+@click.command()
+@click.argument("arguments", nargs=-1, required=True, metavar="[STORE] ID ID [ID]")
+@click.option("--store", "-s", type=click.Path(path_type=str), default=None,
+              help=f"The store.  [default: the first argument when it is a store, else ${STORE_VARIABLE}, "
+                   f"else {DEFAULT_STORE}]")
+@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=EstimateOptions.bits,
+              help="Bits per value (b ≤ stored bits).  [default: all stored]")
+@click.option("--exact", is_flag=True, help="Also re-read the documents and compute the exact resemblance.")
+@click.option("--level", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
+              default=EstimateOptions.level, help="Confidence level of the interval.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
+@out_option
+@reports_errors
+def estimate(arguments: tuple[str, ...], store: str | None, fmt: str, out: str | None, **given: Any) -> None:
+    """Estimate the resemblance of two or three documents, with its uncertainty.
+
+    With three arguments the first is the store when it is one; --store names it otherwise.
+
+    \b
+    Example:
+      dedup estimate sigs.parquet KJV/ruth-01.txt ASV/ruth-01.txt --exact
+      dedup estimate sigs.parquet KJV/ruth-01.txt ASV/ruth-01.txt AKJV/ruth-01.txt --bits 2 --format json
+    """
+    import dedup_cli as api
+    from dedup_cli.api.estimate import store_and_ids
+    from dedup_cli.cli.summaries import estimate_lines
+
+    store, ids = store_and_ids(store, arguments)
+    record = api.estimate(ids, store, EstimateOptions(**given)).record()
+    echo_output(json.dumps(record) if fmt == "json" else "\n".join(estimate_lines(record)), out)

@@ -1,0 +1,190 @@
+"""The lines the commands print on stderr (sign's and find's summaries, warnings) and estimate's text view.
+
+Options are named as the command line spells them, through ``flag`` (e.g. ``--max-document-bytes``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from dedup_cli.kernel.choice import (
+    COMPILE_FAILED,
+    INTEGER_SETS,
+    LOAD_SECONDS,
+    NOT_COMPILED,
+    NOT_INSTALLED,
+    REQUESTED,
+    SMALL_RUN,
+)
+
+if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
+    from dedup_cli.api.filter import FilterReport
+    from dedup_cli.api.sign import SignReport
+    from dedup_cli.engine.results import FindResult
+    from dedup_cli.inputs.report import ReadReport
+
+Flag = Callable[[str], str]
+"""Spells an option's name as the command line does: ``max_document_bytes`` → ``--max-document-bytes``."""
+
+
+def read_warnings(report: ReadReport, flag: Flag) -> list[str]:
+    """One line per listed skipped or repaired input; then how many more of each kind were not listed."""
+    limit = report.max_document_bytes
+    lines = [f"skipped binary file {path}" for path in report.binary]
+    lines += [f"cannot read {path}: {reason}" for path, reason in report.unreadable]
+    lines += [f"skipped {where}: {reason}" for where, reason in report.malformed]
+    lines += [f"skipped {where}: id {identifier!r} was already read" for where, identifier in report.duplicate_ids]
+    lines += [f"skipped {where}: {size} bytes or more exceed {flag('max_document_bytes')} {limit}; raise the "
+              "limit to read it" for where, size in report.oversized]
+    lines += [f"read {where} with U+FFFD in place of invalid UTF-8" for where in report.invalid_utf8]
+    names = {"binary": "binary files", "unreadable": "unreadable files", "malformed": "malformed records",
+             "duplicate_ids": "duplicate ids", "oversized": "documents too large", "invalid_utf8":
+             "documents with invalid UTF-8"}
+    lines += [f"... and {count} more {names[kind]}" for kind, count in sorted(report.unlisted.items())]
+    return lines
+
+
+def sign_summary(report: SignReport) -> str:
+    """``signed N documents (…) from X MB in T s (R MB/s) into STORE, run K, M documents stored``."""
+    read, run = report.read, report.run
+    megabytes = read.bytes_read / 1e6
+    rate = megabytes / report.seconds if report.seconds > 0 else 0.0
+    changes = (f"{run.added} new, {run.changed} changed, {report.unchanged} unchanged, {run.removed} removed"
+               if run is not None else "")
+    return (
+        f"signed {report.documents} documents ({changes}; {report.empty} with no shingle; "
+        f"{read.skipped} inputs skipped) from {megabytes:.1f} MB in {report.seconds:.2f} s ({rate:.1f} MB/s) "
+        f"into {report.store}" + (f", run {run.run}, {run.documents} documents stored" if run is not None else "")
+    )
+
+
+def kernel_line(report: SignReport, flag: Flag) -> str:
+    """``sign -v``: which signing kernel ran, and why."""
+    numba = f"numba {report.numba_version} (compiled)"
+    if not report.kernels:
+        return "kernel: none ran (nothing to sign)"
+    if report.kernels == ["numba"]:
+        return f"kernel: {numba}"
+    if report.kernels == ["numpy", "numba"]:
+        return (f"kernel: numpy, then {numba} once the tasks planned showed the run would repay loading it (the "
+                "workers start before the run's size is known)")
+    run_bytes = report.read.input_bytes if report.read.input_bytes is not None else report.read.bytes_read
+    why = {
+        REQUESTED: f"{flag('kernel')} numpy",
+        NOT_INSTALLED: "numba is not installed; pip install 'dedup-cli[fast]' adds the compiled kernel",
+        NOT_COMPILED: "the compiled kernel is not in numba's cache yet; it is being compiled in the background, once, "
+                      "for later runs",
+        COMPILE_FAILED: f"compiling the compiled kernel in the background failed: {report.compile_failure}; "
+                        f"{flag('kernel')} numba compiles it in the foreground",
+        SMALL_RUN: f"{run_bytes / 1e6:.1f} MB in {report.read.documents:,} documents would not repay the "
+                   f"{LOAD_SECONDS:g} s of loading the compiled kernel; {flag('kernel')} numba takes it anyway",
+        INTEGER_SETS: "integer sets are signed with numpy",
+    }
+    return f"kernel: numpy ({why.get(report.kernel_reason, report.kernel_reason)})"
+
+
+def find_summary(store: str, result: FindResult) -> str:
+    """One line: documents, banding, candidates, pairs, triples, groups, checks, time and estimator."""
+    threshold = result.threshold
+    documents = result.document_count
+    if result.banding is None:
+        how = "all pairs compared"
+    else:
+        banding = result.banding
+        how = (f"{banding.bands}×{banding.rows} bands on {banding.band_bits} bits "
+               f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g})")
+    stores = f"{store}: {documents} documents"
+    if result.reference is not None:
+        against = (int(result.reference.sum()) if result.reference_documents is None
+                   else result.reference_documents)
+        stores = f"{store}: {documents - against} documents against {against} in {result.against}"
+    parts = [
+        f"{stores} ({documents - result.eligible} with no shingle)",
+        how,
+        f"{result.candidates} candidates",
+        f"{result.pair_count} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
+    ]
+    if result.triple_count is not None:
+        parts.append(f"{result.triple_count} triples")
+    parts.append(f"{result.group_count} groups")
+    if result.verification is not None:
+        parts.append(f"{result.verification.checked} pairs verified exactly")
+    parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")
+    return ", ".join(parts)
+
+
+def find_warnings(result: FindResult, flag: Flag) -> list[str]:
+    """Documents that could not be re-read, same-file aliases left out, LSH buckets cut."""
+    lines = []
+    if result.verification is not None and result.verification.unverifiable_documents:
+        missing = result.verification.unverifiable_documents
+        lines.append(f"{len(missing)} document(s) could not be re-read or changed since signing "
+                     f"(e.g. {missing[0]}); their pairs keep the estimate")
+    if result.aliases:
+        lines.append(f"{result.aliases} document(s) are the same file on disk as another document (a link); "
+                     "only the first id of each file is reported")
+    if result.oversized_buckets:
+        lines.append(f"{result.oversized_buckets} LSH buckets held more than 1000 documents and were cut")
+    if result.banding_choice is not None:
+        from dedup_cli.api.plan import banding_warnings  # here: sign's summary must not import plan
+
+        lines += banding_warnings(result.banding_choice, result.threshold, result.store.params.num_perm, flag)
+    return lines + _keep_field_lines(result.keep_field_problems)
+
+
+def _keep_field_lines(problems: list[tuple[str, str]]) -> list[str]:
+    if not problems:
+        return []
+    identifier, reason = problems[0]
+    return [f"{len(problems)} grouped document(s) have no value to keep by and rank lowest (e.g. {identifier}: "
+            f"{reason})"]
+
+
+def filter_summary(report: FilterReport) -> str:
+    """``filtered N records from M inputs into OUT (store S): K kept, D dropped from G groups, C changed …``."""
+    dropped = "marked dedup_keep false (annotated, kept)" if report.annotated else "dropped"
+    parts = [f"{report.kept} kept", f"{report.dropped} {dropped} from {report.groups} groups",
+             f"{len(report.changed)} changed since signing and kept"]
+    if report.unsigned:
+        parts.append(f"{len(report.unsigned)} files not in the store copied")
+    where = "stdout" if report.out == "-" else report.out
+    inputs = f"{report.inputs} input" + ("" if report.inputs == 1 else "s")
+    return (f"filtered {report.records} records from {inputs} into {where} (store {report.store}): "
+            f"{', '.join(parts)}; {report.seconds:.2f} s")
+
+
+def filter_warnings(report: FilterReport) -> list[str]:
+    """Documents kept because they changed, files the store never read, documents to drop no input held."""
+    lines = [f"kept {where} (id {identifier!r}): it changed since it was signed" for where, identifier in
+             report.changed]
+    lines += [f"copied {name} unread: the store holds none of its documents" for name in report.unsigned]
+    if report.not_found:
+        lines.append(f"{len(report.not_found)} document(s) to drop are in none of these inputs (e.g. "
+                     f"{report.not_found[0]!r}); were they signed from other files, or read with other options?")
+    return lines + _keep_field_lines(report.keep_field_problems)
+
+
+def find_store_line(store: str, result: FindResult) -> str:
+    """The second summary line of ``find -v``: the store's parameters and the runs its documents came from."""
+    params = result.store.params
+    runs = result.store.runs
+    if result.run_span is not None:
+        span = f"{result.run_span[0]}–{result.run_span[1]}"
+    else:
+        span = "none" if runs is None or runs.size == 0 else f"{int(runs.min())}–{int(runs.max())}"
+    return (f"store {store}: k = {params.num_perm}, {params.bits} stored bits, scheme {params.scheme}, "
+            f"seed {params.seed}; documents of runs {span}")
+
+
+def estimate_lines(record: dict[str, Any]) -> list[str]:
+    """``dedup estimate``'s text view: one aligned ``name  value`` line per field."""
+    width = max(len(name) for name in record)
+    lines = []
+    for name, value in record.items():
+        if isinstance(value, float):
+            value = f"{value:.6g}"
+        elif isinstance(value, list):
+            value = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in value)
+        lines.append(f"{name.ljust(width)}  {value}")
+    return lines

@@ -1,0 +1,124 @@
+"""The engine on real processes: a worker killed in the middle of a find, a `dask scheduler` and two `dask worker`
+processes started on the loopback interface, and a store other programs read without dedup."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.dataset as ds
+import pytest
+from distributed import Client
+from helpers import REPO
+from same_answers import assert_same_answers
+
+import dedup_cli as dedup
+from dedup_cli.options.engines import EngineOptions
+from dedup_cli.store.store import read_store
+
+SAMPLES = REPO / "sample_corpora"
+
+
+def _kill_the_first_banding(marker: str) -> None:
+    """On a worker: the first task gathering a share's band keys after the marker is written kills its own process."""
+    from dedup_cli.engine.dask import candidates
+
+    original = candidates.share_round
+
+    def killing(*arguments: object) -> object:
+        if not os.path.exists(marker):
+            Path(marker).write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(*arguments)  # type: ignore[arg-type]
+
+    candidates.share_round = killing
+
+
+def test_a_worker_killed_mid_find_is_replaced_and_the_answer_is_the_same(client: Client, engine: EngineOptions,
+                                                                        tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    dedup.sign([str(SAMPLES)], store, dedup.SignOptions(input=dedup.InputOptions(exclude=("SOURCE",))))
+    marker = tmp_path / "killed"
+    client.run(_kill_the_first_banding, str(marker))
+    workers = set(client.scheduler_info()["workers"])
+    remote = dedup.find(store, dedup.FindOptions(engine=engine, ways=3, bits=2))
+    assert marker.exists() and set(client.scheduler_info()["workers"]) != workers
+    assert_same_answers(dedup.find(store, dedup.FindOptions(ways=3, bits=2)), remote)
+    client.wait_for_workers(2, timeout=60)
+
+
+@pytest.fixture
+def processes(tmp_path: Path):
+    """A `dask scheduler` and two `dask worker` processes on 127.0.0.1, stopped afterwards; yields the address."""
+    dask = Path(sys.executable).parent / "dask"
+    started: list[subprocess.Popen[bytes]] = []
+    scheduler_file = tmp_path / "scheduler.json"
+    try:
+        started.append(subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                         "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        # The scheduler creates its file before it writes it: wait until it holds the address.
+        deadline = time.monotonic() + 60
+        address = None
+        while address is None and time.monotonic() < deadline:
+            try:
+                address = json.loads(scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.1)
+        assert address is not None, "the scheduler wrote no address within 60 s"
+        for _ in range(2):
+            started.append(subprocess.Popen([str(dask), "worker", address, "--nthreads", "1", "--no-dashboard",
+                                             "--memory-limit", "1GiB", "--host", "127.0.0.1"],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        with Client(address) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for process in reversed(started):
+            process.send_signal(signal.SIGTERM)
+        for process in started:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def test_a_scheduler_and_two_workers_started_by_hand(processes: str, tmp_path: Path) -> None:
+    def dedup_command(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "dedup_cli", *arguments], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path)
+
+    for name, engine in (("local", []), ("dask", ["--engine", "dask", "--scheduler", processes])):
+        signed = dedup_command("sign", str(SAMPLES), "--exclude", "SOURCE", "-o", f"{name}.parquet", "-q", *engine)
+        assert signed.returncode == 0, signed.stderr
+        for output in ("groups", "members"):
+            found = dedup_command("find", f"{name}.parquet", "--bits", "2", "--group", "strict", "--output", output,
+                                  "--format", "csv", "-o", f"{name}-{output}.csv", *engine)
+            assert found.returncode == 0, found.stderr
+    for output in ("groups", "members"):
+        expected = (tmp_path / f"local-{output}.csv").read_bytes()
+        assert (tmp_path / f"dask-{output}.csv").read_bytes() == expected and expected.count(b"\n") > 10
+
+
+def test_the_store_reads_with_dask_and_pyarrow_alone(engine: EngineOptions, tmp_path: Path) -> None:
+    # Parquet-dataset conventions: the manifest, lock and removal files start with _ and temporary files with .,
+    # so both readers see the parts only; the manifest's live-row rule then gives dedup's own reading.
+    import dask.dataframe as dd
+
+    store = tmp_path / "store"
+    dedup.sign([str(SAMPLES / "licenses")], store, dedup.SignOptions(engine=engine))
+    (store / ".part-000099.parquet.tmp").write_bytes(b"a killed run's leftover")
+    expected = read_store(store)
+    for table in (dd.read_parquet(str(store)).compute(), ds.dataset(str(store), format="parquet").to_table()
+                  .to_pandas()):
+        live = table.sort_values(["id", "run"], ascending=[True, False]).drop_duplicates("id")
+        assert live["id"].tolist() == expected.ids
+        assert np.array_equal(np.stack([np.frombuffer(x, np.uint8) for x in live["signature"]]), expected.packed)
+    assert "part-" in ",".join(sorted(os.listdir(store)))

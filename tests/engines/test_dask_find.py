@@ -1,0 +1,166 @@
+"""find --engine dask writes what --engine local writes, byte for byte, for every output, format and option.
+
+Stores: the bundled corpora signed in one run (ids in order: the pieces are numbered where they lie), the same
+grown by incremental runs with changes and removals (parts interleave ids: the rows are sorted on the cluster), and
+a format 1 file. Each option set runs once per engine; every output kind is then written in every format from
+both results and compared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers import REPO
+from same_answers import assert_same_answers, without_time
+
+import dedup_cli as dedup
+from dedup_cli.cli.main import cli
+from dedup_cli.cli.summaries import find_store_line, find_summary
+from dedup_cli.engine import extras
+from dedup_cli.engine.results import find_records
+from dedup_cli.options.engines import EngineOptions
+
+SAMPLES = REPO / "sample_corpora"
+
+
+CASES = [  # each a path of the Dask engine: the option semantics themselves are the local engine's tests
+    ("sample", {}),
+    ("sample", {"ways": 3, "bits": 4, "group": "strict", "keep": "longest"}),
+    ("sample", {"group": "strict", "keep": "shortest", "bits": 1, "threshold": 0.6}),
+    ("sample", {"verify": "all", "threshold": 0.3}),
+    ("sample", {"verify": "none", "bits": 2, "bands": 20, "rows": 4}),
+    ("sample", {"max_bucket": 2, "threshold": 0.4}),
+    ("grown", {"new_since": 1, "threshold": 0.4}),
+    ("grown", {"new_since": 2, "ways": 3, "group": "strict", "bits": 2}),
+    ("grown", {"keep": "newest", "threshold": 0.4}),
+    ("legacy", {"threshold": 0.5, "bits": 2}),
+]
+
+
+@pytest.mark.parametrize(("store", "options"), CASES, ids=[f"{s}-{'-'.join(map(str, o.values())) or 'default'}"
+                                                           for s, o in CASES])
+def test_both_engines_write_the_same_bytes(stores: dict[str, Path], engine: EngineOptions, store: str,
+                                           options: dict) -> None:
+    path = stores[store]
+    local = dedup.find(path, dedup.FindOptions(**options))
+    remote = dedup.find(path, dedup.FindOptions(engine=engine, **options))
+    assert_same_answers(local, remote)
+    assert without_time(find_summary(str(path), remote)) == without_time(find_summary(str(path), local))
+    assert find_store_line(str(path), remote) == find_store_line(str(path), local)
+    assert len(remote.store) < len(local.store) or store == "legacy"  # only the documents reported were gathered
+
+
+def test_the_command_line_writes_the_same_file(stores: dict[str, Path], engine: EngineOptions,
+                                               tmp_path: Path) -> None:
+    runner = CliRunner()
+    common = ["find", str(stores["grown"]), "--ways", "3", "--bits", "2", "--output", "triples", "--format", "tsv"]
+    local = runner.invoke(cli, [*common, "-o", str(tmp_path / "local.tsv")])
+    remote = runner.invoke(cli, [*common, "-o", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler",
+                                 str(engine.scheduler)])
+    assert local.exit_code == remote.exit_code == 0, remote.output
+    assert (tmp_path / "dask.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    assert (tmp_path / "local.tsv").read_text().count("\n") > 1
+    assert without_time(remote.stderr) == without_time(local.stderr)
+
+
+def test_the_scheduler_comes_from_the_environment(stores: dict[str, Path], engine: EngineOptions) -> None:
+    runner = CliRunner()
+    arguments = ["find", str(stores["sample"]), "--output", "pairs", "-q"]
+    remote = runner.invoke(cli, [*arguments, "--engine", "dask"], env={"DEDUP_SCHEDULER": str(engine.scheduler)})
+    assert remote.exit_code == 0, remote.output
+    assert remote.stdout == runner.invoke(cli, arguments).stdout
+
+
+def test_every_pair_is_refused_on_the_cluster(stores: dict[str, Path]) -> None:
+    result = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--candidates", "all", "--engine", "dask"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("Error: --candidates all compares every pair in one process; use --candidates "
+                                     "lsh with --engine dask, or --engine local")
+
+
+def test_against_a_reference_store_the_records_are_the_local_engines(stores: dict[str, Path],
+                                                                     engine: EngineOptions) -> None:
+    """The store's documents are numbered before the reference's, as the local engine numbers them: every record
+    (with the store of each id), gathered or streamed from the cluster."""
+    options = {"against": str(stores["reference"]), "only_across": True, "ways": 3, "bits": 2}
+    local = dedup.find(stores["grown"], dedup.FindOptions(**options))
+    assert local.pair_count > 40
+    assert sum(record["store_b"] == "reference" for record in find_records("pairs", local)) > 10
+    for gather_limit in (None, 40):
+        limit = {} if gather_limit is None else {"gather_limit": gather_limit}
+        remote = dedup.find(stores["grown"], dedup.FindOptions(engine=engine, **options, **limit))
+        assert (remote.streamed is not None) == (gather_limit is not None)
+        assert_same_answers(local, remote)
+        assert remote.reference_documents == local.reference_documents
+
+
+def test_against_through_the_command_line(stores: dict[str, Path], engine: EngineOptions, tmp_path: Path) -> None:
+    common = ["find", str(stores["sample"]), "--against", str(stores["reference"]), "--keep", "longest", "--output",
+              "groups", "--format", "tsv"]
+    local = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "local.tsv")])
+    remote = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler",
+                                      str(engine.scheduler)])
+    assert local.exit_code == remote.exit_code == 0, remote.stderr
+    assert (tmp_path / "dask.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    assert (tmp_path / "local.tsv").read_text().count("\treference") > 10
+    assert without_time(remote.stderr) == without_time(local.stderr) and " against " in local.stderr
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["--workers", "2"], "Error: --workers applies to --engine dask"),
+    (["--engine", "dask", "--scheduler", "tcp://127.0.0.1:1", "--memory-limit", "1GiB"],
+     "Error: --memory-limit sets up a local cluster; the cluster at --scheduler has its own workers"),
+    (["--engine", "dask", "--memory-limit", "lots"],
+     "Error: --memory-limit 'lots' is not an amount of memory; write e.g. 2GiB, 1.5GB or auto"),
+])
+def test_cluster_options_are_checked_before_any_work(stores: dict[str, Path], arguments: list[str],
+                                                     message: str) -> None:
+    result = CliRunner().invoke(cli, ["find", str(stores["sample"]), *arguments])
+    assert result.exit_code == 2 and result.stderr.strip() == message
+
+
+def test_an_unreachable_scheduler_is_one_line(stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    from dedup_cli.engine.dask import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 1)
+    result = CliRunner().invoke(cli, ["find", str(stores["sample"]), "--engine", "dask", "--scheduler",
+                                      "tcp://127.0.0.1:9"])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.startswith("Error: cannot connect to the Dask scheduler at tcp://127.0.0.1:9 (")
+    assert result.stderr.rstrip().endswith("start one with: dask scheduler, or leave --scheduler out for a local "
+                                           "cluster")
+
+
+def test_without_the_extra_the_engine_says_how_to_install_it(stores: dict[str, Path], tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    real = extras.importlib.util.find_spec
+    monkeypatch.setattr(extras.importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "distributed" else real(name, *rest))
+    new = tmp_path / "new.parquet"
+    for command in (["find", str(stores["sample"])], ["sign", str(SAMPLES / "licenses"), "-o", str(new)]):
+        result = CliRunner().invoke(cli, [*command, "--engine", "dask"])
+        assert result.exit_code == 1
+        assert result.stderr == ("Error: --engine dask needs the dask extra (distributed not installed); install it "
+                                 "with: pip install 'dedup-cli[dask]'\n")
+    assert not new.exists()
+
+
+@pytest.mark.parametrize(("store", "options"), [
+    ("sample", {"ways": 3, "bits": 2}),
+    ("sample", {"group": "strict", "verify": "all", "threshold": 0.3}),
+    ("grown", {"new_since": 1, "ways": 3, "group": "strict", "threshold": 0.4}),
+], ids=["triples", "strict", "new-since"])
+def test_many_edges_end_per_component_on_the_workers(stores: dict[str, Path], engine: EngineOptions, store: str,
+                                                     options: dict) -> None:
+    # Nothing is gathered: components on the cluster, then output sorted there in chunks of 15 rows.
+    local = dedup.find(stores[store], dedup.FindOptions(**options))
+    remote = dedup.find(stores[store], dedup.FindOptions(engine=engine, gather_limit=15, **options))
+    assert remote.streamed is not None and len(list(remote.streamed.chunks("pairs"))) > 2
+    assert_same_answers(local, remote)
+    assert (remote.pair_count, remote.group_count, remote.triple_count) == (local.pair_count, local.group_count,
+                                                                           local.triple_count)
+
+
+# --- the command line writes what the result holds, gathered or streamed ------------------------------------------

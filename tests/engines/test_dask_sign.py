@@ -1,0 +1,167 @@
+"""sign --engine dask stores what --engine local stores: the same live rows, runs, reports and removals.
+
+Tasks are made small (a few kB of input) so that even the bundled corpora are cut into many tasks, each writing
+its own part; a Parquet input is cut by row groups. A worker killed in the middle of a task and a driver killed
+before its commit are tested with real signals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from distributed import Client
+from helpers import REPO
+
+import dedup_cli as dedup
+from dedup_cli.cli.main import cli
+from dedup_cli.engine.dask import sign as dask_sign
+from dedup_cli.options.engines import EngineOptions
+from dedup_cli.store.store import open_store, read_store
+
+SAMPLES = REPO / "sample_corpora"
+READING = dedup.InputOptions(exclude=("SOURCE",))
+
+
+@pytest.fixture(autouse=True)
+def small_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dask_sign, "TASK_BYTES", 6_000)
+
+
+def assert_same_rows(a: Path, b: Path) -> None:
+    x, y = read_store(a), read_store(b)
+    assert x.ids == y.ids and x.paths == y.paths
+    assert np.array_equal(x.packed, y.packed) and np.array_equal(x.shingle_counts, y.shingle_counts)
+    assert np.array_equal(x.content_hashes, y.content_hashes) and np.array_equal(x.runs, y.runs)
+
+
+def sign_both(inputs: list[str], folder: Path, engine: EngineOptions, **options: object
+              ) -> tuple[dedup.SignReport, dedup.SignReport]:
+    local = dedup.sign(inputs, folder / "local.parquet", dedup.SignOptions(**options))  # type: ignore[arg-type]
+    remote = dedup.sign(inputs, folder / "dask.parquet", dedup.SignOptions(engine=engine, **options))  # type: ignore[arg-type]
+    assert_same_rows(folder / "local.parquet", folder / "dask.parquet")
+    for report in (local, remote):
+        report.seconds = 0.0
+        assert report.run is not None
+        report.run = report.run.__class__(**{**vars(report.run), "time": ""})
+    assert remote.run == local.run and remote.documents == local.documents and remote.empty == local.empty
+    assert remote.unchanged == local.unchanged and remote.read.documents == local.read.documents
+    assert remote.read.skipped == local.read.skipped and remote.prune_skipped == local.prune_skipped
+    return local, remote
+
+
+def test_a_corpus_signed_and_grown_in_tasks(engine: EngineOptions, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLES, corpus)
+    (corpus / "empty.txt").write_text("")
+    (corpus / "image.bin").write_bytes(b"\x89PNG\x00binary")
+    local, remote = sign_both([str(corpus)], tmp_path, engine, input=READING)
+    assert len(open_store(tmp_path / "dask.parquet").manifest.parts) > 10  # a part per task
+    assert remote.read.binary == local.read.binary == [str(corpus / "image.bin")]
+    (corpus / "bible-editions" / "KJV" / "ruth-01.txt").write_text("a changed chapter " * 40)
+    shutil.rmtree(corpus / "bible-editions" / "ASV")
+    (corpus / "new.txt").write_text("a new document of a few words " * 5)
+    _, remote = sign_both([str(corpus)], tmp_path, engine, input=READING, prune=True)
+    assert remote.run is not None and (remote.run.added, remote.run.changed, remote.run.removed) == (1, 1, 8)
+    assert remote.unchanged > 1000  # unchanged files were recognised in the tasks, not signed again
+    find_local = dedup.find(tmp_path / "local.parquet", dedup.FindOptions(bits=2))
+    find_remote = dedup.find(tmp_path / "dask.parquet", dedup.FindOptions(bits=2))
+    assert find_local.accepted.first.size == find_remote.accepted.first.size > 0
+
+
+def test_records_ids_across_tasks_and_parquet_row_groups(engine: EngineOptions, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:120]]
+    # Two JSON Lines files whose ids repeat across them (the first read wins), and a Parquet file of several row
+    # groups read by row group in separate tasks.
+    for name, part in (("a.jsonl", texts[:60]), ("b.jsonl", texts[50:110])):
+        (corpus / name).write_text("".join(json.dumps({"url": f"u{index % 70}", "body": text}) + "\n"
+                                           for index, text in enumerate(part)))
+    pq.write_table(pa.table({"body": texts}), corpus / "c.parquet", row_group_size=17)
+    options = dict(input=dedup.InputOptions(id_field="url", text_field="body", text_column="body"))
+    local, remote = sign_both([str(corpus)], tmp_path, engine, **options)
+    assert sorted(remote.read.duplicate_ids) == sorted(local.read.duplicate_ids)
+    assert len(local.read.duplicate_ids) > 40
+    assert any(identifier.startswith("c.parquet:119") for identifier in read_store(tmp_path / "dask.parquet").ids)
+    # A second run with nothing changed writes nothing, though records with an id field are signed in the tasks.
+    _, again = sign_both([str(corpus)], tmp_path, engine, **options)
+    assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
+
+
+def test_stdin_cannot_go_to_the_workers(engine: EngineOptions, tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["sign", "-", "-o", str(tmp_path / "s"), "--engine", "dask", "--scheduler",
+                                      str(engine.scheduler)], input="some text")
+    assert result.exit_code == 2 and not (tmp_path / "s").exists()
+    assert result.stderr == ("Error: - (stdin) cannot be read by Dask workers; save it to a file they can read, or "
+                             "sign it with --engine local\n")
+
+
+def _kill_the_first_task(marker: str) -> None:
+    """On a worker: the first sign task to run there after the marker is written kills its own process."""
+    from dedup_cli.engine.dask import sign
+
+    original = sign.sign_task
+
+    def killing(task: sign.SignTask) -> sign.TaskResult:
+        if not os.path.exists(marker):
+            Path(marker).write_text(str(os.getpid()))
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(task)
+
+    sign.sign_task = killing
+
+
+def test_a_worker_killed_mid_sign_is_replaced_and_the_run_completes(client: Client, engine: EngineOptions,
+                                                                     tmp_path: Path) -> None:
+    marker = tmp_path / "killed"
+    client.run(_kill_the_first_task, str(marker))
+    workers = set(client.scheduler_info()["workers"])
+    local, remote = sign_both([str(SAMPLES)], tmp_path, engine, input=READING)
+    assert marker.exists() and set(client.scheduler_info()["workers"]) != workers
+    assert not [name for name in os.listdir(tmp_path / "dask.parquet") if name.endswith(".tmp")]
+    client.run(lambda: setattr(sys.modules["dedup_cli.engine.dask.sign"], "sign_task", dask_sign.sign_task))
+
+
+_DRIVER = """
+import os, signal, sys
+import dedup_cli as dedup
+from dedup_cli.engine.dask import sign
+from dedup_cli.options.engines import EngineOptions
+from dedup_cli.store import runs
+
+sign.TASK_BYTES = 6000
+def dead(self):  # every task has written its part; the commit never happens
+    assert any(name.endswith(".tmp") for name in os.listdir(self.path))
+    os.kill(os.getpid(), signal.SIGKILL)
+runs.StoreRun.commit = dead
+dedup.sign([sys.argv[1]], sys.argv[2], dedup.SignOptions(input=dedup.InputOptions(exclude=("SOURCE",)),
+           engine=EngineOptions("dask", scheduler=sys.argv[3])))
+"""
+
+
+def test_a_driver_killed_before_its_commit_leaves_the_store_as_it_was(engine: EngineOptions, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    dedup.sign([str(SAMPLES / "licenses")], store,
+               dedup.SignOptions(input=dedup.InputOptions(exclude=("SOURCE",), id_root=str(SAMPLES))))
+    before = read_store(store)
+    killed = subprocess.run([sys.executable, "-c", _DRIVER, str(SAMPLES), str(store), str(engine.scheduler)],
+                            capture_output=True, text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert any(name.endswith(".tmp") for name in os.listdir(store))  # the parts it wrote, listed nowhere
+    after = read_store(store)
+    assert after.ids == before.ids and np.array_equal(after.packed, before.packed)
+    report = dedup.sign([str(SAMPLES)], store, dedup.SignOptions(input=READING, engine=engine))
+    assert report.run is not None and report.run.run == 2
+    assert not [name for name in os.listdir(store) if name.endswith(".tmp")]  # cleaned up by the next writer
+    assert len(read_store(store)) == 1128

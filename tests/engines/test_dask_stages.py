@@ -1,0 +1,185 @@
+"""The Dask engine's stages one by one: numbered frames against ``Store.read``, candidates against the local
+engine's, the planning of sign tasks, by hand and on the cluster."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from distributed import Client
+from helpers import REPO, StoreWriter
+
+import dedup_cli as dedup
+from dedup_cli.candidates.buckets import candidate_pairs as local_candidate_pairs
+from dedup_cli.engine.dask import candidates as dask_candidates
+from dedup_cli.engine.dask.frames import read_documents
+from dedup_cli.engine.dask.sign import plan_tasks
+from dedup_cli.inputs.locations import Source
+from dedup_cli.minhash.packing import pack_values
+from dedup_cli.options.engines import EngineOptions
+from dedup_cli.params import SignatureParams
+from dedup_cli.store.format import DocumentBatch
+from dedup_cli.store.pieces import frame_words, store_pieces, words_to_packed
+from dedup_cli.store.store import create_store, open_store
+
+PARAMS = SignatureParams(num_perm=64, bits=8)
+
+
+def batch(ids: list[str], values: np.ndarray, counts: np.ndarray | None = None) -> DocumentBatch:
+    n = len(ids)
+    return DocumentBatch(ids=ids, paths=[f"/nowhere/{i}" for i in ids], sizes=np.zeros(n, np.int64),
+                         mtimes_ns=np.zeros(n, np.int64), content_hashes=np.arange(n, dtype=np.uint64),
+                         shingle_counts=np.full(n, 50, np.int64) if counts is None else counts,
+                         signatures=pack_values(values, 8))
+
+
+def frames_of(path: Path, rows_per_piece: int = 7):
+    store = open_store(path)
+    pieces, removals = store_pieces(store, rows_per_piece)
+    return read_documents(store.params, pieces, removals)
+
+
+def assert_frames_read_like_the_store(path: Path, in_order: bool) -> None:
+    frames = frames_of(path)
+    expected = open_store(path).read()
+    values, names = frames.values.compute(), frames.names.compute()
+    assert frames.in_order is in_order and frames.documents == len(expected)
+    assert names["id"].tolist() == expected.ids and names["path"].tolist() == expected.paths
+    assert np.array_equal(values.index.to_numpy(), np.arange(len(expected)))
+    assert np.array_equal(words_to_packed(frame_words(values, frames.words), expected.params.signature_bytes),
+                          expected.packed)
+    assert np.array_equal(values["run"].to_numpy(), expected.runs)
+    assert np.array_equal(names["content_hash"].to_numpy(), expected.content_hashes)
+    assert frames.eligible == int(np.count_nonzero(expected.shingle_counts > 0))
+
+
+def test_documents_are_numbered_by_rank_of_id(client: Client, engine: EngineOptions, tmp_path: Path) -> None:
+    # Row groups of 4 rows cut into pieces of 7 or more; run 2 interleaves ids, changes doc-03 and removes doc-05.
+    values = np.random.default_rng(1).integers(0, 256, size=(12, 64), dtype=np.uint8)
+    path = tmp_path / "store"
+    with create_store(path, PARAMS).begin_run(PARAMS) as run:
+        for start in range(0, 10, 4):
+            stop = min(start + 4, 10)
+            run.write(batch([f"doc-{i:02d}" for i in range(start, stop)], values[start:stop]))
+    assert_frames_read_like_the_store(path, in_order=True)
+    with open_store(path).begin_run(PARAMS) as run:
+        run.write(batch(["doc-03", "doc-10", "doc-01b"], values[[11, 10, 9]], np.array([50, 0, 50])))
+        run.remove(["doc-05", "doc-99"])
+    assert_frames_read_like_the_store(path, in_order=False)
+    legacy = tmp_path / "legacy.parquet"
+    with StoreWriter(legacy, PARAMS) as writer:
+        writer.write(batch(["a", "b", "c"], values[:3]))
+    assert_frames_read_like_the_store(legacy, in_order=True)
+    empty = tmp_path / "empty"
+    create_store(empty, PARAMS)
+    assert frames_of(empty).documents == 0
+    assert dedup.find(empty, dedup.FindOptions(engine=engine)).pair_count == 0
+
+
+def test_a_share_pairs_its_own_buckets_and_sends_the_crossing_ones_to_their_owners() -> None:
+    # Two shares of one band: documents 0-3 and 4-7. Key 5 is in both shares (a crossing bucket of 4, cut at 3
+    # members: its first three in document order, 1, 2 and 4); key 9 lies inside share 0; key 7 inside share 1.
+    docs = [np.array([0, 1, 2, 3]), np.array([4, 5, 6, 7])]
+    keys = [np.array([9, 5, 5, 9], np.uint32), np.array([5, 7, 7, 5], np.uint32)]
+    bits, slices = 16, 2
+    states, sets = [], []
+    for share in range(2):
+        state, found, sizes = dask_candidates.share_round([(docs[share], keys[share][None, :])], 0, bits, slices, 3)
+        states.append(state)
+        sets.append(found)
+        assert sizes.sum() == sum(found[t][0].nbytes for t in range(slices))
+    answers = [dask_candidates.owner_answers([sets[share][owner] for share in range(2)]) for owner in range(slices)]
+    splits = [dask_candidates.share_split(states[share], [answers[t][share] for t in range(slices)], bits, 10)
+              for share in range(2)]
+    # Each share keeps its inner bucket; the rows of key 5 (and nothing else) travel.
+    assert splits[0][0].codes.tolist() == [0 * 10 + 3] and splits[1][0].codes.tolist() == [5 * 10 + 6]
+    assert splits[0][1].sum() == 2 and splits[1][1].sum() == 2
+    owned = [dask_candidates.owner_pairs([split[0].rows[owner] for split in splits], 3, 10) for owner in range(2)]
+    crossing = sorted(code for codes, _ in owned for code in codes.tolist())
+    assert crossing == [1 * 10 + 2, 1 * 10 + 4, 2 * 10 + 4]
+    assert sum(cut for _, cut in owned) == 1
+    # The same pairs as one share of all eight, and as the local engine's banding.
+    local = local_candidate_pairs(np.concatenate(keys).astype(np.uint8)[:, None], 1, 1, max_bucket=3)
+    single = dask_candidates.share_round([(np.arange(8), np.concatenate(keys)[None, :])], 0, bits, 1, 3)
+    alone, _ = dask_candidates.share_split(single[0], [], bits, 10)
+    assert alone.codes.tolist() == (local.first * 10 + local.second).tolist()
+    assert sorted(splits[0][0].codes.tolist() + splits[1][0].codes.tolist() + crossing) == alone.codes.tolist()
+
+
+@pytest.mark.parametrize(("bands", "rows", "band_memory", "share_documents", "in_order"), [
+    (16, 3, 1 << 30, 5_000_000, True),   # one round, two shares (one per worker)
+    (16, 3, 5_000, 5_000_000, True),     # a band a round
+    (16, 3, 100_000, 700, True),         # several shares on each worker, a few bands a round
+    (6, 10, 1 << 30, 5_000_000, False),  # 80-bit bands: hashed 64-bit keys; rows sorted on the cluster first
+])
+def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          bands: int, rows: int, band_memory: int, share_documents: int,
+                                          in_order: bool) -> None:
+    # 3,000 random documents; 400 share their first 30 values, 50 of those have no shingle; buckets over 100 are
+    # cut. 10 rows of 8 bits are 80-bit bands: hashed keys.
+    generator = np.random.default_rng(8)
+    values = generator.integers(0, 256, size=(3_000, 64), dtype=np.uint8)
+    shared = generator.permutation(3_000)[:400]
+    values[shared, :30] = values[shared[0], :30]
+    values[1:3000:7, :rows] = values[0, :rows]  # and some chance-like collisions in band 0
+    counts = np.full(3_000, 50, np.int64)
+    counts[shared[:50]] = 0
+    path = tmp_path / "store"
+    with create_store(path, PARAMS).begin_run(PARAMS) as run:
+        starts = range(0, 3_000, 700) if in_order else reversed(range(0, 3_000, 700))
+        for start in starts:
+            stop = min(start + 700, 3_000)
+            run.write(batch([f"d{i:05d}" for i in range(start, stop)], values[start:stop], counts[start:stop]))
+    expected = local_candidate_pairs(values, bands, rows, counts > 0, 100)
+    monkeypatch.setattr(dask_candidates, "ROWS_PER_PARTITION", 5_000)
+    monkeypatch.setattr(dask_candidates, "SHARE_DOCUMENTS", share_documents)
+    frames = frames_of(path, 500)
+    assert frames.in_order is in_order
+    found = dask_candidates.candidate_pairs(frames, bands, rows, 100, band_memory)
+    codes = np.sort(found.codes.compute()["code"].to_numpy())
+    assert found.shares == 2 if share_documents > 3_000 else 2 < found.shares <= 6  # of about 700 documents
+    # A worker's keys of a round stay within band_memory: 5,000 bytes is under one band (1,500 documents a
+    # worker, 12 bytes a key while sorting), so a band a round; 100,000 bytes, a few bands.
+    assert found.rounds == 1 if band_memory > 10**6 else found.rounds == bands if band_memory == 5_000 else \
+        2 < found.rounds < bands
+    assert found.oversized_buckets == expected.oversized_buckets > 0
+    expected_codes = expected.first.astype(np.uint64) * np.uint64(3_000) + expected.second.astype(np.uint64)
+    assert np.array_equal(codes, expected_codes)
+    # Only fingerprints and the rows of crossing buckets moved: far fewer than the band rows.
+    assert found.band_keys == frames.eligible * bands
+    assert 0 < found.fingerprint_bytes < found.band_keys * 2 and found.crossing_rows < found.band_keys / 4
+
+
+def test_sign_tasks_cut_files_in_order_and_parquet_by_row_groups() -> None:
+    def source(name: str, size: int, fmt: str = "text") -> Source:
+        return Source(name, f"/in/{name}", name, fmt, None, size)
+
+    sources = [source("a", 40), source("b", 40), source("c", 100), source("d.parquet", 250, "parquet"),
+               source("e", 10)]
+    tasks = plan_tasks(sources, lambda source: [10, 10, 10, 10, 10], task_bytes=100)
+    assert [[s.id for s in task] for task in tasks] == [["a", "b"], ["c"], ["d.parquet"], ["d.parquet"],
+                                                        ["d.parquet", "e"]]
+    pieces = [s for task in tasks for s in task if s.id == "d.parquet"]
+    assert [(p.row_groups, p.first_row, p.size) for p in pieces] == [((0, 2), 0, 100), ((2, 4), 20, 100),
+                                                                     ((4, 5), 40, 50)]
+    assert [[s.id for s in task] for task in plan_tasks(sources[3:4], lambda source: None, 100)] == [["d.parquet"]]
+
+
+def test_the_parts_of_one_run_count_once_for_compaction(engine: EngineOptions, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from dedup_cli.engine.dask import sign as dask_sign
+    from dedup_cli.store import compaction
+
+    monkeypatch.setattr(dask_sign, "TASK_BYTES", 4_000)
+    monkeypatch.setattr(compaction, "MAX_DELTA_FILES", 3)
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REPO / "sample_corpora" / "devils-dictionary", corpus)
+    store = tmp_path / "store"
+    for round_ in range(3):
+        (corpus / f"new-{round_}.txt").write_text(f"a new entry number {round_} with a few words in it " * 3)
+        report = dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine))
+        assert report.run is not None and not report.run.compacted
+    manifest = open_store(store).manifest
+    assert manifest is not None and len(manifest.parts) > 3  # a part per task, three runs
