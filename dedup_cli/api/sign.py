@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dedup_cli.engine.engines import engine_for, input_sources
-from dedup_cli.engine.progress import InputProgress
+from dedup_cli.engine.progress import Advance, InputProgress
 from dedup_cli.errors import OptionError, StoreError
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.kernel.background import compile_later
@@ -32,9 +32,6 @@ from dedup_cli.storage.urls import absolute
 from dedup_cli.store.manifest import RunInput, RunRecord
 from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.store import create_store, stored_id_root, stored_params
-
-Progress = Callable[[int], None]
-"""Called with the number of input bytes (on disk) just read or skipped."""
 
 
 @dataclass
@@ -60,7 +57,7 @@ def sign(
     inputs: Sequence[str],
     store: str | os.PathLike[str] | None = None,
     options: SignOptions | None = None,
-    progress: Progress | None = None,
+    progress: Advance | None = None,
     on_start: Callable[[int | None], None] | None = None,
     stdin: Any = None,
 ) -> SignReport:
