@@ -37,6 +37,10 @@ MAX_LINK_HOPS = 40
 _DESCRIPTOR_NAME = re.compile(r"/(?:proc/(?:self|thread-self|\d+)|dev)/fd/\d+|/dev/std(?:in|out|err)")
 """Paths that name an open file descriptor rather than a file: written where the descriptor points, never replaced."""
 
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+"""Causes only writing can have (a full disk or quota, a file past its size limit, a read-only file system): an
+error with one of them is the output's, whatever path a library put in it."""
+
 
 def fsync_path(path: str | os.PathLike[str], directory: bool = False) -> None:
     """Flush a file (or a directory's entries) to disk."""
@@ -157,12 +161,26 @@ def atomic_write(path: str | os.PathLike[str], temporary: str | os.PathLike[str]
         temporary: where to write meanwhile (default ``.NAME.tmp-PID`` beside ``path``); it must be on the
             same file system.
         binary: a binary stream, else text (UTF-8, newlines untranslated).
+
+    Raises:
+        OutputError: flushing, syncing or closing the file failed (a full disk), naming ``path``.
     """
     with atomic_path(path, temporary) as scratch:
-        with open(scratch, "wb") if binary else open(scratch, "w", encoding="utf-8", newline="") as stream:
+        stream = open(scratch, "wb") if binary else open(scratch, "w", encoding="utf-8", newline="")
+        try:
             yield stream
-            stream.flush()
-            os.fsync(stream.fileno())
+            try:  # what fails now is writing ``path`` (a full disk shows at the flush): say so, naming it
+                stream.flush()
+                os.fsync(stream.fileno())
+                stream.close()
+            except OSError as error:
+                raise OutputError(error.errno, error.strerror or str(error), os.fspath(path)) from error
+        finally:
+            if not stream.closed:
+                try:
+                    stream.close()
+                except OSError:  # the buffer a failed write left: the error that counts is already raised
+                    pass
 
 
 class OutputError(OSError):

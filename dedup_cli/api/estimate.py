@@ -23,6 +23,8 @@ from dedup_cli.estimates.pairs import score_pairs
 from dedup_cli.estimates.triples import score_triples
 from dedup_cli.options.finding import EstimateOptions
 from dedup_cli.options.vocabulary import default_store
+from dedup_cli.storage.urls import is_url
+from dedup_cli.store.format import MANIFEST_NAME
 from dedup_cli.store.memory import Signatures
 from dedup_cli.store.store import open_store
 from dedup_cli.verification import exact_sets
@@ -137,11 +139,13 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | No
 
 
 def _is_store(path: str) -> bool:
-    """Whether ``path`` holds a dedup store (so ``estimate STORE A B`` is told from ``estimate A B C``)."""
+    """Whether ``path`` holds a dedup store (so ``estimate STORE A B`` is told from ``estimate A B C``): one that
+    opens, or a directory with a store's manifest that does not (damaged, of a newer format), whose own error is
+    then the one to report rather than the default store's absence."""
     try:
         open_store(path)
     except DedupError:
-        return False
+        return not is_url(path) and os.path.lexists(os.path.join(path, MANIFEST_NAME))
     return True
 
 

@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
-from dedup_cli.files import OutputError, OutputStream, open_input, open_output
+from dedup_cli.files import WRITE_ERRNOS, OutputError, OutputStream, open_input, open_output
 from dedup_cli.storage.urls import is_url
 
 
@@ -101,6 +101,8 @@ def link_or_copy(source: str, target: str | BinaryIO) -> None:
         with open(target, "rb") as copied:
             os.fsync(copied.fileno())
     except OSError as error:
-        if error.filename == source:
+        # shutil names the source in any error of its copy loop (sendfile), a full output disk included: only the
+        # causes a write alone has make it the output's error then
+        if error.filename == source and error.errno not in WRITE_ERRNOS:
             raise  # the input's error, not the output's
         raise OutputError(error.errno, error.strerror or str(error), target) from error
