@@ -10,20 +10,32 @@ Every persisted collection is waited for before the next is built (:func:`settle
 runs in this process, in a thread that builds the task graph from the same expression objects the main thread is
 optimising, and under Python 3.11 ``functools.cached_property`` holds one lock per property for all instances, so
 two threads filling the cached metadata of nested expressions can deadlock (CPython gh-87634, lock removed in 3.12).
+
+Dask's own log records (a task that raised: "Compute Failed" and its traceback; a heartbeat to a scheduler that
+is closing: ``CommClosedError``; workers restarted) never reach the user's stderr, whose last line is the
+command's one-line error: for the length of the run, the records of this process's ``distributed``, ``dask``,
+``tornado`` and ``asyncio`` loggers and the warnings of those packages go to a log file, ``dedup-dask-*.log`` in
+the temporary directory (``$TMPDIR``), and so does everything the workers of a local cluster write to their
+stderr. The file is deleted when the run succeeds or nothing was logged, and kept when the run fails.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
+import tempfile
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TextIO
 
 import dask
-from distributed import Client, LocalCluster, futures_of, wait
+from distributed import Client, LocalCluster, WorkerPlugin, futures_of, wait
 from distributed.scheduler import KilledWorker
 
 from dedup_cli.errors import DedupError
+from dedup_cli.files import unlink_quietly
 from dedup_cli.options.checks import literal
 from dedup_cli.options.engines import EngineOptions
 
@@ -32,25 +44,127 @@ ALLOWED_FAILURES = 3
 
 CONNECT_SECONDS = 10
 
+ROUTED_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
+"""The loggers (with their children) whose records go to the run's log file instead of stderr."""
+
+LOG_PREFIX = "dedup-dask-"
+
+
+class _QuietFileHandler(logging.FileHandler):
+    """A log file whose own failures (a full disk) are dropped, not printed as "--- Logging error ---" on stderr."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+
+class WorkerStderrToLog(WorkerPlugin):
+    """Sends everything a worker process writes to its stderr (its log records, warnings, tracebacks Python
+    prints) to the run's log file; set up on every worker of a local cluster, a restarted one included."""
+
+    name = "dedup-worker-log"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def setup(self, worker: Any) -> None:
+        sys.stderr.flush()
+        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.dup2(descriptor, sys.stderr.fileno())
+        finally:
+            os.close(descriptor)
+
+
+def _new_log() -> str | None:
+    """A new, empty log file in the temporary directory; None where none can be made (the records are dropped)."""
+    try:
+        descriptor, path = tempfile.mkstemp(prefix=LOG_PREFIX, suffix=".log")
+    except OSError:
+        return None
+    os.close(descriptor)
+    return path
+
+
+@contextmanager
+def _logs_to(path: str | None) -> Iterator[None]:
+    """The records of :data:`ROUTED_LOGGERS` and their children go to ``path`` (None: nowhere) for the length of
+    the block; the loggers' handlers and propagation are restored after it."""
+    handler: logging.Handler = logging.NullHandler() if path is None else _QuietFileHandler(path, delay=True)
+    handler.setFormatter(logging.Formatter(dask.config.get("distributed.admin.log-format")))
+    saved: list[tuple[logging.Logger, list[logging.Handler], bool]] = []
+    known = [logging.getLogger(name) for name in ROUTED_LOGGERS]
+    known += [logger for name, logger in list(logging.Logger.manager.loggerDict.items())
+              if isinstance(logger, logging.Logger) and name.startswith(tuple(f"{top}." for top in ROUTED_LOGGERS))]
+    for logger in known:
+        saved.append((logger, list(logger.handlers), logger.propagate))
+        top = logger.name in ROUTED_LOGGERS
+        logger.handlers = [handler] if top else []  # distributed gives some children a stderr handler of their own
+        logger.propagate = not top
+    show_warning = warnings.showwarning
+    folders = _dask_folders()
+
+    def show_dask_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                          file: TextIO | None = None, line: str | None = None) -> None:
+        if file is None and os.path.abspath(filename).startswith(folders):
+            text = warnings.formatwarning(message, category, filename, lineno, line)
+            logging.getLogger("distributed").warning("%s", text.rstrip())
+        else:
+            show_warning(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show_dask_warning
+    try:
+        yield
+    finally:
+        warnings.showwarning = show_warning
+        for logger, handlers, propagate in saved:
+            logger.handlers, logger.propagate = handlers, propagate
+        handler.close()
+
+
+def _dask_folders() -> tuple[str, ...]:
+    """The folders of Dask's packages (and tornado, its event loop), whose warnings are log records of the run."""
+    packages = [sys.modules.get(name) for name in ("dask", "distributed", "tornado")]
+    return tuple(os.path.dirname(os.path.abspath(package.__file__)) + os.sep
+                 for package in packages if package is not None and package.__file__ is not None)
 
 @contextmanager
 def connected(options: EngineOptions) -> Iterator[Client]:
     """A client of the cluster ``options`` name: the scheduler's, else a local cluster started for the run.
 
-    Dask's own log lines (workers restarting, slow event loops) are kept off stderr below errors, since the
-    command's output there is its summary. A worker lost for good (``KilledWorker``) becomes a
-    :class:`DedupError`.
+    Dask's log records, and a local cluster's workers' stderr, go to a log file kept only if the run fails (see
+    the module docstring). A worker lost for good (``KilledWorker``) becomes a :class:`DedupError`.
     """
-    for name in ("distributed", "dask"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    log = _new_log()
+    succeeded = False
+    try:
+        with _logs_to(log), _client(options, log) as client:
+            yield client
+        succeeded = True
+    finally:
+        if log is not None and (succeeded or _empty(log)):
+            unlink_quietly(log)
+
+
+def _empty(path: str) -> bool:
+    try:
+        return os.path.getsize(path) == 0
+    except OSError:
+        return True
+
+
+@contextmanager
+def _client(options: EngineOptions, log: str | None) -> Iterator[Client]:
     address = options.scheduler_address()
     cluster = None
     try:
         if address is not None:
             client = Client(address, timeout=CONNECT_SECONDS)
         else:
+            # The scheduler serves HTTP (health, metrics) even without a dashboard, by default on port 8787: on
+            # port 0 instead, so that two runs on one machine never meet there (Dask warns, and moves the second)
             cluster = LocalCluster(n_workers=options.cluster_workers, threads_per_worker=1, processes=True,
-                                   memory_limit=options.memory_limit, host="127.0.0.1", dashboard_address=None)
+                                   memory_limit=options.memory_limit, host="127.0.0.1", dashboard_address=None,
+                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
             client = Client(cluster)
     except (OSError, TimeoutError) as error:
         if cluster is not None:
@@ -59,10 +173,14 @@ def connected(options: EngineOptions) -> Iterator[Client]:
         raise DedupError(f"cannot connect to {where} ({literal(error)}); start one with: dask scheduler, or leave "
                          "{scheduler} out for a local cluster", options=True) from error
     try:
+        if cluster is not None and log is not None:  # a remote cluster's workers log where their owner said
+            client.register_plugin(WorkerStderrToLog(log))
         yield client
     except KilledWorker as error:
+        where = "" if log is None else f"; Dask's log: {literal(log)}"
         raise DedupError(f"Dask workers died {ALLOWED_FAILURES} times running one task ({literal(error)}); give "
-                         "each more memory ({memory_limit}) or use more of them ({workers})", options=True) from error
+                         "each more memory ({memory_limit}) or use more of them ({workers})" + where,
+                         options=True) from error
     finally:
         client.close()
         if cluster is not None:
