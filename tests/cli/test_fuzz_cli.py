@@ -3,10 +3,19 @@
 Each case runs one command with options drawn from its own Click declaration (so a new option is fuzzed without
 touching this file) and values drawn from pools of what users and scripts get wrong: numbers out of range, NaN,
 inf, empty strings, 300-character and non-UTF-8 names, missing files, directories where files belong and the
-reverse, FIFOs, ``/dev/null``, ``/dev/full``, symbolic-link loops, stores of other formats. Whatever happens, the
-command must end with an exit code in {0, 1, 2, 3}, no traceback, a few lines on stderr (one ``Error:`` line when
-it fails), and nothing outside the case's temporary directory created, changed or replaced; the special files
-inside it stay what they are (a FIFO is never replaced by a file).
+reverse, FIFOs, ``/dev/null``, ``/dev/full``, symbolic-link loops, stores of other formats, JSON Lines whose first
+line is ``null``, ids and file names holding a carriage return, a line feed, a tab or a NUL, a store with a part of
+a foreign schema and one with a byte flipped inside a part. Whatever happens, the command must end with an exit
+code in {0, 1, 2, 3}, no traceback, a few lines on stderr (one ``Error:`` line when it fails), and nothing outside
+the case's temporary directory created, changed or replaced; the special files inside it stay what they are (a
+FIFO is never replaced by a file). Cases naming an input that once crashed the interpreter run as real processes,
+so that a crash fails the case instead of ending the test session.
+
+Beside the random cases, fixed ones check what the random ones cannot: a damaged store (foreign part, flipped
+byte) is one line naming the part for every command that reads it; a first line ``null`` neither crashes nor
+loses the records after it; and the ids with control characters come back unchanged from every output format
+(JSON Lines, CSV read by the csv module and by pyarrow, TSV unescaped as PostgreSQL's text format writes it:
+``\t``, ``\n``, ``\r``, ``\\``; Parquet).
 
 ``make test`` runs a few hundred cases in process (CliRunner) and a sample through real subprocesses; the
 ``long_fuzz`` marker runs many more (``pytest -m long_fuzz``; ``DEDUP_FUZZ_EXAMPLES`` sets how many).
@@ -14,7 +23,10 @@ inside it stay what they are (a FIFO is never replaced by a file).
 
 from __future__ import annotations
 
+import csv
 import faulthandler
+import io
+import json
 import os
 import shutil
 import stat
@@ -28,6 +40,7 @@ from pathlib import Path
 import click
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -36,6 +49,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.cli.main import cli
+from dedup_cli.engine.results import FIELDS, RECORD_FIELDS
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import read_store
 
@@ -54,6 +68,14 @@ INTS = ["-1", "0", "1", "2", "3", "8", "9", "17", "64", "65", "1000", str(2**31)
 FLOATS = ["nan", "inf", "-inf", "0", "1", "0.5", "0.99", "-0.1", "1.1", "", "1e-300", "x"]
 STRINGS = ["", "x", "text", "id", LONG, NON_UTF8, "0", "-", "*", "\t", "a,b"]
 
+ODD_IDS = ["cr\rid", "lf\nid", "tab\tid", "nul\x00id", "crlf\r\nid", "back\\slash", 'quote"id', "comma,id",
+           "plain"]
+"""JSON Lines ids that CSV must quote and TSV escape (a NUL included: JSON can hold one, a file name cannot)."""
+ODD_NAMES = ["cr\rname.txt", "lf\nname.txt", "tab\tname.txt", "back\\slash.txt", 'quote".txt', "plain.txt"]
+"""File names (so ids) with the same characters, NUL aside: POSIX file names never hold one."""
+CRASH_INPUTS = {"null.jsonl", "null-then.jsonl"}
+"""Inputs that once crashed the interpreter (a segmentation fault in Arrow's JSON reader): run in a real process."""
+
 
 @dataclass(frozen=True)
 class World:
@@ -67,7 +89,8 @@ class World:
         return ["corpus", "corpus/KJV/jonah-01.txt", "lines.jsonl", "rows.parquet", "store", "legacy.parquet",
                 "not-a-store.parquet", "bad-manifest", "empty-dir", "notes.txt", "members.tsv", "truth.tsv",
                 "fifo", "loop", "dangling", "missing", "missing/deeper/file", LONG, NON_UTF8, "read-only/out",
-                "link-to-notes", "out.jsonl", "out-dir", "-", "", *OUTSIDE]
+                "link-to-notes", "out.jsonl", "out-dir", "-", "", "null.jsonl", "null-then.jsonl", "odd-ids.jsonl",
+                "odd-names", "foreign-part", "flipped", *OUTSIDE]
 
 
 DRAIN = """
@@ -98,6 +121,46 @@ while True:
 """Keeps a FIFO usable by whatever a case does with it: a writer waiting for a reader is read to its end; a reader
 waiting for a writer gets a short document and its end; never blocks. A process of its own, so that the workers
 a case forks never inherit its end of the FIFO (a reader would then wait for that writer forever)."""
+
+
+def near_duplicates(count: int) -> list[str]:
+    """``count`` texts of 80 words, each one word away from the first: every pair is a near-duplicate."""
+    words = [f"w{index}" for index in range(80)]
+    return [" ".join(words[: 9 * n] + [f"v{n}"] + words[9 * n + 1:]) for n in range(count)]
+
+
+def write_odd_ids(root: Path) -> None:
+    """``odd-ids.jsonl`` (ids :data:`ODD_IDS`) and ``odd-names/`` (files :data:`ODD_NAMES`), all near-duplicates."""
+    with (root / "odd-ids.jsonl").open("w") as out:
+        for id_, text in zip(ODD_IDS, near_duplicates(len(ODD_IDS)), strict=True):
+            out.write(json.dumps({"id": id_, "text": text}) + "\n")
+    (root / "odd-names").mkdir()
+    for name, text in zip(ODD_NAMES, near_duplicates(len(ODD_NAMES)), strict=True):
+        (root / "odd-names" / name).write_text(text)
+
+
+def parts_of(store: Path) -> list[Path]:
+    return sorted(store.glob("part-*.parquet"))
+
+
+def foreign_part(store: Path) -> Path:
+    """Replace the store's (first) part by valid Parquet of another schema; returns the part."""
+    part = parts_of(store)[0]
+    pq.write_table(pa.table({"id": ["a", "b"], "x": [1, 2]}), part)
+    return part
+
+
+def flip_a_byte(store: Path) -> Path:
+    """Flip one byte in the middle of the signatures of the store's (first) part; returns the part."""
+    part = parts_of(store)[0]
+    metadata = pq.ParquetFile(part).metadata.row_group(0)
+    [column] = [metadata.column(i) for i in range(metadata.num_columns)
+                if metadata.column(i).path_in_schema == "signature"]
+    offset = column.data_page_offset + column.total_compressed_size // 2
+    data = bytearray(part.read_bytes())
+    data[offset] ^= 0x10
+    part.write_bytes(bytes(data))
+    return part
 
 
 def _batch_of(store: Path) -> DocumentBatch:
@@ -138,6 +201,12 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.symlink("notes.txt", root / "link-to-notes")
     (root / "read-only").mkdir()
     (root / "list.txt").write_text("corpus/KJV/jonah-01.txt\ncorpus/ASV/jonah-01.txt\n")
+    (root / "null.jsonl").write_text("null\n")
+    (root / "null-then.jsonl").write_text('null\n{"id": "after-null", "text": "a record after a null line"}\n')
+    write_odd_ids(root)
+    for name, damage in (("foreign-part", foreign_part), ("flipped", flip_a_byte)):
+        shutil.copytree(root / "store", root / name)
+        damage(root / name)
     (root.parent / "case").mkdir()
     return root
 
@@ -183,7 +252,7 @@ OUTPUT_OPTIONS = {"out", "removed", "plot"}
 STORE_OPTIONS = {"store", "against"}
 GOOD_PATHS = {
     "out": ["out.jsonl", "out-dir", "/dev/null", "/dev/full", "fifo", "link-to-notes", "-"],
-    "store": ["store", "legacy.parquet"],
+    "store": ["store", "legacy.parquet", "foreign-part", "flipped"],
     "truth": ["truth.tsv", "fifo"],
     "members": ["members.tsv", "fifo"],
     "files_from": ["list.txt", "-"],
@@ -191,9 +260,13 @@ GOOD_PATHS = {
 }
 GOOD_STRINGS = {"id_field": ["id"], "text_field": ["text"], "id_column": ["id"], "text_column": ["text"],
                 "keep_field": ["size"], "include": ["*.txt"], "exclude": ["*ASV*"], "memory_limit": ["1GiB"]}
-GOOD_ARGUMENTS = {"sign": ["corpus", "lines.jsonl", "rows.parquet", "fifo"], "filter": ["corpus", "lines.jsonl",
-                  "rows.parquet", "corpus/KJV/jonah-01.txt"], "find": ["store"], "eval": ["store"],
-                  "info": ["store", "legacy.parquet"], "estimate": ["store", "KJV/jonah-01.txt", "AKJV/jonah-01.txt"]}
+ODD_INPUTS = ["null.jsonl", "null-then.jsonl", "odd-ids.jsonl", "odd-names"]
+DAMAGED_STORES = ["foreign-part", "flipped"]
+GOOD_ARGUMENTS = {"sign": ["corpus", "lines.jsonl", "rows.parquet", "fifo", *ODD_INPUTS],
+                  "filter": ["corpus", "lines.jsonl", "rows.parquet", "corpus/KJV/jonah-01.txt", *ODD_INPUTS],
+                  "find": ["store", *DAMAGED_STORES], "eval": ["store", *DAMAGED_STORES],
+                  "info": ["store", "legacy.parquet", *DAMAGED_STORES],
+                  "estimate": ["store", "KJV/jonah-01.txt", "AKJV/jonah-01.txt"]}
 
 
 def _good_values(parameter: click.Parameter) -> list[str]:
@@ -287,6 +360,9 @@ def check_outcome(args: list[str], code: int, stdout: str, stderr: str) -> None:
 
 
 def run_in_process(args: list[str]) -> None:
+    if CRASH_INPUTS & set(args):
+        run_subprocess(args)
+        return
     result = CliRunner().invoke(cli, args, env={"DEDUP_STORE": None, "DEDUP_SCHEDULER": None})
     assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.exception,
                                                                                      result.stderr)
@@ -323,3 +399,169 @@ def test_a_sample_survives_as_a_real_process(template: Path, data: st.DataObject
 def test_many_more_hostile_options(template: Path, data: st.DataObject) -> None:
     with world_of(template) as world:
         run_in_process(data.draw(invocations(world)))
+
+
+# --- fixed cases: what the random ones can only survive, checked for what it should be ---------------------------
+
+
+def run_process(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """A real process (an interpreter crash is its exit status, not the test session's end)."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("DEDUP_")}
+    done = subprocess.run([sys.executable, "-m", "dedup_cli", *args], capture_output=True, timeout=HANG_SECONDS,
+                          env=environment, cwd=cwd)
+    return done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("jobs", ["0", "1"])
+@pytest.mark.parametrize("name", sorted(CRASH_INPUTS))
+def test_a_first_line_null_is_a_skipped_record_not_a_crash(template: Path, tmp_path: Path, name: str,
+                                                           jobs: str) -> None:
+    args = ["sign", str(template / name), "-o", "store", "--id-field", "id", "--jobs", jobs]
+    code, stdout, stderr = run_process(args, tmp_path)
+    check_outcome(args, code, stdout, stderr)
+    assert f"{name}:1" in stderr, stderr  # the null line is named as skipped (or as the one line of the error)
+    if name == "null-then.jsonl":  # the record after it is signed as any other
+        assert code == 0, stderr
+        assert list(read_store(tmp_path / "store").ids) == ["after-null"]
+        args = ["filter", str(template / name), "-s", "store", "-o", "out.jsonl", "-q"]
+        code, stdout, stderr = run_process(args, tmp_path)
+        assert (code, stderr) == (0, ""), stderr
+        assert (tmp_path / "out.jsonl").read_bytes() == (template / name).read_bytes()  # nothing dropped
+
+
+DAMAGED_COMMANDS = {
+    "find": ["find", "{store}", "-q"],
+    "info": ["info", "{store}"],
+    "estimate": ["estimate", "{store}", "KJV/jonah-01.txt", "AKJV/jonah-01.txt"],
+    "eval": ["eval", "{store}", "--sample", "50", "-q"],
+    "sign": ["sign", "{corpus}", "-o", "{store}", "-q"],
+    "filter": ["filter", "{corpus}", "-s", "{store}", "-o", "out-dir", "-q"],
+}
+UNREAD_SIGNATURES = {"info", "sign"}
+"""Commands that never read a part's signatures: a byte flipped there is not theirs to see (no page is read)."""
+
+
+@pytest.mark.parametrize("command", sorted(DAMAGED_COMMANDS))
+@pytest.mark.parametrize("damage", DAMAGED_STORES)
+def test_a_damaged_part_is_one_line_naming_it(template: Path, damage: str, command: str) -> None:
+    if damage == "flipped" and command in UNREAD_SIGNATURES:
+        pytest.skip(f"{command} reads no signature, where the byte is flipped")
+    [part] = parts_of(template / damage)
+    # the stores' ids are relative to the template's corpus, not to the case's copy of it
+    args = [argument.format(store=damage, corpus=template / "corpus") for argument in DAMAGED_COMMANDS[command]]
+    with world_of(template):
+        before = part.read_bytes()
+        result = CliRunner().invoke(cli, args, env={"DEDUP_STORE": None, "DEDUP_SCHEDULER": None})
+        assert result.exception is None or isinstance(result.exception, SystemExit), (args, result.exception)
+        lines = result.stderr.splitlines()
+        assert result.exit_code == 1 and len(lines) == 1 and lines[0].startswith("Error:"), (args, result.stderr)
+        assert part.name in lines[0], (args, result.stderr)
+        assert (template / damage / part.name).read_bytes() == before  # the damaged part is left for a look
+
+
+# Ids with control characters through every output format, parsed back and compared with the JSON Lines records.
+
+OUTPUT_KINDS = ["pairs", "members", "groups"]
+POSTGRES_TEXT_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}
+
+
+def _unescape(value: str) -> str:
+    """A TSV field as PostgreSQL's text format escapes it: ``\\t``, ``\\n``, ``\\r`` and ``\\\\``."""
+    out, position = [], 0
+    while position < len(value):
+        character = value[position]
+        if character == "\\" and position + 1 < len(value):
+            following = value[position + 1]
+            out.append(POSTGRES_TEXT_ESCAPES.get(following, character + following))
+            position += 2
+        else:
+            out.append(character)
+            position += 1
+    return "".join(out)
+
+
+def _delimited_rows(records: list[dict], kind: str) -> list[list[str]]:
+    """What TSV and CSV should hold: a header, then the records' fields as text (groups: a row per member)."""
+    rows = [list(FIELDS[kind])]
+    for record in records:
+        if kind == "groups":
+            rows += [[str(record["group"]), str(record["size"]), member] for member in record["members"]]
+        else:
+            rows.append(["" if record[name] is None else str(record[name]) for name in FIELDS[kind]])
+    return rows
+
+
+def _ids_in(records: list[dict], kind: str) -> set[str]:
+    if kind == "groups":
+        return {member for record in records for member in record["members"]}
+    if kind == "members":
+        return {record["id"] for record in records}
+    return {record[name] for record in records for name in ("id_a", "id_b")}
+
+
+def _pyarrow_rows(path: Path, fields: tuple[str, ...], delimiter: str) -> list[list[str]]:
+    tsv = delimiter == "\t"
+    table = pa_csv.read_csv(
+        path,
+        parse_options=pa_csv.ParseOptions(delimiter=delimiter, quote_char=False if tsv else '"',
+                                          newlines_in_values=not tsv),
+        convert_options=pa_csv.ConvertOptions(column_types={name: pa.string() for name in fields},
+                                              strings_can_be_null=False, quoted_strings_can_be_null=False))
+    rows = [list(fields)] + [[row[name] for name in fields] for row in table.to_pylist()]
+    return [[_unescape(value) for value in row] for row in rows] if tsv else rows
+
+
+@pytest.fixture(scope="module")
+def odd_stores(template: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[str]]]:
+    """Stores of the ids with control characters: from JSON Lines ids and from file names; and the template's
+    store of plain ids, whose outputs every parser reads as is."""
+    root = tmp_path_factory.mktemp("odd-stores")
+    stores = {"plain": (template / "store", list(read_store(template / "store").ids))}
+    for source, args, ids in (("json-ids", ["odd-ids.jsonl", "--id-field", "id"], ODD_IDS),
+                              ("file-names", ["odd-names"], ODD_NAMES)):
+        store = root / source
+        result = CliRunner().invoke(cli, ["sign", str(template / args[0]), *args[1:], "-o", str(store), "-q"])
+        assert result.exit_code == 0, result.output
+        assert sorted(read_store(store).ids) == sorted(ids)  # the ids stored as they were given
+        stores[source] = (store, ids)
+    return stores
+
+
+@pytest.mark.parametrize("kind", OUTPUT_KINDS)
+@pytest.mark.parametrize("source", ["plain", "json-ids", "file-names"])
+def test_ids_with_control_characters_come_back_from_every_format(odd_stores: dict[str, tuple[Path, list[str]]],
+                                                                 tmp_path: Path, source: str, kind: str) -> None:
+    store, ids = odd_stores[source]
+    out = {}
+    for fmt in ("jsonl", "tsv", "csv", "parquet"):
+        out[fmt] = tmp_path / f"out.{fmt}"
+        result = CliRunner().invoke(cli, ["find", str(store), "--output", kind, "--format", fmt, "-o", str(out[fmt]),
+                                          "-q", "-t", "0.5"])
+        assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in out["jsonl"].read_text(encoding="utf-8").split("\n") if line]
+    found = _ids_in(records, kind)
+    assert found == set(ids) if source != "plain" else len(found) > 1 and found <= set(ids)  # all near-duplicates
+    expected = _delimited_rows(records, kind)
+    fields = FIELDS[kind]
+    csv_text, tsv_text = out["csv"].read_text(encoding="utf-8"), out["tsv"].read_text(encoding="utf-8")
+    readers = {
+        "CSV, csv module": lambda: list(csv.reader(io.StringIO(csv_text, newline=""))),
+        "CSV, pyarrow": lambda: _pyarrow_rows(out["csv"], fields, ","),
+        "TSV, unescaped": lambda: [[_unescape(value) for value in line.split("\t")]
+                                   for line in tsv_text.split("\n")[:-1]],
+        "TSV, pyarrow, unescaped": lambda: _pyarrow_rows(out["tsv"], fields, "\t"),
+    }
+    misread = {}
+    for name, read in readers.items():  # every parser tried, so that a failure lists all that misread
+        try:
+            rows = read()
+        except (pa.ArrowInvalid, csv.Error) as error:
+            misread[name] = str(error)
+            continue
+        if rows != expected:
+            misread[name] = f"{len(rows) - 1} rows, first differing: " + next(
+                (repr(row) for row, wanted in zip(rows, expected, strict=False) if row != wanted), "(a row short)")
+    table = pq.read_table(out["parquet"])
+    if table.column_names != list(RECORD_FIELDS[kind]) or table.to_pylist() != records:
+        misread["Parquet"] = repr(table.slice(0, 3).to_pylist())
+    assert not misread, (f"{len(expected) - 1} rows", misread)
