@@ -127,6 +127,7 @@ def _dask_folders() -> tuple[str, ...]:
     return tuple(os.path.dirname(os.path.abspath(package.__file__)) + os.sep
                  for package in packages if package is not None and package.__file__ is not None)
 
+
 @contextmanager
 def connected(options: EngineOptions) -> Iterator[Client]:
     """A client of the cluster ``options`` name: the scheduler's, else a local cluster started for the run.
