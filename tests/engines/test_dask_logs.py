@@ -81,7 +81,9 @@ def test_the_drivers_records_go_to_the_log_and_its_loggers_are_restored(cluster:
             warnings.warn_explicit("a warning of Dask's", UserWarning, distributed.__file__, 1)
             raise RuntimeError("the run failed")
     assert [(list(logger.handlers), logger.propagate) for logger in watched] == before
-    assert capfd.readouterr().err == ""
+    # (the shared cluster's workers write to this process's stderr too, where they like: not this run's to route)
+    stderr = capfd.readouterr().err
+    assert "a record of the driver's" not in stderr and "a warning of Dask's" not in stderr, stderr
     [log] = _logs(tmp_path)
     text = log.read_text()
     assert "a record of the driver's client" in text and "a record of the driver's event loop" in text
