@@ -41,6 +41,20 @@ except ValueError as error:
 """
 
 
+KILLING_RUN = """
+import os
+from dedup_cli.engine.dask.cluster import connected
+from dedup_cli.errors import DedupError
+from dedup_cli.options.engines import EngineOptions
+
+try:
+    with connected(EngineOptions("dask", workers=1)) as client:
+        client.submit(os._exit, 1, pure=False).result()
+except DedupError as error:
+    print(error)
+"""
+
+
 def _environment(temporary: Path) -> dict[str, str]:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("DEDUP_")}
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environment.get("PYTHONPATH")]))
@@ -66,6 +80,15 @@ def test_a_local_clusters_workers_write_to_the_log_not_to_stderr(tmp_path: Path,
     text = log.read_text()
     assert "a record a worker logged" in text and "a line a worker wrote to its stderr" in text
     assert "Compute Failed" in text and "ValueError" in text
+
+
+def test_workers_that_die_three_times_name_the_log(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", KILLING_RUN], capture_output=True, text=True, timeout=300,
+                          env=_environment(tmp_path))
+    [log] = _logs(tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")  # the nanny's restarts were told to the log alone
+    assert done.stdout.startswith("Dask workers died 3 times") and done.stdout.endswith(f"; Dask's log: {log}\n")
+    assert "Restarting worker" in log.read_text()
 
 
 def test_the_drivers_records_go_to_the_log_and_its_loggers_are_restored(cluster: LocalCluster, tmp_path: Path,
