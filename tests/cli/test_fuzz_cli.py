@@ -538,12 +538,13 @@ def test_ids_with_control_characters_come_back_from_every_format(odd_stores: dic
         result = CliRunner().invoke(cli, ["find", str(store), "--output", kind, "--format", fmt, "-o", str(out[fmt]),
                                           "-q", "-t", "0.5"])
         assert result.exit_code == 0, result.output
-    records = [json.loads(line) for line in out["jsonl"].read_text(encoding="utf-8").split("\n") if line]
+    records = [json.loads(line) for line in out["jsonl"].read_bytes().decode("utf-8").split("\n") if line]
     found = _ids_in(records, kind)
     assert found == set(ids) if source != "plain" else len(found) > 1 and found <= set(ids)  # all near-duplicates
     expected = _delimited_rows(records, kind)
     fields = FIELDS[kind]
-    csv_text, tsv_text = out["csv"].read_text(encoding="utf-8"), out["tsv"].read_text(encoding="utf-8")
+    # bytes decoded, not read_text, whose universal newlines would turn a quoted \r into \n
+    csv_text, tsv_text = out["csv"].read_bytes().decode("utf-8"), out["tsv"].read_bytes().decode("utf-8")
     readers = {
         "CSV, csv module": lambda: list(csv.reader(io.StringIO(csv_text, newline=""))),
         "CSV, pyarrow": lambda: _pyarrow_rows(out["csv"], fields, ","),
