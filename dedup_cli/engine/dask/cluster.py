@@ -21,6 +21,7 @@ stderr. The file is deleted when the run succeeds or nothing was logged, and kep
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -43,6 +44,7 @@ ALLOWED_FAILURES = 3
 """Workers a task may lose before Dask gives up on it (its ``distributed.scheduler.allowed-failures``)."""
 
 CONNECT_SECONDS = 10
+CLOSE_SECONDS = 20
 
 ROUTED_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
 """The loggers (with their children) whose records go to the run's log file instead of stderr."""
@@ -85,10 +87,17 @@ def _new_log() -> str | None:
     return path
 
 
+class _Routing:
+    """Whether the records stay routed after the block: a cluster left to end with this process logs until then."""
+
+    def __init__(self) -> None:
+        self.kept = False
+
+
 @contextmanager
-def _logs_to(path: str | None) -> Iterator[None]:
+def _logs_to(path: str | None) -> Iterator[_Routing]:
     """The records of :data:`ROUTED_LOGGERS` and their children go to ``path`` (None: nowhere) for the length of
-    the block; the loggers' handlers and propagation are restored after it."""
+    the block; the loggers' handlers and propagation are restored after it, unless the block set ``kept``."""
     handler: logging.Handler = logging.NullHandler() if path is None else _QuietFileHandler(path, delay=True)
     handler.setFormatter(logging.Formatter(dask.config.get("distributed.admin.log-format")))
     saved: list[tuple[logging.Logger, list[logging.Handler], bool]] = []
@@ -112,13 +121,15 @@ def _logs_to(path: str | None) -> Iterator[None]:
             show_warning(message, category, filename, lineno, file, line)
 
     warnings.showwarning = show_dask_warning
+    routing = _Routing()
     try:
-        yield
+        yield routing
     finally:
-        warnings.showwarning = show_warning
-        for logger, handlers, propagate in saved:
-            logger.handlers, logger.propagate = handlers, propagate
-        handler.close()
+        if not routing.kept:
+            warnings.showwarning = show_warning
+            for logger, handlers, propagate in saved:
+                logger.handlers, logger.propagate = handlers, propagate
+            handler.close()
 
 
 def _dask_folders() -> tuple[str, ...]:
@@ -138,7 +149,7 @@ def connected(options: EngineOptions) -> Iterator[Client]:
     log = _new_log()
     succeeded = False
     try:
-        with _logs_to(log), _client(options, log) as client:
+        with _logs_to(log) as routing, _client(options, log, routing) as client:
             yield client
         succeeded = True
     finally:
@@ -154,7 +165,7 @@ def _empty(path: str) -> bool:
 
 
 @contextmanager
-def _client(options: EngineOptions, log: str | None) -> Iterator[Client]:
+def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Iterator[Client]:
     address = options.scheduler_address()
     cluster = None
     try:
@@ -184,8 +195,24 @@ def _client(options: EngineOptions, log: str | None) -> Iterator[Client]:
                          options=True) from error
     finally:
         client.close()
-        if cluster is not None:
-            cluster.close()
+        if cluster is not None and not _close(cluster):
+            routing.kept = True
+
+
+def _close(cluster: LocalCluster) -> bool:
+    """Close the local cluster, giving up after :data:`CLOSE_SECONDS` (False then): a worker its nanny is starting
+    again when the close begins (after a task killed one) can keep Dask's close waiting for good; the worker
+    processes end with this one anyway (each watches its parent), and Dask's records until then still go to the
+    log."""
+    try:
+        cluster.close(timeout=CLOSE_SECONDS)
+    except (TimeoutError, asyncio.TimeoutError):
+        logging.getLogger("distributed").warning("the local cluster did not close in %d s; left to end with this "
+                                                 "process", CLOSE_SECONDS)
+        # nor closed again at exit by Dask (another wait)
+        getattr(LocalCluster, "_instances", set()).discard(cluster)
+        return False
+    return True
 
 
 def settled(*collections: Any) -> tuple[Any, ...]:
