@@ -156,7 +156,9 @@ def flip_a_byte(store: Path) -> Path:
     metadata = pq.ParquetFile(part).metadata.row_group(0)
     [column] = [metadata.column(i) for i in range(metadata.num_columns)
                 if metadata.column(i).path_in_schema == "signature"]
-    offset = column.data_page_offset + column.total_compressed_size // 2
+    # the chunk starts at its dictionary page (the signatures themselves, dictionary-encoded) when it has one
+    start = column.dictionary_page_offset if column.has_dictionary_page else column.data_page_offset
+    offset = start + column.total_compressed_size // 2
     data = bytearray(part.read_bytes())
     data[offset] ^= 0x10
     part.write_bytes(bytes(data))
