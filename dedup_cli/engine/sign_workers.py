@@ -9,6 +9,7 @@ byte-identical whatever ``jobs`` is.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -21,6 +22,7 @@ from dedup_cli.kernel.choice import KernelChoice, compiled_kernel
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
+from dedup_cli.processes import die_with_parent
 from dedup_cli.store.snapshot import DocumentIndex
 
 # The store's index, for the forked workers to inherit rather than receive with every task.
@@ -47,6 +49,13 @@ def keep_freed_memory() -> None:
     trim_threshold, mmap_threshold = -1, -3  # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD (malloc.h)
     mallopt(mmap_threshold, KEEP_FREED_BYTES // 2)
     mallopt(trim_threshold, KEEP_FREED_BYTES)
+
+
+def start_worker(driver: int) -> None:
+    """What a signing worker does first: end when ``driver`` (the run's process) ends, so that a killed run
+    leaves no worker behind; keep freed memory for the next task."""
+    die_with_parent(driver)
+    keep_freed_memory()
 
 
 def _sign_in_worker(task: ReadTask, params: SignatureParams, options: InputOptions, kernel: str) -> SignedTask:
@@ -95,7 +104,8 @@ def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: Inpu
     _stored = stored
     context = multiprocessing.get_context("fork")
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=keep_freed_memory) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=start_worker,
+                                 initargs=(os.getpid(),)) as pool:
             pending: deque[tuple[ReadTask, Any]] = deque()
             while True:
                 while len(pending) < 2 * jobs and (task := planner.next()) is not None:
