@@ -219,3 +219,39 @@ def test_the_lock_is_taken_again_after_a_fork_in_the_holder(store: Path) -> None
         with pytest.raises(StoreError, match="is being written by another dedup run"):
             open_store(store).begin_run(PARAMS)
         assert run.number == 1
+
+
+def compilers_started_by(pid: int) -> list[int]:
+    """The kernel compilers (dedup_cli.kernel.background) that process ``pid`` started."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                arguments = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if b"dedup_cli.kernel.background" in arguments and str(pid).encode() in arguments:
+            found.append(int(entry))
+    return found
+
+
+def test_the_background_compiler_holds_no_lock_of_the_store(store: Path, children: list[int],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from dedup_cli.kernel import background
+
+    # As when the kernel is not compiled yet: sign starts the compiler while it holds the store's lock.
+    for name, value in (("cached", False), ("failure", None), ("compiling", False)):
+        monkeypatch.setattr(background, name, lambda value=value: value)
+    with open_store(store).begin_run(PARAMS):
+        assert background.compile_later()
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while not (compilers := compilers_started_by(os.getpid())):
+            assert time.monotonic() < deadline, "the compiler process did not start"
+            time.sleep(0.05)
+        children.extend(compilers)  # it waits for this process to end before compiling: ended by the fixture
+        descriptor = os.open(store / LOCK_NAME, os.O_RDONLY)
+        try:
+            holders = lock.flock_holders(descriptor)
+        finally:
+            os.close(descriptor)
+        assert holders is not None and [holder.pid for holder in holders] == [os.getpid()]
