@@ -45,9 +45,9 @@ needs_dask = pytest.mark.skipif(
 class Paths:
     """Where one run of a command reads and writes."""
 
-    root: Path  # this run's own folder: every path it names is under it but the corpus
+    root: Path  # this run's own folder: every path it names is under it but the corpus (and a store in a bucket)
     corpus: Path
-    store: Path
+    store: str  # a directory, or an s3:// URL
     out: Path
 
 
@@ -80,6 +80,7 @@ class Command:
     worker: str = ""  # a worker's command line holds this (the default: any process below the driver)
     prepare: Callable[[Paths], list[str]] | None = None  # run first, to completion (a store to find in)
     settle: float = 0.0  # seconds the run goes on working after its workers exist, before the kill
+    in_bucket: bool = False  # the store is in object storage (the test S3 server), its lock a lease
 
 
 def signing(paths: Paths) -> list[str]:
@@ -88,6 +89,8 @@ def signing(paths: Paths) -> list[str]:
 
 COMMANDS = [
     pytest.param(Command(signing, workers=2, result=stored), id="sign"),
+    # The lock of a store in a bucket is a lease naming the driver's pid: taken over once that pid is gone.
+    pytest.param(Command(signing, workers=2, result=stored, in_bucket=True), id="sign-s3"),
     # filter runs in one process once the inputs are signed: its signing pool is what --sign adds.
     pytest.param(Command(lambda p: ["filter", str(p.corpus), "--sign", "-s", str(p.store), "-o", str(p.out), "-q"],
                          workers=2, result=written), id="filter"),
@@ -161,11 +164,11 @@ class Tree:
             self.seen.setdefault(process.pid, process)
         return found
 
-    def left(self, root: Path) -> list[psutil.Process]:
+    def left(self, paths: Paths) -> list[psutil.Process]:
         """The processes of the killed run still running: those seen below its driver, and any naming its folder
-        (a forked worker's command line is its driver's), remembered too."""
+        or store (a forked worker's command line is its driver's), remembered too."""
         for process in psutil.process_iter():
-            if str(root) in command_line(process):
+            if str(paths.root) in command_line(process) or paths.store in command_line(process):
                 self.seen.setdefault(process.pid, process)
         return [p for p in self.seen.values() if running(p) and DETACHED not in command_line(p)]
 
@@ -212,16 +215,18 @@ def start_and_kill(command: Command, paths: Paths, trees: list[Tree]) -> Tree:
     return tree
 
 
-def check_killed_run(command: Command, corpus: Path, root: Path, trees: list[Tree]) -> None:
+def check_killed_run(command: Command, corpus: Path, root: Path, trees: list[Tree], bucket: str | None = None
+                     ) -> None:
     """Run ``command`` clean; run it again and kill its driver; check that none of the killed run's processes is
     left within :data:`DEADLINE_SECONDS`; then run it once more, without ``--wait``, and compare with the clean
-    run."""
-    clean, killed = (Paths(root / name, corpus, root / name / "sigs.parquet", root / name / "out")
-                     for name in ("clean", "killed"))
+    run. Stores are in ``bucket`` when one is given."""
+    clean, killed = (Paths(root / name, corpus, f"{bucket}/{name}" if bucket else str(root / name / "sigs.parquet"),
+                           root / name / "out") for name in ("clean", "killed"))
     for paths in (clean, killed):
         paths.root.mkdir()
     if command.prepare is not None:
-        prepared = Paths(root / "prepared", corpus, root / "prepared" / "sigs.parquet", root / "prepared" / "out")
+        assert bucket is None, "a store in a bucket is not copied"
+        prepared = Paths(root / "prepared", corpus, str(root / "prepared" / "sigs.parquet"), root / "prepared" / "out")
         prepared.root.mkdir()
         assert finished(command.prepare(prepared), prepared.root).returncode == 0
         for paths in (clean, killed):
@@ -232,7 +237,7 @@ def check_killed_run(command: Command, corpus: Path, root: Path, trees: list[Tre
 
     tree = start_and_kill(command, killed, trees)
     deadline = time.monotonic() + DEADLINE_SECONDS
-    while (left := tree.left(killed.root)) and time.monotonic() < deadline:
+    while (left := tree.left(killed)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not left, f"left running {DEADLINE_SECONDS:g} s after the kill: {[command_line(p) for p in left]}"
 
@@ -245,5 +250,7 @@ def check_killed_run(command: Command, corpus: Path, root: Path, trees: list[Tre
 @pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_run_killed_by_its_driver_alone_leaves_nothing_behind(command: Command, corpus: Path, tmp_path: Path,
-                                                                trees: list[Tree]) -> None:
-    check_killed_run(command, corpus, tmp_path, trees)
+                                                                trees: list[Tree], request: pytest.FixtureRequest
+                                                                ) -> None:
+    bucket = request.getfixturevalue("bucket") if command.in_bucket else None
+    check_killed_run(command, corpus, tmp_path, trees, bucket)
