@@ -80,22 +80,23 @@ class LockHolder:
 
     pid: int
     locker: int  # 0 when the kernel cannot name it in this pid namespace (it has ended, or lives outside)
-    command: str  # the holder's command line, for messages
+    arguments: tuple[str, ...]  # the holder's command line
 
     @property
     def python(self) -> bool:
-        """Whether the holder runs Python or dedup (a run's worker process, not some other program)."""
-        program, _, rest = self.command.partition(" ")
-        return os.path.basename(program).startswith("python") or "dedup" in self.command
+        """Whether the holder runs Python (as a run's worker process does), not some other program that was
+        handed the descriptor."""
+        program = os.path.basename(self.arguments[0]) if self.arguments else ""
+        return program.startswith("python") or program == "dedup"
 
 
 def flock_holders(descriptor: int) -> list[LockHolder] | None:
     """The processes of this user that hold an exclusive ``flock`` on the file open as ``descriptor`` (not
     through ``descriptor`` itself); None where the system does not tell (it needs Linux's ``/proc``).
 
-    A descriptor holds the lock when its ``/proc/PID/fdinfo`` lists it (Linux 3.14 and later): other processes
-    merely having the file open (a run waiting for the lock) do not. Processes of other users cannot be looked
-    at, so they are never listed.
+    A descriptor holds the lock when its ``/proc/PID/fdinfo`` lists it (Linux 4.1 and later; older kernels list
+    none, so no holder is found): other processes merely having the file open (a run waiting for the lock) do
+    not. Processes of other users cannot be looked at, so they are never listed.
     """
     if not sys.platform.startswith("linux") or not os.path.isdir("/proc/self/fdinfo"):
         return None
@@ -131,10 +132,10 @@ def flock_holders(descriptor: int) -> list[LockHolder] | None:
                 if locker is None:
                     continue
                 with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                    command = handle.read().replace(b"\0", b" ").decode(errors="replace").strip()
+                    arguments = tuple(os.fsdecode(argument) for argument in handle.read().split(b"\0")[:-1])
             except OSError:
                 continue
-            holders.append(LockHolder(pid, locker, command))
+            holders.append(LockHolder(pid, locker, arguments))
             break
     return holders
 

@@ -115,8 +115,8 @@ class WriterLock:
                 named = f" (pid {', '.join(str(h.pid) for h in holders)})" if holders else ""
                 finder = "" if holders else f" (lsof {lock_file} names it)"
                 return (f"store {self.path} is locked by a process{named} that dedup run pid {recorded} left "
-                        f"behind, and pid {recorded} is no longer running{waited}; end that process{finder}, then "
-                        "run again")
+                        f"behind, and pid {recorded} is no longer running; end that process{finder}, then run "
+                        f"again{f' (waited {self.timeout:g} s)' if waited else ''}")
             recorded = live[0]  # a run that took the lock just now, before writing its pid
         holder = "pid unknown" if recorded is None else f"pid {recorded}"
         return f"store {self.path} is being written by another dedup run ({holder}){waited}; try again later"

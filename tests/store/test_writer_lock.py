@@ -161,6 +161,8 @@ def test_a_lock_another_program_holds_is_not_taken_over(store: Path, children: l
     assert str(caught.value) == (f"store {store} is locked by a process (pid {holder}) that dedup run pid {recorded} "
                                  f"left behind, and pid {recorded} is no longer running; end that process, then run "
                                  "again")
+    with pytest.raises(StoreError, match=r"; end that process, then run again \(waited 0\.3 s\)$"):
+        open_store(store).begin_run(PARAMS, lock_timeout=0.3)
     assert not ended(holder)
     os.kill(holder, signal.SIGKILL)
     assert wait_until_ended(holder)
