@@ -42,7 +42,12 @@ class _TsvWriter:
         self._stream = stream
 
     def writerow(self, row: Sequence[Any]) -> None:
-        self._stream.write("\t".join(map(tsv_field, row)) + "\n")
+        fields = ["" if value is None else value if isinstance(value, str) else str(value) for value in row]
+        line = "\t".join(fields)
+        # Nearly every row needs no escape: one scan of the joined row tells, rather than a call per field.
+        if "\\" in line or "\n" in line or "\r" in line or line.count("\t") >= len(fields):
+            line = "\t".join(map(tsv_field, fields))
+        self._stream.write(line + "\n")
 
     def writerows(self, rows: Iterable[Sequence[Any]]) -> None:
         for row in rows:
