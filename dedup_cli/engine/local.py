@@ -21,9 +21,10 @@ from dedup_cli.candidates.banding import BandingChoice, resolve_banding
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import find_stages as stages
 from dedup_cli.engine.band_rounds import streamed_candidates
+from dedup_cli.engine.forked import useful_workers
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
-from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
+from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.checkpoints import WorkDir
@@ -64,6 +65,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
         reference = np.arange(documents.documents) >= documents.store_starts[1]
     new = stages.new_documents(documents.runs, options.new_since, reference)
     work = None if options.work_dir is None or not stores else WorkDir(options.work_dir, stores)
+    jobs = options.workers
     choice = None
     if options.candidates == "lsh":
         recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
@@ -92,7 +94,8 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
         values = store.values(bits)
         r = stages.set_size_ratios(store.shingle_counts, params.universe)
         progress.stage("scoring", None)
-        scored = score_pairs(values, np.searchsorted(docs, first), np.searchsorted(docs, second), r, bits)
+        scored = stages.score_in_chunks(values, np.searchsorted(docs, first), np.searchsorted(docs, second), r,
+                                        bits, jobs)
         if work is not None and scored_key is not None:
             work.save("scored", scored_key, {"docs": docs, "oversized": np.array(oversized),
                                              **{name: getattr(scored, name) for name in SCORE_FIELDS}})
@@ -111,7 +114,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
     kept_decisions = None if work is None or decided_key is None else work.load("decisions", decided_key)
     if kept_decisions is None:
         progress.stage("exact checks", None)
-        exact_all, verification = stages.verify_borderline(store, scored, threshold, options.verify)
+        exact_all, verification = stages.verify_borderline(store, scored, threshold, options.verify, jobs)
         decided = stages.decide(scored.estimate, exact_all, threshold)
         # One file under two names is one document; across two stores it is a duplicate to report.
         same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
@@ -174,6 +177,7 @@ def _candidates(documents: Documents, eligible: np.ndarray, choice: BandingChoic
         first, second = stages.every_pair_candidates(everything.values(bits), bits, options.threshold, ratios,
                                                      np.ones(keyed.size, bool), advance)
         return keyed[first], keyed[second], 0
+    jobs = useful_workers(options.workers, int(np.count_nonzero(eligible)))
     found, _ = streamed_candidates(documents, eligible, choice.banding, options.max_bucket, progress,
-                                   options.band_memory, work)
+                                   options.band_memory, work, jobs)
     return found.first, found.second, found.oversized_buckets

@@ -28,7 +28,7 @@ from dedup_cli.errors import StoreError
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import one_line, open_parquet, packed_signatures
 from dedup_cli.store.manifest import Manifest
-from dedup_cli.store.places import Folder
+from dedup_cli.store.places import Folder, in_objects
 from dedup_cli.store.snapshot import SIGNATURE_COLUMNS, StoredSignatures, live_rows, open_part, stored_signatures
 from dedup_cli.store.store import READ_ATTEMPTS, Store
 
@@ -191,12 +191,26 @@ class NumberedDocuments:
         """Row groups in all, what one pass over the signatures reads (for progress)."""
         return sum(file.group_rows.size for numbered in self._stores for file in numbered.files)
 
-    def signatures(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(docs int64[m], packed uint8[m, S]) of the live rows of each row group in turn, in file order."""
+    @property
+    def reads_in_workers(self) -> bool:
+        """Whether forked worker processes may read shares of :meth:`signatures` through the files opened here:
+        local files are read at offsets (``pread``), which processes can share; an object store's reader holds a
+        connection, which they cannot."""
+        return not any(in_objects(numbered.store.path) for numbered in self._stores)
+
+    def signatures(self, part: int = 0, parts: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(docs int64[m], packed uint8[m, S]) of the live rows of each row group in turn, in file order; with
+        ``parts`` > 1 only the row groups numbered ``part``, ``part + parts``, … (counted over all files), the
+        share of one of ``parts`` readers."""
+        number = -1
         for numbered in self._stores:
             for file in numbered.files:
                 first = file.first_row
                 for group, rows in enumerate(file.group_rows.tolist()):
+                    number += 1
+                    if number % parts != part:
+                        first += rows
+                        continue
                     table = _read(file, group, ["signature"], numbered.store.path)
                     packed = packed_signatures(table.column("signature"), self.params, numbered.store.path)
                     if numbered.doc_of_row is None:

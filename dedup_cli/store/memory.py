@@ -98,10 +98,12 @@ class MemoryDocuments:
     def row_groups(self) -> int:
         return -(-self.documents // SIGNATURE_BLOCK)
 
-    def signatures(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(docs int64[m], packed uint8[m, S]) of blocks of rows in turn."""
+    reads_in_workers = True
+
+    def signatures(self, part: int = 0, parts: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(docs int64[m], packed uint8[m, S]) of blocks of rows in turn (blocks ``part``, ``part + parts``, …)."""
         packed = self.signatures_in_memory.packed
-        for start in range(0, self.documents, SIGNATURE_BLOCK):
+        for start in range(part * SIGNATURE_BLOCK, self.documents, parts * SIGNATURE_BLOCK):
             stop = min(start + SIGNATURE_BLOCK, self.documents)
             yield np.arange(start, stop, dtype=np.int64), packed[start:stop]
 

@@ -35,8 +35,14 @@ class Documents(Protocol):
         """Steps of one pass over :meth:`signatures` (for progress)."""
         ...
 
-    def signatures(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(docs int64[m], packed uint8[m, S]) of every document, a block at a time."""
+    @property
+    def reads_in_workers(self) -> bool:
+        """Whether processes forked from this one may each read a share of :meth:`signatures`."""
+        ...
+
+    def signatures(self, part: int = 0, parts: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(docs int64[m], packed uint8[m, S]) of every document, a block at a time (with ``parts`` > 1, only
+        blocks ``part``, ``part + parts``, …: one reader's share)."""
         ...
 
     def stored(self, docs: np.ndarray, columns: Sequence[str] = ...) -> StoredSignatures:
