@@ -21,6 +21,7 @@ from dedup_cli.candidates.match_bounds import min_matches_for_threshold
 from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
 from dedup_cli.candidates.triples import EstimatedPairs, candidate_triples, pair_margin
+from dedup_cli.engine import forked
 from dedup_cli.engine.forked import chunk_bounds, forked_map, useful_workers
 from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
@@ -57,7 +58,7 @@ def lsh_candidates(stored_values: np.ndarray, banding: Banding, eligible: np.nda
     With ``jobs`` > 1 forked workers (which inherit the values) each band a share of the bands; the union of their
     sorted distinct pairs is the same set, sorted and distinct, whatever ``jobs`` is."""
     bands, rows = banding.bands, banding.rows
-    workers = min(useful_workers(jobs, int(np.count_nonzero(eligible))), bands)
+    workers = min(useful_workers(jobs, int(np.count_nonzero(eligible)), forked.BANDED_DOCUMENTS), bands)
     if workers <= 1:
         found = candidate_pairs(stored_values, bands, rows, eligible, max_bucket)
         return found.first, found.second, found.oversized_buckets
@@ -104,7 +105,7 @@ def score_in_chunks(values: np.ndarray, first: np.ndarray, second: np.ndarray, r
     """:func:`dedup_cli.estimates.pairs.score_pairs` of contiguous chunks of the pairs in up to ``jobs`` forked
     workers (which inherit ``values``), joined in order: every field is computed pair by pair, so the arrays are
     the same whatever ``jobs`` is."""
-    workers = useful_workers(jobs, first.size)
+    workers = useful_workers(jobs, first.size, forked.SCORED_PAIRS)
     if workers <= 1:
         return score_pairs(values, first, second, r, bits, level)
 
@@ -123,7 +124,7 @@ def verify_in_chunks(store: StoredSignatures, first: np.ndarray, second: np.ndar
     workers, joined in order: each pair's exact resemblance depends on its two documents alone, so the result is
     the same whatever ``jobs`` is (a document whose pairs fall in two chunks is read by both). Documents in object
     storage are read in this process (a forked worker cannot share its connections)."""
-    workers = useful_workers(jobs, first.size)
+    workers = useful_workers(jobs, first.size, forked.CHECKED_PAIRS)
     if workers > 1 and any(is_url(store.paths[row]) for row in sorted_unique(np.r_[first, second]).tolist()):
         workers = 1
     if workers <= 1:

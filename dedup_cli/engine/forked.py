@@ -25,15 +25,21 @@ from dedup_cli.processes import die_with_parent
 Task = TypeVar("Task")
 Result = TypeVar("Result")
 
-# The fewest items (documents to band, pairs to score or check) worth a worker of their own: below it forking the
-# worker (a few milliseconds) costs more than its share of the work saves.
-SMALLEST_SHARE = 4096
+# The fewest items worth a worker of their own, by stage: below them forking a worker (milliseconds, more for a
+# driver holding gigabytes) costs more than its share of the work saves. Banding takes about 2 µs a document, a
+# score about 1 µs a pair, an exact check 20-200 µs a pair (re-reading its documents); reading the candidates'
+# documents costs a row group's decoding (about 20 ms for 10^5 signatures) however few of its rows are taken, and
+# runs a worker per row group at most.
+BANDED_DOCUMENTS = 16_384
+READ_DOCUMENTS = 1_024
+SCORED_PAIRS = 131_072
+CHECKED_PAIRS = 256
 
 
-def useful_workers(jobs: int, items: int) -> int:
-    """How many of ``jobs`` workers ``items`` items keep busy: at least :data:`SMALLEST_SHARE` items each (and one
-    worker at least)."""
-    return max(1, min(jobs, items // max(1, SMALLEST_SHARE)))
+def useful_workers(jobs: int, items: int, share: int) -> int:
+    """How many of ``jobs`` workers ``items`` items keep busy: at least ``share`` items each (one worker at
+    least)."""
+    return max(1, min(jobs, items // max(1, share)))
 
 
 def chunk_bounds(items: int, chunks: int) -> list[tuple[int, int]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -107,6 +108,6 @@ class MemoryDocuments:
             stop = min(start + SIGNATURE_BLOCK, self.documents)
             yield np.arange(start, stop, dtype=np.int64), packed[start:stop]
 
-    def stored(self, docs: np.ndarray, columns: Sequence[str] = ()) -> StoredSignatures:
+    def stored(self, docs: np.ndarray, columns: Sequence[str] = (), mapper: Any = None) -> StoredSignatures:
         """The documents ``docs`` (ascending) as a store of their own, in that order (every column)."""
         return self.signatures_in_memory.stored(docs)

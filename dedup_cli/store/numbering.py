@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -45,6 +45,7 @@ class Documents(Protocol):
         blocks ``part``, ``part + parts``, …: one reader's share)."""
         ...
 
-    def stored(self, docs: np.ndarray, columns: Sequence[str] = ...) -> StoredSignatures:
-        """The documents ``docs`` (int64, ascending, unique) as a store of their own, in that order."""
+    def stored(self, docs: np.ndarray, columns: Sequence[str] = ..., mapper: Any = None) -> StoredSignatures:
+        """The documents ``docs`` (int64, ascending, unique) as a store of their own, in that order (``mapper``:
+        how a store on disk reads its row groups, ``map`` or in worker processes)."""
         ...

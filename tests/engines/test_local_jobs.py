@@ -1,7 +1,7 @@
 """find, filter and eval with -j N: the local engine's parallel stages give the same bytes as one process.
 
-The stages fork their workers only when each gets enough work (``forked.SMALLEST_SHARE`` items); the tests lower
-that to one item, so that the small corpora here run every stage in N processes.
+The stages fork their workers only when each gets enough work (``forked.BANDED_DOCUMENTS`` and the like); the
+tests lower that to one item, so that the small corpora here run every stage in N processes.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import create_store
 
 CORPORA = Path(__file__).resolve().parents[2] / "sample_corpora"
+SHARES = ("BANDED_DOCUMENTS", "READ_DOCUMENTS", "SCORED_PAIRS", "CHECKED_PAIRS")
 
 
 @pytest.fixture(autouse=True)
 def small_shares(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(forked, "SMALLEST_SHARE", 1)
+    for name in SHARES:
+        monkeypatch.setattr(forked, name, 1)
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -212,7 +214,7 @@ def test_a_worker_that_dies_ends_the_run_with_one_line(stores: dict[str, Path],
 KILLED_WORKER = """
 import os, signal, sys
 from dedup_cli.engine import band_rounds, forked
-forked.SMALLEST_SHARE = 1
+forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_PAIRS = 1
 def killed(*args):
     os.kill(os.getpid(), signal.SIGKILL)
 band_rounds.band_pair_codes = killed
@@ -237,7 +239,7 @@ def test_the_command_line_says_one_line_when_a_worker_dies(stores: dict[str, Pat
 SLEEPING_WORKERS = """
 import os, sys, time
 from dedup_cli.engine import band_rounds, forked
-forked.SMALLEST_SHARE = 1
+forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_PAIRS = 1
 def sleeping(*args):
     open(os.path.join(sys.argv[1], f"worker-{os.getpid()}"), "w").close()
     time.sleep(600)
