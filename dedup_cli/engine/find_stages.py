@@ -123,10 +123,13 @@ def verify_in_chunks(store: StoredSignatures, first: np.ndarray, second: np.ndar
     """:func:`dedup_cli.verification.verify_pairs` of contiguous chunks of the pairs in up to ``jobs`` forked
     workers, joined in order: each pair's exact resemblance depends on its two documents alone, so the result is
     the same whatever ``jobs`` is (a document whose pairs fall in two chunks is read by both). Documents in object
-    storage are read in this process (a forked worker cannot share its connections)."""
+    storage are read in this process (a forked worker cannot share its connections), and so are documents without
+    a location (signed from memory: nothing to re-read, nothing worth a worker)."""
     workers = useful_workers(jobs, first.size, forked.CHECKED_PAIRS)
-    if workers > 1 and any(is_url(store.paths[row]) for row in sorted_unique(np.r_[first, second]).tolist()):
-        workers = 1
+    if workers > 1:
+        locations = [store.paths[row] for row in sorted_unique(np.r_[first, second]).tolist()]
+        if not any(locations) or any(is_url(location) for location in locations):  # nothing to re-read, or remote
+            workers = 1
     if workers <= 1:
         return verify_pairs(store, first, second)
 

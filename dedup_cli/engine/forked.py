@@ -13,6 +13,7 @@ driver handles for all of them. A worker that dies (out of memory, a signal) end
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -115,6 +116,9 @@ def _work(function: Callable[[Any], Any], tasks: Sequence[Any], worker: int, wor
     """A worker: tasks ``worker``, ``worker + workers``, … in turn, each result sent as it is ready."""
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the driver ends the run
+    # A collection would visit every object inherited from the driver, copying each page it writes to: a worker
+    # lives for one stage, which makes few cycles.
+    gc.disable()
     try:
         for task in tasks[worker::workers]:
             sending.send((True, function(task)))
