@@ -73,7 +73,11 @@ def forked_map(function: Callable[[Task], Result], tasks: Sequence[Task], jobs: 
     context = multiprocessing.get_context("fork")
     parent = os.getpid()
     for stream in (sys.stdout, sys.stderr):  # a child must not write out what the driver had buffered
-        stream.flush()
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing of it to write twice either
+            pass
     started: list[tuple[Any, Any]] = []
     try:
         for worker in range(workers):
