@@ -9,8 +9,9 @@ same functions (docs/architecture.md, "Engines").
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -77,15 +78,23 @@ def lsh_candidates(stored_values: np.ndarray, banding: Banding, eligible: np.nda
 
 
 def every_pair_candidates(values: np.ndarray, bits: int, threshold: float, r: np.ndarray, eligible: np.ndarray,
-                          progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                          progress: Callable[[int], None] | None = None, jobs: int = 1
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """Every eligible pair whose b-bit match count can reach R0 − margin: (int64[m] first, int64[m] second).
 
-    The margin keeps the pairs a triple or an exact check may still need (:func:`pair_margin`).
+    The margin keeps the pairs a triple or an exact check may still need (:func:`pair_margin`). With ``jobs``
+    > 1, forked workers compare blocks of rows of the upper triangle (worker w the blocks w, w + jobs, …, which
+    balances the shrinking rows), handed back in order: the same pairs.
     """
     num_perm = values.shape[1]
     floor = max(threshold - pair_margin(threshold, num_perm, bits), 1e-9)
     needed = min_matches_for_threshold(floor, num_perm, bits, r)
-    first, second, _ = all_pairs(values, bits, needed, eligible, progress=progress)
+    workers = useful_workers(jobs, int(np.count_nonzero(eligible)), forked.COMPARED_DOCUMENTS)
+    mapper = None
+    if workers > 1:
+        def mapper(block: Callable[[int], Any], starts: Sequence[int]) -> Iterator[Any]:
+            return forked_map(block, starts, workers, "the comparison of every pair")
+    first, second, _ = all_pairs(values, bits, needed, eligible, progress=progress, mapper=mapper)
     return first, second
 
 

@@ -32,6 +32,7 @@ Result = TypeVar("Result")
 # documents costs a row group's decoding (about 20 ms for 10^5 signatures) however few of its rows are taken, and
 # runs a worker per row group at most.
 BANDED_DOCUMENTS = 16_384
+COMPARED_DOCUMENTS = 4_096  # --candidates all: n²/2 comparisons, 4096 documents are 8·10^6 pairs
 READ_DOCUMENTS = 1_024
 SCORED_PAIRS = 131_072
 CHECKED_PAIRS = 256

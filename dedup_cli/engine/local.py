@@ -177,7 +177,7 @@ def _candidates(documents: Documents, eligible: np.ndarray, choice: BandingChoic
         advance = progress.stage("comparing every pair", int(keyed.size), "documents")
         ratios = stages.set_size_ratios(everything.shingle_counts, documents.params.universe)
         first, second = stages.every_pair_candidates(everything.values(bits), bits, options.threshold, ratios,
-                                                     np.ones(keyed.size, bool), advance)
+                                                     np.ones(keyed.size, bool), advance, options.workers)
         return keyed[first], keyed[second], 0
     jobs = useful_workers(options.workers, int(np.count_nonzero(eligible)), forked.BANDED_DOCUMENTS)
     found, _ = streamed_candidates(documents, eligible, choice.banding, options.max_bucket, progress,

@@ -28,7 +28,7 @@ from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import create_store
 
 CORPORA = Path(__file__).resolve().parents[2] / "sample_corpora"
-SHARES = ("BANDED_DOCUMENTS", "READ_DOCUMENTS", "SCORED_PAIRS", "CHECKED_PAIRS")
+SHARES = ("BANDED_DOCUMENTS", "COMPARED_DOCUMENTS", "READ_DOCUMENTS", "SCORED_PAIRS", "CHECKED_PAIRS")
 
 
 @pytest.fixture(autouse=True)
@@ -80,6 +80,7 @@ MATRIX = [
     dict(threshold=0.5, bits=2, ways=3, band_memory=20_000),
     dict(threshold=0.4, bits=4, verify="all", group="strict"),
     dict(threshold=0.45, bits=2, ways=3, verify="none", group="strict", keep="longest"),
+    dict(threshold=0.5, bits=2, candidates="all"),
 ]
 
 
