@@ -274,3 +274,14 @@ def _alive(pid: int) -> bool:
             return not any(line.startswith("State:") and "Z" in line.split()[1] for line in status)
     except FileNotFoundError:
         return False
+
+
+def test_the_jobs_of_the_environment(stores: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+                                     tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    _recording(monkeypatch, log)
+    result = CliRunner().invoke(cli, ["find", str(stores["bible-editions"]), "-q"], env={"DEDUP_FIND_JOBS": "3"},
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    candidates = {int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("candidates")}
+    assert len(candidates) == 3 and os.getpid() not in candidates
