@@ -230,7 +230,13 @@ find_options = option_group(
     click.option("--only-across", is_flag=True, help="With --against: only pairs across the two stores."),
 )
 
+jobs_option = click.option(
+    "-j", "--jobs", type=click.IntRange(0), default=FindOptions.jobs,
+    help="Worker processes of the local engine's stages (0: one per core), each holding its own --band-memory; "
+         "the output is the same.")
+
 tuning_options = option_group(
+    jobs_option,
     click.option("--band-memory", type=MEMORY_SIZE, default=FindOptions.band_memory, metavar="BYTES",
                  show_default=False,
                  help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
