@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 
 from dedup_cli.engine.dask.candidates import Candidates
+from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.find_stages import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs, score_matches
 from dedup_cli.minhash.packing import lowest_bits, pack_values, unpack_values
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.pieces import frame_words, packed_to_words, words_to_packed
+from dedup_cli.store.pieces import StorePiece, frame_words, packed_to_words, read_piece_values, words_to_packed
 
 PAIR_CHUNK = 1 << 17
 """Pairs compared per numpy step: bounds the [pairs, words] temporaries."""
@@ -54,13 +55,37 @@ def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
 def reduce_bits(frame: pd.DataFrame, words: list[str], params: SignatureParams, bits: int) -> pd.DataFrame:
     """A partition of stored signatures → the lowest ``bits`` bits of each value packed as ``s…`` columns, with
     the shingle count and run (index: doc)."""
-    values = unpack_values(words_to_packed(frame_words(frame, words), params.signature_bytes), params.bits,
-                           params.num_perm)
-    packed = packed_to_words(pack_bits(lowest_bits(values, bits), bits))
-    columns: dict[str, np.ndarray] = {"shingle_count": frame["shingle_count"].to_numpy(),
-                                      "run": frame["run"].to_numpy()}
-    columns.update({name: packed[:, i] for i, name in enumerate(bit_columns("s", bits, params.num_perm))})
-    return pd.DataFrame(columns, index=frame.index)
+    return _reduced(frame["shingle_count"].to_numpy(), frame["run"].to_numpy(),
+                    words_to_packed(frame_words(frame, words), params.signature_bytes), frame.index, params, bits)
+
+
+def reduce_piece(piece: StorePiece, first: int, params: SignatureParams, bits: int) -> pd.DataFrame:
+    """:func:`reduce_bits` of a store piece whose first document is ``first``, read here straight from Arrow (no
+    frame of the stored signatures is built)."""
+    counts, runs, packed = read_piece_values(piece, params)
+    index = pd.Index(np.arange(first, first + counts.size, dtype=np.int64), name="doc")
+    return _reduced(counts, runs, packed, index, params, bits)
+
+
+def _reduced(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, index: pd.Index, params: SignatureParams,
+             bits: int) -> pd.DataFrame:
+    values = unpack_values(packed, params.bits, params.num_perm)
+    reduced = packed_to_words(pack_bits(lowest_bits(values, bits), bits))
+    columns: dict[str, np.ndarray] = {"shingle_count": counts, "run": runs}
+    columns.update({name: reduced[:, i] for i, name in enumerate(bit_columns("s", bits, params.num_perm))})
+    return pd.DataFrame(columns, index=index)
+
+
+def reduced_frame(frames: DocumentFrames, bits: int) -> dd.DataFrame:
+    """:func:`reduce_bits` of every document: from the store's pieces when they are in order (each task reads its
+    piece's counts, runs and signatures from Arrow), else of the sorted frame's partitions."""
+    meta = reduced_meta(bits, frames.params.num_perm)
+    if frames.pieces is None:
+        return frames.values.map_partitions(reduce_bits, frames.words, frames.params, bits, meta=meta)
+    pieces = [piece for piece, _ in frames.pieces]
+    firsts = [first for _, first in frames.pieces]
+    return dd.from_map(reduce_piece, pieces, firsts, params=frames.params, bits=bits, meta=meta,
+                       divisions=frames.divisions, enforce_metadata=False)
 
 
 def reduced_meta(bits: int, num_perm: int) -> pd.DataFrame:
