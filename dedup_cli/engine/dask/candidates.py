@@ -135,7 +135,7 @@ def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: Sign
     count = last_band - first_band
     if not eligible.any():
         return docs[:0], np.empty((count, 0), dtype)
-    values = unpack_values(packed[eligible], params.bits, params.num_perm)
+    values = unpack_values(packed if eligible.all() else packed[eligible], params.bits, params.num_perm)
     keys = band_keys(values[:, first_band * rows : last_band * rows], count, rows, dtype)
     return docs[eligible], keys
 
