@@ -82,11 +82,16 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     progress_meta = scored_meta()
     if kept_scores is None:
         found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket,
-                                options.band_memory, shuffle_method, progress, work)
+                                options.band_memory, shuffle_method, progress, work, reduce_bits=bits)
         stats = found.stats()
         lap("candidates")
     progress.stage("scoring the candidate pairs", None)
-    (reduced,) = settled(reduced_frame(frames, bits))
+    # The b-bit values: read with the first round's keys, else (every round kept by an earlier run, or the
+    # scores) read now.
+    if kept_scores is None and found.reduced is not None:
+        reduced = found.reduced
+    else:
+        (reduced,) = settled(reduced_frame(frames, bits))
     pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
     if kept_scores is None:
         (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params,

@@ -13,17 +13,21 @@ local engine's :func:`dedup_cli.estimates.pairs.score_pairs` ends with, so both 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dedup_cli.engine.dask.candidates import Candidates
 from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.find_stages import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs, score_matches
 from dedup_cli.minhash.packing import lowest_bits, pack_values, unpack_values
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.pieces import StorePiece, frame_words, packed_to_words, read_piece_values, words_to_packed
+
+if TYPE_CHECKING:
+    from dedup_cli.engine.dask.candidates import Candidates
 
 PAIR_CHUNK = 1 << 17
 """Pairs compared per numpy step: bounds the [pairs, words] temporaries."""
@@ -55,7 +59,7 @@ def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
 def reduce_bits(frame: pd.DataFrame, words: list[str], params: SignatureParams, bits: int) -> pd.DataFrame:
     """A partition of stored signatures → the lowest ``bits`` bits of each value packed as ``s…`` columns, with
     the shingle count and run (index: doc)."""
-    return _reduced(frame["shingle_count"].to_numpy(), frame["run"].to_numpy(),
+    return reduced_values(frame["shingle_count"].to_numpy(), frame["run"].to_numpy(),
                     words_to_packed(frame_words(frame, words), params.signature_bytes), frame.index, params, bits)
 
 
@@ -64,11 +68,12 @@ def reduce_piece(piece: StorePiece, first: int, params: SignatureParams, bits: i
     frame of the stored signatures is built)."""
     counts, runs, packed = read_piece_values(piece, params)
     index = pd.Index(np.arange(first, first + counts.size, dtype=np.int64), name="doc")
-    return _reduced(counts, runs, packed, index, params, bits)
+    return reduced_values(counts, runs, packed, index, params, bits)
 
 
-def _reduced(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, index: pd.Index, params: SignatureParams,
-             bits: int) -> pd.DataFrame:
+def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, index: pd.Index,
+                   params: SignatureParams, bits: int) -> pd.DataFrame:
+    """Documents' stored signatures (``packed``), counts and runs as the frame :func:`reduce_bits` makes."""
     values = unpack_values(packed, params.bits, params.num_perm)
     reduced = packed_to_words(pack_bits(lowest_bits(values, bits), bits))
     columns: dict[str, np.ndarray] = {"shingle_count": counts, "run": runs}
