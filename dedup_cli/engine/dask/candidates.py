@@ -51,8 +51,7 @@ from dedup_cli.candidates.elias_fano import EliasFano
 from dedup_cli.engine.band_rounds import band_ranges
 from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import DocumentFrames
-from dedup_cli.engine.dask.joins import reduced_meta, reduced_values
+from dedup_cli.engine.dask.frames import DocumentFrames, reduced_meta, reduced_values
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.params import SignatureParams
@@ -135,7 +134,7 @@ def read_keys_and_values(piece: StorePiece, first: int, params: SignatureParams,
                          last_band: int, dtype: np.dtype, bits: int) -> tuple[tuple[np.ndarray, np.ndarray],
                                                                               pd.DataFrame]:
     """:func:`read_partition_keys`, and from the same read of the piece its documents' lowest ``bits`` bits for
-    scoring (:func:`dedup_cli.engine.dask.joins.reduce_piece`): the signatures are read once for both."""
+    scoring (:func:`dedup_cli.engine.dask.frames.reduce_piece`): the signatures are read once for both."""
     counts, runs, packed = read_piece_values(piece, params)
     docs = np.arange(first, first + counts.size, dtype=np.int64)
     keys = _keys(docs, counts, packed, params, rows, first_band, last_band, dtype)
@@ -271,7 +270,7 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
     ``work``: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
     earlier run with the same bands is read back instead of computed.
     ``reduce_bits``: also keep every document's lowest ``reduce_bits`` bits for scoring
-    (:func:`dedup_cli.engine.dask.joins.reduced_frame`), made by the first round that reads the store's pieces
+    (:func:`dedup_cli.engine.dask.frames.reduced_frame`), made by the first round that reads the store's pieces
     from the same read as its keys (``Candidates.reduced``; None when no round read them).
     """
     params, documents = frames.params, frames.documents

@@ -23,8 +23,8 @@ from dedup_cli.engine.dask import decisions, gather, tail
 from dedup_cli.engine.dask.candidates import candidate_pairs
 from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import read_documents, with_reference
-from dedup_cli.engine.dask.joins import bit_columns, reduced_frame, score_candidates, scored_meta
+from dedup_cli.engine.dask.frames import bit_columns, read_documents, reduced_frame, with_reference
+from dedup_cli.engine.dask.joins import score_candidates, scored_meta
 from dedup_cli.engine.filter_stages import member_details
 from dedup_cli.engine.find_stages import conclude, estimator_name, new_documents, set_size_ratios, store_runs
 from dedup_cli.engine.progress import Progress, silent

@@ -29,8 +29,8 @@ import pandas as pd
 
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.components import connected_components
-from dedup_cli.engine.dask.frames import DocumentFrames
-from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach, unpack_bits
+from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
+from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach
 from dedup_cli.engine.filter_stages import member_details
 from dedup_cli.engine.find_stages import conclude, new_documents, set_size_ratios
 from dedup_cli.engine.results import FindResult, MemberDetails
