@@ -243,7 +243,8 @@ tuning_options = option_group(
                       "less means more rounds (a tuning knob; the output is the same).  [default: 1GiB]"),
     click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
                  help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on "
-                      "the workers and the records stream in chunks (a tuning knob; the output is the same)."),
+                      "the workers and the records stream in chunks of this many, 16384 at least (a tuning knob; the "
+                      "output is the same)."),
 )
 
 

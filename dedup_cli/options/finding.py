@@ -67,7 +67,8 @@ class FindOptions:
             holds its own ``band_memory`` of band keys.
         gather_limit: with the Dask engine, the most pairs the driver holds at once: when the end of find needs
             more, it runs per connected component on the workers and the records stream to the driver in chunks
-            of at most this many (and 10^6). The output is the same either way; a tuning knob.
+            of at most this many (at least 16384 and at most 10^6 pairs a chunk, so that a low limit never cuts
+            the work into tasks of a few pairs). The output is the same either way; a tuning knob.
     """
 
     threshold: float = 0.5

@@ -126,6 +126,18 @@ def read_piece_signatures(piece: StorePiece, params: SignatureParams) -> tuple[n
     return counts, packed_signatures(table.column("signature"), params, folder)
 
 
+def read_piece_values(piece: StorePiece, params: SignatureParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(shingle counts int64[n], runs int64[n], packed signatures uint8[n, S]) of a piece's rows in file order,
+    straight from Arrow's buffers (runs are 0 throughout a format 1 file)."""
+    table = _piece_table(piece, ["shingle_count", "signature"] if piece.legacy else ["shingle_count", "run",
+                                                                                      "signature"])
+    folder = folder_of(piece.path.rsplit("/", 1)[0])
+    counts = table.column("shingle_count").to_numpy().astype(np.int64, copy=False)
+    runs = (np.zeros(table.num_rows, np.int64) if piece.legacy
+            else table.column("run").to_numpy().astype(np.int64, copy=False))
+    return counts, runs, packed_signatures(table.column("signature"), params, folder)
+
+
 def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParams | None = None) -> pd.DataFrame:
     """``columns`` of a piece's rows, in file order, as a data frame with a default index.
 

@@ -15,6 +15,7 @@ two threads filling the cached metadata of nested expressions can deadlock (CPyt
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +32,10 @@ ALLOWED_FAILURES = 3
 """Workers a task may lose before Dask gives up on it (its ``distributed.scheduler.allowed-failures``)."""
 
 CONNECT_SECONDS = 10
+
+WORKER_START = "fork" if sys.platform.startswith("linux") else "spawn"
+"""How a local cluster's worker processes start: forked on Linux; spawned elsewhere, where forking a process with
+threads is unsafe (macOS) or impossible (Windows)."""
 
 
 @contextmanager
@@ -49,8 +54,11 @@ def connected(options: EngineOptions) -> Iterator[Client]:
         if address is not None:
             client = Client(address, timeout=CONNECT_SECONDS)
         else:
-            cluster = LocalCluster(n_workers=options.cluster_workers, threads_per_worker=1, processes=True,
-                                   memory_limit=options.memory_limit, host="127.0.0.1", dashboard_address=None)
+            # Workers forked from this process start with its modules imported (numpy, pandas, pyarrow, Dask,
+            # dedup's): spawned, each imported them again, about a second of CPU a worker before its first task.
+            with dask.config.set({"distributed.worker.multiprocessing-method": WORKER_START}):
+                cluster = LocalCluster(n_workers=options.cluster_workers, threads_per_worker=1, processes=True,
+                                       memory_limit=options.memory_limit, host="127.0.0.1", dashboard_address=None)
             client = Client(cluster)
     except (OSError, TimeoutError) as error:
         if cluster is not None:
