@@ -26,8 +26,14 @@ from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
-from dedup_cli.store.runs import ReadIds, StoreRun, drop_part_rows, later_copies
+from dedup_cli.store.runs import ReadIds, StoreRun, drop_part_rows, later_copies, merge_parts
 from dedup_cli.store.snapshot import DocumentIndex
+
+
+MERGED_ROWS = 1 << 16
+"""A run whose workers wrote at most this many rows in all is committed as one part: a store grown by small runs
+would otherwise gain a part per worker each time (every part costs readers a request or two), while joining them
+costs the driver a few milliseconds."""
 
 
 class TasksDone:
@@ -88,6 +94,8 @@ class TasksDone:
                     continue
                 part = rewritten
             kept_parts.append(part)
+        if len(kept_parts) > 1 and sum(part.rows for part in kept_parts) <= MERGED_ROWS:
+            kept_parts = [merge_parts(kept_parts)]
         run.adopt_parts(kept_parts, written)
         return signed
 

@@ -549,3 +549,17 @@ def drop_part_rows(written: WrittenFile, params: SignatureParams, rows: np.ndarr
     except OSError as error:
         raise StoreError(f"cannot write {written.temporary}: {error.strerror or error}") from error
     return WrittenFile(written.temporary, written.name, kept.num_rows)
+
+
+def merge_parts(written: Sequence[WrittenFile]) -> WrittenFile:
+    """Parts workers wrote for a run (not listed yet) joined into the first of them; the others are deleted."""
+    first = written[0]
+    tables = [parquet_file(file.temporary).read().replace_schema_metadata(None) for file in written]
+    joined = pa.concat_tables(tables).combine_chunks()
+    try:
+        write_table(joined, first.temporary)
+    except OSError as error:
+        raise StoreError(f"cannot write {first.temporary}: {error.strerror or error}") from error
+    for file in written[1:]:
+        remove(file.temporary)
+    return WrittenFile(first.temporary, first.name, joined.num_rows)

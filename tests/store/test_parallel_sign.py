@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
-from dedup_cli.engine import sign_workers
+from dedup_cli.engine import local_sign, sign_workers
 from dedup_cli.inputs import chunks, planning
 from dedup_cli.store import parts as part_files
 
@@ -75,6 +75,7 @@ def small_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planning, "TASK_FILES", 4)
     monkeypatch.setattr(chunks, "CHUNK_LINES", 6)
     monkeypatch.setattr(part_files, "PART_ROWS", 9)  # parts roll, and rows read twice fall in several of them
+    monkeypatch.setattr(local_sign, "MERGED_ROWS", 0)  # and stay apart
 
 
 @pytest.mark.usefixtures("small_tasks")
@@ -116,10 +117,10 @@ def test_the_first_document_of_each_id_is_kept(tmp_path: Path) -> None:
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ids=st.lists(st.integers(0, 12), min_size=1, max_size=40), chunk=st.integers(1, 7), jobs=st.integers(1, 3),
-       part_rows=st.integers(1, 12))
+       part_rows=st.integers(1, 12), joined=st.booleans())
 def test_whatever_the_tasks_the_store_holds_the_first_record_of_each_id(
         tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, ids: list[int], chunk: int,
-        jobs: int, part_rows: int) -> None:
+        jobs: int, part_rows: int, joined: bool) -> None:
     folder = tmp_path_factory.mktemp("layout")
     records = folder / "records.jsonl"
     records.write_text("".join(json.dumps({"id": f"i{i}", "text": text(n)}) + "\n" for n, i in enumerate(ids)))
@@ -133,6 +134,7 @@ def test_whatever_the_tasks_the_store_holds_the_first_record_of_each_id(
     dedup.sign([str(folder / "first.jsonl")], expected, dedup.SignOptions(jobs=1, input=options))
     monkeypatch.setattr(chunks, "CHUNK_LINES", chunk)
     monkeypatch.setattr(part_files, "PART_ROWS", part_rows)
+    monkeypatch.setattr(local_sign, "MERGED_ROWS", 1000 if joined else 0)
     report = dedup.sign([str(records)], folder / "store", dedup.SignOptions(jobs=jobs, input=options))
     stored, wanted = dedup.read_store(folder / "store"), dedup.read_store(expected)
     assert stored.ids == wanted.ids and stored.packed.tobytes() == wanted.packed.tobytes()
@@ -141,6 +143,8 @@ def test_whatever_the_tasks_the_store_holds_the_first_record_of_each_id(
     lines = [int(where.rsplit(":", 1)[1]) for where, _ in report.read.duplicate_ids]
     assert lines == [n + 1 for n, i in enumerate(ids) if first_of[f"i{i}"] != n]
     assert report.documents == len(first_of) and not list((folder / "store").glob(".*tmp"))
+    if joined:
+        assert len(list((folder / "store").glob("part-*.parquet"))) == 1
 
 
 def _killed(task: Any, *args: Any, **kwargs: Any) -> Any:
