@@ -4,7 +4,7 @@ walks the inputs; the driver then keeps the first document of each id and commit
 The reading, signing and writing of one task is :func:`dedup_cli.engine.sign_workers.sign_and_write`, run by the
 pool of :mod:`dedup_cli.engine.sign_workers`. The driver's work per document is a few operations on whole
 arrays: the ids read twice are found in one sort of the 64-bit hashes of every id read
-(:func:`dedup_cli.store.runs.later_copies`), and only the parts holding rows of such ids (rare) are rewritten
+(:func:`dedup_cli.store.worker_parts.later_copies`), and only the parts holding rows of such ids (rare) are rewritten
 without them before the commit. The Dask engine's counterpart is :mod:`dedup_cli.engine.dask.sign`.
 """
 
@@ -26,9 +26,9 @@ from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
-from dedup_cli.store.runs import ReadIds, StoreRun, drop_part_rows, later_copies, merge_parts
+from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex
-
+from dedup_cli.store.worker_parts import ReadIds, drop_part_rows, later_copies, merge_parts
 
 MERGED_ROWS = 1 << 16
 """A run whose workers wrote at most this many rows in all is committed as one part: a store grown by small runs

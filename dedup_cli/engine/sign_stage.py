@@ -32,8 +32,8 @@ from dedup_cli.minhash.packing import pack_values
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
-from dedup_cli.store.runs import ReadIds
 from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.worker_parts import ReadIds
 from dedup_cli.text.shingles import batch_shingles
 
 if TYPE_CHECKING:

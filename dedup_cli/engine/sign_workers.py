@@ -2,11 +2,12 @@
 
 The process that drives the run plans the tasks (:func:`dedup_cli.inputs.planning.plan_tasks`) and hands them
 out; ``jobs`` forked workers each read, parse and sign whole tasks (:func:`dedup_cli.engine.sign_stage.sign_task`)
-and append the new and changed rows to a part of the store of their own (:class:`dedup_cli.store.runs.RunParts`),
-so reading files, parsing JSON, signing and writing Parquet all use every core, and only file lists and raw bytes
-travel to the workers. What comes back of a task is small and columnar: its reading report, the ids it read (one
-Arrow column and their 64-bit hashes), a few boolean arrays and where its rows went. The driver receives these in
-task order and does per-task work only (:mod:`dedup_cli.engine.local_sign`).
+and append the new and changed rows to a part of the store of their own
+(:class:`dedup_cli.store.worker_parts.RunParts`), so reading files, parsing JSON, signing and writing Parquet all
+use every core, and only file lists and raw bytes travel to the workers. What comes back of a task is small and
+columnar: its reading report, the ids it read (one Arrow column and their 64-bit hashes), a few boolean arrays and
+where its rows went. The driver receives these in task order and does per-task work only
+(:mod:`dedup_cli.engine.local_sign`).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
-from dedup_cli.store.runs import ReadIds, RunParts, StoreRun
+from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.worker_parts import ReadIds, RunParts
 
 # glibc's malloc gives blocks over a threshold (128 KB to start with) back to the system when they are freed, so
 # the numpy kernel's temporaries (up to about 20 bytes per byte of a task) are faulted in, zeroed, again for every
@@ -281,6 +283,7 @@ class WorkerPool:
             for worker, pipe in enumerate(self.pipes):
                 if worker in finished or not (pipe in ready or self.processes[worker].sentinel in ready):
                     continue
+                message: Any
                 try:
                     kind, message = pipe.recv() if pipe.poll() else ("died", None)
                 except (EOFError, OSError):

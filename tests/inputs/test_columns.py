@@ -29,7 +29,6 @@ from dedup_cli.inputs.records import Document
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import LinesTask, read_task_columns
 from dedup_cli.options.reading import InputOptions
-from dedup_cli.store.runs import StoreRun
 
 SOURCE_PATH = "/corpus/records.jsonl"
 
