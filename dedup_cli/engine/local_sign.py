@@ -31,9 +31,9 @@ from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.worker_parts import ReadIds, drop_part_rows, later_copies, merge_parts
 
 MERGED_ROWS = 1 << 16
-"""A run whose workers wrote at most this many rows in all is committed as one part: a store grown by small runs
-would otherwise gain a part per worker each time (every part costs readers a request or two), while joining them
-costs the driver a few milliseconds."""
+"""A run whose workers wrote at most this many rows in all is committed as one part, its rows in task order: a
+store grown by small runs would otherwise gain a part per worker each time (every part costs readers a request or
+two), while joining them costs the driver a few milliseconds."""
 
 
 class TasksDone:
@@ -64,6 +64,8 @@ class TasksDone:
         signed = Signed(report=read)
         written: list[ReadIds] = []
         dropped: dict[str, list[np.ndarray]] = defaultdict(list)
+        rows: list[tuple[str, np.ndarray]] = []  # of each task, the part and rows of its documents kept
+        small = sum(part.rows for part in parts) <= MERGED_ROWS
         for number, task in enumerate(tasks):
             read.merge(task.report)
             repeated = later[bounds[number]:bounds[number + 1]] - starts[number]
@@ -72,11 +74,12 @@ class TasksDone:
                 kept[repeated] = False
                 for position, identifier in zip(repeated.tolist(), task.ids.at(repeated), strict=True):
                     read.note("duplicate_ids", (task.wheres[position], identifier))
-            fresh_rows = np.cumsum(task.fresh) - 1  # the part row of each fresh document, after the first
+            part_rows = task.first_row + np.cumsum(task.fresh) - 1  # the part row of each fresh document
             kept_fresh = kept[task.fresh]
-            if not kept_fresh.all():
-                assert task.part is not None
-                dropped[task.part].append(task.first_row + fresh_rows[task.fresh & ~kept])
+            if task.part is not None and not kept_fresh.all():
+                dropped[task.part].append(part_rows[task.fresh & ~kept])
+            if task.part is not None and small:
+                rows.append((task.part, part_rows[task.fresh & kept]))
             changed = int(np.count_nonzero(kept_fresh))
             read.documents += len(task.ids) - len(repeated)
             read.empty_documents += int(np.count_nonzero(task.empty & kept))
@@ -86,16 +89,20 @@ class TasksDone:
             signed.seen_ids.append(task.ids if not len(repeated) else task.ids.where(kept))
             if changed:
                 written.append(task.ids if changed == len(task.ids) else task.ids.where(task.fresh & kept))
-        kept_parts = []
-        for part in parts:
-            if part.name in dropped:
-                rewritten = drop_part_rows(part, run.params, np.concatenate(dropped[part.name]))
-                if rewritten is None:
-                    continue
-                part = rewritten
-            kept_parts.append(part)
-        if len(kept_parts) > 1 and sum(part.rows for part in kept_parts) <= MERGED_ROWS:
-            kept_parts = [merge_parts(kept_parts)]
+        if small and parts:
+            # A small run is one part, its rows in task order: the same file whatever -j is, and a store grown
+            # by small runs does not gain a part per worker each time.
+            merged = merge_parts(parts, rows)
+            kept_parts = [] if merged is None else [merged]
+        else:
+            kept_parts = []
+            for part in parts:
+                if part.name in dropped:
+                    rewritten = drop_part_rows(part, run.params, np.concatenate(dropped[part.name]))
+                    if rewritten is None:
+                        continue
+                    part = rewritten
+                kept_parts.append(part)
         run.adopt_parts(kept_parts, written)
         return signed
 

@@ -189,15 +189,23 @@ def drop_part_rows(written: WrittenFile, params: SignatureParams, rows: np.ndarr
     return WrittenFile(written.temporary, written.name, kept.num_rows)
 
 
-def merge_parts(written: Sequence[WrittenFile]) -> WrittenFile:
-    """Parts workers wrote for a run (not listed yet) joined into the first of them; the others are deleted."""
-    first = written[0]
-    tables = [parquet_file(file.temporary).read().replace_schema_metadata(None) for file in written]
-    joined = pa.concat_tables(tables).combine_chunks()
+def merge_parts(written: Sequence[WrittenFile], rows: Sequence[tuple[str, np.ndarray]]) -> WrittenFile | None:
+    """Parts workers wrote for a run (not listed yet) joined into the lowest numbered, the others deleted: the rows
+    ``rows`` names (the part's name, int64 positions in it), in that order. None if no row is left.
+
+    Given in task order, the part is the same file whatever the number of workers that wrote the rows."""
+    tables = {file.name: parquet_file(file.temporary).read().replace_schema_metadata(None) for file in written}
+    pieces = [tables[name].take(pa.array(positions, pa.int64())) for name, positions in rows if len(positions)]
+    first = min(written, key=lambda file: file.name)  # the lowest number: the first task's
+    for file in written:
+        if file is not first:
+            remove(file.temporary)
+    if not pieces:
+        remove(first.temporary)
+        return None
+    joined = pa.concat_tables(pieces).combine_chunks()
     try:
         write_table(joined, first.temporary)
     except OSError as error:
         raise StoreError(f"cannot write {first.temporary}: {error.strerror or error}") from error
-    for file in written[1:]:
-        remove(file.temporary)
     return WrittenFile(first.temporary, first.name, joined.num_rows)
