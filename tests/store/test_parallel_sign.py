@@ -30,7 +30,7 @@ def text(seed: int, words: int = 12) -> str:
     return " ".join(WORDS[(seed * 7 + 3 * i + i * i) % len(WORDS)] for i in range(words)) + f" n{seed}"
 
 
-def contents(store: Path) -> tuple[Any, ...]:
+def contents(store: str | Path) -> tuple[Any, ...]:
     """What a store holds, read back: its live rows in id order, however its parts cut them."""
     stored = dedup.read_store(store)
     assert stored.content_hashes is not None and stored.runs is not None
@@ -193,3 +193,20 @@ def test_a_failed_write_is_one_line_and_leaves_nothing_behind(tmp_path: Path, mo
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert result.output.strip().splitlines() == [f"Error: cannot write {store}: No space left on device"]
     assert unraisable == [] and not list(store.glob("part-*")) and not list(store.glob(".*tmp"))
+
+
+@pytest.mark.parametrize("joined", [False, True])
+@pytest.mark.usefixtures("small_tasks")
+def test_workers_write_their_parts_into_object_storage(tmp_path: Path, bucket: str, monkeypatch: pytest.MonkeyPatch,
+                                                       joined: bool) -> None:
+    monkeypatch.setattr(local_sign, "MERGED_ROWS", 1000 if joined else 0)
+    folder = corpus(tmp_path)
+    options = dedup.SignOptions(jobs=2, prune=True, input=dedup.InputOptions(id_field="id"))
+    local = dedup.SignOptions(jobs=1, prune=True, input=dedup.InputOptions(id_field="id"))
+    remote = f"{bucket}/store-{joined}"
+    for edit in (0, 1):
+        corpus(tmp_path, edit)
+        there = dedup.sign([str(folder)], remote, options)
+        here = dedup.sign([str(folder)], tmp_path / "here", local)
+        assert said(there)[:-1] == said(here)[:-1]
+        assert contents(remote) == contents(tmp_path / "here")
