@@ -210,3 +210,27 @@ def test_workers_write_their_parts_into_object_storage(tmp_path: Path, bucket: s
         here = dedup.sign([str(folder)], tmp_path / "here", local)
         assert said(there)[:-1] == said(here)[:-1]
         assert contents(remote) == contents(tmp_path / "here")
+
+
+@settings(max_examples=150, deadline=None)
+@given(lines=st.lists(st.integers(0, 60), max_size=80), chunk_bytes=st.integers(1, 40), chunk_lines=st.integers(1, 6),
+       block=st.integers(1, 50), head=st.integers(0, 30), last_newline=st.booleans())
+def test_the_driver_cuts_a_line_file_in_place_as_a_reader_of_its_lines_does(
+        lines: list[int], chunk_bytes: int, chunk_lines: int, block: int, head: int, last_newline: bool) -> None:
+    """The driver of a run cuts a plain line file into tasks by finding newlines in a window of its bytes (with a
+    long line's bytes dropped as they are passed): the same cuts as reading the lines, whatever the reads."""
+    import io
+
+    data = b"\n".join(b"x" * length for length in lines) + (b"\n" if last_newline and lines else b"")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chunks, "CHUNK_BYTES", chunk_bytes)
+        patch.setattr(chunks, "CHUNK_LINES", chunk_lines)
+        patch.setattr(chunks, "_IN_PLACE_BLOCK", block)
+        stream = io.BytesIO(data)
+        expected = [(chunk.first_line, len(chunk.data), chunk.data.count(b"\n"))
+                    for chunk in chunks.line_chunks(stream, None, stream.tell, False)]
+        placed = list(chunks.in_place_chunks(io.BytesIO(data[head:]), data[:head]))
+    assert [(chunk.first_line, chunk.length, chunk.newlines) for chunk in placed] == expected
+    assert [chunk.offset for chunk in placed] == [sum(length for _, length, _ in expected[:n])
+                                                 for n in range(len(expected))]
+    assert all(chunk.position == chunk.offset + chunk.length for chunk in placed)
