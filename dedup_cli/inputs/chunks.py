@@ -173,44 +173,55 @@ def in_place_chunks(stream: Any, head: bytes) -> Iterator[LineChunk]:
     ``start + CHUNK_BYTES - 1``) is found with ``bytes.find`` (``memchr``) and the chunk's newlines are only
     counted; their positions are taken only when a chunk may hold :data:`CHUNK_LINES` lines before its byte cut.
     """
-    window = bytearray(head)  # the bytes from ``start`` on that have been read (less ``gap`` of them)
-    gap = 0  # bytes of a long line dropped from the window after its first CHUNK_BYTES: they hold no newline
+    # The bytes from ``start`` on that have been read are buffer[low:high] (less ``gap`` of them): one buffer
+    # and one array of flags for the whole file, so that no read allocates (and faults in) new memory.
+    size = 2 * CHUNK_BYTES + _IN_PLACE_BLOCK
+    buffer = bytearray(max(size, len(head)))
+    buffer[: len(head)] = head
+    flags = np.empty(len(buffer), dtype=np.bool_)
+    low, high = 0, len(head)
+    gap = 0  # bytes of a long line dropped after its first CHUNK_BYTES: they hold no newline
     start, first, ended = 0, 1, False
     while True:
-        by_bytes = window.find(NEWLINE, CHUNK_BYTES - 1)  # window-relative, like every position below
-        if by_bytes < 0 and not ended and len(window) <= CHUNK_BYTES:
-            block = stream.read(_IN_PLACE_BLOCK)
-            if block:
-                window += block
-            else:
-                ended = True
+        by_bytes = buffer.find(NEWLINE, low + CHUNK_BYTES - 1, high)
+        if by_bytes < 0 and not ended and high - low <= CHUNK_BYTES:
+            low, high, ended = _read_more(stream, buffer, low, high)
             continue
-        end = by_bytes + 1 if by_bytes >= 0 else len(window)
-        if end == 0:
+        end = by_bytes + 1 if by_bytes >= 0 else high  # buffer positions, like ``low`` and ``high``
+        if end == low:
             return
-        view = np.frombuffer(window, dtype=np.uint8, count=min(end, len(window)))
-        count = int(np.count_nonzero(view == 0x0A))
+        found = np.equal(np.frombuffer(buffer, dtype=np.uint8, count=end - low, offset=low), 0x0A,
+                         out=flags[: end - low])
+        count = int(np.count_nonzero(found))
         if count > CHUNK_LINES or (count == CHUNK_LINES and by_bytes < 0):
-            end = int(np.flatnonzero(view == 0x0A)[CHUNK_LINES - 1]) + 1  # the CHUNK_LINES-th line ends first
+            end = low + int(np.flatnonzero(found)[CHUNK_LINES - 1]) + 1  # the CHUNK_LINES-th line ends first
             count = CHUNK_LINES
         elif by_bytes < 0 and not ended:
             # No newline after CHUNK_BYTES yet, and too few before it to cut by lines: a long line. Its bytes
             # after CHUNK_BYTES are dropped (and counted) as the next ones are read, so memory stays bounded.
-            del view
-            gap += len(window) - CHUNK_BYTES
-            del window[CHUNK_BYTES:]
-            block = stream.read(_IN_PLACE_BLOCK)
-            if block:
-                window += block
-            else:
-                ended = True
+            gap += high - (low + CHUNK_BYTES)
+            high = low + CHUNK_BYTES
+            low, high, ended = _read_more(stream, buffer, low, high)
             continue
-        del view
-        length = end + gap  # a long line's dropped bytes come before its end, and no lines cut is before them
+        length = end - low + gap  # a long line's dropped bytes come before its end, and no lines cut is before them
         yield LineChunk(b"", first, (), start + length, start, length, count)
-        start, first = start + length, first + count
-        del window[:end]
-        gap = 0
+        start, first, low, gap = start + length, first + count, end, 0
+
+
+def _read_more(stream: Any, buffer: bytearray, low: int, high: int) -> tuple[int, int, bool]:
+    """Read the next block of ``stream`` after buffer[low:high] (moved to the front first when the block would not
+    fit behind it); the new (low, high), and whether the stream ended."""
+    if high + _IN_PLACE_BLOCK > len(buffer):
+        buffer[: high - low] = buffer[low:high]
+        low, high = 0, high - low
+    into = getattr(stream, "readinto", None)
+    if into is not None:
+        read = into(memoryview(buffer)[high : high + _IN_PLACE_BLOCK]) or 0
+    else:
+        block = stream.read(_IN_PLACE_BLOCK)
+        read = len(block)
+        buffer[high : high + read] = block
+    return low, high + read, read == 0
 
 
 def chunk_lines(chunk: LineChunk, limit: int | None) -> Iterator[tuple[int, bytes | None, int]]:
