@@ -235,10 +235,12 @@ class DocumentIndex:
         row = self.row(identifier)
         return row is None or int(self.content_hashes[row]) != content_hash
 
-    def absent(self, ids: Sequence[str]) -> np.ndarray:
-        """bool[n]: the stored documents whose id is not among ``ids`` (the ones a prune removes)."""
+    def absent(self, ids: Sequence[str], columns: Sequence[pa.Array] = ()) -> np.ndarray:
+        """bool[n]: the stored documents whose id is not among ``ids`` nor in ``columns`` (the ones a prune
+        removes)."""
         import pyarrow.compute as pc
-        return ~pc.is_in(self.id_array, value_set=pa.array(ids, pa.string())).to_numpy(zero_copy_only=False)
+        values = pa.concat_arrays([pa.array(ids, pa.string()), *columns])
+        return ~pc.is_in(self.id_array, value_set=values).to_numpy(zero_copy_only=False)
 
 
 def index_of_rows(table: pa.Table, keep: np.ndarray) -> DocumentIndex:
