@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -18,9 +19,16 @@ import pyarrow.parquet as pq
 from dedup_cli.errors import StoreError
 from dedup_cli.minhash.packing import lowest_bits, unpack_values
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.format import one_line, packed_signatures, part_schema, removal_schema
+from dedup_cli.store.format import (
+    REMOVAL_NAME,
+    column_problem,
+    one_line,
+    packed_signatures,
+    part_schema,
+    removal_schema,
+)
 from dedup_cli.store.manifest import Manifest
-from dedup_cli.store.places import Folder, parquet_file
+from dedup_cli.store.places import Folder, parquet_source
 
 
 def live_rows(ids: pa.ChunkedArray, runs: pa.ChunkedArray, removals: pa.Table | None) -> np.ndarray:
@@ -63,16 +71,57 @@ def live_rows(ids: pa.ChunkedArray, runs: pa.ChunkedArray, removals: pa.Table | 
     return keep.astype(np.int64, copy=False)
 
 
-def open_part(path: Folder, name: str) -> pq.ParquetFile:
+_READ_ERRORS = (pa.ArrowException, OSError, KeyError, UnicodeDecodeError)
+"""What Arrow raises on a damaged file: a bad checksum or a short read (OSError), an undecodable footer or page."""
+
+
+def damaged(path: Folder, name: str, reason: str) -> StoreError:
+    return StoreError(f"{path} is damaged ({name}: {reason}); sign the corpus again into a new store")
+
+
+class StorePart(pq.ParquetFile):
+    """A listed file of a store (a part, or a removal file), opened for reading: its columns are checked against
+    what dedup writes when it is opened, its pages' checksums as they are read, and a file that cannot be read is
+    a :class:`StoreError` naming it, whichever of the readers below meets it."""
+
+    def __init__(self, path: Folder, name: str) -> None:
+        super().__init__(parquet_source(path / name), page_checksum_verification=True)
+        self.folder, self.name = path, name
+        problem = column_problem(self.schema_arrow, removal=REMOVAL_NAME.fullmatch(name) is not None)
+        if problem is not None:
+            self.close()
+            raise damaged(path, name, f"not a file dedup wrote: {problem}")
+
+    def _damaged(self, error: BaseException) -> StoreError:
+        return damaged(self.folder, self.name, one_line(error))
+
+    def read(self, *arguments: Any, **options: Any) -> pa.Table:
+        try:
+            return super().read(*arguments, **options)
+        except _READ_ERRORS as error:
+            raise self._damaged(error) from error
+
+    def read_row_group(self, *arguments: Any, **options: Any) -> pa.Table:
+        try:
+            return super().read_row_group(*arguments, **options)
+        except _READ_ERRORS as error:
+            raise self._damaged(error) from error
+
+    def read_row_groups(self, *arguments: Any, **options: Any) -> pa.Table:
+        try:
+            return super().read_row_groups(*arguments, **options)
+        except _READ_ERRORS as error:
+            raise self._damaged(error) from error
+
+
+def open_part(path: Folder, name: str) -> StorePart:
     """Open one listed file; FileNotFoundError passes through (a compaction may have deleted it)."""
     try:
-        return parquet_file(path / name)
+        return StorePart(path, name)
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, "listed but missing", name) from None
-    except (pa.ArrowException, OSError) as error:
-        raise StoreError(
-            f"{path} is damaged ({name}: {one_line(error)}); sign the corpus again into a new store"
-        ) from error
+    except _READ_ERRORS as error:
+        raise damaged(path, name, one_line(error)) from error
 
 
 def read_files(path: Folder, names: Sequence[str], columns: Sequence[str], schema: pa.Schema) -> pa.Table:
