@@ -44,17 +44,6 @@ LIVE_ROW_RULE = (
 # Compaction policy and file sizes (module constants so that tests can make them small).
 PART_COLUMNS = ("id", "path", "size", "mtime_ns", "content_hash", "shingle_count", "signature", "run")
 
-WRITE_OPTIONS: dict[str, Any] = {
-    "compression": "zstd",
-    # Each page (data and dictionary) carries the CRC-32 of its bytes in its header, and readers verify it
-    # (``page_checksum_verification``): a damaged byte in a page is an error, not another signature.
-    "write_page_checksum": True,
-    # No statistics for the signatures: nothing filters on them, and a page's minimum and maximum signature are
-    # 2 × signature_bytes in its header that no checksum covers (docs/store-format.md).
-    "write_statistics": [name for name in PART_COLUMNS if name != "signature"],
-}
-"""How every Parquet file of a store (parts, removal files) is written."""
-
 
 def store_schema(params: SignatureParams, format_version: int = LEGACY_FORMAT_VERSION) -> pa.Schema:
     """The Arrow schema of a single-file store (format 1), or with ``FORMAT_VERSION`` of a part (with ``run``)."""

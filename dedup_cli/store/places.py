@@ -22,10 +22,21 @@ import pyarrow.parquet as pq
 
 from dedup_cli.files import fsync_path, open_input, unlink_quietly
 from dedup_cli.storage.urls import ObjectPath, is_url
-from dedup_cli.store.format import WRITE_OPTIONS
 
 Folder = Path | ObjectPath
 """A store directory: a local path or an object storage prefix."""
+
+WRITE_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    # Each page (data and dictionary) carries the CRC-32 of its bytes in its header, and readers verify it
+    # (``page_checksum_verification``): a damaged byte in a page is an error, not another signature.
+    "write_page_checksum": True,
+    # No statistics for the signatures (the other columns have them): nothing filters on them, and a page's
+    # minimum and maximum signature are 2 × signature_bytes in its header that no checksum covers
+    # (docs/store-format.md).
+    "write_statistics": ["id", "path", "size", "mtime_ns", "content_hash", "shingle_count", "run"],
+}
+"""How every Parquet file of a store (parts, removal files) is written."""
 
 
 def folder_of(path: str | os.PathLike[str] | ObjectPath) -> Folder:
@@ -82,7 +93,7 @@ def parquet_source(file: Folder) -> Any:
 
 def parquet_file(file: Folder) -> pq.ParquetFile:
     """Open a Parquet file of a store for reading (:func:`parquet_source`), its pages' checksums verified as they
-    are read (:data:`~dedup_cli.store.format.WRITE_OPTIONS`).
+    are read (:data:`WRITE_OPTIONS`).
 
     Raises:
         FileNotFoundError: the file is gone (a compaction committed and deleted it).
@@ -124,7 +135,7 @@ def new_file(file: Folder) -> Iterator[Any]:
 
 
 def write_table(table: pa.Table, file: Folder) -> None:
-    """One table as the new Parquet file ``file`` (:data:`~dedup_cli.store.format.WRITE_OPTIONS`), complete when
+    """One table as the new Parquet file ``file`` (:data:`WRITE_OPTIONS`), complete when
     this returns."""
     with new_file(file) as sink:
         pq.write_table(table, sink, **WRITE_OPTIONS)
