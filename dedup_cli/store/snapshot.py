@@ -84,10 +84,10 @@ class StorePart(pq.ParquetFile):
     what dedup writes when it is opened, its pages' checksums as they are read, and a file that cannot be read is
     a :class:`StoreError` naming it, whichever of the readers below meets it."""
 
-    def __init__(self, path: Folder, name: str) -> None:
+    def __init__(self, path: Folder, name: str, legacy: bool = False) -> None:
         super().__init__(parquet_source(path / name), page_checksum_verification=True)
         self.folder, self.name = path, name
-        problem = column_problem(self.schema_arrow, removal=REMOVAL_NAME.fullmatch(name) is not None)
+        problem = column_problem(self.schema_arrow, removal=REMOVAL_NAME.fullmatch(name) is not None, legacy=legacy)
         if problem is not None:
             self.close()
             raise damaged(path, name, f"not a file dedup wrote: {problem}")
@@ -114,10 +114,11 @@ class StorePart(pq.ParquetFile):
             raise self._damaged(error) from error
 
 
-def open_part(path: Folder, name: str) -> StorePart:
-    """Open one listed file; FileNotFoundError passes through (a compaction may have deleted it)."""
+def open_part(path: Folder, name: str, legacy: bool = False) -> StorePart:
+    """Open one listed file (``legacy``: a format 1 store, which has no ``run`` column); FileNotFoundError passes
+    through (a compaction may have deleted it)."""
     try:
-        return StorePart(path, name)
+        return StorePart(path, name, legacy)
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, "listed but missing", name) from None
     except _READ_ERRORS as error:
