@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,26 +93,26 @@ class StorePart(pq.ParquetFile):
             self.close()
             raise damaged(path, name, f"not a file dedup wrote: {problem}")
 
-    def _damaged(self, error: BaseException) -> StoreError:
-        return damaged(self.folder, self.name, one_line(error))
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        try:
+            yield
+        except FileNotFoundError:
+            raise  # gone from object storage since it was opened (a compaction): the callers read again
+        except _READ_ERRORS as error:
+            raise damaged(self.folder, self.name, one_line(error)) from error
 
     def read(self, *arguments: Any, **options: Any) -> pa.Table:
-        try:
+        with self._reading():
             return super().read(*arguments, **options)
-        except _READ_ERRORS as error:
-            raise self._damaged(error) from error
 
     def read_row_group(self, *arguments: Any, **options: Any) -> pa.Table:
-        try:
+        with self._reading():
             return super().read_row_group(*arguments, **options)
-        except _READ_ERRORS as error:
-            raise self._damaged(error) from error
 
     def read_row_groups(self, *arguments: Any, **options: Any) -> pa.Table:
-        try:
+        with self._reading():
             return super().read_row_groups(*arguments, **options)
-        except _READ_ERRORS as error:
-            raise self._damaged(error) from error
 
 
 def open_part(path: Folder, name: str, legacy: bool = False) -> StorePart:
