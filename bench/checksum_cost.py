@@ -10,8 +10,9 @@ process each time, alternating the two ways so that a load that comes and goes o
   for the signature column);
 * ``without``: as before checksums were added (no CRC written or verified, statistics for every column).
 
-The seconds are those of the command itself, measured in its process (not the interpreter's start). Prints a
-Markdown table of the medians and their ratio.
+The seconds are those of the command itself, measured in its process (not the interpreter's start); then each
+store's parts are read whole by pyarrow alone, verifying the checksums or not, which isolates what verifying
+costs. Prints a Markdown table of the medians and their ratio.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +68,19 @@ def timed(way: str, arguments: list[str]) -> float:
     return float(done.stderr.strip().splitlines()[-1])
 
 
+def read_parts(store: Path, verify: bool, repeats: int = 5) -> float:
+    """The median seconds to read every part of ``store`` whole (all columns), verifying the checksums or not."""
+    import pyarrow.parquet as pq
+
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for part in sorted(store.glob("part-*.parquet")):
+            pq.ParquetFile(part, page_checksum_verification=verify).read(use_threads=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=300_000)
@@ -89,12 +104,14 @@ def main() -> None:
                     timed(way, ["find", str(store), "-o", "/dev/null", "-q"]))
                 size = sum(path.stat().st_size for path in store.iterdir())
                 seconds.setdefault(("MB", way), []).append(size / 1e6)
+                seconds.setdefault(("read", way), []).append(read_parts(store, way == "checksums"))
         print(f"{options.docs} documents, {options.repeats} runs of each, medians:\n")
         print("| | with checksums | without | ratio |\n|---|---|---|---|")
-        for what, unit in (("sign", "s"), ("find", "s"), ("MB", "MB")):
+        labels = {"MB": "store size", "read": "reading every part whole (in one process, median of 5)"}
+        for what, unit in (("sign", "s"), ("find", "s"), ("read", "s"), ("MB", "MB")):
             with_them = statistics.median(seconds[(what, "checksums")])
             without = statistics.median(seconds[(what, "without")])
-            label = "store size" if what == "MB" else what
+            label = labels.get(what, f"`{what}`")
             print(f"| {label} | {with_them:.2f} {unit} | {without:.2f} {unit} | {with_them / without:.3f} |")
         print("\nall runs:", json.dumps({f"{what} {way}": [round(x, 3) for x in values]
                                          for (what, way), values in seconds.items()}))

@@ -42,7 +42,8 @@ def main() -> None:
     parser.add_argument("--flips", type=int, default=4000)
     parser.add_argument("--seed", type=int, default=1)
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
+    memory = Path("/dev/shm")  # each flip is a whole copy of the part: in memory where there is a place for it
+    with tempfile.TemporaryDirectory(dir=memory if memory.is_dir() else None) as scratch:
         folder = Path(scratch)
         shutil.copy(options.part, folder / "clean.parquet")
         expected = open_part(folder, "clean.parquet").read().replace_schema_metadata(None)

@@ -83,15 +83,36 @@ def damaged(path: Folder, name: str, reason: str) -> StoreError:
 class StorePart(pq.ParquetFile):
     """A listed file of a store (a part, or a removal file), opened for reading: its columns are checked against
     what dedup writes when it is opened, its pages' checksums as they are read, and a file that cannot be read is
-    a :class:`StoreError` naming it, whichever of the readers below meets it."""
+    a :class:`StoreError` naming it, whichever of the readers below meets it.
+
+    A local file is verified once per open: a row group's column read again (``find`` streams the signatures
+    once per round of bands) is read without verifying, through the same open file, whose bytes a store never
+    rewrites; verifying costs as much again as reading (docs/store-format.md).
+    """
 
     def __init__(self, path: Folder, name: str, legacy: bool = False) -> None:
-        super().__init__(parquet_source(path / name), page_checksum_verification=True)
+        source = parquet_source(path / name)
+        self._file = pa.OSFile(source) if isinstance(source, str) else None  # Arrow's own, shared by both readers
+        try:
+            super().__init__(source if self._file is None else self._file, page_checksum_verification=True)
+        except BaseException:
+            if self._file is not None:
+                self._file.close()
+            raise
         self.folder, self.name = path, name
+        self._verified: set[tuple[int, str]] = set()  # (row group, column) already read and verified
+        self._unverified: pq.ParquetFile | None = None
         problem = column_problem(self.schema_arrow, removal=REMOVAL_NAME.fullmatch(name) is not None, legacy=legacy)
         if problem is not None:
             self.close()
             raise damaged(path, name, f"not a file dedup wrote: {problem}")
+
+    def close(self, force: bool = False) -> None:
+        super().close(force=True)
+        if self._unverified is not None:
+            self._unverified.close(force=True)
+        if self._file is not None:
+            self._file.close()
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
@@ -106,9 +127,16 @@ class StorePart(pq.ParquetFile):
         with self._reading():
             return super().read(*arguments, **options)
 
-    def read_row_group(self, *arguments: Any, **options: Any) -> pa.Table:
+    def read_row_group(self, i: int, columns: Sequence[str] | None = None, **options: Any) -> pa.Table:
+        read = {(i, name) for name in (self.schema_arrow.names if columns is None else columns)}
         with self._reading():
-            return super().read_row_group(*arguments, **options)
+            if self._file is None or not read <= self._verified:
+                table = super().read_row_group(i, columns=columns, **options)
+                self._verified |= read
+                return table
+            if self._unverified is None:
+                self._unverified = pq.ParquetFile(self._file, metadata=self.metadata)
+            return self._unverified.read_row_group(i, columns=columns, **options)
 
     def read_row_groups(self, *arguments: Any, **options: Any) -> pa.Table:
         with self._reading():

@@ -224,3 +224,30 @@ def test_parts_are_written_with_page_checksums(clean: Path) -> None:
     with pytest.raises(OSError, match="(?i)checksum|crc"):
         pq.ParquetFile(damaged, page_checksum_verification=True).read()
     pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True).read()
+
+
+def test_each_column_of_a_row_group_is_verified_the_first_time_it_is_read(clean: Path, tmp_path: Path) -> None:
+    """A local part is verified once per open (find reads the signatures once per round of bands): the first read
+    of every column of a row group is verified, whatever was read before, and a read again gives the same table."""
+    from dedup_cli.errors import StoreError
+    from dedup_cli.store.snapshot import open_part
+
+    data = (clean / PART).read_bytes()
+    end = page_regions(clean / PART)["signature data pages"][1]
+    (tmp_path / PART).write_bytes(flipped(data, end - 10, 2))
+    part = open_part(tmp_path, PART)
+    try:
+        first = part.read_row_group(0, columns=["id", "run"])
+        assert part.read_row_group(0, columns=["id", "run"]).equals(first)
+        with pytest.raises(StoreError, match="CRC checksum verification failed"):
+            part.read_row_group(0, columns=["id", "signature"])
+    finally:
+        part.close()
+    (tmp_path / PART).write_bytes(data)
+    part = open_part(tmp_path, PART)
+    try:
+        once = part.read_row_group(0, columns=["signature"])
+        assert part.read_row_group(0, columns=["signature"]).equals(once)
+        assert once.equals(pq.read_table(clean / PART, columns=["signature"]))
+    finally:
+        part.close()
