@@ -1,10 +1,11 @@
 """What page checksums cost: sign and find on one store written and read with them (as dedup does) and without.
 
-Usage: python bench/checksum_cost.py [--docs 300000] [--repeats 2] [--out bench/data/checksums]
+Usage: python bench/checksum_cost.py [--docs 300000] [--repeats 2] [--find-repeats 3] [--out DIR]
 
 A JSON Lines corpus of ``--docs`` short documents (20-120 words drawn from a 20,000-word vocabulary, fixed seed)
-is signed into a new store (``sign --jobs 1``) and the store searched (``find``, output discarded), in a fresh
-process each time, alternating the two ways so that a load that comes and goes on the machine falls on both:
+is signed into a new store (``sign --jobs 1``) and the store searched ``--find-repeats`` times (``find``, output
+discarded), in a fresh process each time, alternating the two ways so that a load that comes and goes on the
+machine falls on both:
 
 * ``checksums``: as dedup writes and reads a store (every page with its CRC-32, verified on read; no statistics
   for the signature column);
@@ -84,7 +85,8 @@ def read_parts(store: Path, verify: bool, repeats: int = 5) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=300_000)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2, help="stores signed each way")
+    parser.add_argument("--find-repeats", type=int, default=3, help="finds on each store")
     parser.add_argument("--out", type=Path, default=None, help="a folder for the corpus (default: a temporary one)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
@@ -100,12 +102,14 @@ def main() -> None:
                 subprocess.run(["rm", "-rf", str(store)], check=True)
                 seconds.setdefault(("sign", way), []).append(
                     timed(way, ["sign", str(source), "--id-field", "id", "-o", str(store), "--jobs", "1", "-q"]))
-                seconds.setdefault(("find", way), []).append(
-                    timed(way, ["find", str(store), "-o", "/dev/null", "-q"]))
+                for _ in range(options.find_repeats):
+                    seconds.setdefault(("find", way), []).append(
+                        timed(way, ["find", str(store), "-o", "/dev/null", "-q"]))
                 size = sum(path.stat().st_size for path in store.iterdir())
                 seconds.setdefault(("MB", way), []).append(size / 1e6)
                 seconds.setdefault(("read", way), []).append(read_parts(store, way == "checksums"))
-        print(f"{options.docs} documents, {options.repeats} runs of each, medians:\n")
+        print(f"{options.docs} documents, {options.repeats} stores signed each way, {options.find_repeats} finds on "
+              "each, medians:\n")
         print("| | with checksums | without | ratio |\n|---|---|---|---|")
         labels = {"MB": "store size", "read": "reading every part whole (in one process, median of 5)"}
         for what, unit in (("sign", "s"), ("find", "s"), ("read", "s"), ("MB", "MB")):
