@@ -41,7 +41,7 @@ class StorePiece:
 
 def _cut(path: str, legacy: bool, rows_per_piece: int) -> list[StorePiece]:
     folder, name = path.rsplit("/", 1)
-    parquet = open_part(folder_of(folder), name)
+    parquet = open_part(folder_of(folder), name, legacy)
     try:
         sizes = [parquet.metadata.row_group(group).num_rows for group in range(parquet.num_row_groups)]
     finally:
@@ -106,7 +106,7 @@ def frame_words(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
 def _piece_table(piece: StorePiece, columns: Sequence[str]) -> pa.Table:
     folder, name = piece.path.rsplit("/", 1)
     try:
-        parquet = open_part(folder_of(folder), name)
+        parquet = open_part(folder_of(folder), name, piece.legacy)
     except FileNotFoundError:
         raise StoreError(f"{folder} changed while it was read ({name} is gone); run again") from None
     try:

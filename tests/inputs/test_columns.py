@@ -89,6 +89,7 @@ bad_lines = st.sampled_from([
     b'{"text": "a", "id": ""}', b'{"text": "a", "id": 1.5}', b'{"text": "a", "id": true}', b'{"text": "a",}',
     b'{"text": "a", "x": ' + b"[" * 600 + b"]" * 600 + b"}", b'\xef\xbb\xbf{"text": "a"}', b"\x0c",
     b'{"text": "a", "id": 123456789012345678901234567890}', b'{"text": "tab\there"}',
+    b"true", b"-1", b"[]",
 ])
 
 
