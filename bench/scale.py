@@ -11,8 +11,9 @@ them already (``synthetic-N.parquet``). Each measurement runs in a fresh process
 ``--engine local``, or ``--engine dask`` on a local cluster of 1 or 2 worker processes (one thread each, a memory
 limit per worker, spilling to disk), started and closed by the engine inside the measured time. A thread samples
 the peak resident memory (VmHWM) of that process and of every process it starts (nannies, workers, Dask's
-resource tracker) every 0.2 s; their sum is an upper bound of the simultaneous peak. Prints JSON lines and writes a
-markdown table; asserts nothing about time.
+resource tracker) every 0.2 s; their sum is an upper bound of the simultaneous peak. CPU is user + system time of
+that process and of the processes it started and reaped (``getrusage``), the driver's apart. Prints JSON lines
+and writes a markdown table; asserts nothing about time.
 """
 
 from __future__ import annotations
@@ -106,16 +107,24 @@ def measure(store: Path, engine: str, workers: int, memory_limit: str, threshold
     peaks = Peaks(scratch=scratch if engine == "dask" else None)
     options = EngineOptions() if engine == "local" else EngineOptions("dask", workers=workers,
                                                                       memory_limit=memory_limit)
+    import resource
+
+    before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     started = time.perf_counter()
     result = dedup.find(store, dedup.FindOptions(threshold=threshold, bits=bits, engine=options))
     seconds = time.perf_counter() - started
+    # CPU of this process (the driver, and a local cluster's scheduler) and of the processes it started and reaped
+    # (the workers, closed with the cluster inside find): user + system.
+    after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = [a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before, strict=True)]
     found = peaks.stop()
     me = os.getpid()
     banding = result.banding
     return {
         "documents": result.document_count, "engine": engine, "workers": workers if engine == "dask" else 0,
         "memory_limit": memory_limit if engine == "dask" else None,
-        "threshold": threshold, "bits": bits, "seconds": seconds, "banding": f"{banding.bands}x{banding.rows}",
+        "threshold": threshold, "bits": bits, "seconds": seconds,
+        "cpu_seconds": sum(cpu), "driver_cpu_seconds": cpu[0], "banding": f"{banding.bands}x{banding.rows}",
         "candidates": result.candidates, "pairs": result.pair_count, "groups": result.group_count,
         "peak_mb": sum(found.values()) / 1024, "driver_peak_mb": found[me] / 1024,
         "store_gb": _folder_bytes(store) / 1e9, "spill_peak_gb": peaks.scratch_peak / 1e9,
@@ -138,8 +147,9 @@ def ensure_store(size: int, data: Path) -> Path:
 
 def table(rows: list[dict]) -> list[str]:
     lines = ["| documents | R0 | engine | memory limit | workers restarted | banding | candidates | per document | "
-             "pairs ≥ R0 | time s | peak MB (sum) | driver MB | largest other MB | store GB | spilled GB (peak) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "pairs ≥ R0 | time s | CPU s (driver) | peak MB (sum) | driver MB | largest other MB | store GB | "
+             "spilled GB (peak) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         engine = "local" if r["engine"] == "local" else f"dask, {r['workers']} worker{'s' * (r['workers'] > 1)}"
         other = f"{r['other_peaks_mb'][0]:,.0f}" if r["other_peaks_mb"] else ""
@@ -147,9 +157,10 @@ def table(rows: list[dict]) -> list[str]:
         store = f"{r['store_gb']:.1f}" if "store_gb" in r else ""
         limit = r.get("memory_limit") or ""
         restarted = _restarted(r) if r["engine"] == "dask" else ""
+        cpu = f"{r['cpu_seconds']:.1f} ({r['driver_cpu_seconds']:.1f})" if "cpu_seconds" in r else ""
         lines.append(f"| {r['documents']:,} | {r['threshold']:g} | {engine} | {limit} | {restarted} | {r['banding']} | "
                      f"{r['candidates']:,} | "
-                     f"{r['candidates'] / r['documents']:.4f} | {r['pairs']:,} | {r['seconds']:.1f} | "
+                     f"{r['candidates'] / r['documents']:.4f} | {r['pairs']:,} | {r['seconds']:.1f} | {cpu} | "
                      f"{r['peak_mb']:,.0f} | {r['driver_peak_mb']:,.0f} | {other} | {store} | {spilled} |")
     return lines
 

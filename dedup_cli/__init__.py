@@ -23,7 +23,8 @@ results (``SignReport`` with ``ReadReport``, ``FindResult`` with its records ``G
 ``Member`` and its arrays of rows ``Groups``, ``ScoredPairs``, ``ScoredTriples``, ``Banding``, ``BandingChoice``,
 ``Verification``, ``FilterReport``, ``EstimateResult``, ``EvalResult``,
 ``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``, ``SignatureParams``) and errors (``DedupError`` and its
-subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``).
+subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``; and the warning category
+``DedupWarning``).
 
 Names are resolved when first used, so ``import dedup_cli`` (and ``dedup --help``) loads neither numpy nor
 pyarrow.
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from dedup_cli.api.texts import find_duplicates, sign_texts
     from dedup_cli.candidates.banding import Banding, BandingChoice
     from dedup_cli.engine.results import EvalResult, FindResult, Group, Member, Pair, Triple
-    from dedup_cli.errors import DedupError, InputError, OptionError, StoreError, UsageError
+    from dedup_cli.errors import DedupError, DedupWarning, InputError, OptionError, StoreError, UsageError
     from dedup_cli.estimates.pairs import ScoredPairs
     from dedup_cli.estimates.triples import ScoredTriples
     from dedup_cli.groups.components import Groups
@@ -116,12 +117,14 @@ _PUBLIC = {
     "OptionError": "dedup_cli.errors",
     "InputError": "dedup_cli.errors",
     "StoreError": "dedup_cli.errors",
+    "DedupWarning": "dedup_cli.errors",
 }
 
 __all__ = [
     "Banding",
     "BandingChoice",
     "DedupError",
+    "DedupWarning",
     "EngineOptions",
     "EstimateOptions",
     "EstimateResult",

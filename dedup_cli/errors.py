@@ -64,3 +64,8 @@ class InputError(DedupError):
 
 class StoreError(DedupError):
     """A signature store is missing, foreign, damaged or incompatible."""
+
+
+class DedupWarning(UserWarning):
+    """Something the run did that the user should know of, though it went on (:func:`warnings.warn` category;
+    the CLI prints it as one ``warning:`` line)."""

@@ -5,9 +5,9 @@ writes ``If-None-Match: *`` and ``If-Match`` of PutObject, and ``If-Match`` of D
 127.0.0.1 and stops it after. :class:`FaultProxy` sits between a client and that server, on 127.0.0.1 too: it
 forwards every request, counts them by method, and, when told to, answers some with 500 or 503, closes the
 connection before answering, closes it after the server has acted but before the client hears back (the hard case
-for a conditional write), or refuses every access key but one with 403 ``InvalidAccessKeyId`` (moto itself accepts
-any key). Faults are drawn from a seeded generator, and every loop here is bounded, so a test is repeatable and
-stops by itself.
+for a conditional write), closes it halfway through an answer's body, or refuses every access key but one with 403
+``InvalidAccessKeyId`` (moto itself accepts any key). Faults are drawn from a seeded generator, and every loop here is
+bounded, so a test is repeatable and stops by itself.
 """
 
 from __future__ import annotations
@@ -97,9 +97,11 @@ class S3Server:
 
 @dataclass
 class Faults:
-    """What the proxy does to requests: each request matching ``methods`` fails with probability ``rate``, as one of
-    ``kinds`` (``500``, ``503``, ``drop``: closed before the server sees it, ``drop-after``: closed after the server
-    acted), at most ``limit`` times; ``access_key``: refuse every other key with 403."""
+    """What the proxy does to requests: each request matching ``methods`` (and, if given, whose path starts with one of
+    ``paths``, e.g. ``/bucket/corpus/``) fails with probability ``rate``, as one of ``kinds`` (``500``, ``503``,
+    ``drop``: closed before the server sees it, ``drop-after``: closed after the server acted, ``cut``: closed
+    halfway through the body of a GET's answer), at most ``limit`` times; ``access_key``: refuse every other key
+    with 403."""
 
     rate: float = 0.0
     kinds: tuple[str, ...] = ("500", "503", "drop")
@@ -107,15 +109,18 @@ class Faults:
     seed: int = 1
     limit: int = 1_000_000
     access_key: str | None = None
+    paths: tuple[str, ...] = ()
     injected: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)
         self._lock = threading.Lock()
 
-    def draw(self, method: str) -> str | None:
+    def draw(self, method: str, path: str = "/") -> str | None:
         with self._lock:
             if method not in self.methods or sum(self.injected.values()) >= self.limit:
+                return None
+            if self.paths and not path.startswith(self.paths):
                 return None
             if self._random.random() >= self.rate:
                 return None
@@ -186,7 +191,7 @@ class FaultProxy:
                     self._answer(403, "InvalidAccessKeyId",
                                  "The AWS Access Key Id you provided does not exist in our records.")
                     return
-                fault = proxy.faults.draw(self.command)
+                fault = proxy.faults.draw(self.command, self.path)
                 if fault == "drop":
                     self._drop()
                     return
@@ -214,6 +219,10 @@ class FaultProxy:
                 if self.command != "HEAD":  # a HEAD answer keeps the object's length
                     self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
+                if fault == "cut" and self.command == "GET" and len(payload) > 1:
+                    self.wfile.write(payload[: len(payload) // 2])
+                    self._drop()
+                    return
                 if self.command != "HEAD":
                     self.wfile.write(payload)
 

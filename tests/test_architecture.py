@@ -170,7 +170,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("store: the Parquet signature store", [
         ["store.format", "store.places", "store.pandas_probe"],
         ["store.parts", "store.lock", "store.legacy", "store.manifest"], ["store.leases", "store.snapshot"],
-        ["store.compaction", "store.memory", "store.numbering"], ["store.runs"], ["store.store"],
+        ["store.compaction", "store.memory", "store.numbering", "store.worker_parts"], ["store.runs"], ["store.store"],
         ["store.pieces", "store.documents", "store.checkpoints"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
@@ -181,6 +181,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["corpus.sources"], ["corpus.pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
+        ["engine.forked"],
         ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras", "engine.progress"],
         ["engine.band_rounds"],
         ["engine.local", "engine.sign_workers", "engine.filter_stages", "engine.evaluation"],

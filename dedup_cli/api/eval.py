@@ -49,7 +49,7 @@ def evaluate(store: str | os.PathLike[str] | None = None, options: EvalOptions |
         read_truth(options.truth, [])  # the missing file's error, before the store is read (a pipe is read once)
     progress.stage("reading the store", None)
     stored = opened.read()
-    pairs = LocalPairs(stored, options.find.max_bucket)
+    pairs = LocalPairs(stored, options.find.max_bucket, options.find.workers)
     if int(pairs.eligible.sum()) < 2:
         raise DedupError(f"{path} holds fewer than two documents with shingles; there is no pair to evaluate")
     truth = None if options.truth is None else read_truth(options.truth, stored.ids)

@@ -127,7 +127,7 @@ def sign(
             if report.read.count("unreadable"):
                 report.prune_skipped = True
             else:
-                run.remove(index.ids_at(index.absent(seen)))
+                run.remove(index.ids_at(index.absent(seen, [read.ids for read in signed.seen_ids])))
     report.kernels = choice.used
     report.kernel_reason = INTEGER_SETS if params.input_kind == "sets" else choice.reason
     if "numba" in choice.used:

@@ -23,7 +23,8 @@ are meant to be re-scored exactly (``dedup_cli.estimates.pairs.score_pairs``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -195,6 +196,7 @@ def all_pairs(
     eligible: np.ndarray | None = None,
     memory_bytes: int = 256 << 20,
     progress: Callable[[int], None] | None = None,
+    mapper: Callable[[Callable[[int], Any], Sequence[int]], Iterable[Any]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of eligible documents whose b-bit values agree in at least ``min_matches`` positions.
 
@@ -212,6 +214,8 @@ def all_pairs(
             document, and the returned pairs come on top); tiles stay cache-sized below it.
         progress: called with the number of documents whose row of the upper triangle is done since the
             last call; the calls add up to n_docs.
+        mapper: ``mapper(block, row_starts)`` gives the pairs of each block of rows in order, however it
+            computes them (``map``, the default, or worker processes); the result is the same.
 
     Returns:
         (first, second, matches): int64[n_pairs] each, first < second, sorted by (first, second).
@@ -250,11 +254,8 @@ def all_pairs(
     tile_rows, tile_columns = _tile_shape(docs.size, memory_bytes)
     kernel = _TileKernel(packed, bits, allowance, per_document, tile_rows * tile_columns, count_dtype)
 
-    firsts: list[np.ndarray] = []
-    seconds: list[np.ndarray] = []
-    matches: list[np.ndarray] = []
-    reported = 0
-    for row_start in range(0, docs.size, tile_rows):
+    def block(row_start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The pairs (first, second, matches) of rows [row_start, row_start + tile_rows) of the upper triangle."""
         row_stop = min(row_start + tile_rows, docs.size)
         block_rows: list[np.ndarray] = []
         block_columns: list[np.ndarray] = []
@@ -272,11 +273,23 @@ def all_pairs(
             block_columns.append(columns[upper])
             block_mismatches.append(mismatches[upper])
         rows, columns = np.concatenate(block_rows), np.concatenate(block_columns)
-        if rows.size:  # (empty arrays would cost ~100 bytes each, for every row block)
-            order = np.lexsort((columns, rows))  # tiles come column block by column block
-            firsts.append(docs[rows[order]])
-            seconds.append(docs[columns[order]])
-            matches.append(k - np.concatenate(block_mismatches)[order].astype(np.int64))
+        if not rows.size:  # (empty arrays would cost ~100 bytes each, for every row block)
+            return None
+        order = np.lexsort((columns, rows))  # tiles come column block by column block
+        return (docs[rows[order]], docs[columns[order]],
+                k - np.concatenate(block_mismatches)[order].astype(np.int64))
+
+    firsts: list[np.ndarray] = []
+    seconds: list[np.ndarray] = []
+    matches: list[np.ndarray] = []
+    reported = 0
+    starts = range(0, docs.size, tile_rows)
+    for row_start, found in zip(starts, (mapper or map)(block, starts), strict=True):
+        row_stop = min(row_start + tile_rows, docs.size)
+        if found is not None:
+            firsts.append(found[0])
+            seconds.append(found[1])
+            matches.append(found[2])
         if progress is not None:
             done = n_docs if row_stop == docs.size else int(docs[row_stop])
             progress(done - reported)

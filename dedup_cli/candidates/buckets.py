@@ -8,6 +8,7 @@ The banding itself is chosen in :mod:`dedup_cli.candidates.banding`.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -174,12 +175,21 @@ def candidate_pairs(
     if bands * rows > k:
         raise ValueError(f"bands {bands} × rows {rows} exceeds the {k} values per signature")
     docs = np.arange(n_docs) if eligible is None else np.flatnonzero(eligible)
+    codes, oversized = bands_pair_codes(values, range(bands), rows, docs, max_bucket)
+    return CandidateResult.of_codes(codes, n_docs, oversized)
+
+
+def bands_pair_codes(values: np.ndarray, bands: Iterable[int], rows: int, docs: np.ndarray, max_bucket: int
+                     ) -> tuple[np.ndarray, int]:
+    """The candidate pairs of some bands (numbered from 0) of ``values`` (uint[n_docs, k]) among documents
+    ``docs`` (int64, ascending): sorted distinct codes first · n_docs + second, and the buckets cut."""
+    n_docs = values.shape[0]
     dtype = key_dtype(rows, values.dtype)
     codes = PairCodes()
     oversized = 0
-    for band in range(bands):
+    for band in bands:
         key = band_keys(values[:, band * rows : (band + 1) * rows], 1, rows, dtype)[0]
         found, cut = band_pair_codes(key if docs.size == n_docs else key[docs], docs, max_bucket, n_docs)
         codes.add(found)
         oversized += cut
-    return CandidateResult.of_codes(codes.unique(), n_docs, oversized)
+    return codes.unique(), oversized

@@ -55,14 +55,16 @@ def band_hashes(keys: np.ndarray, band: int) -> np.ndarray:
     return mix64(keys.astype(np.uint64) ^ np.uint64((band + 1) * _SALT_64 & 0xFFFFFFFFFFFFFFFF))
 
 
-def hash_order(hashes: np.ndarray) -> np.ndarray:
-    """int64[n]: positions sorted by hash, equal hashes in position order (one plain sort for 32-bit hashes)."""
+def hash_order(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(int64[n] positions sorted by hash, equal hashes in position order; the hashes in that order): for 32-bit
+    hashes one plain sort of hash and position packed together, which gives both without a gather."""
     n = hashes.size
     if hashes.dtype == np.uint32 and n < (1 << 32):
         packed = (hashes.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
         packed.sort()
-        return (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    return np.argsort(hashes, kind="stable")
+        return (packed & np.uint64(0xFFFFFFFF)).astype(np.int64), (packed >> np.uint64(32)).astype(np.uint32)
+    order = np.argsort(hashes, kind="stable")
+    return order, hashes[order]
 
 
 def fingerprints_of(hashes: np.ndarray, bits: int) -> np.ndarray:
@@ -122,8 +124,7 @@ def band_buckets(keys: np.ndarray, docs: np.ndarray, band: int, bits: int, max_b
         docs: int64[n], the share's documents, ascending.
     """
     hashes = band_hashes(keys, band)
-    order = hash_order(hashes)
-    ordered = hashes[order]
+    order, ordered = hash_order(hashes)
     starts, lengths, cut = bucket_runs(ordered, max_bucket)
     first, second = run_pairs(starts, lengths)
     prints = ordered >> ordered.dtype.type(ordered.dtype.itemsize * 8 - bits)
@@ -147,11 +148,12 @@ def shared_fingerprints(sets: list[EliasFano]) -> list[np.ndarray]:
     decoded = [decode(found) for found in sets]
     if not decoded:
         return []
-    if len(decoded) == 2:  # the common case: one binary search of the one set in the other
-        common = decoded[0][member(decoded[0], decoded[1])]
-        return [common, common]
-    # Each set is sorted: a stable sort of their concatenation merges sorted runs.
+    # Each set is sorted: a stable sort of their concatenation merges sorted runs (in linear time, about half
+    # the time of a binary search of one set in the other).
     everything = np.sort(np.concatenate(decoded), kind="stable")
+    if len(decoded) == 2:  # the common case: a value of both is a value repeated, and both hold all of them
+        common = everything[:-1][everything[1:] == everything[:-1]]
+        return [common, common]
     repeated = everything[~first_of_runs(everything)] if everything.size else everything
     common = repeated[first_of_runs(repeated)] if repeated.size else repeated
     return [values[member(values, common)] for values in decoded]

@@ -41,9 +41,7 @@ def encode(values: np.ndarray, universe: int) -> EliasFano:
     if int(values[-1]) >= universe:
         raise ValueError(f"value {int(values[-1])} is not below the universe {universe}")
     low_bits = max(0, (universe // count).bit_length() - 1)  # ⌊log2(U/n)⌋
-    # Each value's bits, lowest first (its little-endian bytes unpacked), of which the low_bits lowest are kept.
-    bits = np.unpackbits(values.astype("<u8").view(np.uint8).reshape(count, 8), axis=1, bitorder="little")
-    low_stream = np.packbits(bits[:, :low_bits].ravel(), bitorder="little")
+    low_stream = pack_fields(values, low_bits)
     highs = (values >> np.uint64(low_bits)).astype(np.int64) + np.arange(count, dtype=np.int64)
     high_length = int(highs[-1]) + 1
     bitmap = np.zeros(high_length, np.uint8)
@@ -59,9 +57,52 @@ def decode(encoded: EliasFano) -> np.ndarray:
     ones = np.flatnonzero(np.unpackbits(encoded.highs, count=encoded.high_length, bitorder="little"))
     values = (ones - np.arange(count, dtype=np.int64)).astype(np.uint64) << np.uint64(low_bits)
     if low_bits:
-        # Each value's low bits padded to 64 and packed back into a little-endian integer: one call, no loop.
-        bits = np.zeros((count, 64), np.uint8)
-        bits[:, :low_bits] = np.unpackbits(encoded.lows, count=count * low_bits,
-                                           bitorder="little").reshape(count, low_bits)
-        values |= np.packbits(bits, axis=1, bitorder="little").view("<u8").ravel()
+        values |= unpack_fields(encoded.lows, count, low_bits)
     return values
+
+
+def pack_fields(values: np.ndarray, width: int) -> np.ndarray:
+    """The lowest ``width`` bits (1–64) of each of ``values`` (uint64) as one little-endian bit stream: value i in
+    bits i·width … (i + 1)·width − 1, in ⌈n·width/8⌉ bytes.
+
+    Eight values fill exactly ``width`` bytes, so the stream is built eight values at a time: the j-th value of
+    each group starts at bit j·width of the group, in its 64-bit word j·width // 64 (and the next one when it
+    straddles two); eight shifts and ORs over n/8 groups, against 64 bytes a value to unpack bit by bit.
+    """
+    count = values.size
+    if width == 0 or count == 0:
+        return np.empty(0, np.uint8)
+    groups = -(-count // 8)
+    padded = np.zeros(groups * 8, np.uint64)
+    padded[:count] = values
+    if width < 64:
+        padded &= np.uint64((1 << width) - 1)
+    fields = padded.reshape(groups, 8)
+    words = np.zeros((groups, width // 8 + 1), np.uint64)  # width bytes, and room for the last straddle
+    for j in range(8):
+        word, shift = divmod(j * width, 64)
+        words[:, word] |= fields[:, j] << np.uint64(shift)
+        if shift + width > 64:
+            words[:, word + 1] |= fields[:, j] >> np.uint64(64 - shift)
+    stream = words.astype("<u8").view(np.uint8).reshape(groups, -1)[:, :width].ravel()
+    return stream[: -(-count * width // 8)].copy()
+
+
+def unpack_fields(stream: np.ndarray, count: int, width: int) -> np.ndarray:
+    """The ``count`` values of ``width`` bits (1–64) of :func:`pack_fields`' stream: uint64[count]."""
+    groups = -(-count // 8)
+    grouped = np.zeros(groups * width, np.uint8)  # the stream, its last group padded with zeros
+    used = min(stream.size, grouped.size)
+    grouped[:used] = stream[:used]
+    padded = np.zeros((groups, (width // 8 + 1) * 8), np.uint8)  # a group's bytes, then whole zero words
+    padded[:, :width] = grouped.reshape(groups, width)
+    words = padded.view("<u8").astype(np.uint64, copy=False)
+    fields = np.empty((groups, 8), np.uint64)
+    mask = np.uint64((1 << width) - 1) if width < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
+    for j in range(8):
+        word, shift = divmod(j * width, 64)
+        field = words[:, word] >> np.uint64(shift)
+        if shift + width > 64:
+            field |= words[:, word + 1] << np.uint64(64 - shift)
+        fields[:, j] = field & mask
+    return fields.ravel()[:count]

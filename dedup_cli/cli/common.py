@@ -10,6 +10,7 @@ import errno
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from dedup_cli.errors import DedupError, UsageError
+from dedup_cli.errors import DedupError, DedupWarning, UsageError
 from dedup_cli.files import OutputError, open_output
 from dedup_cli.inputs.locations import display_name
 from dedup_cli.options.checks import memory_bytes
@@ -117,14 +118,31 @@ def stop_quietly(code: int = EXIT_OK) -> None:
     sys.exit(code)
 
 
+def _warning_lines(show: Callable[..., None]) -> Callable[..., None]:
+    """``show`` (:func:`warnings.showwarning`), but the library's own warnings (:class:`DedupWarning`) as one
+    ``warning:`` line each."""
+
+    def shown(text: Warning | str, category: type[Warning], *where: Any, **more: Any) -> None:
+        if issubclass(category, DedupWarning):
+            warn(str(text))
+        else:
+            show(text, category, *where, **more)
+
+    return shown
+
+
 def reports_errors(command: F) -> F:
     """Turn library errors and the operating system's errors into one-line messages and exit codes instead of
-    tracebacks (``-v`` adds the traceback of an operating system's error)."""
+    tracebacks (``-v`` adds the traceback of an operating system's error), and the library's warnings into
+    ``warning:`` lines."""
 
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return command(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", DedupWarning)
+                warnings.showwarning = _warning_lines(warnings.showwarning)
+                return command(*args, **kwargs)
         except UsageError as error:
             fail(message(error), EXIT_USAGE)
         except DedupError as error:
@@ -212,14 +230,21 @@ find_options = option_group(
     click.option("--only-across", is_flag=True, help="With --against: only pairs across the two stores."),
 )
 
+jobs_option = click.option(
+    "-j", "--jobs", type=click.IntRange(0), default=FindOptions.jobs,
+    help="Worker processes of the local engine's stages (0: one per core), each holding its own --band-memory; "
+         "the output is the same.")
+
 tuning_options = option_group(
+    jobs_option,
     click.option("--band-memory", type=MEMORY_SIZE, default=FindOptions.band_memory, metavar="BYTES",
                  show_default=False,
                  help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
                       "less means more rounds (a tuning knob; the output is the same).  [default: 1GiB]"),
     click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
                  help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on "
-                      "the workers and the records stream in chunks (a tuning knob; the output is the same)."),
+                      "the workers and the records stream in chunks of this many, 16384 at least (a tuning knob; the "
+                      "output is the same)."),
 )
 
 

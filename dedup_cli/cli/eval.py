@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dedup_cli.cli.common import StageBars, echo_output, out_option, reports_errors, say
+from dedup_cli.cli.common import StageBars, echo_output, jobs_option, out_option, reports_errors, say
 from dedup_cli.options.evaluating import MAX_SAMPLE, MIN_SAMPLE, EvalOptions
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.vocabulary import MAX_SEED, MAX_STORED_BITS, default_store
@@ -34,6 +34,7 @@ from dedup_cli.options.vocabulary import MAX_SEED, MAX_STORED_BITS, default_stor
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               help="text: the summary on stderr only; json: also every number as one JSON object on stdout.")
 @out_option
+@jobs_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 @reports_errors
 def evaluate(store: str | None, sample: int, seed: int, truth: str | None, plot: str | None, fmt: str,

@@ -142,7 +142,7 @@ def eval_summary(result: EvalResult) -> list[str]:
     storage = ", ".join(f"b = {line.bits}: {line.storage_factor:.3g}" for line in result.storage.lines)
     lines.append(f"storage factor B(b) = b·k·Var near R0 (Li & König eq. 12): {storage}")
     if result.unverifiable:
-        lines.append(f"warning: {len(result.unverifiable)} document(s) could not be re-read or changed since signing "
+        lines.append(f"warning: {len(result.unverifiable)} document(s) are gone or changed since signing "
                      f"(e.g. {result.unverifiable[0]}); their sampled pairs were left out and the others of their "
                      "stratum weigh more")
     return lines

@@ -119,7 +119,7 @@ def find_warnings(result: FindResult, flag: Flag) -> list[str]:
     lines = []
     if result.verification is not None and result.verification.unverifiable_documents:
         missing = result.verification.unverifiable_documents
-        lines.append(f"{len(missing)} document(s) could not be re-read or changed since signing "
+        lines.append(f"{len(missing)} document(s) are gone or changed since signing "
                      f"(e.g. {missing[0]}); their pairs keep the estimate")
     if result.aliases:
         lines.append(f"{result.aliases} document(s) are the same file on disk as another document (a link); "

@@ -1,7 +1,16 @@
-"""Writing ``find``'s records in each ``--format``: JSON Lines, TSV and CSV with a header row, or one Parquet table.
+r"""Writing ``find``'s records in each ``--format``: JSON Lines, TSV and CSV with a header row, or one Parquet table.
 
 Groups in TSV/CSV become one row per member (JSON Lines and Parquet keep the member list in one record).
 pyarrow is imported only when Parquet is written.
+
+CSV (RFC 4180, rows ending in ``\n``): a field holding a comma, a double quote, ``\r`` or ``\n`` is quoted, its
+quotes doubled, so every CSV parser reads the same rows. (``csv.writer`` with ``lineterminator="\n"`` would leave
+a field with a lone ``\r`` unquoted, which parsers take for the end of a row.)
+
+TSV, as PostgreSQL's text format writes it: one row a line, fields split on tabs, never quoted; a backslash, tab,
+line feed or carriage return inside a field is written ``\\``, ``\t``, ``\n``, ``\r``
+(:func:`~dedup_cli.inputs.decoding.tsv_field`), so ``cut -f1`` and ``awk -F'\t'`` see every row whole, and
+:func:`~dedup_cli.inputs.decoding.tsv_unescape` gives the field back.
 """
 
 from __future__ import annotations
@@ -12,6 +21,37 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
 from dedup_cli.engine.results import FIELDS
+from dedup_cli.inputs.decoding import tsv_field
+
+
+class _Rows:
+    r"""A stream for ``csv.writer`` rows ending in ``\r\n``, which it then quotes every field holding ``\r`` or ``\n``
+    for (it quotes the characters of its line terminator), written ending in ``\n``."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, row: str) -> int:
+        return self._stream.write(row[:-2] + "\n")
+
+
+class _TsvWriter:
+    """``csv.writer``'s ``writerow``/``writerows`` for TSV rows (:func:`tsv_field`)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def writerow(self, row: Sequence[Any]) -> None:
+        fields = ["" if value is None else value if isinstance(value, str) else str(value) for value in row]
+        line = "\t".join(fields)
+        # Nearly every row needs no escape: one scan of the joined row tells, rather than a call per field.
+        if "\\" in line or "\n" in line or "\r" in line or line.count("\t") >= len(fields):
+            line = "\t".join(map(tsv_field, fields))
+        self._stream.write(line + "\n")
+
+    def writerows(self, rows: Iterable[Sequence[Any]]) -> None:
+        for row in rows:
+            self.writerow(row)
 
 
 def write_records(records: Iterator[dict[str, Any]], kind: str, fmt: str, stream: TextIO, header: bool = True,
@@ -27,7 +67,7 @@ def write_records(records: Iterator[dict[str, Any]], kind: str, fmt: str, stream
             count += 1
         return count
     fields = FIELDS[kind] if fields is None else fields
-    writer = csv.writer(stream, delimiter="\t" if fmt == "tsv" else ",", lineterminator="\n")
+    writer: Any = _TsvWriter(stream) if fmt == "tsv" else csv.writer(_Rows(stream), lineterminator="\r\n")
     if header:
         writer.writerow(fields)
     count = 0

@@ -11,13 +11,17 @@ instead of the 8·bands bytes a document that keying every band at once would ta
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.buckets import CandidateResult, PairCodes, band_keys, band_pair_codes, key_dtype
+from dedup_cli.engine.forked import forked_map
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.options.vocabulary import BAND_MEMORY
+from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.numbering import Documents
 
@@ -30,18 +34,24 @@ def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: i
 
 
 def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Banding, max_bucket: int,
-                        progress: Progress = silent, round_bytes: int = BAND_MEMORY, work: WorkDir | None = None
-                        ) -> tuple[CandidateResult, int]:
+                        progress: Progress = silent, round_bytes: int = BAND_MEMORY, work: WorkDir | None = None,
+                        jobs: int = 1) -> tuple[CandidateResult, int]:
     """The candidate pairs of banding the stored values, reading the signatures once per round.
+
+    With ``jobs`` > 1, up to ``jobs`` rounds run at once, a wave: the workers (forked, :mod:`dedup_cli.engine.
+    forked`) each read a share of the row groups into the wave's keys, which they share (anonymous shared memory,
+    ``round_bytes`` a worker), then each sorts and pairs a share of every round's bands. A round's pairs are the
+    same set whoever found them, kept sorted and distinct, so the result is the same bytes whatever ``jobs`` is.
 
     Args:
         documents: the store(s), numbered.
         eligible: bool[documents], the documents that take part (at least one shingle).
         banding: bands × rows, bands · rows ≤ k.
         round_bytes: the keys a round may hold (``FindOptions.band_memory``; 1 GiB is 24 bands of 32-bit keys at
-            10^7 documents).
+            10^7 documents); each of the ``jobs`` processes holds one round's.
         work: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
             earlier run of the same store and banding is read instead of computed.
+        jobs: worker processes.
 
     Returns:
         the pairs (document numbers) and the number of rounds.
@@ -56,6 +66,7 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
     codes = PairCodes()
     oversized = 0
     reused: list[tuple[int, int]] = []
+    waiting: list[tuple[int, int, int, str | None]] = []
     for number, (first_band, last_band) in enumerate(rounds, start=1):
         key = None if work is None else work.key("candidates", bands=bands, rows=rows, first_band=first_band,
                                                   last_band=last_band, max_bucket=max_bucket, engine="local")
@@ -64,35 +75,99 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
             codes.add(kept["codes"])
             oversized += int(kept["oversized"])
             reused.append((first_band, last_band))
-            continue
-        round_codes = PairCodes()
-        round_cut = 0
-        count = last_band - first_band
-        keys = np.empty((count, keyed.size), dtype)
-        advance = progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of "
-                                 f"{len(rounds)})", documents.row_groups + count, "steps")
-        for docs, packed in documents.signatures():
+        else:
+            waiting.append((number, first_band, last_band, key))
+    wave_size = max(1, jobs)
+    for start in range(0, len(waiting), wave_size):
+        wave = waiting[start : start + wave_size]
+        found = _wave(documents, [(first, last) for _, first, last, _ in wave], rows, slot, keyed, dtype, max_bucket,
+                      jobs, progress, _wave_title([number for number, *_ in wave], wave[0][1], wave[-1][2],
+                                                  len(rounds)))
+        for (_, _, _, key), (unique, round_cut) in zip(wave, found, strict=True):
+            if work is not None and key is not None:
+                work.save("candidates", key, {"codes": unique, "oversized": np.array(round_cut)})
+            codes.add(unique)
+            oversized += round_cut
+    if reused:
+        progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path if work else ''}")
+    return CandidateResult.of_codes(codes.unique(), documents.documents, oversized), len(rounds)
+
+
+def _wave_title(numbers: list[int], first_band: int, last_band: int, rounds: int) -> str:
+    which = f"round {numbers[0]}" if len(numbers) == 1 else f"rounds {numbers[0]}–{numbers[-1]}"
+    return f"candidates, bands {first_band + 1}–{last_band} ({which} of {rounds})"
+
+
+def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: np.ndarray, keyed: np.ndarray,
+          dtype: np.dtype, max_bucket: int, jobs: int, progress: Progress, title: str
+          ) -> list[tuple[np.ndarray, int]]:
+    """The pairs of some consecutive rounds at once: (sorted distinct codes uint64[m], buckets cut) of each."""
+    params = documents.params
+    first_band, last_band = rounds[0][0], rounds[-1][1]
+    count = last_band - first_band
+    keys = _keys_array(count, keyed.size, dtype, shared=jobs > 1)
+    readers = min(jobs, documents.row_groups) if documents.reads_in_workers else 1
+    advance = progress.stage(title, documents.row_groups + count, "steps")
+
+    def read(part: int) -> int:
+        """Fill this reader's share of the keys (every band of the wave); the row groups it read."""
+        groups = 0
+        for docs, packed in documents.signatures(part, readers):
             where = slot[docs]
             taken = where >= 0
             if taken.any():
                 values = unpack_values(packed[taken], params.bits, params.num_perm)
                 block = values[:, first_band * rows : last_band * rows]
-                keys[:, where[taken]] = band_keys(block, count, rows, dtype)
-            advance(1)
-        for band in range(count):
-            found, cut = band_pair_codes(keys[band], keyed, max_bucket, documents.documents)
-            round_codes.add(found)
-            round_cut += cut
-            advance(1)
-        del keys
-        unique = round_codes.unique()
-        if work is not None and key is not None:
-            work.save("candidates", key, {"codes": unique, "oversized": np.array(round_cut)})
-        codes.add(unique)
-        oversized += round_cut
-    if reused:
-        progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path if work else ''}")
-    return CandidateResult.of_codes(codes.unique(), documents.documents, oversized), len(rounds)
+                columns = where[taken]
+                if columns[-1] - columns[0] == columns.size - 1 and bool(np.all(np.diff(columns) == 1)):
+                    # A run of consecutive documents (a row group of a store in id order): rows of contiguous
+                    # writes, several times faster than scattering the same keys column by column.
+                    keys[:, columns[0] : columns[-1] + 1] = band_keys(block, count, rows, dtype)
+                else:
+                    keys[:, columns] = band_keys(block, count, rows, dtype)
+            groups += 1
+            if readers == 1:
+                advance(1)
+        return groups
+
+    for groups in forked_map(read, range(readers), readers, "the candidate stage"):
+        if readers > 1:
+            advance(groups)
+    # Each round's bands in shares, one a worker; tasks in round order, so worker w takes share w of each round.
+    shares = [(index, list(range(first - first_band, last - first_band))[part::jobs])
+              for index, (first, last) in enumerate(rounds) for part in range(min(jobs, last - first))]
+
+    def pair(share: tuple[int, list[int]]) -> tuple[np.ndarray, int]:
+        """The distinct codes and buckets cut of some bands of one round."""
+        found, cut = PairCodes(), 0
+        for band in share[1]:
+            band_codes, band_cut = band_pair_codes(keys[band], keyed, max_bucket, documents.documents)
+            found.add(band_codes)
+            cut += band_cut
+            if jobs <= 1:
+                advance(1)
+        return found.unique(), cut
+
+    found_by_round: list[list[np.ndarray]] = [[] for _ in rounds]
+    cut_by_round = [0] * len(rounds)
+    for (index, bands), (found, cut) in zip(shares, forked_map(pair, shares, jobs, "the candidate stage"),
+                                            strict=True):
+        found_by_round[index].append(found)
+        cut_by_round[index] += cut
+        if jobs > 1:
+            advance(len(bands))
+    # A round found in one share is sorted and distinct already; shares are merged as one (the same set).
+    return [(parts[0] if len(parts) == 1 else sorted_unique(np.concatenate(parts)), cut)
+            for parts, cut in zip(found_by_round, cut_by_round, strict=True)]
+
+
+def _keys_array(bands: int, documents: int, dtype: np.dtype, shared: bool) -> np.ndarray:
+    """An uninitialised dtype[bands, documents]; ``shared``: in anonymous shared memory, so that what forked
+    workers write into it the driver (and the other workers) see."""
+    if not shared or bands * documents == 0:
+        return np.empty((bands, documents), dtype)
+    memory = mmap.mmap(-1, bands * documents * dtype.itemsize)  # MAP_SHARED | MAP_ANONYMOUS
+    return np.frombuffer(memory, dtype).reshape(bands, documents)
 
 
 def band_ranges(rounds: list[tuple[int, int]]) -> str:

@@ -181,5 +181,11 @@ def engine_for(options: EngineOptions) -> Iterator[Engine]:
     require_dask()
     from dedup_cli.engine.dask import cluster
 
+    if options.scheduler_address() is None:
+        # The local cluster's workers are forked from this process (cluster.WORKER_START): every module their tasks
+        # run is imported first, so that each worker does not import pandas, pyarrow and the stages again.
+        import dedup_cli.engine.dask.filter
+        import dedup_cli.engine.dask.find
+        import dedup_cli.engine.dask.sign  # noqa: F401
     with cluster.connected(options) as client:
         yield DaskEngine(client)

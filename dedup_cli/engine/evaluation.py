@@ -20,7 +20,7 @@ from dedup_cli.candidates.banding import Banding, resolve_banding
 from dedup_cli.engine import find_stages as stages
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import EvalResult, EvalSample
-from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
+from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.two_way import variance_2way
 from dedup_cli.evaluation.accuracy import STORAGE_BITS, estimator_accuracy, prefix_matches, storage_tradeoff
 from dedup_cli.evaluation.design import draw_pairs, frame_banding, inside, pair_codes, reach
@@ -37,7 +37,7 @@ from dedup_cli.minhash.packing import lowest_bits
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
-from dedup_cli.verification import pairs_to_verify, verify_pairs
+from dedup_cli.verification import pairs_to_verify
 
 EVALUATED_BITS = (1, 2, 4)  # besides the stored bits and find's b
 SWEEP_THRESHOLDS = tuple(round(0.1 + 0.05 * step, 2) for step in range(18))  # 0.1, 0.15, …, 0.95
@@ -52,9 +52,11 @@ class LocalPairs:
     Args:
         store: the live rows.
         max_bucket: LSH buckets with more documents are cut to this many, as in ``find``.
+        jobs: worker processes of the candidate stage, scoring and exact checks (``find``'s parallel stages).
     """
 
-    def __init__(self, store: StoredSignatures, max_bucket: int) -> None:
+    def __init__(self, store: StoredSignatures, max_bucket: int, jobs: int = 1) -> None:
+        self.jobs = jobs
         self.store = store
         self.params = store.params
         self.stored_values = store.values()
@@ -70,12 +72,13 @@ class LocalPairs:
         """The candidate pairs of ``banding``: (int64 first, int64 second, buckets cut), as ``find`` finds them."""
         if self._candidates is None or self._candidates[0] != banding:
             self._candidates = banding, stages.lsh_candidates(self.stored_values, banding, self.eligible,
-                                                              self.max_bucket)
+                                                              self.max_bucket, self.jobs)
         return self._candidates[1]
 
     def score(self, first: np.ndarray, second: np.ndarray, bits: int) -> ScoredPairs:
         """Matches, R̂_b and its interval for the pairs (first[p], second[p])."""
-        return score_pairs(lowest_bits(self.stored_values, bits), first, second, self.r, bits, level=LEVEL)
+        return stages.score_in_chunks(lowest_bits(self.stored_values, bits), first, second, self.r, bits, self.jobs,
+                                      level=LEVEL)
 
     def signatures(self, rows: np.ndarray) -> np.ndarray:
         """The stored B-bit values of documents ``rows``: uint[len(rows), k]."""
@@ -83,7 +86,7 @@ class LocalPairs:
 
     def exact(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
         """float64[m]: the exact resemblance of each pair, NaN where a document cannot be re-read or changed."""
-        verification = verify_pairs(self.store, first, second)
+        verification = stages.verify_in_chunks(self.store, first, second, self.jobs)
         self.unverifiable.update(verification.unverifiable_documents)
         return verification.exact
 
@@ -93,7 +96,7 @@ class LocalPairs:
             first, second, _ = self.candidates(banding)
             self._scored = banding, bits, self.score(first, second, bits)
         scored = self._scored[2]
-        exact, verification = stages.verify_borderline(self.store, scored, threshold, verify)
+        exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs)
         if verification is not None:
             self.unverifiable.update(verification.unverifiable_documents)
         decided = stages.decide(scored.estimate, exact, threshold)

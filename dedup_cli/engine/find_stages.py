@@ -9,21 +9,24 @@ same functions (docs/architecture.md, "Engines").
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from dedup_cli.candidates.allpairs import all_pairs
 from dedup_cli.candidates.banding import Banding
-from dedup_cli.candidates.buckets import candidate_pairs
+from dedup_cli.candidates.buckets import CandidateResult, bands_pair_codes, candidate_pairs
 from dedup_cli.candidates.match_bounds import min_matches_for_threshold
 from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
 from dedup_cli.candidates.triples import EstimatedPairs, candidate_triples, pair_margin
+from dedup_cli.engine import forked
+from dedup_cli.engine.forked import chunk_bounds, forked_map, useful_workers
 from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
-from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
 from dedup_cli.estimates.triples import ScoredTriples, score_triples
 from dedup_cli.groups.components import Groups, group_components
 from dedup_cli.groups.representatives import representatives, weakest_estimates
@@ -32,6 +35,7 @@ from dedup_cli.inputs.fields import field_values
 from dedup_cli.inputs.reread import same_file_aliases
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.primitives import sorted_unique
+from dedup_cli.storage.urls import is_url
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
 
@@ -49,22 +53,48 @@ def estimator_name(r: np.ndarray) -> str:
 
 
 def lsh_candidates(stored_values: np.ndarray, banding: Banding, eligible: np.ndarray,
-                   max_bucket: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Candidate pairs of banding the stored B-bit values: (int64[m] first, int64[m] second, buckets cut)."""
-    found = candidate_pairs(stored_values, banding.bands, banding.rows, eligible, max_bucket)
+                   max_bucket: int, jobs: int = 1) -> tuple[np.ndarray, np.ndarray, int]:
+    """Candidate pairs of banding the stored B-bit values: (int64[m] first, int64[m] second, buckets cut).
+
+    With ``jobs`` > 1 forked workers (which inherit the values) each band a share of the bands; the union of their
+    sorted distinct pairs is the same set, sorted and distinct, whatever ``jobs`` is."""
+    bands, rows = banding.bands, banding.rows
+    workers = min(useful_workers(jobs, int(np.count_nonzero(eligible)), forked.BANDED_DOCUMENTS), bands)
+    if workers <= 1:
+        found = candidate_pairs(stored_values, bands, rows, eligible, max_bucket)
+        return found.first, found.second, found.oversized_buckets
+    if bands * rows > stored_values.shape[1]:
+        raise ValueError(f"bands {bands} × rows {rows} exceeds the {stored_values.shape[1]} values per signature")
+    docs = np.flatnonzero(eligible)
+
+    def pair(share: range) -> tuple[np.ndarray, int]:
+        return bands_pair_codes(stored_values, share, rows, docs, max_bucket)
+
+    shares = [range(worker, bands, workers) for worker in range(workers)]
+    parts = list(forked_map(pair, shares, workers, "the candidate stage"))
+    codes = sorted_unique(np.concatenate([codes for codes, _ in parts]))
+    found = CandidateResult.of_codes(codes, stored_values.shape[0], sum(cut for _, cut in parts))
     return found.first, found.second, found.oversized_buckets
 
 
 def every_pair_candidates(values: np.ndarray, bits: int, threshold: float, r: np.ndarray, eligible: np.ndarray,
-                          progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                          progress: Callable[[int], None] | None = None, jobs: int = 1
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """Every eligible pair whose b-bit match count can reach R0 − margin: (int64[m] first, int64[m] second).
 
-    The margin keeps the pairs a triple or an exact check may still need (:func:`pair_margin`).
+    The margin keeps the pairs a triple or an exact check may still need (:func:`pair_margin`). With ``jobs``
+    > 1, forked workers compare blocks of rows of the upper triangle (worker w the blocks w, w + jobs, …, which
+    balances the shrinking rows), handed back in order: the same pairs.
     """
     num_perm = values.shape[1]
     floor = max(threshold - pair_margin(threshold, num_perm, bits), 1e-9)
     needed = min_matches_for_threshold(floor, num_perm, bits, r)
-    first, second, _ = all_pairs(values, bits, needed, eligible, progress=progress)
+    workers = useful_workers(jobs, int(np.count_nonzero(eligible)), forked.COMPARED_DOCUMENTS)
+    mapper = None
+    if workers > 1:
+        def mapper(block: Callable[[int], Any], starts: Sequence[int]) -> Iterator[Any]:
+            return forked_map(block, starts, workers, "the comparison of every pair")
+    first, second, _ = all_pairs(values, bits, needed, eligible, progress=progress, mapper=mapper)
     return first, second
 
 
@@ -79,14 +109,58 @@ def keep_field_values(store: StoredSignatures, rows: np.ndarray, field: str
     return scores, [(store.ids[int(rows[index])], reason) for index, reason in problems]
 
 
+def score_in_chunks(values: np.ndarray, first: np.ndarray, second: np.ndarray, r: np.ndarray, bits: int,
+                    jobs: int = 1, level: float = 0.95) -> ScoredPairs:
+    """:func:`dedup_cli.estimates.pairs.score_pairs` of contiguous chunks of the pairs in up to ``jobs`` forked
+    workers (which inherit ``values``), joined in order: every field is computed pair by pair, so the arrays are
+    the same whatever ``jobs`` is."""
+    workers = useful_workers(jobs, first.size, forked.SCORED_PAIRS)
+    if workers <= 1:
+        return score_pairs(values, first, second, r, bits, level)
+
+    def score(bounds: tuple[int, int]) -> ScoredPairs:
+        start, stop = bounds
+        return score_pairs(values, first[start:stop], second[start:stop], r, bits, level)
+
+    parts = list(forked_map(score, chunk_bounds(first.size, workers), workers, "scoring"))
+    return ScoredPairs(**{name: np.concatenate([getattr(part, name) for part in parts])
+                          for name in ScoredPairs.__dataclass_fields__})
+
+
+def verify_in_chunks(store: StoredSignatures, first: np.ndarray, second: np.ndarray, jobs: int = 1
+                     ) -> Verification:
+    """:func:`dedup_cli.verification.verify_pairs` of contiguous chunks of the pairs in up to ``jobs`` forked
+    workers, joined in order: each pair's exact resemblance depends on its two documents alone, so the result is
+    the same whatever ``jobs`` is (a document whose pairs fall in two chunks is read by both). Documents in object
+    storage are read in this process (a forked worker cannot share its connections), and so are documents without
+    a location (signed from memory: nothing to re-read, nothing worth a worker)."""
+    workers = useful_workers(jobs, first.size, forked.CHECKED_PAIRS)
+    if workers > 1:
+        locations = [store.paths[row] for row in sorted_unique(np.r_[first, second]).tolist()]
+        if not any(locations) or any(is_url(location) for location in locations):  # nothing to re-read, or remote
+            workers = 1
+    if workers <= 1:
+        return verify_pairs(store, first, second)
+
+    def verify(bounds: tuple[int, int]) -> Verification:
+        start, stop = bounds
+        return verify_pairs(store, first[start:stop], second[start:stop])
+
+    parts = list(forked_map(verify, chunk_bounds(first.size, workers), workers, "the exact checks"))
+    unverifiable = sorted({name for part in parts for name in part.unverifiable_documents})
+    return Verification(exact=np.concatenate([part.exact for part in parts]),
+                        checked=sum(part.checked for part in parts), unverifiable_documents=unverifiable)
+
+
 def verify_borderline(store: StoredSignatures, scored: ScoredPairs, threshold: float,
-                      mode: str) -> tuple[np.ndarray, Verification | None]:
-    """Exact resemblance of the pairs ``mode`` selects (NaN elsewhere): float64[m], and what was checked."""
+                      mode: str, jobs: int = 1) -> tuple[np.ndarray, Verification | None]:
+    """Exact resemblance of the pairs ``mode`` selects (NaN elsewhere): float64[m], and what was checked; with
+    ``jobs`` worker processes (:func:`verify_in_chunks`)."""
     exact = np.full(scored.first.size, np.nan)
     if mode == "none":
         return exact, None
     check = pairs_to_verify(mode, threshold, scored.estimate, scored.ci_low, scored.ci_high)
-    verification = verify_pairs(store, scored.first[check], scored.second[check])
+    verification = verify_in_chunks(store, scored.first[check], scored.second[check], jobs)
     exact[check] = verification.exact
     return exact, verification
 

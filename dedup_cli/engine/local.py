@@ -13,21 +13,24 @@ The local engine's ``sign`` is :mod:`dedup_cli.engine.sign_workers`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from dedup_cli.candidates.banding import BandingChoice, resolve_banding
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import find_stages as stages
+from dedup_cli.engine import forked
 from dedup_cli.engine.band_rounds import streamed_candidates
+from dedup_cli.engine.forked import forked_map, useful_workers
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
-from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
+from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.checkpoints import WorkDir
-from dedup_cli.store.documents import NumberedDocuments
+from dedup_cli.store.documents import Mapper, NumberedDocuments
 from dedup_cli.store.numbering import Documents
 from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
@@ -64,6 +67,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
         reference = np.arange(documents.documents) >= documents.store_starts[1]
     new = stages.new_documents(documents.runs, options.new_since, reference)
     work = None if options.work_dir is None or not stores else WorkDir(options.work_dir, stores)
+    jobs = options.workers
     choice = None
     if options.candidates == "lsh":
         recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
@@ -88,11 +92,12 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
         # From here on only the candidates' documents, numbered 0 … m − 1 in the same order.
         progress.stage("reading the candidates' documents", None)
         docs = sorted_unique(np.concatenate([first, second]))
-        store = documents.stored(docs)
+        store = documents.stored(docs, mapper=_reader(documents, docs, jobs))
         values = store.values(bits)
         r = stages.set_size_ratios(store.shingle_counts, params.universe)
         progress.stage("scoring", None)
-        scored = score_pairs(values, np.searchsorted(docs, first), np.searchsorted(docs, second), r, bits)
+        scored = stages.score_in_chunks(values, np.searchsorted(docs, first), np.searchsorted(docs, second), r,
+                                        bits, jobs)
         if work is not None and scored_key is not None:
             work.save("scored", scored_key, {"docs": docs, "oversized": np.array(oversized),
                                              **{name: getattr(scored, name) for name in SCORE_FIELDS}})
@@ -101,7 +106,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
         docs, oversized = kept_scores["docs"], int(kept_scores["oversized"])
         scored = ScoredPairs(**{name: kept_scores[name] for name in SCORE_FIELDS})
         progress.stage("reading the candidates' documents", None)
-        store = documents.stored(docs)
+        store = documents.stored(docs, mapper=_reader(documents, docs, jobs))
         values = store.values(bits)
         r = stages.set_size_ratios(store.shingle_counts, params.universe)
     candidates = int(scored.first.size)
@@ -111,7 +116,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
     kept_decisions = None if work is None or decided_key is None else work.load("decisions", decided_key)
     if kept_decisions is None:
         progress.stage("exact checks", None)
-        exact_all, verification = stages.verify_borderline(store, scored, threshold, options.verify)
+        exact_all, verification = stages.verify_borderline(store, scored, threshold, options.verify, jobs)
         decided = stages.decide(scored.estimate, exact_all, threshold)
         # One file under two names is one document; across two stores it is a duplicate to report.
         same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
@@ -168,12 +173,26 @@ def _candidates(documents: Documents, eligible: np.ndarray, choice: BandingChoic
     """The candidate pairs (document numbers) and the buckets cut: by banding in rounds, or every pair."""
     if choice is None:  # --candidates all
         keyed = np.flatnonzero(eligible)
-        everything = documents.stored(keyed)
+        everything = documents.stored(keyed, mapper=_reader(documents, keyed, options.workers))
         advance = progress.stage("comparing every pair", int(keyed.size), "documents")
         ratios = stages.set_size_ratios(everything.shingle_counts, documents.params.universe)
         first, second = stages.every_pair_candidates(everything.values(bits), bits, options.threshold, ratios,
-                                                     np.ones(keyed.size, bool), advance)
+                                                     np.ones(keyed.size, bool), advance, options.workers)
         return keyed[first], keyed[second], 0
+    jobs = useful_workers(options.workers, int(np.count_nonzero(eligible)), forked.BANDED_DOCUMENTS)
     found, _ = streamed_candidates(documents, eligible, choice.banding, options.max_bucket, progress,
-                                   options.band_memory, work)
+                                   options.band_memory, work, jobs)
     return found.first, found.second, found.oversized_buckets
+
+
+def _reader(documents: Documents, docs: np.ndarray, jobs: int) -> Mapper | None:
+    """How to read the row groups of the documents ``docs``: in up to ``jobs`` worker processes when they are
+    enough and the store's files can be read by forked processes, else in this one (None)."""
+    workers = useful_workers(jobs, int(docs.size), forked.READ_DOCUMENTS)
+    if workers <= 1 or not documents.reads_in_workers:
+        return None
+
+    def mapped(read: Callable[[Any], Any], groups: Sequence[Any]) -> Iterator[Any]:
+        return forked_map(read, groups, workers, "reading the candidates' documents")
+
+    return mapped

@@ -1,81 +1,110 @@
-"""The local engine's ``sign``: reading tasks signed by a pool of worker processes while the driver walks the
-inputs, and the new and changed documents written into the run in task order.
+"""The local engine's ``sign``: reading tasks signed and written by a pool of worker processes while the driver
+walks the inputs; the driver then keeps the first document of each id and commits the workers' parts.
 
-The reading and signing of one task is :func:`dedup_cli.engine.sign_stage.sign_task`; the pool that runs it is
-:mod:`dedup_cli.engine.sign_workers`. The Dask engine's counterpart is :mod:`dedup_cli.engine.dask.sign`.
+The reading, signing and writing of one task is :func:`dedup_cli.engine.sign_workers.sign_and_write`, run by the
+pool of :mod:`dedup_cli.engine.sign_workers`. The driver's work per document is a few operations on whole
+arrays: the ids read twice are found in one sort of the 64-bit hashes of every id read
+(:func:`dedup_cli.store.worker_parts.later_copies`), and only the parts holding rows of such ids (rare) are rewritten
+without them before the commit. The Dask engine's counterpart is :mod:`dedup_cli.engine.dask.sign`.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 from dedup_cli.engine.progress import InputProgress
-from dedup_cli.engine.sign_stage import Signed, SignedTask
-from dedup_cli.engine.sign_workers import sign_tasks
+from dedup_cli.engine.sign_stage import Signed
+from dedup_cli.engine.sign_workers import SignJob, TaskRows, sign_tasks
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.planning import plan_tasks
-from dedup_cli.inputs.reading import accept_documents
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.tasks import ReadTask
 from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.format import DocumentBatch
+from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.worker_parts import ReadIds, drop_part_rows, later_copies, merge_parts
 
-# Rows written to the store at a time (one Parquet row group): a row group per task of a few hundred documents
-# costs five times the CPU of writing the same rows in groups of thousands.
-WRITE_ROWS = 8192
-
-
-def _joined(batches: list[DocumentBatch]) -> DocumentBatch:
-    """Batches of rows one after the other."""
-    if len(batches) == 1:
-        return batches[0]
-    return DocumentBatch([i for b in batches for i in b.ids], [p for b in batches for p in b.paths],
-                         *(np.concatenate([getattr(b, name) for b in batches]) for name in
-                           ("sizes", "mtimes_ns", "content_hashes", "shingle_counts", "signatures")))
+MERGED_ROWS = 1 << 16
+"""A run whose workers wrote at most this many rows in all is committed as one part, its rows in task order: a
+store grown by small runs would otherwise gain a part per worker each time (every part costs readers a request or
+two), while joining them costs the driver a few milliseconds."""
 
 
-def _write_signed(run: StoreRun, signed: Iterable[tuple[ReadTask, SignedTask]], read: ReadReport,
-                  progress: Callable[[int], None] | None) -> Signed:
-    """Write the new and changed documents of each signed task, in task order, :data:`WRITE_ROWS` at a time;
-    count the rest."""
-    report = Signed(report=read)
-    seen = report.seen
-    ids: set[str] = set()
-    done = 0
-    waiting: list[DocumentBatch] = []
-    rows = 0
-    for task, result in signed:
-        read.merge(result.report)
-        kept = np.array(accept_documents(read, ids, result.ids, result.wheres, result.empty), dtype=np.int64)
-        seen.extend(result.ids if len(kept) == len(result.ids) else [result.ids[position] for position in kept])
-        batch_rows = np.cumsum(result.fresh) - 1  # the batch row of each fresh document
-        changed = batch_rows[kept[result.fresh[kept]]].tolist()
-        report.unchanged += len(kept) - len(changed)
-        written = result.batch.take(changed)
-        if changed:
-            waiting.append(written)
-            rows += len(changed)
-        if rows >= WRITE_ROWS:
-            run.write(_joined(waiting))
-            waiting, rows = [], 0
-        report.documents += len(changed)
-        report.empty += int(np.count_nonzero(written.shingle_counts == 0))
-        read.input_done += task.input_bytes
-        if progress is not None and read.input_done > done:
-            progress(read.input_done - done)
-            done = read.input_done
-    if waiting:
-        run.write(_joined(waiting))
-    if progress is not None and read.input_done > done:
-        progress(read.input_done - done)  # the unchanged files skipped after the last task
-    return report
+class TasksDone:
+    """What the tasks of a run did, told in task order: progress as they come, the rest once all are done."""
+
+    def __init__(self, read: ReadReport, progress: Callable[[int], None] | None) -> None:
+        self.read = read
+        self.progress = progress
+        self.tasks: list[TaskRows] = []
+        self.done = 0
+
+    def take(self, rows: TaskRows) -> None:
+        self.tasks.append(rows)
+        self.read.input_done += rows.input_bytes
+        if self.progress is not None and self.read.input_done > self.done:
+            self.progress(self.read.input_done - self.done)
+            self.done = self.read.input_done
+
+    def finish(self, run: StoreRun, parts: list[WrittenFile]) -> Signed:
+        """Keep the first document of each id (in task order; the later ones are reported as duplicates, and
+        their rows dropped from the parts), count, and adopt the parts into ``run``."""
+        read, tasks = self.read, self.tasks
+        if self.progress is not None and read.input_done > self.done:
+            self.progress(read.input_done - self.done)  # the unchanged files skipped after the last task
+        starts = np.cumsum([0] + [len(task.ids) for task in tasks])
+        later = later_copies(ReadIds.joined([task.ids for task in tasks]))
+        bounds = np.searchsorted(later, starts)  # the later copies of task t: later[bounds[t]:bounds[t + 1]]
+        signed = Signed(report=read)
+        written: list[ReadIds] = []
+        dropped: dict[str, list[np.ndarray]] = defaultdict(list)
+        rows: list[tuple[str, np.ndarray]] = []  # of each task, the part and rows of its documents kept
+        small = sum(part.rows for part in parts) <= MERGED_ROWS
+        for number, task in enumerate(tasks):
+            read.merge(task.report)
+            repeated = later[bounds[number]:bounds[number + 1]] - starts[number]
+            kept = np.ones(len(task.ids), dtype=np.bool_)
+            if len(repeated):
+                kept[repeated] = False
+                for position, identifier in zip(repeated.tolist(), task.ids.at(repeated), strict=True):
+                    read.note("duplicate_ids", (task.wheres[position], identifier))
+            part_rows = task.first_row + np.cumsum(task.fresh) - 1  # the part row of each fresh document
+            kept_fresh = kept[task.fresh]
+            if task.part is not None and not kept_fresh.all():
+                dropped[task.part].append(part_rows[task.fresh & ~kept])
+            if task.part is not None and small:
+                rows.append((task.part, part_rows[task.fresh & kept]))
+            changed = int(np.count_nonzero(kept_fresh))
+            read.documents += len(task.ids) - len(repeated)
+            read.empty_documents += int(np.count_nonzero(task.empty & kept))
+            signed.documents += changed
+            signed.unchanged += len(task.ids) - len(repeated) - changed
+            signed.empty += int(np.count_nonzero(task.blank & kept_fresh))
+            signed.seen_ids.append(task.ids if not len(repeated) else task.ids.where(kept))
+            if changed:
+                written.append(task.ids if changed == len(task.ids) else task.ids.where(task.fresh & kept))
+        if small and parts:
+            # A small run is one part, its rows in task order: the same file whatever -j is, and a store grown
+            # by small runs does not gain a part per worker each time.
+            merged = merge_parts(parts, rows)
+            kept_parts = [] if merged is None else [merged]
+        else:
+            kept_parts = []
+            for part in parts:
+                if part.name in dropped:
+                    rewritten = drop_part_rows(part, run.params, np.concatenate(dropped[part.name]))
+                    if rewritten is None:
+                        continue
+                    part = rewritten
+                kept_parts.append(part)
+        run.adopt_parts(kept_parts, written)
+        return signed
 
 
 def sign_locally(sources: Iterable[Source], stream: Any, run: StoreRun, index: DocumentIndex,
@@ -88,5 +117,11 @@ def sign_locally(sources: Iterable[Source], stream: Any, run: StoreRun, index: D
     store's); ``read`` is the run's reading report, which the walk, the tasks and this add to.
     """
     tasks = plan_tasks(progress.walked(sources, read), reading, read, stream, unchanged=unchanged)
-    signed = sign_tasks(tasks, params, reading, workers, choice, index)
-    return _write_signed(run, signed, read, progress.advance)
+    done = TasksDone(read, progress.advance)
+    try:
+        parts = sign_tasks(iter(tasks), SignJob(params, reading, index, run), workers, choice, done.take)
+    finally:
+        close = getattr(tasks, "close", None)
+        if close is not None:
+            close()  # the walk ends here, not whenever its generator is collected
+    return done.finish(run, parts)

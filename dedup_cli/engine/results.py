@@ -366,7 +366,7 @@ class EvalResult:
     seed: int
     strata: list[Stratum]
     measured: np.ndarray  # int64[H], pairs measured per stratum
-    unverifiable: list[str]  # documents that could not be re-read or changed since signed
+    unverifiable: list[str]  # documents gone or changed since signing (decided by their estimate)
     pairs: EvalSample
     estimators: list[EstimatorAccuracy]
     s_curve: list[CurvePoint]

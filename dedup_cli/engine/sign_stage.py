@@ -33,6 +33,7 @@ from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.worker_parts import ReadIds
 from dedup_cli.text.shingles import batch_shingles
 
 if TYPE_CHECKING:
@@ -215,10 +216,12 @@ def _fresh(ids: Sequence[str], content_hashes: Sequence[int], stored: DocumentIn
 @dataclass
 class Signed:
     """What an engine's signing of a run did: the reading report, documents written (and of those, empty ones),
-    documents found unchanged, and the ids read or found unchanged (what a prune keeps)."""
+    documents found unchanged, and the ids read or found unchanged (what a prune keeps), as strings or as the
+    columns the local engine's workers return."""
 
     report: ReadReport = field(default_factory=ReadReport)
     documents: int = 0
     empty: int = 0
     unchanged: int = 0
     seen: list[str] = field(default_factory=list)
+    seen_ids: list[ReadIds] = field(default_factory=list)

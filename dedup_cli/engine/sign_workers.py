@@ -1,30 +1,50 @@
-"""The local engine's ``sign``: reading tasks read and signed in worker processes of this machine, in order.
+"""The local engine's ``sign``: reading tasks read, signed and written in worker processes of this machine.
 
-The process that drives the run plans the tasks (:func:`dedup_cli.inputs.planning.plan_tasks`) and writes what
-comes back; ``jobs`` forked workers each read, parse and sign whole tasks
-(:func:`dedup_cli.engine.sign_stage.sign_task`), so reading files, parsing JSON and signing all use every core,
-and only file lists and raw bytes travel to the workers. Results come back in task order, so the store is
-byte-identical whatever ``jobs`` is.
+The process that drives the run plans the tasks (:func:`dedup_cli.inputs.planning.plan_tasks`) and hands them
+out; ``jobs`` forked workers each read, parse and sign whole tasks (:func:`dedup_cli.engine.sign_stage.sign_task`)
+and append the new and changed rows to a part of the store of their own
+(:class:`dedup_cli.store.worker_parts.RunParts`), so reading files, parsing JSON, signing and writing Parquet all
+use every core, and only file lists and raw bytes travel to the workers. What comes back of a task is small and
+columnar: its reading report, the ids it read (one Arrow column and their 64-bit hashes), a few boolean arrays and
+where its rows went. The driver receives these in task order and does per-task work only
+(:mod:`dedup_cli.engine.local_sign`).
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-from dedup_cli.engine.sign_stage import SignedTask, sign_task
+import numpy as np
+
+from dedup_cli.engine.sign_stage import sign_task
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.tasks import ReadTask, task_bytes, task_coming_bytes, task_documents, task_held_bytes
-from dedup_cli.kernel.choice import KernelChoice, compiled_kernel
+from dedup_cli.inputs.columns import Wheres
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.tasks import (
+    DocumentsTask,
+    FilesTask,
+    LinesTask,
+    ReadTask,
+    task_bytes,
+    task_coming_bytes,
+    task_documents,
+    task_held_bytes,
+)
+from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.parts import WrittenFile
+from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.worker_parts import ReadIds, RunParts
 
-# The store's index, for the forked workers to inherit rather than receive with every task.
-_stored: DocumentIndex | None = None
 # glibc's malloc gives blocks over a threshold (128 KB to start with) back to the system when they are freed, so
 # the numpy kernel's temporaries (up to about 20 bytes per byte of a task) are faulted in, zeroed, again for every
 # task: a third of its time. Signing processes keep up to this much freed memory for the next task instead.
@@ -49,8 +69,89 @@ def keep_freed_memory() -> None:
     mallopt(trim_threshold, KEEP_FREED_BYTES)
 
 
-def _sign_in_worker(task: ReadTask, params: SignatureParams, options: InputOptions, kernel: str) -> SignedTask:
-    return sign_task(task, params, options, kernel, _stored)
+@dataclass
+class TaskRows:
+    """What signing one task did: its reading report, the ids it read (``ids``, in order), and aligned with
+    them ``wheres`` (for messages), ``empty`` (bool: empty or white space only) and ``fresh`` (bool: new or
+    changed since the store signed it: only these were signed and written); ``blank`` (bool, one per fresh
+    document: no shingle); the part its fresh rows were appended to (None: none was fresh) and the row of the
+    first of them there; ``input_bytes``, for progress; ``finished``: parts the worker closed before writing them."""
+
+    index: int
+    report: ReadReport
+    ids: ReadIds
+    wheres: Wheres
+    empty: np.ndarray
+    fresh: np.ndarray
+    blank: np.ndarray
+    part: str | None
+    first_row: int
+    input_bytes: int  # the task's share of the inputs on disk, for progress
+    finished: list[WrittenFile] = field(default_factory=list)
+
+
+@dataclass
+class SignJob:
+    """What every task of a run shares: how to read and sign, and where the parts go."""
+
+    params: SignatureParams
+    options: InputOptions
+    stored: DocumentIndex | None
+    run: StoreRun
+
+
+def sign_and_write(job: SignJob, parts: RunParts, index: int, task: ReadTask, kernel: str, number: int
+                   ) -> TaskRows:
+    """Read and sign one task, append its new and changed rows to ``parts``: the unit of work of a worker."""
+    finished = len(parts.finished)
+    signed = sign_task(task, job.params, job.options, kernel, job.stored)
+    part, first_row = parts.add(signed.batch, number)
+    return TaskRows(index, signed.report, ReadIds.of(signed.ids), signed.wheres, np.asarray(signed.empty, bool),
+                    np.asarray(signed.fresh, bool), signed.batch.shingle_counts == 0, part, first_row,
+                    task.input_bytes, parts.finished[finished:])
+
+
+def task_input(task: ReadTask) -> str:
+    """The input a task reads, as messages name it."""
+    if isinstance(task, LinesTask):
+        return f"{literal(task.source.display)} from line {task.chunk.first_line}"
+    if isinstance(task, FilesTask):
+        first = literal(task.paths[0]) if task.paths else "?"
+        return first if len(task.paths) == 1 else f"{first} (and {len(task.paths) - 1} more files)"
+    if isinstance(task, DocumentsTask):
+        return literal(task.wheres[0]) if task.wheres else "standard input"
+    return literal(task.source.display)
+
+
+# What forked workers inherit rather than receive: the run's shared settings (with the store's index, its id
+# look-up built once before the fork).
+_job: SignJob | None = None
+
+
+def _work(tasks: Any, results: Any, parent: int) -> None:
+    """A worker process: sign the tasks it takes from ``tasks`` into its own parts, tell ``results``."""
+    from dedup_cli.processes import die_with_parent
+
+    die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver ends the run on Ctrl-C, and then the workers
+    keep_freed_memory()
+    job = _job
+    assert job is not None
+    parts = RunParts(job.run.path, job.params, job.run.number, job.run.token)
+    try:
+        while (item := tasks.get()) is not None:
+            index, task, kernel, number = item
+            results.send(("start", index))
+            results.send(("task", sign_and_write(job, parts, index, task, kernel, number)))
+        results.send(("done", parts.close()))
+    except BaseException as error:  # told to the driver, which ends the run with it
+        parts.discard()
+        try:
+            results.send(("error", error))
+        except Exception:  # not picklable
+            results.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+    finally:
+        results.close()
 
 
 # Tasks that hold their text (a stream's chunks, Parquet rows) are looked at ahead only up to this many bytes: a
@@ -58,60 +159,165 @@ def _sign_in_worker(task: ReadTask, params: SignatureParams, options: InputOptio
 HELD_AHEAD_BYTES = 16 << 20
 
 
-def sign_tasks(tasks: Iterable[ReadTask], params: SignatureParams, options: InputOptions, jobs: int,
-               choice: KernelChoice, stored: DocumentIndex | None = None) -> Iterator[tuple[ReadTask, SignedTask]]:
-    """Sign tasks in order, with ``jobs`` worker processes once there is more than one task.
+def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: KernelChoice,
+               take: Callable[[TaskRows], None]) -> list[WrittenFile]:
+    """Sign and write tasks with ``jobs`` worker processes once there is more than one task; ``take`` is told
+    what each task did, in task order. Returns the parts written, closed (each run's parts are adopted by the
+    caller once it knows which rows to keep).
 
     ``choice`` gives each task's kernel (and records which ran). The workers start at once; while they sign, this
     process plans the tasks ahead (walking the directories, cutting line files) until the kernel of the run is
     settled, and each task gets the kernel decided when it is handed out: numpy before, the compiled kernel after
-    when chosen, which each worker then loads itself, in parallel with the others and with the planning. (When
-    it is chosen before the workers start, it is loaded here once and they inherit it.) Documents unchanged since
-    ``stored`` (the store's index) are read but not signed. At most two tasks per worker are in flight, so memory
-    stays bounded. A worker that dies (out of memory, a signal) ends the run with a one-line
-    :class:`DedupError`; nothing is stored.
+    when chosen, which each worker then loads itself, in parallel with the others and with the planning (also when
+    it was chosen before the workers start). Documents unchanged since
+    the store's index are read but not signed. At most two tasks per worker are in flight, so memory stays
+    bounded. A worker that dies (out of memory, a signal) ends the run with a one-line :class:`DedupError`
+    naming the input it was reading; nothing is stored.
     """
-    global _stored
-    text = params.input_kind == "text"
-    planner = TaskPlanner(iter(tasks), choice if text else None)
+    text = job.params.input_kind == "text"
+    planner = TaskPlanner(tasks, choice if text else None)
     if jobs <= 1 or not planner.ahead(2):  # one task: a pool would only add start-up time
         if jobs <= 1:
             keep_freed_memory()
         planner.settle()  # one process: the kernel first
-        while (task := planner.next()) is not None:
-            yield task, sign_task(task, params, options, planner.kernel(task), stored)
-        return
-    if text and choice.decided == "numba":
-        compiled_kernel()  # chosen already (asked for, or loaded in this process): loaded once, here
-    # Imported here: a run of one task (signing one file) does without them (5 ms).
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+        parts = RunParts(job.run.path, job.params, job.run.number, job.run.token)
+        try:
+            index = 0
+            while (task := planner.next()) is not None:
+                take(sign_and_write(job, parts, index, task, planner.kernel(task), job.run.reserve_part()))
+                index += 1
+            parts.close()
+        except BaseException:
+            parts.discard()
+            raise
+        return parts.finished
+    # The compiled kernel is not loaded here even when it is chosen already: each worker loads it (from numba's
+    # cache) in parallel with the others and with the planning, rather than the driver for 0.5-0.8 s before any
+    # worker starts.
+    with WorkerPool(job, jobs) as pool:
+        return pool.run(planner, take)
 
-    # fork: workers inherit the imported modules (and the store's index, its id look-up built once here), so
-    # they start in milliseconds.
-    if stored is not None and len(stored):
-        stored.row("")
-    _stored = stored
-    context = multiprocessing.get_context("fork")
-    try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=keep_freed_memory) as pool:
-            pending: deque[tuple[ReadTask, Any]] = deque()
-            while True:
-                while len(pending) < 2 * jobs and (task := planner.next()) is not None:
-                    pending.append((task, pool.submit(_sign_in_worker, task, params, options, planner.kernel(task))))
-                if not pending:
+
+class WorkerPool:
+    """``jobs`` forked worker processes, each with a pipe back to this one; tasks go out through one queue, so an
+    idle worker takes the next. Leaving the ``with`` block ends every worker (killed unless it finished)."""
+
+    def __init__(self, job: SignJob, jobs: int) -> None:
+        global _job
+        import multiprocessing
+
+        # fork: workers inherit the imported modules (and the store's index, its id look-up built once here), so
+        # they start in milliseconds.
+        if job.stored is not None and len(job.stored):
+            job.stored.row("")
+        context = multiprocessing.get_context("fork")
+        self.job = job
+        self.jobs = jobs
+        self.tasks = context.Queue()
+        self.pipes: list[Any] = []
+        self.processes: list[Any] = []
+        _job = job
+        try:
+            for _ in range(jobs):
+                receiving, sending = context.Pipe(duplex=False)
+                process = context.Process(target=_work, args=(self.tasks, sending, os.getpid()), daemon=True)
+                process.start()
+                sending.close()
+                self.pipes.append(receiving)
+                self.processes.append(process)
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            _job = None
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exception: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the workers: those still running are killed (an error or an interrupt ended the run)."""
+        for process in self.processes:
+            if process.is_alive():
+                process.kill()
+        for process in self.processes:
+            process.join()
+        for pipe in self.pipes:
+            pipe.close()
+        self.tasks.cancel_join_thread()
+        self.tasks.close()
+        self.processes, self.pipes = [], []
+
+    def run(self, planner: TaskPlanner, take: Callable[[TaskRows], None]) -> list[WrittenFile]:
+        """Hand out every task, tell ``take`` each one's rows in order; the parts written."""
+        from multiprocessing.connection import wait
+
+        job, jobs = self.job, self.jobs
+        handed: dict[int, ReadTask] = {}  # tasks handed out and not yet told
+        reading: dict[int, int] = {}  # worker → the task it is reading
+        arrived: dict[int, TaskRows] = {}
+        next_told = 0
+        index = 0
+        exhausted = False
+        written: list[WrittenFile] = []
+        finished: set[int] = set()
+        while len(finished) < jobs:
+            while not exhausted and len(handed) < 2 * jobs:
+                task = planner.next()
+                if task is None:
+                    exhausted = True
+                    for _ in range(jobs):
+                        self.tasks.put(None)
                     break
-                done, future = pending.popleft()
-                while not future.done() and planner.undecided():
-                    planner.ahead(len(planner.planned) + 1)  # plan ahead while the workers sign
-                yield done, future.result()
-    except BrokenProcessPool as error:
-        # A worker was killed (out of memory, a signal): the run is discarded, the store stays as it was.
-        raise DedupError(f"a signing worker process died ({literal(error)}); nothing was stored, run again "
-                         "(with {jobs} 1 to sign in one process)", options=True) from error
-    finally:
-        _stored = None
+                handed[index] = task
+                self.tasks.put((index, task, planner.kernel(task), job.run.reserve_part()))
+                index += 1
+            while True:
+                waiting = [pipe for worker, pipe in enumerate(self.pipes) if worker not in finished]
+                ready = wait(waiting + [self.processes[w].sentinel for w in range(jobs) if w not in finished],
+                             timeout=0 if planner.undecided() else None)
+                if ready or not planner.undecided():
+                    break
+                planner.ahead(len(planner.planned) + 1)  # plan ahead while the workers sign
+            for worker, pipe in enumerate(self.pipes):
+                if worker in finished or not (pipe in ready or self.processes[worker].sentinel in ready):
+                    continue
+                message: Any
+                try:
+                    kind, message = pipe.recv() if pipe.poll() else ("died", None)
+                except (EOFError, OSError):
+                    kind, message = "died", None
+                if kind == "start":
+                    reading[worker] = message
+                elif kind == "task":
+                    reading.pop(worker, None)
+                    written.extend(message.finished)
+                    arrived[message.index] = message
+                elif kind == "done":
+                    finished.add(worker)
+                    if message is not None:
+                        written.append(message)
+                elif kind == "error":
+                    raise message
+                else:
+                    self._died(worker, handed.get(reading.get(worker, -1)))
+            while next_told in arrived:
+                take(arrived.pop(next_told))
+                handed.pop(next_told)
+                next_told += 1
+        return written
+
+    def _died(self, worker: int, task: ReadTask | None) -> None:
+        process = self.processes[worker]
+        process.join(1)
+        code = process.exitcode
+        cause = (f"signal {signal.Signals(-code).name}" if code is not None and code < 0 and
+                 -code in signal.Signals._value2member_map_ else f"exit code {code}")
+        where = f" while reading {task_input(task)}" if task is not None else ""
+        raise DedupError(f"a signing worker process died{where} ({cause}); nothing was stored, run again (with "
+                         "{jobs} 1 to sign in one process)", options=True)
 
 
 class TaskPlanner:

@@ -11,6 +11,9 @@ cannot vouch for that, and the caller reads the chunk line by line, which names 
 with its reason. It declines a chunk that holds
 
 * invalid UTF-8 (the line parser reads it with U+FFFD and reports it), or a byte-order mark after line 1;
+* a first value that is not an object (``null``, ``[]``, ``1``, ``"a"``, ``true``): Arrow refuses most, but its
+  block parser (pyarrow 26 and earlier at least) crashes the process on a block whose first value is ``null``,
+  whatever follows (``null``, ``nullx``, ``null {"text": "a"}``), so such a chunk never reaches it;
 * a line Arrow rejects, or one that yields more or fewer than one record (``{"text": "a"} {"text": "b"}``);
 * a record without the text field, with a null or non-string text, or (with an id field) a missing, null,
   empty, fractional or boolean id, or ids of two types;
@@ -24,6 +27,7 @@ their decimal digits, as ``str(int)`` writes them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +41,7 @@ from dedup_cli.inputs.locations import Source, record_location
 MAX_DEPTH = 500  # nesting Arrow reads and Python might not (its recursion limit is about 1000 frames)
 _SPACE = np.zeros(256, dtype=np.bool_)
 _SPACE[[9, 10, 11, 12, 13, 32]] = True  # bytes.isspace: what makes a line blank
+_FIRST_TOKEN = re.compile(rb"[^ \t\r\n]")  # the first byte that is not JSON white space (RFC 8259, section 2)
 
 
 @dataclass
@@ -83,6 +88,13 @@ def _too_deep(data: bytes, starts: np.ndarray, records: int) -> bool:
     positions = np.flatnonzero((array == 0x7B) | (array == 0x5B))
     per_line = np.bincount(np.searchsorted(starts, positions, side="right") - 1, minlength=starts.size)
     return bool(per_line.max(initial=0) >= MAX_DEPTH)
+
+
+def opens_with_object(data: bytes) -> bool:
+    """Whether the first JSON value of ``data`` (after JSON white space) opens an object: what Arrow's block parser
+    needs to read it, and to not crash on it (see the module docstring). One search that stops at that byte."""
+    first = _FIRST_TOKEN.search(data)
+    return first is not None and data[first.start()] == 0x7B
 
 
 def _read(data: bytes, fields: list[tuple[str, pa.DataType]]) -> pa.Table | None:
@@ -158,6 +170,8 @@ def parse_block(data: bytes, first_line: int, source: Source, text_field: str, i
     numbers = first_line + kept
     jsonl = source.format == "jsonl"
     if jsonl:
+        if kept.size and not opens_with_object(data):
+            return None
         if _too_deep(data, starts, kept.size):
             return None
         parsed = _json_records(data, kept.size, text_field, id_field) if kept.size else None

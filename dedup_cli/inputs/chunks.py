@@ -164,37 +164,64 @@ def line_chunks(stream: Any, limit: int | None, position: Position, in_place: bo
 
 def in_place_chunks(stream: Any, head: bytes) -> Iterator[LineChunk]:
     """The chunks :func:`line_chunks` cuts from a plain file read in place with no line limit, found by reading
-    the file into one reused buffer and keeping only where its newlines are: the cuts are the same (they depend
-    on the bytes alone), without holding or copying the lines. ``stream``: the file after ``head``, its first
-    bytes (already read). Each chunk's ``position`` is its end.
+    the file through one window of its bytes not yet cut: the cuts are the same (they depend on the bytes alone),
+    without holding or copying the lines. ``stream``: the file after ``head``, its first bytes (already read).
+    Each chunk's ``position`` is its end.
+
+    This runs in the process that plans a run's tasks, once per byte of every line file, so it does what it can
+    without a Python object or a position per line: the byte cut (the first newline at or after
+    ``start + CHUNK_BYTES - 1``) is found with ``bytes.find`` (``memchr``) and the chunk's newlines are only
+    counted; their positions are taken only when a chunk may hold :data:`CHUNK_LINES` lines before its byte cut.
     """
-    newlines = np.flatnonzero(np.frombuffer(head, dtype=np.uint8) == 0x0A)  # absolute positions, from chunk starts on
-    read = len(head)
-    buffer = bytearray(_IN_PLACE_BLOCK)
+    # The bytes from ``start`` on that have been read are buffer[low:high] (less ``gap`` of them): one buffer
+    # and one array of flags for the whole file, so that no read allocates (and faults in) new memory.
+    size = 2 * CHUNK_BYTES + _IN_PLACE_BLOCK
+    buffer = bytearray(max(size, len(head)))
+    buffer[: len(head)] = head
+    flags = np.empty(len(buffer), dtype=np.bool_)
+    low, high = 0, len(head)
+    gap = 0  # bytes of a long line dropped after its first CHUNK_BYTES: they hold no newline
     start, first, ended = 0, 1, False
     while True:
-        # The cut after ``start``: just after the first newline at or after start + CHUNK_BYTES - 1, or after the
-        # CHUNK_LINES-th newline, whichever comes first (as _cut finds it); read on until one is known.
-        at = int(np.searchsorted(newlines, start))
-        by_lines = at + CHUNK_LINES - 1
-        by_bytes = int(np.searchsorted(newlines, start + CHUNK_BYTES - 1))
-        candidates = [int(newlines[index]) + 1 for index in (by_lines, by_bytes) if index < newlines.size]
-        if candidates or ended:
-            end = min(candidates) if candidates else read
-            if end == start:
-                return
-            count = int(np.searchsorted(newlines, end) - at)
-            yield LineChunk(b"", first, (), end, start, end - start, count)
-            start, first = end, first + count
-            newlines = newlines[np.searchsorted(newlines, start) :]
+        by_bytes = buffer.find(NEWLINE, low + CHUNK_BYTES - 1, high)
+        if by_bytes < 0 and not ended and high - low <= CHUNK_BYTES:
+            low, high, ended = _read_more(stream, buffer, low, high)
             continue
-        size = stream.readinto(buffer)
-        if not size:
-            ended = True
+        end = by_bytes + 1 if by_bytes >= 0 else high  # buffer positions, like ``low`` and ``high``
+        if end == low:
+            return
+        found = np.equal(np.frombuffer(buffer, dtype=np.uint8, count=end - low, offset=low), 0x0A,
+                         out=flags[: end - low])
+        count = int(np.count_nonzero(found))
+        if count > CHUNK_LINES or (count == CHUNK_LINES and by_bytes < 0):
+            end = low + int(np.flatnonzero(found)[CHUNK_LINES - 1]) + 1  # the CHUNK_LINES-th line ends first
+            count = CHUNK_LINES
+        elif by_bytes < 0 and not ended:
+            # No newline after CHUNK_BYTES yet, and too few before it to cut by lines: a long line. Its bytes
+            # after CHUNK_BYTES are dropped (and counted) as the next ones are read, so memory stays bounded.
+            gap += high - (low + CHUNK_BYTES)
+            high = low + CHUNK_BYTES
+            low, high, ended = _read_more(stream, buffer, low, high)
             continue
-        found = np.flatnonzero(np.frombuffer(buffer, dtype=np.uint8, count=size) == 0x0A) + read
-        newlines = np.concatenate([newlines, found]) if newlines.size else found
-        read += size
+        length = end - low + gap  # a long line's dropped bytes come before its end, and no lines cut is before them
+        yield LineChunk(b"", first, (), start + length, start, length, count)
+        start, first, low, gap = start + length, first + count, end, 0
+
+
+def _read_more(stream: Any, buffer: bytearray, low: int, high: int) -> tuple[int, int, bool]:
+    """Read the next block of ``stream`` after buffer[low:high] (moved to the front first when the block would not
+    fit behind it); the new (low, high), and whether the stream ended."""
+    if high + _IN_PLACE_BLOCK > len(buffer):
+        buffer[: high - low] = buffer[low:high]
+        low, high = 0, high - low
+    into = getattr(stream, "readinto", None)
+    if into is not None:
+        read = into(memoryview(buffer)[high : high + _IN_PLACE_BLOCK]) or 0
+    else:
+        block = stream.read(_IN_PLACE_BLOCK)
+        read = len(block)
+        buffer[high : high + read] = block
+    return low, high + read, read == 0
 
 
 def chunk_lines(chunk: LineChunk, limit: int | None) -> Iterator[tuple[int, bytes | None, int]]:

@@ -1,7 +1,11 @@
-"""Decoding bytes into text, and JSON Lines records into (id, text).
+r"""Decoding bytes into text, and JSON Lines records into (id, text); the fields of dedup's TSV.
 
 UTF-8; a byte-order mark at the start of a file is dropped; invalid bytes (and lone surrogates in JSON strings)
 become U+FFFD and the document is still read, but listed in ``ReadReport.invalid_utf8``.
+
+TSV fields are those of PostgreSQL's text format: never quoted; a backslash, tab, line feed or carriage return in a
+field is written ``\\``, ``\t``, ``\n``, ``\r`` (:func:`tsv_field`, for the outputs) and read back by
+:func:`tsv_unescape` (for ``filter --members``).
 """
 
 from __future__ import annotations
@@ -75,3 +79,23 @@ def json_record(line: str, id_field: str | None, text_field: str) -> tuple[str |
     if value == "":
         raise ValueError(f'"{id_field}" is empty')
     return display_name(str(value)), text
+
+
+_TSV_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_TSV_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+_TSV_MEANINGS = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}
+
+
+def tsv_field(value: Any) -> str:
+    r"""A value as one TSV field: empty for None, else its text with backslash, tab, ``\n`` and ``\r`` escaped."""
+    if value is None:
+        return ""
+    return value.translate(_TSV_ESCAPES) if isinstance(value, str) else str(value)
+
+
+def tsv_unescape(field: str) -> str:
+    """The text a TSV field written by :func:`tsv_field` stands for (a backslash before another character is
+    dropped, as PostgreSQL reads it)."""
+    if "\\" not in field:
+        return field
+    return _TSV_ESCAPED.sub(lambda match: _TSV_MEANINGS.get(match.group(1), match.group(1)), field)

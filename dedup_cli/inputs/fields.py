@@ -3,8 +3,9 @@
 Only the documents asked for are read (the members of groups, never the corpus), each file once, the way
 verification re-reads texts (:mod:`dedup_cli.inputs.reread`): a JSON Lines record's field, or a Parquet row's
 column. A value is missing, with a reason, when the document is a whole file or a plain line (no fields), was
-read from stdin, cannot be read, changed since it was signed (its content hash), or the field is absent, null or
-not a number.
+read from stdin, is gone or no longer decodes, changed since it was signed (its content hash), or the field is
+absent, null or not a number. A file that is there but cannot be read now (an I/O or server error) stops the run
+with one line naming it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dedup_cli.errors import InputError
 from dedup_cli.inputs.decoding import clean, decode
 from dedup_cli.inputs.locations import STDIN, Location, parse_location
 from dedup_cli.inputs.records import text_hash
-from dedup_cli.inputs.reread import reread_cells, reread_lines
+from dedup_cli.inputs.reread import is_change, reread_cells, reread_lines, unreadable
 from dedup_cli.inputs.streams import READ_ERRORS
 
 
@@ -66,6 +67,8 @@ def _file_values(where: Location, numbers: set[int], field: str) -> dict[int, tu
     except InputError as error:
         return str(error)
     except READ_ERRORS as error:
+        if not is_change(error):  # there but unreadable now: ranking it lowest would keep another member
+            raise unreadable(where.path, error, f"for its field {field!r}") from error
         return f"cannot be read ({getattr(error, 'strerror', None) or ' '.join(str(error).split())})"
 
 

@@ -1,7 +1,8 @@
 """Reading a ``find --output members`` file (JSON Lines, TSV, CSV or Parquet), for ``filter --members``.
 
 The format is recognised from the content: Parquet by its magic bytes, JSON Lines by a first line that opens an
-object, else TSV (a tab in the first line) or CSV. A TSV/CSV header row names the columns; without one (``find
+object, else TSV (a tab in the first line; fields escaped as ``find`` writes them, never quoted) or CSV (quoted
+fields may hold line breaks). A TSV/CSV header row names the columns; without one (``find
 --no-header``) they are in ``find``'s order: id, group, action, group_size, representative, then store and
 representative_store (with ``--against``). Rows of the reference store (``store`` = ``reference``) are skipped:
 only the new store's documents are ever dropped.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ import pyarrow.parquet as pq
 
 from dedup_cli.errors import InputError
 from dedup_cli.files import open_input, rereadable
+from dedup_cli.inputs.decoding import tsv_unescape
 from dedup_cli.inputs.locations import display_name
 from dedup_cli.options.checks import literal
 
@@ -50,25 +53,40 @@ def _rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
                 yield f"row {number}", record
             return
         text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
-        lines = (line for line in text if line.strip())
-        first = next(lines, None)
+        first = next((line for line in text if line.strip()), None)
         if first is None:
             return
         if first.lstrip().startswith("{"):
+            lines = (line for line in text if line.strip())
             for number, line in enumerate([first, *lines], start=1):
                 try:
                     yield f"record {number}", json.loads(line)
                 except ValueError as error:
                     raise ValueError(f"record {number} is not JSON ({error})") from None
             return
-        reader = csv.reader([first], delimiter="\t" if "\t" in first else ",")
-        header = next(reader)
+        rows: Iterator[list[str]]
+        if _is_tsv(first):  # dedup's TSV: a row a line, fields escaped, never quoted
+            rows = ([tsv_unescape(field) for field in line.rstrip("\r\n").split("\t")]
+                    for line in itertools.chain([first], text) if line.strip())
+        else:  # CSV: a quoted field may hold line breaks, blank lines too
+            rows = (row for row in csv.reader(itertools.chain([first], text)) if row)
+        header = next(rows)
         names = header if "id" in header and "action" in header else list(MEMBER_FIELDS[: len(header)])
-        rows = csv.reader(lines, delimiter="\t" if "\t" in first else ",")
         if names is not header:
             yield "row 1", dict(zip(names, header, strict=False))
         for number, row in enumerate(rows, start=2):
             yield f"row {number}", dict(zip(names, row, strict=False))
+
+
+def _is_tsv(first: str) -> bool:
+    """Whether the first row of a members file is TSV rather than CSV (a CSV row may hold a quoted tab): it holds a
+    tab, and split on tabs it is a header, or as many fields as ``find`` writes, or more fields than as CSV."""
+    fields = first.rstrip("\r\n").split("\t")
+    if len(fields) < 2:
+        return False
+    if ("id" in fields and "action" in fields) or len(fields) in (len(MEMBER_FIELDS) - 2, len(MEMBER_FIELDS)):
+        return True
+    return len(next(csv.reader([first]), [])) < len(fields)
 
 
 def _check(where: str, record: Any) -> tuple[str, int, bool, str]:

@@ -1,7 +1,10 @@
 """Re-reading documents from their recorded locations, each file once, for exact checks.
 
-A document is read again with the same decoding as when it was signed; one that cannot be read (stdin, a
-missing file, a line that is gone) or whose content hash changed is None rather than guessed.
+A document is read again with the same decoding as when it was signed; one that is gone (stdin, a missing file or
+object, a line that is gone), no longer decodes as it did, or whose content hash changed is None rather than
+guessed. A document that is there but cannot be read now (an I/O error, permission denied, a server that still
+fails after the retries of :mod:`dedup_cli.storage.objects`) is no change: it stops the run with one line naming
+it, since deciding its pairs by their estimate would give another answer than a run that could read it.
 """
 
 from __future__ import annotations
@@ -73,10 +76,45 @@ def reread_rows(path: str, numbers: set[int], column: str) -> dict[int, str]:
     return {number: decode(row[0])[0] for number, row in cells.items() if row[0] is not None}
 
 
+GONE_ERRORS = (FileNotFoundError, NotADirectoryError)
+"""What opening a document that no longer exists raises (a missing object is a ``FileNotFoundError`` too)."""
+
+
+def is_change(error: BaseException) -> bool:
+    """Whether a failure to re-read says the document is no longer what was signed (gone, or bytes that no longer
+    decode: a truncated or corrupt compressed file, a Parquet file that is no longer one) rather than that it cannot
+    be read now.
+
+    Errors of the operating system and of object storage carry an ``errno`` (``EIO``, ``EACCES``, ``EISDIR``…:
+    the document may well be intact); a decoder's complaints (``EOFError``, ``zlib.error``, ``gzip.BadGzipFile``,
+    Arrow's ``ArrowInvalid``) do not.
+    """
+    if isinstance(error, GONE_ERRORS):
+        return True
+    return not (isinstance(error, OSError) and error.errno is not None)
+
+
+def unreadable(path: str, error: BaseException, purpose: str = "for the exact checks") -> InputError:
+    """The one-line error of a document that is there but cannot be read now."""
+    reason = getattr(error, "strerror", None) or " ".join(str(error).split()) or type(error).__name__
+    return InputError(f"cannot re-read {display_name(path)} {purpose}: {reason}")
+
+
+class DocumentGone(InputError):
+    """A file to re-read is gone or no longer what was signed (stdin, a missing file or object, bytes that no longer
+    decode, a Parquet column that is gone): its documents keep their estimates, with a warning."""
+
+
 def reread_group(path: str, kind: str, name: str | None, numbers: set[int],
                  fetched: tuple[bytes, object] | OSError | None = None) -> dict[int, str]:
+    """The texts of documents ``numbers`` of one file (``{0: text}`` for a whole file), by number.
+
+    Raises:
+        DocumentGone: the file is gone, was stdin, or no longer decodes as it did.
+        InputError: the file is there but cannot be read now (:func:`is_change` is false).
+    """
     if path == STDIN:
-        raise InputError("the document was read from stdin and cannot be re-read; sign files to verify exactly")
+        raise DocumentGone("the document was read from stdin and cannot be re-read; sign files to verify exactly")
     try:
         if isinstance(fetched, OSError):
             raise fetched
@@ -90,9 +128,15 @@ def reread_group(path: str, kind: str, name: str | None, numbers: set[int],
         if kind == "line":
             return reread_lines(path, numbers, name)
         return reread_rows(path, numbers, name or "")
+    except DocumentGone:
+        raise
+    except InputError as error:  # a Parquet file without the column any more
+        raise DocumentGone(str(error)) from error
     except READ_ERRORS as error:
+        if not is_change(error):
+            raise unreadable(path, error) from error
         reason = getattr(error, "strerror", None) or " ".join(str(error).split())
-        raise InputError(f"cannot read {display_name(path)}: {reason}") from error
+        raise DocumentGone(f"cannot read {display_name(path)}: {reason}") from error
 
 
 def file_identity(location: str) -> tuple[int, int] | None:
@@ -132,6 +176,9 @@ def reread_documents(locations: Sequence[str], content_hashes: Sequence[int] | N
 
     With ``content_hashes`` (``Document.content_hash``, aligned with ``locations``) a text that changed since
     it was read is None too. Stdin documents are always None.
+
+    Raises:
+        InputError: a document is there but cannot be read now (one line naming it).
     """
     parsed = [parse_location(location) for location in locations]
     groups: dict[tuple[str, str, str | None], set[int]] = {}
@@ -143,7 +190,7 @@ def reread_documents(locations: Sequence[str], content_hashes: Sequence[int] | N
     for key, numbers in groups.items():
         try:
             texts[key] = reread_group(*key, numbers, fetched.get(key[0]) if key[1] == "file" else None)
-        except InputError:
+        except DocumentGone:
             texts[key] = {}
     result: list[str | None] = []
     for index, where in enumerate(parsed):

@@ -15,7 +15,7 @@ import numpy as np
 from dedup_cli.inputs.decoding import decode
 from dedup_cli.inputs.locations import STDIN, display_name, parse_location
 from dedup_cli.inputs.records import IntegerSet, set_hash
-from dedup_cli.inputs.reread import reread_lines
+from dedup_cli.inputs.reread import is_change, reread_lines, unreadable
 from dedup_cli.inputs.streams import READ_ERRORS
 from dedup_cli.primitives import sorted_unique
 
@@ -67,6 +67,8 @@ _LEGACY_SET_LOCATION = re.compile(r"(.*):(\d+)\Z")
 def reread_sets(locations: Sequence[str], content_hashes: Sequence[int] | None = None) -> list[np.ndarray | None]:
     """The elements (uint64, sorted) of the sets at ``locations`` (a set store's ``path`` values), each file
     read once; None where a set is gone, malformed now, or (given ``content_hashes``) changed since signed.
+    A file that is there but cannot be read now raises a one-line ``InputError`` naming it
+    (:func:`dedup_cli.inputs.reread.is_change`).
 
     Stores written before set rows had locations hold ``FILE:LINE`` (relative to where ``sign`` ran) and a
     content hash of 0; those are read as they are, unchecked.
@@ -86,7 +88,9 @@ def reread_sets(locations: Sequence[str], content_hashes: Sequence[int] | None =
     for path, wanted_numbers in numbers.items():
         try:
             lines[path] = {} if path == STDIN else reread_lines(path, wanted_numbers, None)
-        except READ_ERRORS:
+        except READ_ERRORS as error:
+            if not is_change(error):
+                raise unreadable(path, error) from error
             lines[path] = {}
     result: list[np.ndarray | None] = []
     for index, (path, number) in enumerate(wanted):

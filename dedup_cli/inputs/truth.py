@@ -8,6 +8,7 @@ The file is parsed by Arrow in one pass, and ids are looked up in the store all 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 from dataclasses import dataclass
@@ -57,8 +58,30 @@ def _kind(path: Path, source: str | io.BytesIO) -> str:
     return "jsonl" if first.lstrip().startswith("{") else "tsv" if "\t" in first else "csv"
 
 
+def _first_value(source: str | io.BytesIO) -> tuple[int, int]:
+    """(line, byte) where the first JSON value of ``source`` starts, after JSON white space; (line, -1) if none."""
+    line = 1
+    with open_input(source) if isinstance(source, str) else contextlib.nullcontext(source) as handle:
+        while block := handle.read(1 << 16):
+            stripped = block.lstrip(b" \t\r\n")
+            line += block.count(b"\n", 0, len(block) - len(stripped))
+            if stripped:
+                break
+        else:
+            stripped = b""
+    if isinstance(source, io.BytesIO):
+        source.seek(0)
+    return line, stripped[0] if stripped else -1
+
+
 def _table(path: Path, source: str | io.BytesIO, kind: str) -> pa.Table:
     if kind == "jsonl":
+        # Arrow reads only lines that are objects, and its parser crashes the process on a first value ``null``
+        # (pyarrow 26 and earlier at least): anything but an object first is refused here.
+        line, first = _first_value(source)
+        if first not in (-1, ord("{")):
+            raise InputError(f"{path}:{line}: not a JSON object; every line needs id_a, id_b and a resemblance "
+                             "in [0, 1]")
         return pa_json.read_json(source)
     parsing = pa_csv.ParseOptions(delimiter="\t" if kind == "tsv" else ",")
     converting = pa_csv.ConvertOptions(column_types={name: pa.string() for name in ID_FIELDS})

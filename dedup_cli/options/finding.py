@@ -62,9 +62,13 @@ class FindOptions:
         work_dir: a folder where each completed stage is kept (band rounds of candidates, scored pairs, decisions),
             so that the same find run again after a failure resumes from the last completed stage; None: none.
         keep_work: keep the work folder's files after the run completes (they are removed otherwise).
+        jobs: worker processes of the local engine's stages (0: one per core): the candidate stage by bands,
+            scoring and exact checks by chunks of pairs; the output is the same whatever the number. Each process
+            holds its own ``band_memory`` of band keys.
         gather_limit: with the Dask engine, the most pairs the driver holds at once: when the end of find needs
             more, it runs per connected component on the workers and the records stream to the driver in chunks
-            of at most this many (and 10^6). The output is the same either way; a tuning knob.
+            of at most this many (at least 16384 and at most 10^6 pairs a chunk, so that a low limit never cuts
+            the work into tasks of a few pairs). The output is the same either way; a tuning knob.
     """
 
     threshold: float = 0.5
@@ -87,6 +91,7 @@ class FindOptions:
     band_memory: int = BAND_MEMORY
     work_dir: str | None = None
     keep_work: bool = False
+    jobs: int = 0
 
     def __post_init__(self) -> None:
         set_fields(self, threshold=threshold_value(self.threshold))
@@ -122,14 +127,23 @@ class FindOptions:
         set_fields(self, max_bucket=at_least("max_bucket", self.max_bucket, 1))
         set_fields(self, gather_limit=at_least("gather_limit", self.gather_limit, 0))
         set_fields(self, band_memory=at_least("band_memory", self.band_memory, 1))
+        set_fields(self, jobs=at_least("jobs", self.jobs, 0))
         if self.work_dir is not None:
             set_fields(self, work_dir=os.fspath(self.work_dir))
         elif self.keep_work:
             raise OptionError("keep_work", True, "{keep_work} keeps the files of {work_dir} DIR; name one")
         if self.engine.name == "dask":
+            if self.jobs:
+                raise OptionError("jobs", self.jobs, "{jobs} sets the local engine's processes; with {engine} dask "
+                                  "the cluster's workers run the stages")
             if self.candidates == "all":
                 raise OptionError("candidates", "all", "{candidates} all compares every pair in one process; use "
                                   "{candidates} lsh with {engine} dask, or {engine} local")
+
+    @property
+    def workers(self) -> int:
+        """The local engine's worker processes: ``jobs``, or one per core when it is 0."""
+        return self.jobs or os.cpu_count() or 1
 
     @property
     def keep_policy(self) -> str:

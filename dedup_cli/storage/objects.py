@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import importlib.util
 import os
+import random
 import threading
 import time
 from collections.abc import Iterator
@@ -113,6 +114,24 @@ def attempts() -> int:
         return int(os.environ.get("AWS_MAX_ATTEMPTS", MAX_ATTEMPTS))
     except ValueError:
         return MAX_ATTEMPTS
+
+
+MAX_BACKOFF = 20.0
+"""Seconds at most between two attempts (botocore's standard retry mode)."""
+STREAM_ERRORS = ("ResponseStreamingError", "IncompleteReadError", "IncompleteRead", "ClientPayloadError",
+                 "ReadTimeoutError", "AioReadTimeoutError", "ServerDisconnectedError", "ClientOSError")
+"""Failures while a response's body is read: after botocore has returned the response, so not retried by it."""
+
+
+def backoff_seconds(attempt: int) -> float:
+    """The wait before attempt ``attempt + 1`` (from 0): botocore's standard mode, exponential with full jitter,
+    uniform in [0, 2^attempt) seconds, at most :data:`MAX_BACKOFF`."""
+    return min(MAX_BACKOFF, random.random() * 2.0**attempt)
+
+
+def is_stream_error(error: BaseException) -> bool:
+    """Whether ``error`` broke off reading a response's body (a dropped connection, a short body, a timeout)."""
+    return type(error).__name__ in STREAM_ERRORS
 
 
 def endpoint() -> str:

@@ -18,9 +18,12 @@ from dedup_cli.storage.objects import (
     READ_BLOCK,
     WRITE_BLOCK,
     ObjectInfo,
+    attempts,
+    backoff_seconds,
     client,
     describe,
     fs_path,
+    is_stream_error,
     status_of,
     translate,
     translated,
@@ -153,7 +156,7 @@ class _Writing:
         pass  # :func:`writing` completes or aborts the upload
 
 
-async def _get(fs: Any, url: str) -> tuple[bytes, ObjectInfo]:
+async def _get_once(fs: Any, url: str) -> tuple[bytes, ObjectInfo]:
     bucket, key = split(url)
     response = await fs._call_s3("get_object", Bucket=bucket, Key=key)
     body = response["Body"]
@@ -162,6 +165,21 @@ async def _get(fs: Any, url: str) -> tuple[bytes, ObjectInfo]:
     finally:
         body.close()
     return data, describe(url, response)
+
+
+async def _get(fs: Any, url: str) -> tuple[bytes, ObjectInfo]:
+    """One object's bytes and description. botocore retries the request (5xx, a connection dropped before the
+    answer); a body broken off after the answer began is retried here, with the same attempts and backoff."""
+    import asyncio
+
+    for attempt in range(attempts() - 1):
+        try:
+            return await _get_once(fs, url)
+        except Exception as error:
+            if not is_stream_error(error):
+                raise
+            await asyncio.sleep(backoff_seconds(attempt))
+    return await _get_once(fs, url)
 
 
 def fetch(urls: list[str]) -> dict[str, tuple[bytes, ObjectInfo] | OSError]:

@@ -15,10 +15,11 @@ through an open handle).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,9 +29,12 @@ from dedup_cli.errors import StoreError
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import one_line, open_parquet, packed_signatures
 from dedup_cli.store.manifest import Manifest
-from dedup_cli.store.places import Folder
+from dedup_cli.store.places import Folder, in_objects
 from dedup_cli.store.snapshot import SIGNATURE_COLUMNS, StoredSignatures, live_rows, open_part, stored_signatures
 from dedup_cli.store.store import READ_ATTEMPTS, Store
+
+# Runs a function over tasks, giving back the results in order: ``map``, or one that runs them in worker processes.
+Mapper = Callable[[Callable[[Any], pa.Table], Sequence[Any]], Iterable[pa.Table]]
 
 
 @dataclass
@@ -191,12 +195,26 @@ class NumberedDocuments:
         """Row groups in all, what one pass over the signatures reads (for progress)."""
         return sum(file.group_rows.size for numbered in self._stores for file in numbered.files)
 
-    def signatures(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(docs int64[m], packed uint8[m, S]) of the live rows of each row group in turn, in file order."""
+    @property
+    def reads_in_workers(self) -> bool:
+        """Whether forked worker processes may read shares of :meth:`signatures` through the files opened here:
+        local files are read at offsets (``pread``), which processes can share; an object store's reader holds a
+        connection, which they cannot."""
+        return not any(in_objects(numbered.store.path) for numbered in self._stores)
+
+    def signatures(self, part: int = 0, parts: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(docs int64[m], packed uint8[m, S]) of the live rows of each row group in turn, in file order; with
+        ``parts`` > 1 only the row groups numbered ``part``, ``part + parts``, … (counted over all files), the
+        share of one of ``parts`` readers."""
+        number = -1
         for numbered in self._stores:
             for file in numbered.files:
                 first = file.first_row
                 for group, rows in enumerate(file.group_rows.tolist()):
+                    number += 1
+                    if number % parts != part:
+                        first += rows
+                        continue
                     table = _read(file, group, ["signature"], numbered.store.path)
                     packed = packed_signatures(table.column("signature"), self.params, numbered.store.path)
                     if numbered.doc_of_row is None:
@@ -208,10 +226,14 @@ class NumberedDocuments:
                         yield local[alive] + numbered.first_doc, packed[alive]
                     first += rows
 
-    def stored(self, docs: np.ndarray, columns: Sequence[str] = SIGNATURE_COLUMNS) -> StoredSignatures:
+    def stored(self, docs: np.ndarray, columns: Sequence[str] = SIGNATURE_COLUMNS,
+               mapper: Mapper | None = None) -> StoredSignatures:
         """The documents ``docs`` (int64, ascending, unique) as a store of their own, in that order: ids,
-        locations, counts, signatures, content hashes, runs and times, read from the row groups that hold them."""
-        tables: list[pa.Table] = []
+        locations, counts, signatures, content hashes, runs and times, read from the row groups that hold them.
+
+        ``mapper(read, groups)``: the tables ``read(group)`` of the row groups in order, however it computes them
+        (in worker processes when :attr:`reads_in_workers`); the built-in ``map`` by default."""
+        reads: list[tuple[_File, int, np.ndarray | None, Folder]] = []
         order: list[np.ndarray] = []
         for numbered in self._stores:
             low, high = np.searchsorted(docs, [numbered.first_doc, numbered.first_doc + numbered.documents])
@@ -227,11 +249,16 @@ class NumberedDocuments:
                     a, b = np.searchsorted(sorted_rows, [start, start + size])
                     if b == a:
                         continue
-                    table = _read(file, group, columns, numbered.store.path)
-                    if b - a < size:
-                        table = table.take(pa.array(sorted_rows[a:b] - start, pa.int64()))
-                    tables.append(table)
+                    reads.append((file, group, sorted_rows[a:b] - start if b - a < size else None,
+                                  numbered.store.path))
             order.append(by_row + low)
+
+        def read(task: tuple[_File, int, np.ndarray | None, Folder]) -> pa.Table:
+            file, group, taken, path = task
+            table = _read(file, group, columns, path)
+            return table if taken is None else table.take(pa.array(taken, pa.int64()))
+
+        tables: list[pa.Table] = list((mapper or map)(read, reads))
         if not tables:
             path = self._stores[0].store.path if self._stores else Path(".")
             return stored_signatures(_empty(self.params, columns), self.params, path)

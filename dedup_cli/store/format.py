@@ -139,12 +139,34 @@ def parse_metadata(path: object, metadata: dict[bytes, bytes] | None) -> tuple[i
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
+    """A single-file store (format 1) opened for reading, its pages' checksums verified when it has them."""
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(path, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as error:
         raise StoreError(
             f"{path} is not a readable Parquet file ({one_line(error)}); pass a store written by dedup sign"
         ) from error
+
+
+def column_problem(schema: pa.Schema, removal: bool = False, legacy: bool = False) -> str | None:
+    """What keeps a Parquet file of ``schema`` from being a part (or a removal file, or a format 1 store) that
+    dedup wrote, in words (a column missing, or of another type); None when nothing does. The signature's width
+    is checked against the parameters where signatures are read."""
+    expected = REMOVAL_COLUMN_TYPES if removal else PART_COLUMN_TYPES
+    for name, wanted in expected.items():
+        if legacy and name == "run":
+            continue
+        index = schema.get_field_index(name)
+        if index < 0:
+            if schema.get_all_field_indices(name):
+                return f"it has two columns {name!r}"
+            return f"it has no column {name!r} (its columns: {', '.join(schema.names) or 'none'})"
+        found = schema.field(index).type
+        if isinstance(wanted, pa.DataType) and found != wanted:
+            return f"its column {name!r} is {found}, not {wanted}"
+        if not isinstance(wanted, pa.DataType) and not wanted(found):
+            return f"its column {name!r} is {found}, not fixed-size binary"
+    return None
 
 
 def packed_signatures(column: pa.ChunkedArray | pa.Array, params: SignatureParams, path: object) -> np.ndarray:
@@ -159,6 +181,13 @@ def packed_signatures(column: pa.ChunkedArray | pa.Array, params: SignatureParam
     data = np.frombuffer(column.buffers()[1], dtype=np.uint8)
     offset = column.offset * width
     return data[offset : offset + len(column) * width].reshape(len(column), width)
+
+
+PART_COLUMN_TYPES: dict[str, Any] = {
+    "id": pa.string(), "path": pa.string(), "size": pa.int64(), "mtime_ns": pa.int64(), "content_hash": pa.uint64(),
+    "shingle_count": pa.int64(), "signature": pa.types.is_fixed_size_binary, "run": pa.int64(),
+}
+REMOVAL_COLUMN_TYPES: dict[str, Any] = {"id": pa.string(), "run": pa.int64()}
 
 
 def removal_schema() -> pa.Schema:

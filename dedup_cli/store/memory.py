@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -98,13 +99,15 @@ class MemoryDocuments:
     def row_groups(self) -> int:
         return -(-self.documents // SIGNATURE_BLOCK)
 
-    def signatures(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(docs int64[m], packed uint8[m, S]) of blocks of rows in turn."""
+    reads_in_workers = True
+
+    def signatures(self, part: int = 0, parts: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(docs int64[m], packed uint8[m, S]) of blocks of rows in turn (blocks ``part``, ``part + parts``, …)."""
         packed = self.signatures_in_memory.packed
-        for start in range(0, self.documents, SIGNATURE_BLOCK):
+        for start in range(part * SIGNATURE_BLOCK, self.documents, parts * SIGNATURE_BLOCK):
             stop = min(start + SIGNATURE_BLOCK, self.documents)
             yield np.arange(start, stop, dtype=np.int64), packed[start:stop]
 
-    def stored(self, docs: np.ndarray, columns: Sequence[str] = ()) -> StoredSignatures:
+    def stored(self, docs: np.ndarray, columns: Sequence[str] = (), mapper: Any = None) -> StoredSignatures:
         """The documents ``docs`` (ascending) as a store of their own, in that order (every column)."""
         return self.signatures_in_memory.stored(docs)

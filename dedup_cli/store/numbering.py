@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -35,10 +35,17 @@ class Documents(Protocol):
         """Steps of one pass over :meth:`signatures` (for progress)."""
         ...
 
-    def signatures(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(docs int64[m], packed uint8[m, S]) of every document, a block at a time."""
+    @property
+    def reads_in_workers(self) -> bool:
+        """Whether processes forked from this one may each read a share of :meth:`signatures`."""
         ...
 
-    def stored(self, docs: np.ndarray, columns: Sequence[str] = ...) -> StoredSignatures:
-        """The documents ``docs`` (int64, ascending, unique) as a store of their own, in that order."""
+    def signatures(self, part: int = 0, parts: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(docs int64[m], packed uint8[m, S]) of every document, a block at a time (with ``parts`` > 1, only
+        blocks ``part``, ``part + parts``, …: one reader's share)."""
+        ...
+
+    def stored(self, docs: np.ndarray, columns: Sequence[str] = ..., mapper: Any = None) -> StoredSignatures:
+        """The documents ``docs`` (int64, ascending, unique) as a store of their own, in that order (``mapper``:
+        how a store on disk reads its row groups, ``map`` or in worker processes)."""
         ...

@@ -41,7 +41,7 @@ class StorePiece:
 
 def _cut(path: str, legacy: bool, rows_per_piece: int) -> list[StorePiece]:
     folder, name = path.rsplit("/", 1)
-    parquet = open_part(folder_of(folder), name)
+    parquet = open_part(folder_of(folder), name, legacy)
     try:
         sizes = [parquet.metadata.row_group(group).num_rows for group in range(parquet.num_row_groups)]
     finally:
@@ -106,7 +106,7 @@ def frame_words(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
 def _piece_table(piece: StorePiece, columns: Sequence[str]) -> pa.Table:
     folder, name = piece.path.rsplit("/", 1)
     try:
-        parquet = open_part(folder_of(folder), name)
+        parquet = open_part(folder_of(folder), name, piece.legacy)
     except FileNotFoundError:
         raise StoreError(f"{folder} changed while it was read ({name} is gone); run again") from None
     try:
@@ -124,6 +124,18 @@ def read_piece_signatures(piece: StorePiece, params: SignatureParams) -> tuple[n
     folder = folder_of(piece.path.rsplit("/", 1)[0])
     counts = table.column("shingle_count").to_numpy().astype(np.int64, copy=False)
     return counts, packed_signatures(table.column("signature"), params, folder)
+
+
+def read_piece_values(piece: StorePiece, params: SignatureParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(shingle counts int64[n], runs int64[n], packed signatures uint8[n, S]) of a piece's rows in file order,
+    straight from Arrow's buffers (runs are 0 throughout a format 1 file)."""
+    table = _piece_table(piece, ["shingle_count", "signature"] if piece.legacy else ["shingle_count", "run",
+                                                                                      "signature"])
+    folder = folder_of(piece.path.rsplit("/", 1)[0])
+    counts = table.column("shingle_count").to_numpy().astype(np.int64, copy=False)
+    runs = (np.zeros(table.num_rows, np.int64) if piece.legacy
+            else table.column("run").to_numpy().astype(np.int64, copy=False))
+    return counts, runs, packed_signatures(table.column("signature"), params, folder)
 
 
 def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParams | None = None) -> pd.DataFrame:

@@ -26,6 +26,18 @@ from dedup_cli.storage.urls import ObjectPath, is_url
 Folder = Path | ObjectPath
 """A store directory: a local path or an object storage prefix."""
 
+WRITE_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    # Each page (data and dictionary) carries the CRC-32 of its bytes in its header, and readers verify it
+    # (``page_checksum_verification``): a damaged byte in a page is an error, not another signature.
+    "write_page_checksum": True,
+    # No statistics for the signatures (the other columns have them): nothing filters on them, and a page's
+    # minimum and maximum signature are 2 × signature_bytes in its header that no checksum covers
+    # (docs/store-format.md).
+    "write_statistics": ["id", "path", "size", "mtime_ns", "content_hash", "shingle_count", "run"],
+}
+"""How every Parquet file of a store (parts, removal files) is written."""
+
 
 def folder_of(path: str | os.PathLike[str] | ObjectPath) -> Folder:
     """The folder ``path`` names (a URL becomes an :class:`ObjectPath`)."""
@@ -66,16 +78,27 @@ def remove_all(folder: Folder, files: Sequence[str]) -> None:
         unlink_quietly(folder / name)
 
 
+def parquet_source(file: Folder) -> Any:
+    """What to open a Parquet file for reading from: locally its path, read by Arrow's own file (a
+    KeyboardInterrupt raised inside a Python read callback can leave Arrow's reader waiting for ever), in object
+    storage an object read in large ranged GETs.
+
+    Raises:
+        FileNotFoundError: the file is gone (a compaction committed and deleted it), in object storage.
+    """
+    if isinstance(file, ObjectPath):
+        return open_input(str(file))
+    return str(file)
+
+
 def parquet_file(file: Folder) -> pq.ParquetFile:
-    """Open a Parquet file for reading: locally Arrow's own file (a KeyboardInterrupt raised inside a Python read
-    callback can leave Arrow's reader waiting for ever), in object storage an object read in large ranged GETs.
+    """Open a Parquet file of a store for reading (:func:`parquet_source`), its pages' checksums verified as they
+    are read (:data:`WRITE_OPTIONS`).
 
     Raises:
         FileNotFoundError: the file is gone (a compaction committed and deleted it).
     """
-    if isinstance(file, ObjectPath):
-        return pq.ParquetFile(open_input(str(file)))
-    return pq.ParquetFile(str(file))
+    return pq.ParquetFile(parquet_source(file), page_checksum_verification=True)
 
 
 def new_name(stem: str, token: str | None, folder: Folder) -> str:
@@ -112,9 +135,10 @@ def new_file(file: Folder) -> Iterator[Any]:
 
 
 def write_table(table: pa.Table, file: Folder) -> None:
-    """One table as the new Parquet file ``file`` (zstd), complete when this returns."""
+    """One table as the new Parquet file ``file`` (:data:`WRITE_OPTIONS`), complete when
+    this returns."""
     with new_file(file) as sink:
-        pq.write_table(table, sink, compression="zstd")
+        pq.write_table(table, sink, **WRITE_OPTIONS)
 
 
 class ParquetSink:
@@ -126,7 +150,7 @@ class ParquetSink:
         self._context = new_file(file)
         sink = self._context.__enter__()
         try:
-            self.writer = pq.ParquetWriter(sink, schema, compression="zstd")
+            self.writer = pq.ParquetWriter(sink, schema, **WRITE_OPTIONS)
         except BaseException as error:
             self._context.__exit__(type(error), error, error.__traceback__)
             raise

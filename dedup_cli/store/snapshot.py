@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -18,9 +20,16 @@ import pyarrow.parquet as pq
 from dedup_cli.errors import StoreError
 from dedup_cli.minhash.packing import lowest_bits, unpack_values
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.format import one_line, packed_signatures, part_schema, removal_schema
+from dedup_cli.store.format import (
+    REMOVAL_NAME,
+    column_problem,
+    one_line,
+    packed_signatures,
+    part_schema,
+    removal_schema,
+)
 from dedup_cli.store.manifest import Manifest
-from dedup_cli.store.places import Folder, parquet_file
+from dedup_cli.store.places import Folder, parquet_source
 
 
 def live_rows(ids: pa.ChunkedArray, runs: pa.ChunkedArray, removals: pa.Table | None) -> np.ndarray:
@@ -63,16 +72,86 @@ def live_rows(ids: pa.ChunkedArray, runs: pa.ChunkedArray, removals: pa.Table | 
     return keep.astype(np.int64, copy=False)
 
 
-def open_part(path: Folder, name: str) -> pq.ParquetFile:
-    """Open one listed file; FileNotFoundError passes through (a compaction may have deleted it)."""
+_READ_ERRORS = (pa.ArrowException, OSError, KeyError, UnicodeDecodeError)
+"""What Arrow raises on a damaged file: a bad checksum or a short read (OSError), an undecodable footer or page."""
+
+
+def damaged(path: Folder, name: str, reason: str) -> StoreError:
+    return StoreError(f"{path} is damaged ({name}: {reason}); sign the corpus again into a new store")
+
+
+class StorePart(pq.ParquetFile):
+    """A listed file of a store (a part, or a removal file), opened for reading: its columns are checked against
+    what dedup writes when it is opened, its pages' checksums as they are read, and a file that cannot be read is
+    a :class:`StoreError` naming it, whichever of the readers below meets it.
+
+    A local file is verified once per open: a row group's column read again (``find`` streams the signatures
+    once per round of bands) is read without verifying, through the same open file, whose bytes a store never
+    rewrites; verifying costs as much again as reading (docs/store-format.md).
+    """
+
+    def __init__(self, path: Folder, name: str, legacy: bool = False) -> None:
+        source = parquet_source(path / name)
+        self._file = pa.OSFile(source) if isinstance(source, str) else None  # Arrow's own, shared by both readers
+        try:
+            super().__init__(source if self._file is None else self._file, page_checksum_verification=True)
+        except BaseException:
+            if self._file is not None:
+                self._file.close()
+            raise
+        self.folder, self.name = path, name
+        self._verified: set[tuple[int, str]] = set()  # (row group, column) already read and verified
+        self._unverified: pq.ParquetFile | None = None
+        problem = column_problem(self.schema_arrow, removal=REMOVAL_NAME.fullmatch(name) is not None, legacy=legacy)
+        if problem is not None:
+            self.close()
+            raise damaged(path, name, f"not a file dedup wrote: {problem}")
+
+    def close(self, force: bool = False) -> None:
+        super().close(force=True)
+        if self._unverified is not None:
+            self._unverified.close(force=True)
+        if self._file is not None:
+            self._file.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        try:
+            yield
+        except FileNotFoundError:
+            raise  # gone from object storage since it was opened (a compaction): the callers read again
+        except _READ_ERRORS as error:
+            raise damaged(self.folder, self.name, one_line(error)) from error
+
+    def read(self, *arguments: Any, **options: Any) -> pa.Table:
+        with self._reading():
+            return super().read(*arguments, **options)
+
+    def read_row_group(self, i: int, columns: Sequence[str] | None = None, **options: Any) -> pa.Table:
+        read = {(i, name) for name in (self.schema_arrow.names if columns is None else columns)}
+        with self._reading():
+            if self._file is None or not read <= self._verified:
+                table = super().read_row_group(i, columns=columns, **options)
+                self._verified |= read
+                return table
+            if self._unverified is None:
+                self._unverified = pq.ParquetFile(self._file, metadata=self.metadata)
+            return self._unverified.read_row_group(i, columns=columns, **options)
+
+    def read_row_groups(self, *arguments: Any, **options: Any) -> pa.Table:
+        with self._reading():
+            return super().read_row_groups(*arguments, **options)
+
+
+def open_part(path: Folder, name: str, legacy: bool = False) -> StorePart:
+    """Open one listed file (``legacy``: a format 1 store, which has no ``run`` column); FileNotFoundError passes
+    through (a compaction may have deleted it)."""
     try:
-        return parquet_file(path / name)
+        return StorePart(path, name, legacy)
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, "listed but missing", name) from None
-    except (pa.ArrowException, OSError) as error:
-        raise StoreError(
-            f"{path} is damaged ({name}: {one_line(error)}); sign the corpus again into a new store"
-        ) from error
+    except _READ_ERRORS as error:
+        raise damaged(path, name, one_line(error)) from error
 
 
 def read_files(path: Folder, names: Sequence[str], columns: Sequence[str], schema: pa.Schema) -> pa.Table:
@@ -235,10 +314,12 @@ class DocumentIndex:
         row = self.row(identifier)
         return row is None or int(self.content_hashes[row]) != content_hash
 
-    def absent(self, ids: Sequence[str]) -> np.ndarray:
-        """bool[n]: the stored documents whose id is not among ``ids`` (the ones a prune removes)."""
+    def absent(self, ids: Sequence[str], columns: Sequence[pa.Array] = ()) -> np.ndarray:
+        """bool[n]: the stored documents whose id is not among ``ids`` nor in ``columns`` (the ones a prune
+        removes)."""
         import pyarrow.compute as pc
-        return ~pc.is_in(self.id_array, value_set=pa.array(ids, pa.string())).to_numpy(zero_copy_only=False)
+        values = pa.concat_arrays([pa.array(ids, pa.string()), *columns])
+        return ~pc.is_in(self.id_array, value_set=values).to_numpy(zero_copy_only=False)
 
 
 def index_of_rows(table: pa.Table, keep: np.ndarray) -> DocumentIndex:

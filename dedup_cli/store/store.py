@@ -28,6 +28,7 @@ from dedup_cli.store.format import (
     FORMAT_VERSION,
     LEGACY_FORMAT_VERSION,
     MANIFEST_NAME,
+    column_problem,
     open_parquet,
     parse_metadata,
     removal_schema,
@@ -342,6 +343,9 @@ def open_store(path: str | os.PathLike[str] | ObjectPath) -> Store:
     legacy_version, params = parse_metadata(path, parquet.schema_arrow.metadata)
     if legacy_version != LEGACY_FORMAT_VERSION:
         raise StoreError(f"{path} is one part of a directory store; pass the directory {path.parent}")
+    problem = column_problem(parquet.schema_arrow, legacy=True)
+    if problem is not None:
+        raise StoreError(f"{path} is damaged (not a file dedup wrote: {problem}); sign the corpus again")
     return Store(path, legacy_version, params, None, legacy_rows=parquet.metadata.num_rows)  # format 1: local only
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli.candidates.elias_fano import decode, encode
+from dedup_cli.candidates.elias_fano import decode, encode, pack_fields, unpack_fields
 
 
 @settings(max_examples=200, deadline=None)
@@ -37,3 +37,17 @@ def test_hand_made_set() -> None:
     with pytest.raises(ValueError, match="not below the universe"):
         encode(np.array([32], np.uint64), 32)
     assert math.isclose(encode(np.arange(0, 1 << 20, 16, dtype=np.uint64), 1 << 20).low_bits, 4)
+
+
+@pytest.mark.parametrize("width", [1, 3, 7, 8, 9, 13, 31, 32, 33, 57, 63, 64])
+def test_fields_are_packed_lowest_bit_first_one_after_another(width: int) -> None:
+    # The stream bit by bit: value i's bit b at position i·width + b, bytes filled lowest bit first.
+    rng = np.random.default_rng(width)
+    for count in (1, 7, 8, 9, 1001):
+        values = rng.integers(0, 2**63, size=count, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        bits = (values[:, None] >> np.arange(width, dtype=np.uint64)) & np.uint64(1)
+        expected = np.packbits(bits.astype(np.uint8).ravel(), bitorder="little")
+        stream = pack_fields(values, width)
+        assert np.array_equal(stream, expected), (width, count)
+        kept = values if width == 64 else values & np.uint64((1 << width) - 1)
+        assert np.array_equal(unpack_fields(stream, count, width), kept), (width, count)

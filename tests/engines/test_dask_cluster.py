@@ -122,3 +122,18 @@ def test_the_store_reads_with_dask_and_pyarrow_alone(engine: EngineOptions, tmp_
         assert live["id"].tolist() == expected.ids
         assert np.array_equal(np.stack([np.frombuffer(x, np.uint8) for x in live["signature"]]), expected.packed)
     assert "part-" in ",".join(sorted(os.listdir(store)))
+
+
+def test_a_local_cluster_of_forked_workers_started_by_the_engine(stores: dict[str, Path]) -> None:
+    # --workers without --scheduler: the engine starts its own cluster, its workers forked from the driver on Linux
+    # (no second import of the modules), and closes it; the records are the local engine's.
+    from dedup_cli.engine.dask import cluster
+
+    assert cluster.WORKER_START == ("fork" if sys.platform.startswith("linux") else "spawn")
+    common = [sys.executable, "-m", "dedup_cli", "find", str(stores["sample"]), "--output", "pairs", "--bits", "2",
+              "-q"]
+    local = subprocess.run(common, capture_output=True, timeout=300)
+    remote = subprocess.run([*common, "--engine", "dask", "--workers", "2", "--memory-limit", "1GiB"],
+                            capture_output=True, timeout=300)
+    assert local.returncode == remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout and local.stdout.count(b"\n") > 10

@@ -19,6 +19,7 @@ import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.cli.summaries import find_store_line, find_summary
 from dedup_cli.engine import extras
+from dedup_cli.engine.dask import tail
 from dedup_cli.engine.results import find_records
 from dedup_cli.options.engines import EngineOptions
 
@@ -153,8 +154,10 @@ def test_without_the_extra_the_engine_says_how_to_install_it(stores: dict[str, P
     ("grown", {"new_since": 1, "ways": 3, "group": "strict", "threshold": 0.4}),
 ], ids=["triples", "strict", "new-since"])
 def test_many_edges_end_per_component_on_the_workers(stores: dict[str, Path], engine: EngineOptions, store: str,
-                                                     options: dict) -> None:
-    # Nothing is gathered: components on the cluster, then output sorted there in chunks of 15 rows.
+                                                     options: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nothing is gathered: components on the cluster, then output sorted there in chunks of 15 rows (the floor of
+    # a chunk lowered, so that a small store's few hundred pairs make several).
+    monkeypatch.setattr(tail, "MIN_PAIRS_PER_PARTITION", 1)
     local = dedup.find(stores[store], dedup.FindOptions(**options))
     remote = dedup.find(stores[store], dedup.FindOptions(engine=engine, gather_limit=15, **options))
     assert remote.streamed is not None and len(list(remote.streamed.chunks("pairs"))) > 2

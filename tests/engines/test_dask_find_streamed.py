@@ -19,6 +19,7 @@ from same_answers import without_time
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
+from dedup_cli.engine.dask import tail
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.store.format import DocumentBatch
 
@@ -29,11 +30,14 @@ KINDS = ("groups", "pairs", "triples", "members")
 @pytest.fixture(scope="module")
 def three_results(stores: dict[str, Path], engine: EngineOptions) -> dict[str, dedup.FindResult]:
     """One find of the sample store (triples too) by the local engine, and by the Dask engine gathered and
-    streamed in chunks of 10 pairs."""
+    streamed in chunks of 10 pairs (the floor of a chunk lowered for it: a small store has only a few hundred)."""
     options = {"ways": 3, "bits": 2, "threshold": 0.5}
     results = {"local": dedup.find(stores["sample"], dedup.FindOptions(**options)),
-               "gathered": dedup.find(stores["sample"], dedup.FindOptions(engine=engine, **options)),
-               "streamed": dedup.find(stores["sample"], dedup.FindOptions(engine=engine, gather_limit=10, **options))}
+               "gathered": dedup.find(stores["sample"], dedup.FindOptions(engine=engine, **options))}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tail, "MIN_PAIRS_PER_PARTITION", 1)
+        results["streamed"] = dedup.find(stores["sample"], dedup.FindOptions(engine=engine, gather_limit=10,
+                                                                             **options))
     assert results["gathered"].streamed is None and results["streamed"].streamed is not None
     assert len(list(results["streamed"].streamed.chunks("pairs"))) > 2
     return results
@@ -65,6 +69,23 @@ def test_the_results_in_ids_are_the_same_on_every_path(three_results: dict[str, 
         assert got["streamed"] == got["gathered"] == got["local"], kind
         assert got["local"], kind
     assert three_results["streamed"].to_arrow("pairs").equals(three_results["local"].to_arrow("pairs"))
+
+
+def test_a_gather_limit_of_zero_streams_the_same_records_in_few_partitions(
+        three_results: dict[str, dedup.FindResult], stores: dict[str, Path], engine: EngineOptions) -> None:
+    """--gather-limit 0, the knob's extreme, streams every record from the workers: the records of the default
+    (gathered) run, from partitions of many pairs each, not one task per pair."""
+    options = {"ways": 3, "bits": 2, "threshold": 0.5}
+    streamed = dedup.find(stores["sample"], dedup.FindOptions(engine=engine, gather_limit=0, **options))
+    assert streamed.streamed is not None
+    needed = streamed.profile["needed_pairs"]
+    assert needed > 100  # a chunk per pair would be hundreds of partitions
+    assert streamed.streamed.partitions == -(-needed // tail.MIN_PAIRS_PER_PARTITION) == 1
+    assert len(list(streamed.streamed.chunks("pairs"))) == len(list(streamed.streamed.chunks("groups"))) == 1
+    for kind in KINDS:
+        got = [tuple(item) for item in getattr(streamed, kind)()]
+        assert got == [tuple(item) for item in getattr(three_results["gathered"], kind)()], kind
+    assert streamed.to_arrow("pairs").equals(three_results["gathered"].to_arrow("pairs"))
 
 
 def test_the_streamed_output_reaches_the_command_line(stores: dict[str, Path], engine: EngineOptions,

@@ -29,7 +29,6 @@ from dedup_cli.inputs.records import Document
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import LinesTask, read_task_columns
 from dedup_cli.options.reading import InputOptions
-from dedup_cli.store.runs import StoreRun
 
 SOURCE_PATH = "/corpus/records.jsonl"
 
@@ -90,6 +89,7 @@ bad_lines = st.sampled_from([
     b'{"text": "a", "id": ""}', b'{"text": "a", "id": 1.5}', b'{"text": "a", "id": true}', b'{"text": "a",}',
     b'{"text": "a", "x": ' + b"[" * 600 + b"]" * 600 + b"}", b'\xef\xbb\xbf{"text": "a"}', b"\x0c",
     b'{"text": "a", "id": 123456789012345678901234567890}', b'{"text": "tab\there"}',
+    b"true", b"-1", b"[]",
 ])
 
 
@@ -219,25 +219,24 @@ def test_signing_starts_before_the_walk_ends(tmp_path: Path, monkeypatch: pytest
     for index in range(60):
         (corpus / f"{index:02d}.txt").write_text(f"document {index} says a few words of its own " * 4)
     monkeypatch.setattr(planning, "TASK_FILES", 4)  # 15 tasks; two workers hold at most 4 at a time
-    monkeypatch.setattr(local_sign, "WRITE_ROWS", 1)  # each task's rows written when they come back
     events: list[str] = []
-    real_kinds, real_write = discovery.format_and_compression, StoreRun.write
+    real_kinds, real_take = discovery.format_and_compression, local_sign.TasksDone.take
 
     def walking(name: str) -> tuple[str, str | None]:
         events.append("walked")
         return real_kinds(name)
 
-    def writing(run: StoreRun, batch: Any) -> None:
-        events.append("written")
-        real_write(run, batch)
+    def signed(done: local_sign.TasksDone, rows: Any) -> None:
+        events.append("signed")
+        real_take(done, rows)
 
     monkeypatch.setattr(discovery, "format_and_compression", walking)
-    monkeypatch.setattr(StoreRun, "write", writing)
+    monkeypatch.setattr(local_sign.TasksDone, "take", signed)
     totals: list[int | None] = []
     report = dedup.sign([str(corpus)], tmp_path / "s.parquet", dedup.SignOptions(jobs=2, kernel="numpy"),
                         on_start=totals.append)
-    assert report.documents == 60 and events.count("walked") == 60 and events.count("written") == 15
-    assert events.index("written") < len(events) - 1 - events[::-1].index("walked")  # a write before the last file
+    assert report.documents == 60 and events.count("walked") == 60 and events.count("signed") == 15
+    assert events.index("signed") < len(events) - 1 - events[::-1].index("walked")  # a task signed before the last file
     assert totals == [sum(path.stat().st_size for path in corpus.iterdir())]  # told once the walk knew it
 
 

@@ -51,13 +51,13 @@ from dedup_cli.candidates.elias_fano import EliasFano
 from dedup_cli.engine.band_rounds import band_ranges
 from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import DocumentFrames
+from dedup_cli.engine.dask.frames import DocumentFrames, reduced_meta, reduced_values
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.params import SignatureParams
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.checkpoints import WorkDir
-from dedup_cli.store.pieces import StorePiece, frame_words, read_piece_signatures, words_to_packed
+from dedup_cli.store.pieces import StorePiece, frame_words, read_piece_signatures, read_piece_values, words_to_packed
 
 SHARE_DOCUMENTS = 5_000_000
 """Documents a share holds at most: a task sorts one band of them at a time (about 46 bytes a document, 230 MB),
@@ -86,6 +86,7 @@ class Candidates:
     crossing_rows: int  # rows of crossing buckets (or chance fingerprint matches) sent to their owners
     crossing_row_bytes: int
     shuffled_codes: int  # pair codes shuffled to be de-duplicated, 8 bytes each
+    reduced: dd.DataFrame | None = None  # with ``reduce_bits``: the b-bit values read with the keys, persisted
 
     def stats(self) -> list[int]:
         """What finding them cost, as kept with the scored pairs in a work folder: rounds, shares, band keys,
@@ -129,13 +130,24 @@ def read_partition_keys(piece: StorePiece, first: int, params: SignatureParams, 
                  last_band, dtype)
 
 
+def read_keys_and_values(piece: StorePiece, first: int, params: SignatureParams, rows: int, first_band: int,
+                         last_band: int, dtype: np.dtype, bits: int) -> tuple[tuple[np.ndarray, np.ndarray],
+                                                                              pd.DataFrame]:
+    """:func:`read_partition_keys`, and from the same read of the piece its documents' lowest ``bits`` bits for
+    scoring (:func:`dedup_cli.engine.dask.frames.reduce_piece`): the signatures are read once for both."""
+    counts, runs, packed = read_piece_values(piece, params)
+    docs = np.arange(first, first + counts.size, dtype=np.int64)
+    keys = _keys(docs, counts, packed, params, rows, first_band, last_band, dtype)
+    return keys, reduced_values(counts, runs, packed, pd.Index(docs, name="doc"), params, bits)
+
+
 def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: SignatureParams, rows: int,
           first_band: int, last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     eligible = counts > 0  # a document with no shingle resembles nothing
     count = last_band - first_band
     if not eligible.any():
         return docs[:0], np.empty((count, 0), dtype)
-    values = unpack_values(packed[eligible], params.bits, params.num_perm)
+    values = unpack_values(packed if eligible.all() else packed[eligible], params.bits, params.num_perm)
     keys = band_keys(values[:, first_band * rows : last_band * rows], count, rows, dtype)
     return docs[eligible], keys
 
@@ -249,14 +261,17 @@ def _shares(frames: DocumentFrames, workers: int) -> list[list[int]]:
 
 
 def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: int, band_memory: int,
-                    shuffle_method: str | None = None, progress: Progress = silent, work: WorkDir | None = None
-                    ) -> Candidates:
+                    shuffle_method: str | None = None, progress: Progress = silent, work: WorkDir | None = None,
+                    reduce_bits: int | None = None) -> Candidates:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
 
     ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands); at
     most a quarter of the smallest worker's memory limit.
     ``work``: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
     earlier run with the same bands is read back instead of computed.
+    ``reduce_bits``: also keep every document's lowest ``reduce_bits`` bits for scoring
+    (:func:`dedup_cli.engine.dask.frames.reduced_frame`), made by the first round that reads the store's pieces
+    from the same read as its keys (``Candidates.reduced``; None when no round read them).
     """
     params, documents = frames.params, frames.documents
     info = get_client().scheduler_info()["workers"]
@@ -280,6 +295,7 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
     shuffled = 0
     rounds = list(range(0, bands, per_round))
     reused: list[tuple[int, int]] = []
+    reduced: list | None = None  # the b-bit values of each piece, once a round has read them
     for number, first_band in enumerate(rounds, start=1):
         last_band = min(bands, first_band + per_round)
         key = None if work is None else work.key("candidates", engine="dask", bands=bands, rows=rows,
@@ -300,9 +316,17 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
         # Every task of a share runs on its worker; what goes to an owner is cut out there first, so that only
         # the owner's part travels.
         states, sizes, outgoing = [], [], []
+        reading = reduce_bits is not None and reduced is None and frames.pieces is not None
+        values: dict[int, object] = {}
         for members, worker in zip(shares, placed, strict=True):
             with dask.annotate(workers=[worker], allow_other_workers=True):
-                if frames.pieces is not None:
+                if frames.pieces is not None and reading:
+                    both = {p: dask.delayed(read_keys_and_values, nout=2)(*frames.pieces[p], params, rows, first_band,
+                                                                          last_band, dtype, reduce_bits)
+                            for p in members}
+                    parts = [both[p][0] for p in members]
+                    values.update({p: both[p][1] for p in members})
+                elif frames.pieces is not None:
                     parts = [dask.delayed(read_partition_keys)(*frames.pieces[p], params, rows, first_band,
                                                                last_band, dtype) for p in members]
                 else:
@@ -339,10 +363,13 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
         cut = [dask.delayed(_split_oversized)(split[0]) for split in splits] + [pairs[1] for pairs in owned]
         # One computation per round: its codes stay on the workers, and only then are the next round's keys made,
         # so at most one round's keys exist at a time.
+        read_values = [values[p] for p in sorted(values)]  # every partition, in order
         *kept, round_cut, round_sizes, round_rows, made = settled(
-            *code_parts, dask.delayed(sum)(cut), dask.delayed(list)(sizes),
+            *code_parts, *read_values, dask.delayed(sum)(cut), dask.delayed(list)(sizes),
             dask.delayed(list)([split[1] for split in splits]),
             dask.delayed(sum)([dask.delayed(len)(part) for part in code_parts]))
+        if reading:
+            reduced, kept = kept[len(code_parts):], kept[:len(code_parts)]
         round_cut, round_sizes, round_rows, made = dask.compute(round_cut, round_sizes, round_rows, made)
         fingerprint = int(sum(int(np.sum(per_owner)) for per_owner in round_sizes))
         across = int(sum(size for sender, per_owner in enumerate(round_sizes)
@@ -366,5 +393,10 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
     deduplicated = merged.shuffle(on="code", npartitions=outputs, shuffle_method=shuffle_method)
     (codes,) = settled(deduplicated.map_partitions(unique_codes, meta=_CODE_META))
     eligible_keys = frames.eligible * bands
+    values_frame = None
+    if reduced is not None and reduce_bits is not None:
+        values_frame = dd.from_delayed(reduced, meta=reduced_meta(reduce_bits, params.num_perm),
+                                       divisions=frames.divisions, verify_meta=False)
     return Candidates(codes, documents, stats["oversized"], len(rounds), len(shares), eligible_keys,
-                      stats["fingerprint"], stats["across"], stats["crossing"], dtype.itemsize + 8, shuffled)
+                      stats["fingerprint"], stats["across"], stats["crossing"], dtype.itemsize + 8, shuffled,
+                      values_frame)

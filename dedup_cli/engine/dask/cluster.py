@@ -46,6 +46,10 @@ ALLOWED_FAILURES = 3
 CONNECT_SECONDS = 10
 CLOSE_SECONDS = 20
 
+WORKER_START = "fork" if sys.platform.startswith("linux") else "spawn"
+"""How a local cluster's worker processes start: forked on Linux; spawned elsewhere, where forking a process with
+threads is unsafe (macOS) or impossible (Windows)."""
+
 ROUTED_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
 """The loggers (with their children) whose records go to the run's log file instead of stderr."""
 
@@ -172,11 +176,14 @@ def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Itera
         if address is not None:
             client = Client(address, timeout=CONNECT_SECONDS)
         else:
+            # Workers forked from this process start with its modules imported (numpy, pandas, pyarrow, Dask,
+            # dedup's): spawned, each imported them again, about a second of CPU a worker before its first task.
             # The scheduler serves HTTP (health, metrics) even without a dashboard, by default on port 8787: on
             # port 0 instead, so that two runs on one machine never meet there (Dask warns, and moves the second)
-            cluster = LocalCluster(n_workers=options.cluster_workers, threads_per_worker=1, processes=True,
-                                   memory_limit=options.memory_limit, host="127.0.0.1", dashboard_address=None,
-                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+            with dask.config.set({"distributed.worker.multiprocessing-method": WORKER_START}):
+                cluster = LocalCluster(n_workers=options.cluster_workers, threads_per_worker=1, processes=True,
+                                       memory_limit=options.memory_limit, host="127.0.0.1", dashboard_address=None,
+                                       scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
             client = Client(cluster)
     except (OSError, TimeoutError) as error:
         if cluster is not None:

@@ -23,8 +23,8 @@ from dedup_cli.engine.dask import decisions, gather, tail
 from dedup_cli.engine.dask.candidates import candidate_pairs
 from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import read_documents, with_reference
-from dedup_cli.engine.dask.joins import bit_columns, reduce_bits, reduced_meta, score_candidates, scored_meta
+from dedup_cli.engine.dask.frames import bit_columns, read_documents, reduced_frame, with_reference
+from dedup_cli.engine.dask.joins import score_candidates, scored_meta
 from dedup_cli.engine.filter_stages import member_details
 from dedup_cli.engine.find_stages import conclude, estimator_name, new_documents, set_size_ratios, store_runs
 from dedup_cli.engine.progress import Progress, silent
@@ -82,12 +82,16 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     progress_meta = scored_meta()
     if kept_scores is None:
         found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket,
-                                options.band_memory, shuffle_method, progress, work)
+                                options.band_memory, shuffle_method, progress, work, reduce_bits=bits)
         stats = found.stats()
         lap("candidates")
     progress.stage("scoring the candidate pairs", None)
-    (reduced,) = settled(frames.values.map_partitions(reduce_bits, frames.words, params, bits,
-                                                      meta=reduced_meta(bits, params.num_perm)))
+    # The b-bit values: read with the first round's keys, else (every round kept by an earlier run, or the
+    # scores) read now.
+    if kept_scores is None and found.reduced is not None:
+        reduced = found.reduced
+    else:
+        (reduced,) = settled(reduced_frame(frames, bits))
     pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
     if kept_scores is None:
         (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params,

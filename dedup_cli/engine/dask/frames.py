@@ -14,6 +14,10 @@ are re-read or reported.
   removals are sorted on ``id`` by one shuffle (range partitions from sampled quantiles, so the rows of one id
   meet in one partition), the live-row rule is applied per partition (docs/store-format.md), and the live rows
   are numbered and kept on the cluster, spilling to disk beyond the workers' memory.
+
+Scoring and the end of find read of every document only its values' lowest b bits, packed (``s…`` columns:
+:func:`reduce_bits`, about k·b/8 bytes a document); in order, they are made from the pieces' Arrow buffers, in the
+same task that reads a piece for the candidate stage's first round.
 """
 
 from __future__ import annotations
@@ -28,8 +32,17 @@ import numpy as np
 import pandas as pd
 
 from dedup_cli.engine.dask.cluster import settled
+from dedup_cli.minhash.packing import lowest_bits, pack_values, unpack_values
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.pieces import StorePiece, read_piece, word_columns
+from dedup_cli.store.pieces import (
+    StorePiece,
+    frame_words,
+    packed_to_words,
+    read_piece,
+    read_piece_values,
+    word_columns,
+    words_to_packed,
+)
 
 VALUE_COLUMNS = ("shingle_count", "run")
 NAME_COLUMNS = ("id", "path", "content_hash", "mtime_ns")
@@ -261,3 +274,75 @@ def _sorted(params: SignatureParams, pieces: list[StorePiece], removals: list[St
                                                        frame["run"].max())
     return DocumentFrames(params, int(offsets[-1]), int(eligible), int(most), (int(first_run), int(last_run)),
                           divisions, values, names, False)
+
+
+# --- the documents' b-bit values, what scoring and the end of find read of every document -----------------------
+
+def bit_columns(prefix: str, bits: int, num_perm: int) -> list[str]:
+    """Names of the uint64 columns holding k values of ``bits`` bits, packed."""
+    return [f"{prefix}{i}" for i in range(((num_perm * bits + 7) // 8 + 7) // 8)]
+
+
+def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
+    """:func:`dedup_cli.minhash.packing.pack_values` of uint8[n, k] values, by shifts when ``bits`` divides 8.
+
+    Value j occupies bits j·b … j·b + b − 1 (least significant first), so byte q holds values q·(8/b) …; the
+    general packer goes through one byte per bit, several times slower.
+    """
+    if values.dtype != np.uint8 or 8 % bits or values.shape[1] % (8 // bits):
+        return pack_values(values, bits)
+    per_byte = 8 // bits
+    grouped = (values & np.uint8((1 << bits) - 1)).reshape(values.shape[0], -1, per_byte)
+    packed = np.zeros(grouped.shape[:2], dtype=np.uint8)
+    for m in range(per_byte):
+        packed |= grouped[:, :, m] << np.uint8(m * bits)
+    return packed
+
+
+def reduce_bits(frame: pd.DataFrame, words: list[str], params: SignatureParams, bits: int) -> pd.DataFrame:
+    """A partition of stored signatures → the lowest ``bits`` bits of each value packed as ``s…`` columns, with
+    the shingle count and run (index: doc)."""
+    return reduced_values(frame["shingle_count"].to_numpy(), frame["run"].to_numpy(),
+                    words_to_packed(frame_words(frame, words), params.signature_bytes), frame.index, params, bits)
+
+
+def reduce_piece(piece: StorePiece, first: int, params: SignatureParams, bits: int) -> pd.DataFrame:
+    """:func:`reduce_bits` of a store piece whose first document is ``first``, read here straight from Arrow (no
+    frame of the stored signatures is built)."""
+    counts, runs, packed = read_piece_values(piece, params)
+    index = pd.Index(np.arange(first, first + counts.size, dtype=np.int64), name="doc")
+    return reduced_values(counts, runs, packed, index, params, bits)
+
+
+def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, index: pd.Index,
+                   params: SignatureParams, bits: int) -> pd.DataFrame:
+    """Documents' stored signatures (``packed``), counts and runs as the frame :func:`reduce_bits` makes."""
+    values = unpack_values(packed, params.bits, params.num_perm)
+    reduced = packed_to_words(pack_bits(lowest_bits(values, bits), bits))
+    columns: dict[str, np.ndarray] = {"shingle_count": counts, "run": runs}
+    columns.update({name: reduced[:, i] for i, name in enumerate(bit_columns("s", bits, params.num_perm))})
+    return pd.DataFrame(columns, index=index)
+
+
+def reduced_frame(frames: DocumentFrames, bits: int) -> dd.DataFrame:
+    """:func:`reduce_bits` of every document: from the store's pieces when they are in order (each task reads its
+    piece's counts, runs and signatures from Arrow), else of the sorted frame's partitions."""
+    meta = reduced_meta(bits, frames.params.num_perm)
+    if frames.pieces is None:
+        return frames.values.map_partitions(reduce_bits, frames.words, frames.params, bits, meta=meta)
+    pieces = [piece for piece, _ in frames.pieces]
+    firsts = [first for _, first in frames.pieces]
+    return dd.from_map(reduce_piece, pieces, firsts, params=frames.params, bits=bits, meta=meta,
+                       divisions=frames.divisions, enforce_metadata=False)
+
+
+def reduced_meta(bits: int, num_perm: int) -> pd.DataFrame:
+    columns = {"shingle_count": pd.Series([], dtype=np.int64), "run": pd.Series([], dtype=np.int64)}
+    columns.update({name: pd.Series([], dtype=np.uint64) for name in bit_columns("s", bits, num_perm)})
+    return pd.DataFrame(columns, index=pd.Index([], dtype=np.int64, name="doc"))
+
+
+def unpack_bits(frame: pd.DataFrame, prefix: str, bits: int, num_perm: int) -> np.ndarray:
+    """The b-bit values uint[n, k] of a frame's packed ``prefix`` columns."""
+    columns = bit_columns(prefix, bits, num_perm)
+    return unpack_values(words_to_packed(frame_words(frame, columns), (num_perm * bits + 7) // 8), bits, num_perm)

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from dedup_cli.candidates.triples import pair_margin
-from dedup_cli.engine.dask.frames import DocumentFrames
-from dedup_cli.engine.dask.joins import SCORE_COLUMNS, unpack_bits
+from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
+from dedup_cli.engine.dask.joins import SCORE_COLUMNS
 from dedup_cli.engine.find_stages import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.options.finding import FindOptions

@@ -13,66 +13,26 @@ local engine's :func:`dedup_cli.estimates.pairs.score_pairs` ends with, so both 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dedup_cli.engine.dask.candidates import Candidates
+from dedup_cli.engine.dask.frames import bit_columns
 from dedup_cli.engine.find_stages import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs, score_matches
-from dedup_cli.minhash.packing import lowest_bits, pack_values, unpack_values
+from dedup_cli.minhash.packing import unpack_values
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.pieces import frame_words, packed_to_words, words_to_packed
+from dedup_cli.store.pieces import frame_words, words_to_packed
+
+if TYPE_CHECKING:
+    from dedup_cli.engine.dask.candidates import Candidates
 
 PAIR_CHUNK = 1 << 17
 """Pairs compared per numpy step: bounds the [pairs, words] temporaries."""
 
 SCORE_COLUMNS = ("first", "second", "matches", "estimate", "stderr", "ci_low", "ci_high")
-
-
-def bit_columns(prefix: str, bits: int, num_perm: int) -> list[str]:
-    """Names of the uint64 columns holding k values of ``bits`` bits, packed."""
-    return [f"{prefix}{i}" for i in range(((num_perm * bits + 7) // 8 + 7) // 8)]
-
-
-def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
-    """:func:`dedup_cli.minhash.packing.pack_values` of uint8[n, k] values, by shifts when ``bits`` divides 8.
-
-    Value j occupies bits j·b … j·b + b − 1 (least significant first), so byte q holds values q·(8/b) …; the
-    general packer goes through one byte per bit, several times slower.
-    """
-    if values.dtype != np.uint8 or 8 % bits or values.shape[1] % (8 // bits):
-        return pack_values(values, bits)
-    per_byte = 8 // bits
-    grouped = (values & np.uint8((1 << bits) - 1)).reshape(values.shape[0], -1, per_byte)
-    packed = np.zeros(grouped.shape[:2], dtype=np.uint8)
-    for m in range(per_byte):
-        packed |= grouped[:, :, m] << np.uint8(m * bits)
-    return packed
-
-
-def reduce_bits(frame: pd.DataFrame, words: list[str], params: SignatureParams, bits: int) -> pd.DataFrame:
-    """A partition of stored signatures → the lowest ``bits`` bits of each value packed as ``s…`` columns, with
-    the shingle count and run (index: doc)."""
-    values = unpack_values(words_to_packed(frame_words(frame, words), params.signature_bytes), params.bits,
-                           params.num_perm)
-    packed = packed_to_words(pack_bits(lowest_bits(values, bits), bits))
-    columns: dict[str, np.ndarray] = {"shingle_count": frame["shingle_count"].to_numpy(),
-                                      "run": frame["run"].to_numpy()}
-    columns.update({name: packed[:, i] for i, name in enumerate(bit_columns("s", bits, params.num_perm))})
-    return pd.DataFrame(columns, index=frame.index)
-
-
-def reduced_meta(bits: int, num_perm: int) -> pd.DataFrame:
-    columns = {"shingle_count": pd.Series([], dtype=np.int64), "run": pd.Series([], dtype=np.int64)}
-    columns.update({name: pd.Series([], dtype=np.uint64) for name in bit_columns("s", bits, num_perm)})
-    return pd.DataFrame(columns, index=pd.Index([], dtype=np.int64, name="doc"))
-
-
-def unpack_bits(frame: pd.DataFrame, prefix: str, bits: int, num_perm: int) -> np.ndarray:
-    """The b-bit values uint[n, k] of a frame's packed ``prefix`` columns."""
-    columns = bit_columns(prefix, bits, num_perm)
-    return unpack_values(words_to_packed(frame_words(frame, columns), (num_perm * bits + 7) // 8), bits, num_perm)
 
 
 def packed_matches(a: np.ndarray, b: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
@@ -170,9 +130,9 @@ def score_candidates(reduced: dd.DataFrame, candidates: Candidates, divisions: t
                      reference_start: int | None = None, only_across: bool = False) -> dd.DataFrame:
     """Every candidate pair scored (:data:`SCORE_COLUMNS`), indexed and range-partitioned by its second document.
 
-    ``reduced`` is :func:`reduce_bits` of the document frame (persisted: both joins read it). With
-    ``reference_start`` (pairs only: a reference store's documents from there on), the pairs the local engine
-    leaves out before scoring are left out here too (:func:`_pairs`, :func:`score_partition`).
+    ``reduced`` is :func:`dedup_cli.engine.dask.frames.reduce_bits` of the document frame (persisted: both joins
+    read it). With ``reference_start`` (pairs only: a reference store's documents from there on), the pairs the
+    local engine leaves out before scoring are left out here too (:func:`_pairs`, :func:`score_partition`).
     """
     pairs = candidates.codes.map_partitions(_pairs, candidates.documents, reference_start, only_across,
                                             meta=pd.DataFrame({"first": pd.Series([], dtype=np.int64),

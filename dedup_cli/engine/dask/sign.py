@@ -26,12 +26,16 @@ from typing import Any
 
 import numpy as np
 from distributed import as_completed, get_client
+from distributed.scheduler import KilledWorker
 
+from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
 from dedup_cli.engine.sign_stage import Record, Signed, batches, hasher_for, sign_records
+from dedup_cli.errors import DedupError
 from dedup_cli.inputs.locations import Source, where_read
 from dedup_cli.inputs.reading import read_sources
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.kernel.choice import KernelChoice
+from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
@@ -116,6 +120,14 @@ def sign_task(task: SignTask) -> TaskResult:
     part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
     return TaskResult(task.index, report, part, ids, np.array(hashes, dtype=np.uint64), seen, empty, unchanged,
                       sum(source.size for source in task.sources))
+
+
+def task_inputs(sources: Sequence[Source]) -> str:
+    """The inputs of a task, as messages name them: the one, or the first and last of several."""
+    if len(sources) == 1:
+        return literal(sources[0].display)
+    return (f"one of {len(sources)} inputs from {literal(sources[0].display)} to "
+            f"{literal(sources[-1].display)}")
 
 
 def _parquet_pieces(source: Source, sizes: Sequence[int], task_bytes: int) -> list[Source]:
@@ -218,8 +230,16 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
              for number, share in enumerate(plan_tasks(sources, row_groups))]
     results: list[TaskResult] = []
     futures = client.map(sign_task, tasks, pure=False)
+    task_of = {future.key: task for future, task in zip(futures, tasks, strict=True)}
     for future in as_completed(futures):
-        result = future.result()
+        try:
+            result = future.result()
+        except KilledWorker as error:
+            # A worker process that died reading (a crash, the memory limit): name what it was reading.
+            raise DedupError(f"Dask workers died {ALLOWED_FAILURES} times while reading "
+                             f"{task_inputs(task_of[future.key].sources)}; nothing was stored. Give each worker more "
+                             "memory ({memory_limit}), or sign those inputs alone to find the one at fault",
+                             options=True) from error
         results.append(result)
         if progress is not None:
             progress(result.size)

@@ -29,8 +29,8 @@ import pandas as pd
 
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.components import connected_components
-from dedup_cli.engine.dask.frames import DocumentFrames
-from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach, unpack_bits
+from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
+from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach
 from dedup_cli.engine.filter_stages import member_details
 from dedup_cli.engine.find_stages import conclude, new_documents, set_size_ratios
 from dedup_cli.engine.results import FindResult, MemberDetails
@@ -43,7 +43,11 @@ from dedup_cli.store.snapshot import StoredSignatures
 
 PAIRS_PER_PARTITION = 1_000_000
 """Pairs per component partition and per sorted output partition at most (a few hundred MB of a task's memory);
-fewer when ``FindOptions.gather_limit`` is lower, so that the driver never holds more pairs than it allows."""
+fewer when ``FindOptions.gather_limit`` is lower, so that the driver holds fewer pairs at once."""
+MIN_PAIRS_PER_PARTITION = 1 << 14
+"""Pairs per partition at least (when there are as many), whatever ``gather_limit`` says: each partition is a task
+of every shuffle and sort and one round trip of the output, so partitions of a few pairs would cost a task per pair
+(``gather_limit`` 0 would make one per pair) for no memory saved: 16384 pairs are about 2 MB in the driver."""
 
 _TRIPLE_COLUMNS = ("a", "b", "c", "matches", "ab_matches", "ac_matches", "bc_matches", "estimate", "stderr", "ci_low",
                    "ci_high", "estimate_ab", "estimate_ac", "estimate_bc")
@@ -52,8 +56,9 @@ _TRIPLE_COLUMNS = ("a", "b", "c", "matches", "ab_matches", "ac_matches", "bc_mat
 class Spilled:
     """Output of a find too large to hold: per kind, small results in temporary files, written one after another."""
 
-    def __init__(self, folder: tempfile.TemporaryDirectory[str], counts: dict[str, int]) -> None:
+    def __init__(self, folder: tempfile.TemporaryDirectory[str], counts: dict[str, int], partitions: int = 1) -> None:
         self._folder = folder  # deleted with this object
+        self.partitions = partitions  # of the components' pairs and documents, each one task per stage
         self.pairs, self.triples, self.groups = counts["pairs"], counts.get("triples"), counts["groups"]
         self._files = {kind: sorted(Path(folder.name).glob(f"{kind}-*.pickle")) for kind in ("pairs", "triples",
                                                                                               "groups")}
@@ -215,6 +220,12 @@ def _spill(frame: dd.DataFrame, keys: list[str], kind: str, folder: Path, params
     return count if kind != "groups" else groups
 
 
+def partition_pairs(gather_limit: int) -> int:
+    """Pairs per partition of the streamed end: ``gather_limit``, between :data:`MIN_PAIRS_PER_PARTITION` and
+    :data:`PAIRS_PER_PARTITION`, so that the number of partitions stays proportional to the pairs at any limit."""
+    return max(MIN_PAIRS_PER_PARTITION, min(PAIRS_PER_PARTITION, gather_limit))
+
+
 def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: dd.DataFrame,
                         alias_documents: np.ndarray, options: FindOptions, bits: int, common: dict[str, Any],
                         shuffle_method: str | None) -> FindResult:
@@ -226,7 +237,7 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
     (labelled,) = settled(labelled.map_partitions(_label, meta=pairs._meta.assign(
         label=pd.Series([], dtype=np.int64))))
     count = int(labelled.map_partitions(len).sum().compute())
-    rows = max(1, min(PAIRS_PER_PARTITION, options.gather_limit))
+    rows = partition_pairs(options.gather_limit)
     partitions = max(1, -(-count // rows))
     docs = labelled.map_partitions(_documents, meta=pd.DataFrame({"doc": pd.Series([], dtype=np.int64),
                                                                   "label": pd.Series([], dtype=np.int64)}))
@@ -255,6 +266,6 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
                                    common, rows, start)
     result = _result(_mini_store(params, []), common, start, np.empty(0, np.int64),
                      accepted_triples=None if options.ways != 3 else ScoredTriples.empty())
-    result.streamed = Spilled(folder, counts)
+    result.streamed = Spilled(folder, counts, partitions)
     result.keep_field_problems = problems
     return result
