@@ -95,9 +95,10 @@ COMMANDS = [
     pytest.param(Command(lambda p: ["filter", str(p.corpus), "--sign", "-s", str(p.store), "-o", str(p.out), "-q"],
                          workers=2, result=written), id="filter"),
     # A local cluster: two worker processes forked by the driver on Linux, their command line the driver's (beside
-    # them multiprocessing's resource tracker, whose command line is its own); the nannies run in the driver. Killed once the workers have had a moment to join and start computing.
-    pytest.param(Command(lambda p: ["find", str(p.store), "--engine", "dask", "--workers", "2", "-q"], workers=2,
-                         worker="dedup_cli", result=printed, prepare=signing, settle=1.0),
+    # them multiprocessing's resource tracker, whose command line is its own); the nannies run in the driver.
+    # Killed once the workers have had a moment to join and start computing.
+    pytest.param(Command(lambda p: ["find", str(p.store), "--engine", "dask", "--workers", "2", "-q"],
+                         workers=2, worker="dedup_cli", result=printed, prepare=signing, settle=1.0),
                  id="find-dask", marks=needs_dask),
 ]
 
