@@ -46,6 +46,7 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -446,12 +447,13 @@ def measured_code() -> str:
     folder = Path(found).parent
     commit = subprocess.run(["git", "-C", str(folder), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    changed = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no"],
+    changed = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no", "--",
+                              "dedup_cli"],
                              capture_output=True, text=True).stdout.strip()
     branch = subprocess.run(["git", "-C", str(folder), "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     return (f"{folder} at commit {commit or 'unknown'}{f' (branch {branch})' if branch else ''}"
-            f"{', with uncommitted changes' if changed else ''}")
+            f"{', with uncommitted changes to dedup_cli/' if changed else ''}")
 
 
 INTRO = """# Scaling: sign and find at -j 1, 2, … the cores
@@ -468,8 +470,8 @@ Written by `make bench-scaling` (`bench/scaling.py`). How to read a table:
 * **serial share s** = (driver CPU − its start-up) ÷ all CPU: the share of the work only one process can do.
   By Amdahl's law n cores speed the run up at most 1 ÷ (s + (1 − s) ÷ n), never beyond the cap 1 ÷ s; the
   table gives both, the bound at 64 cores from the share measured here. On 2 cores the measured speed-up shows
-  little; the serial share shows what many cores would give. At -j 1 the driver does all the work, so s is
-  close to 1 there by definition; read it at -j 2 and beyond.
+  little; the serial share shows what many cores would give. At -j 1 the driver does all the work, so s is 1
+  less the start-up's share of the run there; read it at -j 2 and beyond.
 * **CPU µs per document** and **MB/s per core**: all CPU less the one-document run's, per document and per MB
   of input: what one core does, the figure a projection to another machine starts from.
 * **output as at 1**: find's output has the same bytes as at one process (sign's stores are checked by the
@@ -540,7 +542,10 @@ def main() -> None:
         for (case, size), path in inputs.items():
             rows += measure_case(case, size, path, startup["find" if case.startswith("find") else case],
                                  arguments.jobs, jobs_option, arguments.repeat, Path(folder))
-    command = "python bench/scaling.py " + " ".join(sys.argv[1:])
+    # The generator is named by the Makefile's variable, not by where it lies on this machine.
+    command = "python bench/scaling.py " + " ".join(
+        "$BENCH_LONG_GENERATOR" if generator and Path(word).resolve() == generator else shlex.quote(word)
+        for word in sys.argv[1:])
     text = report(rows, arguments.label, command, jobs_option, long_source)
     print(text)
     if arguments.out:
