@@ -342,9 +342,9 @@ class Row:
 
 
 def measure_case(case: str, documents: int, inputs: Path, startup_input: Path, jobs_list: list[int],
-                 jobs_option: bool, repeat: int, scratch: Path) -> list[Row]:
+                 jobs_option: bool, repeat: int, scratch: Path, rows: list[Row]) -> None:
+    """Append a row to ``rows`` for each -j, as it is measured (a failure keeps the rows before it)."""
     warm(inputs)
-    rows = []
     for jobs in jobs_list if jobs_option or case != "find-local" else [0]:
         command, _ = command_for(case, startup_input, jobs, scratch)
         startup = min((run_command(command, scratch) for _ in range(2)), key=lambda run: run.driver_cpu)
@@ -358,7 +358,6 @@ def measure_case(case: str, documents: int, inputs: Path, startup_input: Path, j
         rows.append(row)
         print(json.dumps({**asdict(row), "serial_share": row.serial_share}), flush=True)
     shutil.rmtree(scratch / "store.parquet", ignore_errors=True)
-    return rows
 
 
 # --- the report ---------------------------------------------------------------------------------------------
@@ -543,15 +542,22 @@ def main() -> None:
     jobs_option = find_has_jobs()
     load = os.getloadavg()[0]
     rows: list[Row] = []
+    failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="dedup-scaling-") as folder:
         for (case, size), path in inputs.items():
-            rows += measure_case(case, size, path, startup["find" if case.startswith("find") else case],
-                                 arguments.jobs, jobs_option, arguments.repeat, Path(folder))
+            try:
+                measure_case(case, size, path, startup["find" if case.startswith("find") else case],
+                             arguments.jobs, jobs_option, arguments.repeat, Path(folder), rows)
+            except RuntimeError as error:  # the other cases still run; the report says what failed
+                print(error, file=sys.stderr, flush=True)
+                failures.append(f"{CASE_NAMES[case]}, {size:,}: {str(error).splitlines()[0]}")
     # The generator is named by the Makefile's variable, not by where it lies on this machine.
     command = "python bench/scaling.py " + " ".join(
         "$BENCH_LONG_GENERATOR" if generator and Path(word).resolve() == generator else shlex.quote(word)
         for word in sys.argv[1:])
     text = report(rows, arguments.label, command, jobs_option, long_source, load)
+    if failures:
+        text += "\nFailed (the rows after a failure are missing):\n\n" + "".join(f"- `{f}`\n" for f in failures)
     print(text)
     if arguments.out:
         previous = arguments.out.read_text() if arguments.append and arguments.out.exists() else INTRO
