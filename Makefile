@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_STORE := $(VENV)/demo-sigs.parquet
 
-.PHONY: demo test lint docs bench bench-corpora bench-scale bench-scale-100m corpora clean
+.PHONY: demo test lint docs bench bench-corpora bench-scale bench-scale-100m bench-scaling corpora clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -124,6 +124,19 @@ bench-scale: $(VENV)/.installed-dask
 bench-scale-100m: $(VENV)/.installed-dask
 	flock /tmp/dedup-bench.lock $(BIN)/python bench/scale.py --sizes 100000000 --engines dask --workers 2 \
 	  --threshold 0.8 --memory-limit 3GiB --log bench/scale-runs.jsonl --out bench/RESULTS-scale.md
+
+# sign (long files, short JSON Lines records) and find (local, Dask) at -j / --workers 1, 2 and every power of two
+# up to the cores: wall time, speed-up, the serial share (the driver's CPU beyond start-up over all processes' CPU)
+# and CPU per document (bench/RESULTS-scaling.md). The corpora and stores are built first into bench/data/
+# (deterministic, no network; the long files by BENCH_LONG_GENERATOR when there is one, else by the script); the
+# measurements hold the shared lock. BENCH_SCALING_SIZES, e.g. "--short-sizes 10000000 --find-sizes 10000000", for
+# larger runs; about 10 minutes at the defaults on 2 cores, once the corpora exist.
+BENCH_SCALING_SIZES ?=
+BENCH_SCALING_INPUTS = $(if $(BENCH_LONG_GENERATOR),--long-generator $(BENCH_LONG_GENERATOR)) $(BENCH_SCALING_SIZES)
+
+bench-scaling: $(VENV)/.installed-dask
+	$(BENCH_LOCK) $(BIN)/python bench/scaling.py --prepare $(BENCH_SCALING_INPUTS)
+	$(BENCH_LOCK) $(BIN)/python bench/scaling.py $(BENCH_SCALING_INPUTS) --out bench/RESULTS-scaling.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
