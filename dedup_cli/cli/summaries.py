@@ -17,6 +17,7 @@ from dedup_cli.kernel.choice import (
     REQUESTED,
     SMALL_RUN,
 )
+from dedup_cli.options.vocabulary import bits_label
 
 if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
     from dedup_cli.api.filter import FilterReport
@@ -103,7 +104,7 @@ def find_summary(store: str, result: FindResult) -> str:
         f"{stores} ({documents - result.eligible} with no shingle)",
         how,
         f"{result.candidates} candidates",
-        f"{result.pair_count} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
+        f"{result.pair_count} pairs with {bits_label(result.bits)}-bit R̂ ≥ {threshold:g}",
     ]
     if result.triple_count is not None:
         parts.append(f"{result.triple_count} triples")

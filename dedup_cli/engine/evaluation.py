@@ -160,7 +160,7 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     params = pairs.params
     num_docs, num_perm, stored_bits = len(pairs.store), params.num_perm, params.bits
     threshold = options.find.threshold
-    bits = options.find.bits_for(stored_bits)
+    bits = int(options.find.bits_for(stored_bits))  # whole: EvalOptions refuses b = 1/2
     evaluated = sorted({b for b in (*EVALUATED_BITS, stored_bits, bits) if b <= stored_bits})
     eligible = int(np.count_nonzero(pairs.eligible))
     banding = _banding_for(options, threshold, num_perm, stored_bits, eligible)

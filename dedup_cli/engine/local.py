@@ -168,7 +168,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
 
 
 def _candidates(documents: Documents, eligible: np.ndarray, choice: BandingChoice | None,
-                options: FindOptions, bits: int, progress: Progress, work: WorkDir | None
+                options: FindOptions, bits: float, progress: Progress, work: WorkDir | None
                 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The candidate pairs (document numbers) and the buckets cut: by banding in rounds, or every pair."""
     if choice is None:  # --candidates all

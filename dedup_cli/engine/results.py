@@ -53,7 +53,7 @@ class FindResult:
     """Everything ``find`` learned, for printing in any format."""
 
     store: StoredSignatures
-    bits: int
+    bits: float  # b, or 0.5 for b = 1/2 (XOR bits)
     threshold: float
     banding: Banding | None  # None with candidates="all"
     candidates: int

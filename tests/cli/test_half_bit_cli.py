@@ -1,0 +1,159 @@
+"""b = 1/2 end to end: find, estimate and filter with --bits 1/2 on stores of the sample corpora, the library's
+FindOptions(bits="1/2"), and the one-line refusals."""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from helpers import SAMPLE_CORPORA, read_corpus
+
+import dedup_cli as dedup
+from dedup_cli.cli.main import cli
+from dedup_cli.errors import OptionError
+from dedup_cli.text.shingles import document_shingles
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def exact_resemblances(corpus: Path) -> dict[tuple[str, str], float]:
+    documents = read_corpus(corpus)
+    sets = {d.id: document_shingles(d.text, 5, "word") for d in documents}
+    result = {}
+    for a, b in itertools.combinations(sorted(sets), 2):
+        shared = np.intersect1d(sets[a], sets[b]).size
+        result[(a, b)] = shared / (sets[a].size + sets[b].size - shared)
+    return result
+
+
+@pytest.fixture(scope="module", params=["bible-editions", "licenses"])
+def corpus_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    corpus = SAMPLE_CORPORA / request.param
+    store = tmp_path_factory.mktemp("half") / "sigs.parquet"
+    code, _, stderr = run("sign", str(corpus), "--exclude", "SOURCE", "-o", str(store), "-q")
+    assert code == 0, stderr
+    return corpus, store
+
+
+def _pairs(stdout: str) -> dict[tuple[str, str], dict]:
+    records = [json.loads(line) for line in stdout.splitlines()]
+    return {tuple(sorted((r["id_a"], r["id_b"]))): r for r in records}
+
+
+def test_find_half_bit_finds_the_planted_pairs_at_r0_0_8(corpus_store: tuple[Path, Path]) -> None:
+    corpus, store = corpus_store
+    code, stdout, stderr = run("find", str(store), "--threshold", "0.8", "--bits", "1/2", "--output", "pairs")
+    assert code == 0, stderr
+    assert "1/2-bit R̂ ≥ 0.8" in stderr
+    reported = _pairs(stdout)
+    truth = exact_resemblances(corpus)
+    planted = {pair for pair, r in truth.items() if r >= 0.8}
+    assert planted and planted <= set(reported)
+    for pair, record in reported.items():
+        # k = 256 positions give 128 XOR bits
+        assert 0 <= record["matches"] <= 128
+        assert record["ci_low"] <= record["estimate"] <= record["ci_high"]
+        if record["exact"] is not None:  # verified pairs are decided by their exact resemblance
+            assert record["exact"] == pytest.approx(truth[pair], abs=1e-6) and truth[pair] >= 0.8
+        else:  # unverified ones had their whole interval above R0
+            assert record["ci_low"] >= 0.8
+    # 0.5 spells the same b; every pair compared gives the same accepted pairs
+    assert run("find", str(store), "-t", "0.8", "-b", "0.5", "--output", "pairs", "-q")[1] == stdout
+    code, every, _ = run("find", str(store), "-t", "0.8", "-b", "1/2", "--candidates", "all", "--output", "pairs",
+                         "-q")
+    assert code == 0 and set(_pairs(every)) == set(reported)
+
+
+def test_find_half_bit_in_every_output_and_format(corpus_store: tuple[Path, Path]) -> None:
+    _, store = corpus_store
+    _, groups, _ = run("find", str(store), "-t", "0.8", "-b", "1/2", "-q")
+    assert groups.strip()
+    for kind in ("groups", "pairs", "members"):
+        for fmt in ("jsonl", "csv", "tsv"):
+            code, stdout, stderr = run("find", str(store), "-t", "0.8", "-b", "1/2", "--output", kind, "--format",
+                                       fmt, "-q")
+            assert code == 0, stderr
+            if fmt != "jsonl":
+                rows = list(csv.reader(io.StringIO(stdout), delimiter="," if fmt == "csv" else "\t"))
+                assert len(rows) > 1 and len({len(row) for row in rows}) == 1
+    code, _, stderr = run("find", str(store), "-t", "0.8", "-b", "1/2", "--group", "strict", "--verify", "all", "-q")
+    assert code == 0, stderr
+
+
+def test_library_find_options_half_bit(corpus_store: tuple[Path, Path]) -> None:
+    _, store = corpus_store
+    result = dedup.find(store, dedup.FindOptions(threshold=0.8, bits="1/2"))
+    assert result.bits == 0.5
+    cli_pairs = _pairs(run("find", str(store), "-t", "0.8", "-b", "1/2", "--output", "pairs", "-q")[1])
+    assert {tuple(sorted((pair.id_a, pair.id_b))) for pair in result.pairs()} == set(cli_pairs)
+    assert dedup.FindOptions(bits=0.5) == dedup.FindOptions(bits="1/2") == dedup.FindOptions(bits="0.5")
+
+
+def test_estimate_half_bit_of_two_documents(corpus_store: tuple[Path, Path]) -> None:
+    corpus, store = corpus_store
+    truth = exact_resemblances(corpus)
+    (a, b), exact = max(truth.items(), key=lambda item: (item[1] < 1.0, item[1]))
+    code, stdout, stderr = run("estimate", str(store), a, b, "--bits", "1/2", "--format", "json", "--exact")
+    assert code == 0, stderr
+    record = json.loads(stdout)
+    assert record["bits"] == 0.5 and record["num_perm"] == 256
+    assert record["match_fraction"] == record["matches"] / 128
+    assert "eq. 25" in record["estimator"]
+    assert record["exact"] == pytest.approx(exact)
+    assert record["ci_low"] <= record["estimate"] <= record["ci_high"]
+
+
+def test_three_way_with_half_bit_is_refused_in_one_line(corpus_store: tuple[Path, Path]) -> None:
+    _, store = corpus_store
+    code, _, stderr = run("find", str(store), "--ways", "3", "--bits", "1/2")
+    assert code == 2
+    assert stderr.strip() == ("Error: --ways 3 has no b = 1/2 form (XOR bits estimate pairs only); use --bits 2 or "
+                              "more, or --ways 2")
+    ids = [record["id"] for record in map(json.loads, run("find", str(store), "-t", "0.5", "--output", "members",
+                                                           "-q")[1].splitlines())][:3]
+    code, _, stderr = run("estimate", str(store), *ids, "--bits", "1/2")
+    assert code == 2 and len(stderr.strip().splitlines()) == 1 and "no b = 1/2 form" in stderr
+    with pytest.raises(OptionError, match="no b = 1/2 form"):
+        dedup.FindOptions(ways=3, bits="1/2")
+
+
+@pytest.mark.parametrize("value", ["0.3", "1/3", "half"])
+def test_other_fractions_are_refused(value: str, tmp_path: Path) -> None:
+    code, _, stderr = run("find", str(tmp_path / "none.parquet"), "--bits", value)
+    assert code == 2 and "use a whole number 1 to 64, or 1/2" in stderr and "Traceback" not in stderr
+
+
+def test_dask_engine_refuses_half_bit_in_one_line() -> None:
+    with pytest.raises(OptionError, match="local engine only"):
+        dedup.FindOptions(bits="1/2", engine=dedup.EngineOptions(name="dask"))
+
+
+def test_filter_half_bit_drops_what_find_members_drops(tmp_path: Path) -> None:
+    words = [f"w{i}" for i in range(120)]
+    lines = []
+    for topic in range(3):
+        for variant in range(3):
+            text = [f"t{topic}{word}" for word in words]
+            text[variant * 7] = f"v{variant}"
+            lines.append(json.dumps({"id": f"{topic}-{variant}", "text": " ".join(text)}))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("\n".join(lines) + "\n")
+    store, out = tmp_path / "s.parquet", tmp_path / "out.jsonl"
+    assert run("sign", str(corpus), "-o", str(store), "-q")[0] == 0
+    code, _, stderr = run("filter", str(corpus), "-o", str(out), "-s", str(store), "-t", "0.8", "-b", "1/2", "-q")
+    assert code == 0, stderr
+    code, stdout, _ = run("find", str(store), "-t", "0.8", "-b", "1/2", "--output", "members", "-q")
+    dropped = {record["id"] for record in map(json.loads, stdout.splitlines()) if record["action"] == "drop"}
+    # ids are file:line; line 3t + 1 is each topic's first variant, kept (the smallest id)
+    assert dropped == {f"c.jsonl:{3 * topic + variant + 1}" for topic in range(3) for variant in (1, 2)}
+    kept = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert kept == [f"{topic}-0" for topic in range(3)]
