@@ -73,9 +73,8 @@ def test_xor_bits_pair_position_j_with_j_plus_half_k() -> None:
 def _signed_pairs(resemblance: float, reps: int, k: int, seed: int) -> np.ndarray:
     """uint64[2·reps, k]: minwise values of ``reps`` random pairs of sets with exactly this resemblance, hashed
     by the package's k hash functions (rows 2i and 2i + 1 are pair i)."""
-    shared = round(100 * resemblance)
+    shared = round(100 * resemblance)  # of 100 elements in the union; the rest split between the two sets
     only_a = (100 - shared) // 2
-    only_b = 100 - shared - only_a
     rng = np.random.default_rng(seed)
     elements = rng.integers(0, 2**63, size=(reps, 100), dtype=np.int64).astype(np.uint64)
     first = elements[:, : shared + only_a]
