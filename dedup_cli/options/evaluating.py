@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from dedup_cli.errors import OptionError
 from dedup_cli.options.checks import in_range, set_fields
 from dedup_cli.options.finding import FindOptions
-from dedup_cli.options.vocabulary import HALF_BIT, MAX_SEED
+from dedup_cli.options.vocabulary import MAX_SEED
 
 MIN_SAMPLE, MAX_SAMPLE = 50, 10_000_000  # eval --sample: ≥ 2 pairs in each of up to 11 strata
 
@@ -34,9 +34,6 @@ class EvalOptions:
             if getattr(self.find, name) != judged:
                 raise OptionError(name, getattr(self.find, name), "eval judges find's pairs from LSH candidates "
                                   f"over the whole store; leave {{{name}}} out")
-        if self.find.bits == HALF_BIT:
-            raise OptionError("bits", "1/2", "eval judges whole numbers of {bits}; use find --bits 1/2 with its "
-                              "verification, or eval --bits 1")
         set_fields(self, sample=in_range("sample", self.sample, MIN_SAMPLE, MAX_SAMPLE),
                    seed=in_range("seed", self.seed, 0, MAX_SEED, "2^63 − 1"))
 

@@ -157,3 +157,25 @@ def test_filter_half_bit_drops_what_find_members_drops(tmp_path: Path) -> None:
     assert dropped == {f"c.jsonl:{3 * topic + variant + 1}" for topic in range(3) for variant in (1, 2)}
     kept = [json.loads(line)["id"] for line in out.read_text().splitlines()]
     assert kept == [f"{topic}-0" for topic in range(3)]
+
+
+def test_eval_half_bit_reports_precision_recall_and_storage(corpus_store: tuple[Path, Path]) -> None:
+    corpus, store = corpus_store
+    code, stdout, stderr = run("eval", str(store), "-t", "0.8", "--bits", "1/2", "--sample", "200", "--format",
+                               "json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert report["bits"] == 0.5 and 0.5 in report["evaluated_bits"]
+    judged = [item for item in report["accuracy"]["at_threshold"] if item["bits"] == 0.5]
+    assert {item["verify"] for item in judged} == {"none", "borderline"}
+    borderline = next(item for item in judged if item["verify"] == "borderline")
+    # the planted pairs (exact R ≥ 0.8) are few enough to be a census: find --bits 1/2 gets them all, and only them
+    assert borderline["recall"]["value"] == 1.0 and borderline["precision"]["value"] == 1.0
+    half_line = next(line for line in report["storage"]["lines"] if line["bits"] == 0.5)
+    one_line = next(line for line in report["storage"]["lines"] if line["bits"] == 1)
+    # k positions of b = 1/2 take k/16 bytes; near R0 = 0.8 it stores less than b = 1 for the same accuracy
+    assert [point["bytes"] for point in half_line["points"]] == [point["num_perm"] / 16
+                                                                 for point in half_line["points"]]
+    assert half_line["storage_factor"] < one_line["storage_factor"]
+    code, out, err = run("eval", str(store), "-t", "0.8", "--bits", "1/2", "--sample", "200")
+    assert code == 0 and "b = 1/2, verify borderline precision" in out + err
