@@ -80,13 +80,13 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | No
     options.check_ids(ids)
     if isinstance(store, Signatures):
         params = store.params
-        bits = options.check_store(ids, params.bits, "the signatures")
+        bits = options.check_store(ids, params.stored_bits, "the signatures")
         named = store.stored(store.rows_of(ids))
     else:
         path = default_store(store)
         opened = open_store(path)  # the manifest only: options are checked before the store is read
         params = opened.params
-        bits = options.check_store(ids, params.bits, path)
+        bits = options.check_store(ids, params.stored_bits, path)
         named, missing = opened.read_documents(ids)
         if missing:
             raise UsageError(f"no document {missing[0]!r} in {path}; list ids with: dedup find --output pairs")
@@ -101,7 +101,7 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | No
     first = np.array([rows[i] for i, _ in pair_index])
     second = np.array([rows[j] for _, j in pair_index])
     pairs = score_pairs(values, first, second, r, bits, level=level)
-    common: dict[str, Any] = {"ids": list(ids), "bits": bits, "num_perm": params.num_perm,
+    common: dict[str, Any] = {"ids": list(ids), "bits": bits, "num_perm": params.permutations,
                               "shingle_counts": counts.tolist(), "r": r.tolist(), "level": level}
     if np.any(counts == 0):
         result = EstimateResult(estimator="none: a document has no shingle, so it resembles nothing", estimate=0.0,

@@ -23,7 +23,7 @@ from dedup_cli.errors import DedupError
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.evaluation.accuracy import pair_variance
 from dedup_cli.files import open_output
-from dedup_cli.options.vocabulary import bits_label
+from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 INSTALL_HINT = "pip install 'dedup-cli[plot]'"
 
@@ -88,7 +88,7 @@ def _s_curve_panel(axes: Any, result: EvalResult) -> None:
     banding = result.banding
     grid = np.linspace(0.0, 1.0, 201)
     axes.plot(grid, candidate_probability(grid, banding.bands, banding.rows, banding.band_bits), color="#1f77b4",
-              label=f"predicted, {banding.bands}×{banding.rows} bands on {banding.band_bits} bits")
+              label=f"predicted, {banding.bands}×{banding.rows} bands on {band_bits_label(banding.band_bits)}")
     points = [point for point in result.s_curve if point.measured is not None and point.resemblance is not None]
     x = np.array([point.resemblance for point in points])
     y = np.array([point.measured.value for point in points if point.measured is not None])

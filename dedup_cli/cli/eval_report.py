@@ -13,7 +13,7 @@ from dedup_cli.engine.results import EvalResult
 from dedup_cli.evaluation.accuracy import DomainAccuracy
 from dedup_cli.evaluation.retrieval import Retrieval
 from dedup_cli.evaluation.survey import Estimate
-from dedup_cli.options.vocabulary import bits_label
+from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 
 def number(value: float | None) -> float | None:
@@ -27,7 +27,7 @@ def estimate_record(estimate: Estimate | None) -> dict[str, float | None] | None
     return {name: number(value) for name, value in estimate.record().items()}
 
 
-def _banding(banding: Banding | None) -> dict[str, int] | None:
+def _banding(banding: Banding | None) -> dict[str, float] | None:
     if banding is None:
         return None
     return {"bands": banding.bands, "rows": banding.rows, "band_bits": banding.band_bits}
@@ -113,7 +113,7 @@ def eval_summary(result: EvalResult) -> list[str]:
     lines = [
         f"{result.store}: {result.documents:,} documents ({result.eligible:,} with shingles), {result.population:,} "
         f"pairs; find at R0 = {result.threshold:g}, b = {bits_label(result.bits)}: {banding.bands}×{banding.rows} "
-        f"bands on {banding.band_bits} bits, {result.candidates:,} candidates",
+        f"bands on {band_bits_label(banding.band_bits)}, {result.candidates:,} candidates",
         f"sample: {sum(s.drawn for s in result.strata):,} pairs in {len(result.strata)} strata (seed {result.seed}; "
         f"{result.banded:,} banded pairs: candidates of find's banding{frame}), {int(result.measured.sum()):,} "
         f"re-read, {excluded} excluded ({len(result.unverifiable)} documents unreadable or changed) in "

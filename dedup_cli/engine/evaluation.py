@@ -39,7 +39,7 @@ from dedup_cli.evaluation.retrieval import (
 )
 from dedup_cli.evaluation.survey import StratifiedSample
 from dedup_cli.inputs.truth import Truth
-from dedup_cli.minhash.packing import estimator_values
+from dedup_cli.minhash.packing import estimator_values, xor_bits
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
@@ -83,8 +83,8 @@ class LocalPairs:
 
     def score(self, first: np.ndarray, second: np.ndarray, bits: float) -> ScoredPairs:
         """Matches, R̂_b and its interval for the pairs (first[p], second[p]); b = 1/2 on the XOR bits."""
-        return stages.score_in_chunks(estimator_values(self.stored_values, bits), first, second, self.r, bits,
-                                      self.jobs, level=LEVEL)
+        return stages.score_in_chunks(estimator_values(self.stored_values, bits, self.params.xor_pairs), first,
+                                      second, self.r, bits, self.jobs, level=LEVEL)
 
     def signatures(self, rows: np.ndarray) -> np.ndarray:
         """The stored B-bit values of documents ``rows``: uint[len(rows), k]."""
@@ -145,7 +145,22 @@ def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold
                              threshold, bits, verify)
 
 
-def _banding_for(options: EvalOptions, threshold: float, num_perm: int, stored_bits: int, documents: int
+def _prefix_matches(left: np.ndarray, right: np.ndarray, bits: float, prefixes: list[int], xor_stored: bool
+                    ) -> np.ndarray:
+    """int64[n, len(prefixes)]: the agreeing b-bit values of each pair among its first k' positions (permutations).
+
+    b = 1/2 compares the XOR bits of the first k' positions, k'/2 of them: j paired with j + k'/2 there, or, in a
+    store of XOR bits (j paired with j + k/2 already), its first k'/2 XOR bits.
+    """
+    if not is_half_bit(bits):
+        return prefix_matches(estimator_values(left, bits), estimator_values(right, bits), np.array(prefixes))
+    if xor_stored:
+        return prefix_matches(left, right, np.array([prefix // 2 for prefix in prefixes]))
+    return np.stack([prefix_matches(xor_bits(left[:, :prefix]), xor_bits(right[:, :prefix]),
+                                    np.array([prefix // 2]))[:, 0] for prefix in prefixes], axis=1)
+
+
+def _banding_for(options: EvalOptions, threshold: float, num_perm: int, stored_bits: float, documents: int
                  ) -> Banding:
     """The banding ``find`` would use at ``threshold`` on this store (chosen for its ``documents`` too)."""
     find = options.find
@@ -164,7 +179,10 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
         progress: told each stage as it begins.
     """
     params = pairs.params
-    num_docs, num_perm, stored_bits = len(pairs.store), params.num_perm, params.bits
+    # num_perm: the values a signature holds (bands take them); permutations: the k the estimators' variances and
+    # the storage lines count (twice num_perm for a store of XOR bits, whose stored_bits is 1/2)
+    num_docs, num_perm, stored_bits = len(pairs.store), params.num_perm, params.stored_bits
+    permutations = params.permutations
     threshold = options.find.threshold
     bits = options.find.bits_for(stored_bits)
     # b = 1/2 is measured when it is find's b (its XOR bits come from the lowest stored bit)
@@ -196,7 +214,8 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     r1, r2 = pairs.r[left], pairs.r[right]
     scores = {b: pairs.score(left, right, b) for b in evaluated}
     estimators = [estimator_accuracy(design, b, exact, scores[b].estimate, scores[b].ci_low, scores[b].ci_high,
-                                     pair_variance(exact, r1, r2, b, num_perm), RESEMBLANCE_BINS) for b in evaluated]
+                                     pair_variance(exact, r1, r2, b, permutations), RESEMBLANCE_BINS)
+                  for b in evaluated]
     curve = s_curve(design, exact, candidate, banding, RESEMBLANCE_BINS)
     left_values, right_values = pairs.signatures(left), pairs.signatures(right)
 
@@ -219,19 +238,12 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
                                  bits, verify)
                  for level in SWEEP_THRESHOLDS if level >= truth.floor for verify in VERIFY_MODES]
 
-    prefixes = sorted({max(num_perm // 4, 1), max(num_perm // 2, 1), num_perm})
-    # b = 1/2 compares the XOR bits of the first k' positions, k'/2 of them (j paired with j + k'/2 there)
-    matches = {b: (np.stack([prefix_matches(estimator_values(left_values[:, :prefix], b),
-                                            estimator_values(right_values[:, :prefix], b),
-                                            np.array([max(prefix // 2, 1)]))[:, 0] for prefix in prefixes], axis=1)
-                   if is_half_bit(b) else
-                   prefix_matches(estimator_values(left_values, b), estimator_values(right_values, b),
-                                  np.array(prefixes)))
-               for b in evaluated}
+    prefixes = sorted({max(permutations // 4, 2), max(permutations // 2, 2), permutations})
+    matches = {b: _prefix_matches(left_values, right_values, b, prefixes, params.xor_pairs) for b in evaluated}
     storage = storage_tradeoff(design, exact, r1, r2, matches, prefixes, threshold,
                                sorted(set(STORAGE_BITS) | set(evaluated)))
     return EvalResult(
-        store=store, documents=num_docs, eligible=eligible, num_perm=num_perm, stored_bits=stored_bits,
+        store=store, documents=num_docs, eligible=eligible, num_perm=permutations, stored_bits=stored_bits,
         threshold=threshold, bits=bits, evaluated_bits=evaluated, banding=banding, frame=frame,
         reach=reach([banding] if frame is None else [banding, frame]),
         candidates=int(first.size), banded=int(codes.size), oversized_buckets=oversized,

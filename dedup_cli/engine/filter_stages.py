@@ -61,7 +61,7 @@ def pair_estimates(store: StoredSignatures, first: np.ndarray, second: np.ndarra
         return estimate
     rows = sorted_unique(np.concatenate([first[known], second[known]]))
     params = store.params
-    values = estimator_values(unpack_values(store.packed[rows], params.bits, params.num_perm), bits)
+    values = estimator_values(unpack_values(store.packed[rows], params.bits, params.num_perm), bits, params.xor_pairs)
     r = set_size_ratios(store.shingle_counts[rows], params.universe)
     scored = score_pairs(values, np.searchsorted(rows, first[known]), np.searchsorted(rows, second[known]), r, bits)
     estimate[known] = scored.estimate

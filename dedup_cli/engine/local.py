@@ -59,7 +59,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
     memory. ``stores``: the stores they come from, which a ``work_dir`` is keyed by (none in memory)."""
     params = documents.params
     threshold = options.threshold
-    bits = options.bits_for(params.bits)
+    bits = options.bits_for(params.stored_bits)
     counts = documents.shingle_counts
     eligible = counts > 0  # a document with no shingle resembles nothing
     reference = None
@@ -71,7 +71,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
     choice = None
     if options.candidates == "lsh":
         recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
-        choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
+        choice = resolve_banding(threshold, params.num_perm, params.stored_bits, recall, options.bands, options.rows,
                                  documents=int(np.count_nonzero(eligible)))
     # What each stage depends on besides the stores: a stage kept by an earlier run is reused only when all of it
     # matches (store.checkpoints).

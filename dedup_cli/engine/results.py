@@ -351,7 +351,7 @@ class EvalResult:
     documents: int
     eligible: int  # documents with at least one shingle
     num_perm: int
-    stored_bits: int
+    stored_bits: float  # B, or 0.5 for a store of XOR bits
     threshold: float
     bits: float  # b of the find being judged (0.5 for b = 1/2)
     evaluated_bits: list[float]

@@ -43,9 +43,14 @@ def xor_bits(values: np.ndarray) -> np.ndarray:
     return low[:, :half] ^ low[:, half:2 * half]
 
 
-def estimator_values(values: np.ndarray, bits: float) -> np.ndarray:
+def estimator_values(values: np.ndarray, bits: float, xor_stored: bool = False) -> np.ndarray:
     """What the estimator with b = ``bits`` compares: the lowest ``bits`` bits of each value (uint[n_docs, k]), or
-    with b = 1/2 (:data:`dedup_cli.options.vocabulary.HALF_BIT`) the XOR bits (:func:`xor_bits`)."""
+    with b = 1/2 (:data:`dedup_cli.options.vocabulary.HALF_BIT`) the XOR bits (:func:`xor_bits`), which are the
+    values themselves when ``xor_stored`` (a store signed with b = 1/2 holds only them)."""
+    if xor_stored:
+        if bits != HALF_BIT:
+            raise ValueError(f"a store of XOR bits answers only b = 1/2, not b = {bits}")
+        return values
     if bits == HALF_BIT:
         return xor_bits(values)
     return lowest_bits(values, int(bits))

@@ -116,11 +116,16 @@ def check_tokenisation(tokenisation: Any, shingle_unit: str, input_kind: str) ->
            "shingles take {either}")
 
 
-def check_bits(bits: float, stored_bits: int, stored_in: str | None = None) -> None:
+def check_bits(bits: float, stored_bits: float, stored_in: str | None = None) -> None:
     """``bits`` (b, for the estimator) must not exceed the stored bits B: those of the store ``stored_in``,
-    or (``stored_in`` None, for ``plan``) the option ``stored_bits``."""
+    or (``stored_in`` None, for ``plan``) the option ``stored_bits``. A store of XOR bits (B = 1/2) answers only
+    b = 1/2."""
     if bits <= stored_bits:
         return
+    if stored_bits == HALF_BIT:
+        where = "the signatures" if stored_in is None else literal(stored_in)
+        raise OptionError("bits", bits, f"{{bits}} {bits}: {where} holds only XOR bits (signed with {{bits}} 1/2), "
+                          "which answer {bits} 1/2 alone; use {bits} 1/2, or sign again with whole bits")
     if stored_in is None:
         raise OptionError("bits", bits, f"{{bits}} {bits} exceeds {{stored_bits}} {stored_bits}; use {{bits}} 1 to "
                           f"{stored_bits}, or sign with {{bits}} {bits} or more")

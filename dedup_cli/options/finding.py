@@ -154,12 +154,14 @@ class FindOptions:
         """``keep``, or :data:`KEEP_FIELD` when ``keep_field`` names a field."""
         return self.keep if self.keep_field is None else KEEP_FIELD
 
-    def bits_for(self, stored_bits: int) -> float:
-        """b: the bits asked for (a whole number, or ``HALF_BIT``), or all the stored ones."""
+    def bits_for(self, stored_bits: float) -> float:
+        """b: the bits asked for (a whole number, or ``HALF_BIT``), or all the stored ones (``HALF_BIT`` for a
+        store of XOR bits: ``SignatureParams.stored_bits``)."""
         return stored_bits if self.bits is None else float(self.bits) if self.bits == HALF_BIT else int(self.bits)
 
-    def check_store(self, stored_bits: int, num_perm: int, store: str, input_kind: str = "text") -> None:
-        """What depends on the store (read from its manifest alone): b ≤ stored bits, the banding fits in k."""
+    def check_store(self, stored_bits: float, num_perm: int, store: str, input_kind: str = "text") -> None:
+        """What depends on the store (read from its manifest alone): b ≤ stored bits (``SignatureParams.stored_bits``:
+        1/2 for a store of XOR bits), the banding fits in k."""
         if self.keep_field is not None and input_kind == "sets":
             raise OptionError("keep_field", self.keep_field, f"{{keep_field}} reads a field of JSON Lines or Parquet "
                               f"records; {literal(store)} holds integer sets")
@@ -167,6 +169,9 @@ class FindOptions:
         check_bits(bits, stored_bits, store)
         if self.ways == 3:
             check_three_way_bits(bits)
+        if bits == HALF_BIT and self.engine.name == "dask":
+            raise OptionError("bits", "1/2", f"{literal(store)} holds only XOR bits, which the local engine scores; "
+                              "use {engine} local")
         if self.candidates == "lsh":
             check_banding(self.bands, self.rows, num_perm)
 
@@ -195,9 +200,10 @@ class EstimateOptions:
         if len(ids) not in (2, 3) or len(set(ids)) != len(ids):
             raise OptionError("ids", ids, "name two or three different document ids")
 
-    def check_store(self, ids: tuple[str, ...], stored_bits: int, store: str) -> float:
+    def check_store(self, ids: tuple[str, ...], stored_bits: float, store: str) -> float:
         """b, checked against the store's bits (and ≥ 2 for three documents)."""
-        bits = stored_bits if self.bits is None else float(self.bits) if self.bits == HALF_BIT else int(self.bits)
+        wanted = stored_bits if self.bits is None else float(self.bits)
+        bits = HALF_BIT if wanted == HALF_BIT else int(wanted)
         check_bits(bits, stored_bits, store)
         if len(ids) == 3:
             check_three_way_bits(bits, name="estimate")

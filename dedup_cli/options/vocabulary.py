@@ -55,3 +55,8 @@ def default_store(named: str | os.PathLike[str] | None = None) -> str:
 def bits_label(bits: float) -> str:
     """b as people write it: ``1/2`` for :data:`HALF_BIT`, else the whole number."""
     return "1/2" if bits == HALF_BIT else str(int(bits))
+
+
+def band_bits_label(band_bits: float) -> str:
+    """What band keys are made of, for messages: ``8 bits``, or ``XOR bits`` for a store signed with b = 1/2."""
+    return "XOR bits" if band_bits == HALF_BIT else f"{int(band_bits)} bits"

@@ -61,7 +61,7 @@ class Signatures:
         """The minwise values, or only their lowest ``bits`` bits: uint[n, k]; with b = 1/2 the XOR
         bits, uint8[n, k/2] (:func:`dedup_cli.minhash.packing.xor_bits`)."""
         values = unpack_values(self.packed, self.params.bits, self.params.num_perm)
-        return values if bits is None else estimator_values(values, bits)
+        return values if bits is None else estimator_values(values, bits, self.params.xor_pairs)
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
         """int64[len(ids)], the row of each id; a UsageError names the first id that is not here."""

@@ -168,7 +168,7 @@ class StoredSignatures:
         """The stored minwise values, or only their lowest ``bits`` bits: uint[n_docs, k]; with b = 1/2
         the XOR bits, uint8[n_docs, k/2] (:func:`dedup_cli.minhash.packing.xor_bits`)."""
         values = unpack_values(self.packed, self.params.bits, self.params.num_perm)
-        return values if bits is None else estimator_values(values, bits)
+        return values if bits is None else estimator_values(values, bits, self.params.xor_pairs)
 
 
 @dataclass

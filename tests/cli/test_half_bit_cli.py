@@ -179,3 +179,109 @@ def test_eval_half_bit_reports_precision_recall_and_storage(corpus_store: tuple[
     assert half_line["storage_factor"] < one_line["storage_factor"]
     code, out, err = run("eval", str(store), "-t", "0.8", "--bits", "1/2", "--sample", "200")
     assert code == 0 and "b = 1/2, verify borderline precision" in out + err
+
+
+# --- stores signed with --bits 1/2: only the XOR bits -----------------------------------------------------------
+
+BIBLE = SAMPLE_CORPORA / "bible-editions"
+
+
+@pytest.fixture(scope="module")
+def xor_and_full_stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("xor")
+    xor, full = folder / "xor.parquet", folder / "full.parquet"
+    for store, bits in ((xor, "1/2"), (full, "8")):
+        code, _, stderr = run("sign", str(BIBLE), "--exclude", "SOURCE", "-o", str(store), "--bits", bits, "-q")
+        assert code == 0, stderr
+    return xor, full
+
+
+@pytest.mark.parametrize("scheme", ["oph", "kperm"])
+@pytest.mark.parametrize("kernel", ["numpy", "numba"])
+def test_a_half_bit_store_holds_the_xor_of_the_full_stores_lowest_bits(tmp_path: Path, scheme: str,
+                                                                        kernel: str) -> None:
+    if kernel == "numba":
+        pytest.importorskip("numba")
+    stores = {}
+    for bits in ("1/2", "8"):
+        stores[bits] = tmp_path / f"{bits.replace('/', '-')}.parquet"
+        code, _, stderr = run("sign", str(BIBLE / "KJV"), "-o", str(stores[bits]), "--bits", bits, "--scheme",
+                              scheme, "--kernel", kernel, "-k", "64", "-q")
+        assert code == 0, stderr
+    xor, full = dedup.read_store(stores["1/2"]), dedup.read_store(stores["8"])
+    assert xor.params.xor_pairs and xor.params.num_perm == 32 and xor.params.permutations == 64
+    assert xor.params.signature_bytes == 4  # k/2 bits: 64 permutations in 4 bytes
+    assert xor.ids == full.ids
+    np.testing.assert_array_equal(xor.values(), xor.values(0.5))
+    np.testing.assert_array_equal(xor.values(), full.values(0.5))
+
+
+def test_a_half_bit_store_of_integer_sets_holds_the_same_xor_bits(tmp_path: Path) -> None:
+    source = tmp_path / "sets.jsonl"
+    rng = np.random.default_rng(7)
+    base = rng.choice(1 << 20, 300, replace=False)
+    source.write_text("".join(json.dumps({"id": f"s{i}", "elements": sorted(map(int, base[i * 20:i * 20 + 200]))})
+                              + "\n" for i in range(4)))
+    stores = {}
+    for bits in ("1/2", "4"):
+        stores[bits] = tmp_path / f"{bits.replace('/', '-')}.parquet"
+        code, _, stderr = run("sign", "--input-format", "sets", str(source), "--universe", str(1 << 20), "-o",
+                              str(stores[bits]), "--bits", bits, "-k", "128", "-q")
+        assert code == 0, stderr
+    xor, full = dedup.read_store(stores["1/2"]), dedup.read_store(stores["4"])
+    assert xor.params.xor_pairs and xor.params.signature_bytes == 8
+    np.testing.assert_array_equal(xor.values(), full.values(0.5))
+
+
+def test_find_on_a_half_bit_store_bands_xor_bits_and_finds_the_planted_pairs(
+        xor_and_full_stores: tuple[Path, Path]) -> None:
+    xor, full = xor_and_full_stores
+    assert dedup.open_store(xor).params.signature_bytes == 16  # 16 bytes a document at k = 256
+    code, stdout, stderr = run("find", str(xor), "-t", "0.8", "--output", "pairs")
+    assert code == 0, stderr
+    assert "bands on XOR bits" in stderr and "1/2-bit R̂ ≥ 0.8" in stderr
+    truth = exact_resemblances(BIBLE)
+    planted = {pair for pair, r in truth.items() if r >= 0.8}
+    reported = _pairs(stdout)
+    assert planted and planted <= set(reported)
+    # the scores are those of the full store's --bits 1/2: the same XOR bits
+    scored_full = _pairs(run("find", str(full), "-t", "0.8", "-b", "1/2", "--output", "pairs", "-q")[1])
+    for pair in set(reported) & set(scored_full):
+        assert reported[pair]["matches"] == scored_full[pair]["matches"]
+    result = dedup.find(xor, dedup.FindOptions(threshold=0.8))
+    assert result.bits == 0.5 and result.banding is not None and result.banding.band_bits == 0.5
+
+
+def test_a_half_bit_store_answers_only_half_bit_in_one_line(xor_and_full_stores: tuple[Path, Path]) -> None:
+    xor, _ = xor_and_full_stores
+    for command in (["find", str(xor), "--bits", "2"], ["estimate", str(xor), "KJV/ruth-01.txt",
+                                                         "ASV/ruth-01.txt", "--bits", "1"],
+                    ["eval", str(xor), "--bits", "2"]):
+        code, _, stderr = run(*command)
+        assert code == 2, command
+        assert stderr.strip().splitlines() == [
+            f"Error: --bits {command[-1]}: {xor} holds only XOR bits (signed with --bits 1/2), which answer --bits "
+            "1/2 alone; use --bits 1/2, or sign again with whole bits"]
+    code, _, stderr = run("find", str(xor), "--ways", "3")
+    assert code == 2 and "no b = 1/2 form" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_estimate_and_eval_on_a_half_bit_store(xor_and_full_stores: tuple[Path, Path]) -> None:
+    xor, full = xor_and_full_stores
+    ids = ["KJV/ruth-01.txt", "AKJV/ruth-01.txt"]
+    on_xor = json.loads(run("estimate", str(xor), *ids, "--format", "json")[1])
+    on_full = json.loads(run("estimate", str(full), *ids, "-b", "1/2", "--format", "json")[1])
+    assert on_xor == on_full and on_xor["num_perm"] == 256 and on_xor["bits"] == 0.5
+    code, stdout, stderr = run("eval", str(xor), "-t", "0.8", "--sample", "200", "--format", "json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert report["evaluated_bits"] == [0.5] and report["num_perm"] == 256 and report["banding"]["band_bits"] == 0.5
+    borderline = next(item for item in report["accuracy"]["at_threshold"] if item["verify"] == "borderline")
+    assert borderline["recall"]["value"] == 1.0
+
+
+def test_sign_half_bit_needs_an_even_k(tmp_path: Path) -> None:
+    code, _, stderr = run("sign", str(BIBLE / "KJV"), "-o", str(tmp_path / "s.parquet"), "--bits", "1/2", "-k", "63")
+    assert code == 2
+    assert stderr.strip().splitlines() == ["Error: --bits 1/2 combines the permutations in pairs; use an even "
+                                           "--num-perm"]

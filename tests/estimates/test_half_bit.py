@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from dedup_cli.candidates.banding import required_num_perm, resolve_banding, row_agreement_probability
 from dedup_cli.candidates.match_bounds import min_xor_matches_for_threshold
 from dedup_cli.candidates.triples import pair_margin
 from dedup_cli.estimates.half_bit import (
@@ -144,3 +145,22 @@ def test_the_xor_count_bound_never_loses_a_pair(threshold: float, r: float | np.
 def test_pair_margin_of_b_one_half_is_eq_26() -> None:
     assert pair_margin(0.8, 128, HALF_BIT, z=3) == pytest.approx(3 * math.sqrt(float(variance_half_bit(
         0.8, 0, 0, 128))))
+
+
+def test_rows_of_xor_bits_agree_with_probability_t() -> None:
+    grid = np.linspace(0, 1, 11)
+    np.testing.assert_allclose(row_agreement_probability(grid, HALF_BIT), expected_xor_match(grid, 0.0, 0.0))
+    np.testing.assert_allclose(row_agreement_probability(grid, 1), 0.5 + grid / 2)  # E_1, not T
+    # T < E_1 inside (0, 1): XOR rows need fewer rows a band than 1-bit rows for the same S-curve
+    banding = resolve_banding(0.8, 128, HALF_BIT, 0.99).banding
+    assert banding.band_bits == HALF_BIT
+    assert banding.recall_at(0.8) >= 0.99
+    t_rows = float(row_agreement_probability(0.8, HALF_BIT)) ** banding.rows
+    assert banding.recall_at(0.8) == pytest.approx(1 - (1 - t_rows) ** banding.bands)
+
+
+def test_required_k_of_xor_rows_counts_permutations() -> None:
+    for documents in (1_000, 10_000):
+        xor_rows = required_num_perm(0.8, HALF_BIT, 0.99, documents)
+        choice = resolve_banding(0.8, 128, HALF_BIT, 0.99, documents=documents)
+        assert xor_rows is not None and choice.required_num_perm == 2 * xor_rows
