@@ -122,10 +122,12 @@ def check_bits(bits: float, stored_bits: float, stored_in: str | None = None) ->
     b = 1/2."""
     if bits <= stored_bits:
         return
+    if stored_bits == HALF_BIT and stored_in is None:
+        raise OptionError("bits", bits, f"{{bits}} {bits}: {{stored_bits}} 1/2 keeps only XOR bits, which answer "
+                          "{bits} 1/2 alone; use {bits} 1/2, or whole {stored_bits}")
     if stored_bits == HALF_BIT:
-        where = "the signatures" if stored_in is None else literal(stored_in)
-        raise OptionError("bits", bits, f"{{bits}} {bits}: {where} holds only XOR bits (signed with {{bits}} 1/2), "
-                          "which answer {bits} 1/2 alone; use {bits} 1/2, or sign again with whole bits")
+        raise OptionError("bits", bits, f"{{bits}} {bits}: {literal(stored_in)} holds only XOR bits (signed with "
+                          "{bits} 1/2), which answer {bits} 1/2 alone; use {bits} 1/2, or sign again with whole bits")
     if stored_in is None:
         raise OptionError("bits", bits, f"{{bits}} {bits} exceeds {{stored_bits}} {stored_bits}; use {{bits}} 1 to "
                           f"{stored_bits}, or sign with {{bits}} {bits} or more")

@@ -7,6 +7,7 @@ import csv
 import io
 import itertools
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -285,3 +286,44 @@ def test_sign_half_bit_needs_an_even_k(tmp_path: Path) -> None:
     assert code == 2
     assert stderr.strip().splitlines() == ["Error: --bits 1/2 combines the permutations in pairs; use an even "
                                            "--num-perm"]
+
+
+# --- plan ---------------------------------------------------------------------------------------------------------
+
+
+def test_plan_recommends_half_bit_where_it_stores_less() -> None:
+    code, stdout, _ = run("plan", "-t", "0.8", "-b", "1", "--format", "json")
+    assert code == 0
+    record = json.loads(stdout)
+    factors = {item["bits"]: item["storage_factor"] for item in record["storage_factors"]}
+    assert set(factors) == {0.5, 1, 2, 4, 8}
+    # eq. 12 extended, sparse limit at R0 = 0.8: B(1/2) = T(1 − T)/R² = 0.82·0.18/0.64, B(1) = (1 − R²)·... = 0.36
+    assert factors[0.5] == pytest.approx(0.82 * 0.18 / 0.64) and factors[1] == pytest.approx(0.36)
+    assert record["recommend_half_bit"] is True
+    text = run("plan", "-t", "0.8", "-b", "1")[1]
+    assert "b = 1/2                stores 1.56× less than b = 1 at equal accuracy: recommended" in text
+    below = json.loads(run("plan", "-t", "0.5", "-b", "1", "--format", "json")[1])
+    assert below["recommend_half_bit"] is False
+    assert "stores 1.25× more than b = 1" in run("plan", "-t", "0.5", "-b", "1")[1]
+
+
+def test_plan_of_a_store_of_xor_bits_bands_with_t() -> None:
+    code, stdout, stderr = run("plan", "-t", "0.8", "-b", "1/2", "--stored-bits", "1/2", "-k", "512", "--docs",
+                               "1000", "--format", "json")
+    assert code == 0, stderr
+    record = json.loads(stdout)
+    assert record["bits"] == 0.5 and record["stored_bits"] == 0.5 and record["band_bits"] == 0.5
+    assert record["signature_bytes"] == 32  # 256 XOR bits
+    assert record["row_agreement_at_threshold"] == pytest.approx(0.82)  # T = (1 + R0²)/2
+    assert record["bands"] * record["rows"] <= 256
+    assert record["standard_error"] == pytest.approx(math.sqrt(0.82 * 0.18 / (256 * 0.64)))
+    # the k it asks for counts permutations: twice the XOR bits the banding needs
+    assert record["required_num_perm"] % 2 == 0 and record["required_num_perm"] > 512
+    text = run("plan", "-t", "0.8", "-b", "1/2", "--stored-bits", "1/2", "-k", "512")[1]
+    assert "on the stored XOR bits" in text and "T = (1 + R²)/2" in text
+    code, _, stderr = run("plan", "-b", "2", "--stored-bits", "1/2")
+    assert code == 2 and stderr.strip().splitlines() == [
+        "Error: --bits 2: --stored-bits 1/2 keeps only XOR bits, which answer --bits 1/2 alone; use --bits 1/2, or "
+        "whole --stored-bits"]
+    with pytest.raises(OptionError, match="even"):
+        dedup.PlanOptions(bits="1/2", stored_bits="1/2", num_perm=63)
