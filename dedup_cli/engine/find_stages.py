@@ -46,11 +46,12 @@ def set_size_ratios(shingle_counts: np.ndarray, universe: int) -> np.ndarray:
     return shingle_counts.astype(np.float64) / float(universe)
 
 
-def estimator_name(r: np.ndarray) -> str:
-    """Which coefficients the 2-way estimates used, for the summary."""
+def estimator_name(r: np.ndarray, bits: float = 8) -> str:
+    """Which estimator and coefficients the 2-way estimates used, for the summary."""
+    kind = "b = 1/2 (XOR bits, Li & König eq. 25)" if is_half_bit(bits) else "b-bit"
     if r.size and r.max() > DENSE_R:
-        return f"b-bit with precise r = f/D (max r = {r.max():.3g})"
-    return "b-bit, sparse limit (r ≈ 0)"
+        return f"{kind} with precise r = f/D (max r = {r.max():.3g})"
+    return f"{kind}, sparse limit (r ≈ 0)"
 
 
 def lsh_candidates(stored_values: np.ndarray, banding: Banding, eligible: np.ndarray,

@@ -156,7 +156,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
         verification=verification,
         aliases=int(aliases.size),
         seconds=0.0,
-        estimator=stages.estimator_name(stages.set_size_ratios(counts, params.universe)),
+        estimator=stages.estimator_name(stages.set_size_ratios(counts, params.universe), bits),
         reference=reference,
         against=options.against,
         keep_field_problems=concluded.keep_field_problems,
