@@ -17,6 +17,7 @@ from dedup_cli.options.signing import SignOptions
 from dedup_cli.options.vocabulary import (
     CHAR_TOKENISATION,
     DEFAULT_TOKENISATION,
+    HALF_BIT,
     LEGACY_TOKENISATION,
     TEXT_UNIVERSE,
 )
@@ -45,13 +46,18 @@ class SignatureParams:
     # "unicode-words" has, and what a store whose metadata lacks this field means); "code-points" for characters;
     # "none" for integer sets. Left empty, the unit's default: "unicode-words", "code-points" or "none".
     tokenisation: str = ""
+    # b = 1/2 stores (sign --bits 1/2): each of the ``num_perm`` stored 1-bit values is the XOR of the lowest bits
+    # of permutations j and j + num_perm of 2·num_perm (Li & König 2010, Sec. 5.3). Such a store answers only b = 1/2.
+    xor_pairs: bool = False
 
     @classmethod
-    def for_sets(cls, universe: int, num_perm: int = 256, bits: int = 8, seed: int = 1) -> SignatureParams:
-        """Parameters for integer sets over {0 … universe − 1}: no shingling, a true permutation of Ω."""
-        return cls(num_perm=num_perm, bits=bits, seed=seed, shingle_size=1, shingle_unit="element",
-                   universe=universe, normalisation="none", token_hash="none", input_kind="sets", scheme="kperm",
-                   hash_family="feistel")
+    def for_sets(cls, universe: int, num_perm: int = 256, bits: float = 8, seed: int = 1) -> SignatureParams:
+        """Parameters for integer sets over {0 … universe − 1}: no shingling, a true permutation of Ω (``bits``
+        1/2: ``num_perm`` permutations combined into num_perm/2 XOR bits)."""
+        xor = bits == HALF_BIT
+        return cls(num_perm=num_perm // 2 if xor else num_perm, bits=1 if xor else int(bits), seed=seed,
+                   shingle_size=1, shingle_unit="element", universe=universe, normalisation="none",
+                   token_hash="none", input_kind="sets", scheme="kperm", hash_family="feistel", xor_pairs=xor)
 
     @classmethod
     def from_options(cls, options: SignOptions, stored: SignatureParams | None = None) -> SignatureParams:
@@ -62,24 +68,43 @@ class SignatureParams:
         """
         if options.input.input_format == "sets":
             assert options.input.universe is not None  # InputOptions requires it
-            return cls.for_sets(options.input.universe, num_perm=options.num_perm, bits=options.bits,
+            return cls.for_sets(options.input.universe, num_perm=options.num_perm, bits=float(options.bits),
                                 seed=options.seed)
         tokenisation = options.tokenisation or ""  # empty: the unit's default
         if options.shingle_unit == "word" and options.tokenisation is None and stored is not None \
                 and stored.input_kind == "text" and stored.shingle_unit == "word":
             tokenisation = stored.tokenisation
-        return cls(num_perm=options.num_perm, bits=options.bits, seed=options.seed,
-                   shingle_size=options.shingle_size, shingle_unit=options.shingle_unit, scheme=options.scheme,
-                   tokenisation=tokenisation)
+        xor = options.bits == HALF_BIT
+        return cls(num_perm=options.num_perm // 2 if xor else options.num_perm,
+                   bits=1 if xor else int(float(options.bits)),
+                   seed=options.seed, shingle_size=options.shingle_size, shingle_unit=options.shingle_unit,
+                   scheme=options.scheme, tokenisation=tokenisation, xor_pairs=xor)
 
     def __post_init__(self) -> None:
         check_signature(self.num_perm, self.bits, self.seed, self.shingle_size, self.shingle_unit, self.scheme,
                         self.universe, self.input_kind)
+        if self.xor_pairs and self.bits != 1:
+            raise ValueError(f"a store of XOR bits keeps 1 bit a value, not {self.bits}")
         if not self.tokenisation:
             default = "none" if self.input_kind == "sets" else (
                 CHAR_TOKENISATION if self.shingle_unit == "char" else DEFAULT_TOKENISATION)
             object.__setattr__(self, "tokenisation", default)
         check_tokenisation(self.tokenisation, self.shingle_unit, self.input_kind)
+
+    @property
+    def permutations(self) -> int:
+        """The permutations (or OPH bins) signed: ``num_perm``, twice that for a b = 1/2 store."""
+        return 2 * self.num_perm if self.xor_pairs else self.num_perm
+
+    @property
+    def stored_bits(self) -> float:
+        """The b a store answers by default, and the most it answers: all its stored bits, or 1/2 for a store of XOR
+        bits (which answers only that)."""
+        return HALF_BIT if self.xor_pairs else self.bits
+
+    def permutation_params(self) -> SignatureParams:
+        """The parameters of the values a b = 1/2 store's XOR bits are made of: 2·num_perm values of 1 bit."""
+        return dataclasses.replace(self, num_perm=self.permutations, bits=1, xor_pairs=False)
 
     @property
     def signature_bytes(self) -> int:

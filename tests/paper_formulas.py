@@ -1,6 +1,5 @@
 """Formulas of the papers that dedup's pipeline does not use, kept to check the ones it does against them.
 
-- the "b = 1/2" estimator and its variance (Li & König 2010, eqs. 25-26);
 - the sparse 3-way match probability P_b (Li, König & Gui 2010, eq. 7);
 - the 2-way collision probability of two sets of any density (Li & König 2010, Theorem 1), the 2-way
   counterpart of :func:`dedup_cli.estimates.dense.collision_probability_3way`.
@@ -11,50 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dedup_cli.estimates.guards import FloatArray, as_float, as_result, check_bits, check_positive
-from dedup_cli.estimates.two_way import a_coefficient, coefficients_2way, expected_match_2way
-
-
-def estimate_half_bit(match_fraction: ArrayLike, r1: ArrayLike, r2: ArrayLike) -> FloatArray:
-    """The "b = 1/2" estimator from XOR-combined 1-bit values (Li & König 2010, eq. 25).
-
-    R_hat_1/2 = (sqrt(max(2 T_hat - 1, 0)) + 1 - 2 C_{1,1}) / (2 - 2 C_{2,1}), where T_hat is the
-    fraction of equal x = e(pi_1) XOR e(pi_2). It takes the + root of eq. 24, which assumes
-    E_1 >= 1/2, and is biased at small k (truncation and nonlinearity). Worth it only for high R
-    (R > 0.5774 in the sparse limit).
-
-    Args:
-        match_fraction: float64[...] T_hat.
-        r1, r2: float64[...] set-size ratios f / D.
-
-    Returns:
-        float64[...] R_hat_1/2 (not clipped above; at least (1 - 2 C1)/(2 - 2 C2)).
-    """
-    c1, c2 = coefficients_2way(r1, r2, 1)
-    root = np.sqrt(np.maximum(2.0 * as_float(match_fraction) - 1.0, 0.0))
-    return as_result((root + 1.0 - 2.0 * c1) / (2.0 - 2.0 * c2))
-
-
-def variance_half_bit(R: ArrayLike, r1: ArrayLike, r2: ArrayLike, k: ArrayLike) -> FloatArray:
-    """Asymptotic Var(R_hat_1/2) = T (1 - T) / (4 k (1 - C_{2,1})^2 (2T - 1)) (Li & König 2010, eq. 26).
-
-    T = E_1^2 + (1 - E_1)^2 (eq. 23). Here ``k`` is the number of stored bits (each uses two
-    permutations). Delta method, O(1/k^2) error; infinite where E_1 = 1/2.
-
-    Args:
-        R: float64[...] resemblance.
-        r1, r2: float64[...] set-size ratios f / D.
-        k: int or int[...] number of stored XOR bits.
-
-    Returns:
-        float64[...] variance.
-    """
-    _, c2 = coefficients_2way(r1, r2, 1)
-    e1 = as_float(expected_match_2way(R, r1, r2, 1))
-    t = e1**2 + (1.0 - e1) ** 2
-    with np.errstate(divide="ignore", invalid="ignore"):
-        variance = t * (1.0 - t) / (4.0 * check_positive(k) * (1.0 - c2) ** 2 * (2.0 * t - 1.0))
-    return as_result(variance)
+from dedup_cli.estimates.guards import FloatArray, as_float, as_result, check_bits
+from dedup_cli.estimates.two_way import a_coefficient
 
 
 def expected_match_3way(R: ArrayLike, T: ArrayLike, bits: ArrayLike) -> FloatArray:

@@ -152,7 +152,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("estimates: the estimators, and scoring pairs and triples with them", [
         ["estimates.guards", "estimates.exact"], ["estimates.two_way", "estimates.three_way"],
-        ["estimates.dense", "estimates.intervals"], ["estimates.pairs", "estimates.triples"],
+        ["estimates.half_bit"], ["estimates.dense", "estimates.intervals"], ["estimates.pairs", "estimates.triples"],
     ]),
     ("candidates: signatures → candidate pairs and triples", [
         ["candidates.banding", "candidates.buckets", "candidates.triangles", "candidates.allpairs",
@@ -281,9 +281,9 @@ def test_data_flows_one_way(package: str, forbidden: set[str]) -> None:
 
 
 def test_estimators_stand_alone() -> None:
-    # The formulas of the papers (2-way, 3-way, dense, intervals, exact) need nothing but numpy and each other.
+    # The formulas of the papers (2-way, b = 1/2, 3-way, dense, intervals, exact) need nothing but numpy and each other.
     formulas = {"estimates.guards", "estimates.exact", "estimates.two_way", "estimates.three_way",
-                "estimates.dense", "estimates.intervals"}
+                "estimates.half_bit", "estimates.dense", "estimates.intervals"}
     offenders = [
         item
         for module in formulas

@@ -19,6 +19,7 @@ import numpy as np
 from dedup_cli.errors import DedupError, InputError, UsageError
 from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.exact import exact_resemblance
+from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import score_pairs
 from dedup_cli.estimates.triples import score_triples
 from dedup_cli.options.finding import EstimateOptions
@@ -43,7 +44,7 @@ class EstimateResult:
     """
 
     ids: list[str]
-    bits: int
+    bits: float  # b, or 0.5 for b = 1/2 (then ``matches`` counts agreeing XOR bits, of num_perm // 2)
     num_perm: int
     shingle_counts: list[int]
     r: list[float]  # f/D of each document
@@ -81,13 +82,13 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | No
     options.check_ids(ids)
     if isinstance(store, Signatures):
         params = store.params
-        bits = options.check_store(ids, params.bits, "the signatures")
+        bits = options.check_store(ids, params.stored_bits, "the signatures")
         named = store.stored(store.rows_of(ids))
     else:
         path = default_store(store)
         opened = open_store(path)  # the manifest only: options are checked before the store is read
         params = opened.params
-        bits = options.check_store(ids, params.bits, path)
+        bits = options.check_store(ids, params.stored_bits, path)
         named, missing = opened.read_documents(ids)
         if missing:
             raise UsageError(f"no document {missing[0]!r} in {path}; list ids with: dedup find --output pairs")
@@ -95,28 +96,31 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | No
     values = named.values(bits)
     counts = named.shingle_counts
     r = named.shingle_counts / float(params.universe)
-    k = params.num_perm
+    k = values.shape[1]  # the positions compared: k, or k/2 XOR bits with b = 1/2
     level = options.level
     dense = bool(r.max() > DENSE_R)
     pair_index = [(0, 1)] if len(ids) == 2 else [(0, 1), (0, 2), (1, 2)]
     first = np.array([rows[i] for i, _ in pair_index])
     second = np.array([rows[j] for _, j in pair_index])
     pairs = score_pairs(values, first, second, r, bits, level=level)
-    common: dict[str, Any] = {"ids": list(ids), "bits": bits, "num_perm": k, "shingle_counts": counts.tolist(),
-                              "r": r.tolist(), "level": level}
+    common: dict[str, Any] = {"ids": list(ids), "bits": bits, "num_perm": params.permutations,
+                              "shingle_counts": counts.tolist(), "r": r.tolist(), "level": level}
     if np.any(counts == 0):
         result = EstimateResult(estimator="none: a document has no shingle, so it resembles nothing", estimate=0.0,
                                 stderr=0.0, ci_low=0.0, ci_high=0.0, **common)
     elif len(ids) == 2:
+        name = (f"2-way b = 1/2, XOR of positions j and j + {k} ({'precise r = f/D' if dense else 'sparse limit'}, "
+                "Li & König eq. 25)" if is_half_bit(bits) else
+                f"2-way b-bit, {'precise r = f/D' if dense else 'sparse limit'} (Li & König eq. 9)")
         result = EstimateResult(
-            estimator=f"2-way b-bit, {'precise r = f/D' if dense else 'sparse limit'} (Li & König eq. 9)",
+            estimator=name,
             matches=int(pairs.matches[0]), match_fraction=int(pairs.matches[0]) / k,
             estimate=float(pairs.estimate[0]), stderr=float(pairs.stderr[0]),
             ci_low=float(pairs.ci_low[0]), ci_high=float(pairs.ci_high[0]), **common,
         )
     else:
         # score_triples takes the triple in any order and reports pairs (1,2), (1,3), (2,3) of that order.
-        triple = score_triples(values, rows.reshape(1, 3), r, bits, level=level)
+        triple = score_triples(values, rows.reshape(1, 3), r, int(bits), level=level)  # b = 1/2 refused
         name = ("3-way b-bit, dense data (Li, König & Gui Sec. 4, exact P_b solved for s)" if dense
                 else "3-way b-bit, sparse (Li, König & Gui eq. 8)")
         result = EstimateResult(

@@ -44,7 +44,7 @@ def evaluate(store: str | os.PathLike[str] | None = None, options: EvalOptions |
     options = EvalOptions() if options is None else options
     path = default_store(store)
     opened = open_store(path)  # the manifest only: options are checked before the store is read
-    options.check_store(opened.params.bits, opened.params.num_perm, path)
+    options.check_store(opened.params.stored_bits, opened.params.num_perm, path)
     if options.truth is not None and path_kind(options.truth) in (None, "directory"):
         read_truth(options.truth, [])  # the missing file's error, before the store is read (a pipe is read once)
     progress.stage("reading the store", None)

@@ -174,7 +174,7 @@ def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
         assert stored.content_hashes is not None
         hashes[part] = stored.content_hashes[rows]
         estimate[part] = pair_estimates(stored, rows, np.array([row.get(r, -1) for r in kept], np.int64),
-                                        store.params.bits)
+                                        store.params.stored_bits)
     return _Plan(Decisions(ids, hashes, drop, members.groups[listed], representatives), estimate,
                  np.zeros(len(ids), bool), None, len(set(members.groups.tolist())), [])
 
@@ -262,7 +262,7 @@ def filter(
     reading = reading_options(opened, options.input)
     if options.members is None:
         params = opened.params
-        options.find.check_store(params.bits, params.num_perm, path, params.input_kind)
+        options.find.check_store(params.stored_bits, params.num_perm, path, params.input_kind)
         if options.find.against is not None:
             open_reference(opened, options.find.against)
     elif (kind := path_kind(options.members)) in (None, "directory"):

@@ -43,7 +43,7 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
     path = default_store(store)
     opened = open_store(path)  # the manifest only: options are checked before the store is read
     params = opened.params
-    options.check_store(params.bits, params.num_perm, path, params.input_kind)
+    options.check_store(params.stored_bits, params.num_perm, path, params.input_kind)
     if options.new_since is not None:
         opened.check_run(options.new_since)
     reference = None if options.against is None else open_reference(opened, options.against)

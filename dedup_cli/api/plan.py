@@ -26,6 +26,13 @@ from dedup_cli.candidates.banding import (
     row_agreement_probability,
 )
 from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
+from dedup_cli.estimates.half_bit import (
+    HALF_BIT,
+    expected_xor_match,
+    is_half_bit,
+    storage_factor_half_bit,
+    variance_half_bit,
+)
 from dedup_cli.estimates.pairs import COMPARISON_BYTES
 from dedup_cli.estimates.two_way import expected_match_2way, storage_factor, variance_2way
 from dedup_cli.minhash.packing import value_dtype
@@ -86,25 +93,29 @@ class Plan:
     """What ``dedup find`` promises and costs for one choice of parameters (see :func:`make_plan`)."""
 
     threshold: float
-    bits: int
-    num_perm: int
-    stored_bits: int
+    bits: float  # b, or 0.5 for b = 1/2
+    num_perm: int  # k permutations
+    stored_bits: float  # B, or 0.5 for a store of XOR bits (k/2 of them, banded with T = (1 + R²)/2)
     recall_target: float
     bands: int
     rows: int
     banding_chosen: bool  # True: by choose_banding; False: bands/rows given
     curve: tuple[tuple[float, float], ...]  # (R, Pr(candidate)), R ascending, R0 included
-    row_agreement_at_threshold: float  # E_B at R0, per-row agreement of B-bit band values
+    row_agreement_at_threshold: float  # E_B at R0, per-row agreement of B-bit band values (T for XOR bits)
     recall_at_threshold: float  # Pr(candidate | R = R0)
     false_negative_rate: float  # 1 − recall at R0: pairs at R0 that never become candidates
     candidate_probability_unrelated: float  # Pr(candidate | R = 0)
-    match_probability: float  # E_b at R0 for the estimator's b bits (eq. 4, sparse limit)
-    standard_error: float  # sqrt(Var(R̂_b)) at R0 (eq. 11, sparse limit)
-    signature_bytes: int  # ceil(k·B/8)
+    match_probability: float  # E_b at R0 for the estimator's b bits (eq. 4, sparse limit; T of eq. 23 for b = 1/2)
+    standard_error: float  # sqrt(Var(R̂_b)) at R0 (eq. 11, sparse limit; eq. 26 for b = 1/2)
+    signature_bytes: int  # ceil(k·B/8); ceil(k/16) for a store of XOR bits
     row_overhead_bytes: int  # the store's other columns, without the id and path text
     storage_factor_32: float | None  # B(32)/B(b) at R0 (eq. 12); None at R0 = 1 where both vanish
     storage_factor_64: float | None  # B(64)/B(b)
     unused_values: int  # k − bands·rows: values that no band uses
+    # B(b) at R0 for b = 1/2, 1, 2, 4, 8 and the plan's b (eq. 12, r → 0; B(1/2) = k·Var(R̂_1/2) of k XOR bits);
+    # (b, B(b)), b ascending; B(b)/B(1/2) is the space b = 1/2 saves over b at equal accuracy
+    storage_factors: tuple[tuple[float, float], ...] = ()
+    recommend_half_bit: bool = False  # b = 1/2 stores less than every whole b at equal accuracy at R0
     docs: int | None = None
     pairs: int | None = None  # N(N − 1)/2
     expected_candidates: float | None = None  # N(N − 1)/2 · Pr(candidate | R = 0)
@@ -122,7 +133,7 @@ class Plan:
         return self.signature_bytes + self.row_overhead_bytes
 
 
-def _memory(n_docs: int, num_perm: int, stored_bits: int, bits: int, bands: int, rows: int, signature_bytes: int,
+def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: int, rows: int, signature_bytes: int,
             candidates: float, collisions: float) -> tuple[tuple[MemoryPart, ...], str]:
     """The terms of the memory ``find`` needs, those of its peak marked, and the phase of the peak.
 
@@ -138,8 +149,8 @@ def _memory(n_docs: int, num_perm: int, stored_bits: int, bits: int, bands: int,
         collisions: P, expected band collisions summed over bands, before de-duplication.
     """
     n, k = n_docs, num_perm
-    key_bytes = key_dtype(rows, value_dtype(stored_bits)).itemsize
-    estimator_value_bytes = value_dtype(bits).itemsize
+    key_bytes = key_dtype(rows, value_dtype(math.ceil(stored_bits))).itemsize  # an XOR bit is one byte in memory
+    estimator_value_bytes = value_dtype(math.ceil(bits)).itemsize
     pending = min(collisions, candidates + DEDUPLICATE_EVERY)
     chunk = min(candidates, COMPARISON_BYTES // (k * estimator_value_bytes))
     read = min(n, 2 * candidates)
@@ -208,6 +219,18 @@ def banding_warnings(choice: BandingChoice, threshold: float, num_perm: int, fla
             f"about {chance} candidates between unrelated documents; {needs}, or raise {flag('threshold')}"]
 
 
+# The b whose storage factors ``plan`` compares (besides the plan's own b): b = 1/2 beside the usual whole ones.
+COMPARED_BITS = (HALF_BIT, 1, 2, 4, 8)
+
+
+def _storage_factor(threshold: float, bits: float) -> float:
+    """B(b) at R0 in the sparse limit (Li & König 2010, eq. 12; for b = 1/2 its extension, k·Var(R̂_1/2) for k
+    XOR bits: :func:`dedup_cli.estimates.half_bit.storage_factor_half_bit`)."""
+    if is_half_bit(bits):
+        return float(storage_factor_half_bit(threshold, 0.0, 0.0))
+    return float(storage_factor(threshold, 0.0, 0.0, int(bits)))
+
+
 def plan(options: PlanOptions | None = None) -> Plan:
     """Everything ``dedup find --threshold R0 --bits b`` promises and costs, from the formulas alone.
 
@@ -221,10 +244,15 @@ def plan(options: PlanOptions | None = None) -> Plan:
         C = 2^-b (eq. 11); the storage factors are B(32)/B(b) and B(64)/B(b) at R0 (eq. 12).
     """
     options = PlanOptions() if options is None else options
-    threshold, bits, num_perm, stored_bits = options.threshold, options.bits, options.num_perm, options.stored_bits
+    threshold, num_perm = options.threshold, options.num_perm
+    bits, stored_bits = float(options.bits), float(options.stored_bits)
+    bits, stored_bits = (HALF_BIT if b == HALF_BIT else int(b) for b in (bits, stored_bits))
     recall, docs = options.recall, options.docs
+    half = is_half_bit(bits)
+    values = options.band_values  # k, or k/2 XOR bits
+    compared = num_perm // 2 if half else num_perm  # the values the estimator compares
     # One of bands/rows alone takes as many of the other as k allows, as find does.
-    choice = resolve_banding(threshold, num_perm, stored_bits, recall, options.bands, options.rows, documents=docs)
+    choice = resolve_banding(threshold, values, stored_bits, recall, options.bands, options.rows, documents=docs)
     banding, chosen = choice.banding, choice.chosen
 
     grid = np.round(np.linspace(0.0, 1.0, CURVE_STEPS + 1), 12)
@@ -234,27 +262,39 @@ def plan(options: PlanOptions | None = None) -> Plan:
     at_threshold = banding.recall_at(threshold)
     unrelated = banding.recall_at(0.0)
 
-    match = float(expected_match_2way(threshold, 0.0, 0.0, bits))
-    error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm)))
-    own_factor = float(storage_factor(threshold, 0.0, 0.0, bits))
+    if half:
+        match = float(expected_xor_match(threshold, 0.0, 0.0))
+        error = math.sqrt(float(variance_half_bit(threshold, 0.0, 0.0, compared)))
+    else:
+        match = float(expected_match_2way(threshold, 0.0, 0.0, bits))
+        error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm)))
+    comparison = {b: _storage_factor(threshold, b) for b in sorted({*COMPARED_BITS, bits})}
+    own_factor = comparison[bits]
     factors: list[float | None] = [
-        float(storage_factor(threshold, 0.0, 0.0, wide)) / own_factor if own_factor > 0 else None for wide in (32, 64)
+        _storage_factor(threshold, wide) / own_factor if own_factor > 0 else None for wide in (32, 64)
     ]
-    signature_bytes = (num_perm * stored_bits + 7) // 8
-    unused = num_perm - banding.bands * banding.rows
+    whole = [factor for b, factor in comparison.items() if not is_half_bit(b)]
+    recommend_half = threshold < 1.0 and comparison[HALF_BIT] < min(whole)
+    signature_bytes = (values * math.ceil(stored_bits) + 7) // 8
+    unused = values - banding.bands * banding.rows
 
     warnings: list[str] = []
     if unused:
         warnings.append(
-            f"{banding.bands} bands × {banding.rows} rows use {banding.bands * banding.rows} of the {num_perm} "
-            f"values; the other {unused} never make a pair a candidate (the estimator still uses all {num_perm})"
+            f"{banding.bands} bands × {banding.rows} rows use {banding.bands * banding.rows} of the {values} "
+            f"values; the other {unused} never make a pair a candidate (the estimator still uses all {values})"
         )
     if at_threshold < recall and (not chosen or docs is None):
         fix = ("choose more --bands or fewer --rows" if not chosen
                else "no banding of these values reaches it; use a larger --num-perm or a lower --recall")
         warnings.append(f"recall at R0 = {threshold:g} is {at_threshold:.4f}, below the target {recall:g}; {fix}")
-    warnings += banding_warnings(choice, threshold, num_perm, _flag)
-    if unrelated > 0.01:
+    warnings += banding_warnings(choice, threshold, values, _flag)
+    if unrelated > 0.01 and is_half_bit(stored_bits):
+        warnings.append(
+            f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: XOR bits agree by chance half the time; "
+            "sign with whole --bits (e.g. 8) for banding and estimate with find --bits 1/2"
+        )
+    elif unrelated > 0.01:
         warnings.append(
             f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: {stored_bits}-bit band values agree by "
             f"chance with probability 1/2^{stored_bits}; sign with more --bits (e.g. 8) so banding is selective"
@@ -266,7 +306,7 @@ def plan(options: PlanOptions | None = None) -> Plan:
         candidates = pairs * unrelated
         # Band collisions before de-duplication: every band finds its own pairs, overlaps and all.
         collisions = pairs * banding.bands * float(row_agreement_probability(0.0, stored_bits)) ** banding.rows
-        parts, phase = _memory(docs, num_perm, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
+        parts, phase = _memory(docs, compared, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
                                candidates, collisions)
         peak = [part for part in parts if part.in_peak]
         extra = dict(docs=docs, pairs=pairs, expected_candidates=candidates, memory=parts, chance_budget=choice.budget,
@@ -295,6 +335,8 @@ def plan(options: PlanOptions | None = None) -> Plan:
         storage_factor_32=factors[0],
         storage_factor_64=factors[1],
         unused_values=unused,
+        storage_factors=tuple((b, factor) for b, factor in comparison.items()),
+        recommend_half_bit=recommend_half,
         warnings=tuple(warnings),
         **extra,
     )

@@ -20,8 +20,10 @@ import numpy as np
 from dedup_cli.candidates.banding import candidate_probability
 from dedup_cli.engine.results import EvalResult
 from dedup_cli.errors import DedupError
-from dedup_cli.estimates.two_way import variance_2way
+from dedup_cli.estimates.half_bit import is_half_bit
+from dedup_cli.evaluation.accuracy import pair_variance
 from dedup_cli.files import open_output
+from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 INSTALL_HINT = "pip install 'dedup-cli[plot]'"
 
@@ -35,7 +37,7 @@ def require_matplotlib() -> None:
                          options=True) from None
 
 
-def _colours(bits: list[int]) -> dict[int, Any]:
+def _colours(bits: list[float]) -> dict[float, Any]:
     palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
     return {b: palette[index % len(palette)] for index, b in enumerate(sorted(bits))}
 
@@ -54,13 +56,13 @@ def _label(axes: Any, title: str, x: str, y: str, legend: str, xlim: tuple[float
     axes.legend(loc=legend, fontsize=8, markerscale=1.5)
 
 
-def _estimates_panel(axes: Any, result: EvalResult, bits: int, colour: Any) -> None:
+def _estimates_panel(axes: Any, result: EvalResult, bits: float, colour: Any) -> None:
     sample = result.pairs
     scores = sample.scores[bits]
     grid = np.linspace(0.0, 1.0, 201)
-    sigma = np.sqrt(variance_2way(grid, 0.0, 0.0, bits, result.num_perm))
+    sigma = np.sqrt(pair_variance(grid, 0.0, 0.0, bits, result.num_perm))
     axes.fill_between(grid, grid - 2 * sigma, grid + 2 * sigma, color=colour, alpha=0.18,
-                      label="R ± 2σ, Li & König eq. 11")
+                      label=f"R ± 2σ, Li & König eq. {26 if is_half_bit(bits) else 11}")
     axes.plot(grid, grid, color="black", linewidth=0.8, label="R̂ = R")
     candidate = sample.candidate
     axes.scatter(sample.exact[~candidate], scores.estimate[~candidate], s=6, color="0.55", alpha=0.5,
@@ -70,8 +72,8 @@ def _estimates_panel(axes: Any, result: EvalResult, bits: int, colour: Any) -> N
     accuracy = next(item for item in result.estimators if item.bits == bits)
     coverage = accuracy.overall.coverage
     note = f"coverage of 95 % intervals: {coverage.value:.3f}" if coverage is not None else ""
-    _label(axes, f"b = {bits}: estimate against exact R\n{note}", "exact resemblance R",
-           f"estimate R̂ (b = {bits}, k = {result.num_perm})", "upper left", (0, 1), (-0.2, 1.05))
+    _label(axes, f"b = {bits_label(bits)}: estimate against exact R\n{note}", "exact resemblance R",
+           f"estimate R̂ (b = {bits_label(bits)}, k = {result.num_perm})", "upper left", (0, 1), (-0.2, 1.05))
 
 
 def _shade_unreached(axes: Any, result: EvalResult) -> None:
@@ -86,7 +88,7 @@ def _s_curve_panel(axes: Any, result: EvalResult) -> None:
     banding = result.banding
     grid = np.linspace(0.0, 1.0, 201)
     axes.plot(grid, candidate_probability(grid, banding.bands, banding.rows, banding.band_bits), color="#1f77b4",
-              label=f"predicted, {banding.bands}×{banding.rows} bands on {banding.band_bits} bits")
+              label=f"predicted, {banding.bands}×{banding.rows} bands on {band_bits_label(banding.band_bits)}")
     points = [point for point in result.s_curve if point.measured is not None and point.resemblance is not None]
     x = np.array([point.resemblance for point in points])
     y = np.array([point.measured.value for point in points if point.measured is not None])
@@ -115,16 +117,17 @@ def _sweep_panel(axes: Any, result: EvalResult) -> None:
             axes.fill_between(x, [e.ci_low for _, e in kept], [e.ci_high for _, e in kept], color=colour, alpha=0.12)
     axes.axvline(result.threshold, color="0.4", linestyle=":", label=f"R0 = {result.threshold:g}")
     source = "against the truth file" if result.accuracy_source == "truth" else "estimated from the sample"
-    _label(axes, f"find (b = {result.bits}): precision and recall\n{source}, shaded: 95 % interval",
+    _label(axes, f"find (b = {bits_label(result.bits)}): precision and recall\n{source}, shaded: 95 % interval",
            "threshold R0 (each with its own banding)", "precision, recall", "lower center", (0.05, 1.0),
            (-0.03, 1.03))
 
 
-def _storage_panel(axes: Any, result: EvalResult, colours: dict[int, Any]) -> None:
+def _storage_panel(axes: Any, result: EvalResult, colours: dict[float, Any]) -> None:
     storage = result.storage
     for line in storage.lines:
         colour = colours.get(line.bits, "0.3")
-        axes.plot(line.bytes, line.stderr, "-", color=colour, linewidth=1.2, label=f"b = {line.bits}, eq. 11–12")
+        axes.plot(line.bytes, line.stderr, "-", color=colour, linewidth=1.2,
+                  label=f"b = {bits_label(line.bits)}, eq. 11–12")
     for bits in sorted({point.bits for point in storage.measured}):
         points = [point for point in storage.measured if point.bits == bits and point.rmse is not None]
         if points:

@@ -112,7 +112,7 @@ def find_duplicates(texts: Iterable[str] | Signatures, options: FindOptions | No
     if options.engine.name != "local":
         raise OptionError("engine", options.engine.name, "texts in memory are searched by the local engine")
     params = signatures.params
-    options.check_store(params.bits, params.num_perm, "the signatures", params.input_kind)
+    options.check_store(params.stored_bits, params.num_perm, "the signatures", params.input_kind)
     result = local.find_documents(MemoryDocuments(signatures), options, progress)
     result.seconds = time.perf_counter() - started
     return result

@@ -3,7 +3,8 @@
 The k minwise values are split into ``bands`` bands of ``rows`` values; two documents are a candidate
 pair when all rows of at least one band agree (Mining of Massive Datasets, Sec. 3.4). With per-row
 agreement probability p, Pr(candidate) = 1 − (1 − p^rows)^bands. For b-bit values p is E_b, not R:
-unrelated documents agree on a b-bit row with probability about 1/2^b (docs/estimators.md, "Banding").
+unrelated documents agree on a b-bit row with probability about 1/2^b (docs/estimators.md, "Banding"). Rows of
+XOR bits (a store signed with b = 1/2) agree with probability T = (1 + R²)/2 instead (Li & König 2010, eq. 23).
 
 Corpus size. Two unrelated documents (R = 0) share a band key with probability E_B(0)^rows = 2^(−B·rows)
 and become a candidate with probability P_0 = 1 − (1 − 2^(−B·rows))^bands ≈ bands · 2^(−B·rows), so n
@@ -21,16 +22,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.options.vocabulary import MAX_NUM_PERM  # no larger k is ever recommended
+from dedup_cli.options.vocabulary import (
+    HALF_BIT,
+    MAX_NUM_PERM,  # no larger k is ever recommended
+)
 
 
-def row_agreement_probability(resemblance: np.ndarray | float, band_bits: int) -> np.ndarray:
-    """E_b in the sparse limit: 1/2^b + (1 − 1/2^b)·R (Li & König 2010, eq. 4 with C_1 = C_2 = 2^-b)."""
+def row_agreement_probability(resemblance: np.ndarray | float, band_bits: float) -> np.ndarray:
+    """E_b in the sparse limit: 1/2^b + (1 − 1/2^b)·R (Li & König 2010, eq. 4 with C_1 = C_2 = 2^-b); for rows of
+    XOR bits (``band_bits`` = :data:`HALF_BIT`, a store signed with b = 1/2) T = E_1² + (1 − E_1)² = (1 + R²)/2
+    (eq. 23): two XOR bits agree when both of their 1-bit values agree or both differ."""
+    resemblance = np.asarray(resemblance, dtype=np.float64)
+    if band_bits == HALF_BIT:
+        return 0.5 * (1.0 + resemblance * resemblance)
     chance = 2.0 ** -min(band_bits, 64)
-    return chance + (1.0 - chance) * np.asarray(resemblance, dtype=np.float64)
+    return chance + (1.0 - chance) * resemblance
 
 
-def candidate_probability(resemblance: np.ndarray | float, bands: int, rows: int, band_bits: int) -> np.ndarray:
+def candidate_probability(resemblance: np.ndarray | float, bands: int, rows: int, band_bits: float) -> np.ndarray:
     """The S-curve 1 − (1 − p^rows)^bands with p = E_b (MMDS Sec. 3.4.2)."""
     p = row_agreement_probability(resemblance, band_bits)
     # At R = 1, p = 1 and log1p(−1) = −inf gives the right limit 1; it is not worth a warning on stderr.
@@ -44,7 +53,7 @@ class Banding:
 
     bands: int
     rows: int
-    band_bits: int
+    band_bits: float
 
     def recall_at(self, resemblance: float) -> float:
         """The probability that a pair of this resemblance becomes a candidate: the S-curve 1 − (1 − p^r)^b, p the
@@ -52,7 +61,7 @@ class Banding:
         return float(candidate_probability(resemblance, self.bands, self.rows, self.band_bits))
 
 
-def choose_banding(threshold: float, num_perm: int, band_bits: int, recall: float = 0.99) -> Banding:
+def choose_banding(threshold: float, num_perm: int, band_bits: float, recall: float = 0.99) -> Banding:
     """The bands × rows with recall ≥ ``recall`` at R = ``threshold`` and the fewest false candidates.
 
     For each rows, the fewest bands that reach the recall are taken (more bands only add candidates);
@@ -104,23 +113,23 @@ CHANCE_FRACTION = 0.1
 _KEY_BITS = 64
 
 
-def _band_collision(rows: int, band_bits: int) -> float:
+def _band_collision(rows: int, band_bits: float) -> float:
     """The probability that two unrelated documents share one band's key: E_B(0)^rows (+ 2^-64 when hashed)."""
     q = float(row_agreement_probability(0.0, band_bits)) ** rows
-    return q + 2.0**-_KEY_BITS if rows * band_bits > _KEY_BITS else q
+    return q + 2.0**-_KEY_BITS if rows * math.ceil(band_bits) > _KEY_BITS else q  # an XOR bit is one stored bit
 
 
-def chance_probability(bands: int, rows: int, band_bits: int) -> float:
+def chance_probability(bands: int, rows: int, band_bits: float) -> float:
     """P_0 = 1 − (1 − E_B(0)^rows)^bands: the probability that two unrelated documents become a candidate."""
     return float(-math.expm1(bands * math.log1p(-_band_collision(rows, band_bits))))
 
 
-def expected_chance_candidates(documents: int, bands: int, rows: int, band_bits: int) -> float:
+def expected_chance_candidates(documents: int, bands: int, rows: int, band_bits: float) -> float:
     """C(n, 2) · P_0: the expected number of candidate pairs among ``documents`` unrelated documents."""
     return documents * (documents - 1) / 2.0 * chance_probability(bands, rows, band_bits)
 
 
-def bands_for_recall(threshold: float, rows: int, band_bits: int, recall: float) -> float:
+def bands_for_recall(threshold: float, rows: int, band_bits: float, recall: float) -> float:
     """The fewest bands with 1 − (1 − E_B(R0)^rows)^bands ≥ ``recall``, rounded as :func:`choose_banding` does;
     ``math.inf`` when E_B(R0)^rows underflows (no number of bands reaches the recall)."""
     hit = float(row_agreement_probability(threshold, band_bits)) ** rows
@@ -132,7 +141,7 @@ def bands_for_recall(threshold: float, rows: int, band_bits: int, recall: float)
     return float(math.ceil(needed)) if math.isfinite(needed) else math.inf
 
 
-def _max_bands_for_budget(documents: int, rows: int, band_bits: int, budget: float) -> float:
+def _max_bands_for_budget(documents: int, rows: int, band_bits: float, budget: float) -> float:
     """The most bands whose chance candidates stay within ``budget``: C(n, 2) · (1 − (1 − q)^bands) ≤ budget."""
     pairs = documents * (documents - 1) / 2.0
     if budget >= pairs:
@@ -141,7 +150,7 @@ def _max_bands_for_budget(documents: int, rows: int, band_bits: int, budget: flo
     return math.floor(math.log1p(-budget / pairs) / math.log1p(-q) * (1 + 1e-12)) if q > 0.0 else math.inf
 
 
-def required_num_perm(threshold: float, band_bits: int, recall: float, documents: int,
+def required_num_perm(threshold: float, band_bits: float, recall: float, documents: int,
                       chance_fraction: float = CHANCE_FRACTION) -> int | None:
     """The smallest k for which some bands × rows reaches ``recall`` at R0 within ``chance_fraction`` · n chance
     candidates; None when no k ≤ 2^16 does.
@@ -167,7 +176,7 @@ class BandingChoice:
     ``chosen`` is False when the bands or rows were given. Without a corpus size (``documents`` None) the
     budget is not known: ``chance_candidates``, ``budget`` and ``required_num_perm`` are None and
     ``meets_budget`` is True. ``required_num_perm`` is the smallest k that meets both the recall and the budget
-    (None when none ≤ 2^16 does).
+    (None when none ≤ 2^16 does), as ``sign --num-perm`` takes it: for rows of XOR bits, twice the XOR bits.
     """
 
     banding: Banding
@@ -190,7 +199,7 @@ class BandingChoice:
         return self.chance_candidates is None or self.budget is None or self.chance_candidates <= self.budget
 
 
-def choose_banding_for_corpus(threshold: float, num_perm: int, band_bits: int, documents: int, recall: float = 0.99,
+def choose_banding_for_corpus(threshold: float, num_perm: int, band_bits: float, documents: int, recall: float = 0.99,
                               chance_fraction: float = CHANCE_FRACTION) -> Banding:
     """Bands × rows with recall ≥ ``recall`` at R0 and at most ``chance_fraction`` · n expected chance candidates.
 
@@ -230,7 +239,7 @@ def choose_banding_for_corpus(threshold: float, num_perm: int, band_bits: int, d
     return chosen[1] if chosen is not None else choose_banding(threshold, num_perm, band_bits, recall)
 
 
-def resolve_banding(threshold: float, num_perm: int, band_bits: int, recall: float, bands: int | None = None,
+def resolve_banding(threshold: float, num_perm: int, band_bits: float, recall: float, bands: int | None = None,
                     rows: int | None = None, documents: int | None = None) -> BandingChoice:
     """The banding ``find`` uses and ``plan`` explains: chosen for ``recall`` at R0 (and, given the number of
     ``documents``, for at most :data:`CHANCE_FRACTION` of a chance candidate per document), or as given.
@@ -255,8 +264,11 @@ def resolve_banding(threshold: float, num_perm: int, band_bits: int, recall: flo
     choice = BandingChoice(banding, chosen, recall, banding.recall_at(threshold))
     if documents is None:
         return choice
+    required = required_num_perm(threshold, band_bits, recall, documents)
+    if required is not None and band_bits == HALF_BIT:
+        required *= 2  # each XOR bit combines two permutations
     return dataclasses.replace(
         choice, documents=documents, budget=CHANCE_FRACTION * documents,
         chance_candidates=expected_chance_candidates(documents, banding.bands, banding.rows, band_bits),
-        required_num_perm=required_num_perm(threshold, band_bits, recall, documents),
+        required_num_perm=required,
     )

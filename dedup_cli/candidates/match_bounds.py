@@ -123,3 +123,33 @@ def _min_matches_per_document(threshold: float, k: int, bits: int, r: np.ndarray
         needed[start : start + chunk] = threshold + lowest
     counts = np.ceil(k * (needed - _FRACTION_SLACK))
     return np.clip(np.nan_to_num(counts, nan=k + 1.0), 0, k + 1).astype(np.int64)[inverse]
+
+
+# The grid on which the b = 1 bound of :func:`min_xor_matches_for_threshold` is found: 2^-20 of a fraction.
+_XOR_GRID = 1 << 20
+
+
+def min_xor_matches_for_threshold(threshold: float, k: int, r: np.ndarray | float = 0.0) -> np.ndarray | int:
+    """A lower bound on the agreeing XOR bits (of ``k``) that R̂_1/2 ≥ threshold needs (Li & König 2010, eq. 25).
+
+    R̂_1/2(T̂) is the 1-bit estimate of eq. 9 at Ê_1 = (1 + sqrt(max(2T̂ − 1, 0)))/2 (eq. 24's + root), so the
+    needed Ê_1 is the 1-bit bound of :func:`min_matches_for_threshold` (found here on a grid of 2^-20 and taken
+    one step low), and the needed T̂ is E² + (1 − E)² of it, increasing for E ≥ 1/2 (eq. 23). The count is
+    taken one lower still, so floating-point rounding never loses a pair: the exact test is the re-scoring's.
+
+    Args:
+        threshold: R0.
+        k: number of XOR bits.
+        r: float or float64[n_docs], r = f / D (per document: a bound for any partner among them).
+
+    Returns:
+        int (scalar ``r``) or int64[n_docs], in 0..k + 1; k + 1 means no count reaches the threshold.
+    """
+    if isinstance(k, bool) or int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive whole number of XOR bits, got {k!r}")
+    one_bit = np.asarray(min_matches_for_threshold(threshold, _XOR_GRID, 1, r), dtype=np.int64)
+    e1 = np.maximum((one_bit - 1) / _XOR_GRID, 0.5)
+    agree = e1 * e1 + (1.0 - e1) ** 2
+    needed = np.maximum(np.ceil(int(k) * agree) - 1.0, 0.0).astype(np.int64)
+    needed = np.where(one_bit > _XOR_GRID, int(k) + 1, needed)
+    return int(needed) if np.ndim(r) == 0 else needed

@@ -17,6 +17,7 @@ import numpy as np
 
 from dedup_cli.candidates.triangles import WEDGE_BATCH, triangles
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
+from dedup_cli.estimates.half_bit import is_half_bit, variance_half_bit
 from dedup_cli.estimates.two_way import variance_2way
 
 
@@ -28,7 +29,7 @@ class EstimatedPairs(Protocol):
     estimate: np.ndarray  # float64[n]
 
 
-def pair_margin(threshold: float, num_perm: int, bits: int, z: float = TRIPLE_MARGIN_Z) -> float:
+def pair_margin(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_MARGIN_Z) -> float:
     """How far below R0 a pair's 2-way estimate may fall and the pair still be kept for triples.
 
     z times the sparse-limit standard error of R̂_b at R = R0 (Li & König 2010, eq. 11 with
@@ -38,8 +39,8 @@ def pair_margin(threshold: float, num_perm: int, bits: int, z: float = TRIPLE_MA
 
     Args:
         threshold: R0 in (0, 1].
-        num_perm: k, the number of positions the pair estimates use.
-        bits: b of the pair estimates, 1..64.
+        num_perm: k, the number of positions the pair estimates use (XOR bits with b = 1/2).
+        bits: b of the pair estimates, 1..64, or 0.5 for b = 1/2 (then the variance is eq. 26's).
         z: normal quantile; 3 keeps about 99.87 % of pairs at R0.
 
     Returns:
@@ -49,7 +50,8 @@ def pair_margin(threshold: float, num_perm: int, bits: int, z: float = TRIPLE_MA
         raise ValueError(f"threshold {threshold} must be in (0, 1]")
     if z < 0:
         raise ValueError(f"margin quantile z = {z} must be ≥ 0; 3 is the usual choice")
-    variance = float(variance_2way(threshold, 0.0, 0.0, bits, num_perm))
+    variance = float(variance_half_bit(threshold, 0.0, 0.0, num_perm) if is_half_bit(bits)
+                     else variance_2way(threshold, 0.0, 0.0, bits, num_perm))
     return z * math.sqrt(max(variance, 0.0))
 
 

@@ -29,12 +29,36 @@ from dedup_cli.options.vocabulary import (
     CANDIDATE_METHODS,
     ENGINES,
     GROUP_METHODS,
+    HALF_BIT,
     INPUT_FORMATS,
     KEEP_CHOICES,
     MAX_STORED_BITS,
     SCHEDULER_VARIABLE,
     VERIFY_MODES,
 )
+
+
+class EstimatorBitsType(click.ParamType):
+    """b for the estimator on the command line: a whole number 1..64, or ``1/2`` (also ``0.5``)."""
+
+    name = "B|1/2"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        if text in ("1/2", "0.5", ".5"):
+            return HALF_BIT
+        try:
+            number = int(text)
+        except ValueError:
+            self.fail(f"{value!r}: use a whole number 1 to {MAX_STORED_BITS}, or 1/2", param, ctx)
+        if not 1 <= number <= MAX_STORED_BITS:
+            self.fail(f"{number} is out of range; use 1 to {MAX_STORED_BITS}, or 1/2", param, ctx)
+        return number
+
+
+ESTIMATOR_BITS = EstimatorBitsType()
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_DUPLICATES = 3  # find --fail-on-duplicates found at least one record
@@ -203,8 +227,9 @@ reading_options = option_group(
 find_options = option_group(
     click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=FindOptions.threshold,
                  help="Report pairs with estimated resemblance R ≥ this (R0)."),
-    click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=FindOptions.bits,
-                 help="Bits per value for the estimator (b ≤ stored bits).  [default: all stored]"),
+    click.option("--bits", "-b", type=ESTIMATOR_BITS, default=FindOptions.bits,
+                 help="Bits per value for the estimator (b ≤ stored bits), or 1/2: the lowest bits of two "
+                      "permutations combined by XOR.  [default: all stored]"),
     click.option("--ways", type=click.IntRange(2, 3), default=FindOptions.ways,
                  help="3: also find triples with 3-way R̂ ≥ R0."),
     click.option("--group", "group_method", type=click.Choice(GROUP_METHODS), default=FindOptions.group,

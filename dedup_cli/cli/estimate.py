@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from dedup_cli.cli.common import echo_output, out_option, reports_errors
+from dedup_cli.cli.common import ESTIMATOR_BITS, echo_output, out_option, reports_errors
 from dedup_cli.options.finding import EstimateOptions
-from dedup_cli.options.vocabulary import DEFAULT_STORE, MAX_STORED_BITS, STORE_VARIABLE
+from dedup_cli.options.vocabulary import DEFAULT_STORE, STORE_VARIABLE
 
 
 @click.command()
@@ -17,8 +17,9 @@ from dedup_cli.options.vocabulary import DEFAULT_STORE, MAX_STORED_BITS, STORE_V
 @click.option("--store", "-s", type=click.Path(path_type=str), default=None,
               help=f"The store.  [default: the first argument when it is a store, else ${STORE_VARIABLE}, "
                    f"else {DEFAULT_STORE}]")
-@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=EstimateOptions.bits,
-              help="Bits per value (b ≤ stored bits).  [default: all stored]")
+@click.option("--bits", "-b", type=ESTIMATOR_BITS, default=EstimateOptions.bits,
+              help="Bits per value (b ≤ stored bits), or 1/2 (two documents): the lowest bits of two "
+                   "permutations combined by XOR.  [default: all stored]")
 @click.option("--exact", is_flag=True, help="Also re-read the documents and compute the exact resemblance.")
 @click.option("--level", type=click.FloatRange(0.5, 1.0, min_open=True, max_open=True),
               default=EstimateOptions.level, help="Confidence level of the interval.")

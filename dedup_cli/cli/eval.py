@@ -7,18 +7,18 @@ from typing import Any
 
 import click
 
-from dedup_cli.cli.common import StageBars, echo_output, jobs_option, out_option, reports_errors, say
+from dedup_cli.cli.common import ESTIMATOR_BITS, StageBars, echo_output, jobs_option, out_option, reports_errors, say
 from dedup_cli.options.evaluating import MAX_SAMPLE, MIN_SAMPLE, EvalOptions
 from dedup_cli.options.finding import FindOptions
-from dedup_cli.options.vocabulary import MAX_SEED, MAX_STORED_BITS, default_store
+from dedup_cli.options.vocabulary import MAX_SEED, default_store
 
 
 @click.command("eval")
 @click.argument("store", type=click.Path(path_type=str), required=False)
 @click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=FindOptions.threshold,
               help="The R0 of the find to judge.")
-@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=FindOptions.bits,
-              help="The b of the find to judge (b = 1, 2, 4 and the stored bits are measured too).  "
+@click.option("--bits", "-b", type=ESTIMATOR_BITS, default=FindOptions.bits,
+              help="The b of the find to judge, or 1/2 (b = 1, 2, 4 and the stored bits are measured too).  "
                    "[default: all stored]")
 @click.option("--sample", type=click.IntRange(MIN_SAMPLE, MAX_SAMPLE), default=EvalOptions.sample,
               help="Pairs to draw across the strata and re-read.")

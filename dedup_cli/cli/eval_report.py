@@ -13,6 +13,7 @@ from dedup_cli.engine.results import EvalResult
 from dedup_cli.evaluation.accuracy import DomainAccuracy
 from dedup_cli.evaluation.retrieval import Retrieval
 from dedup_cli.evaluation.survey import Estimate
+from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 
 def number(value: float | None) -> float | None:
@@ -26,7 +27,7 @@ def estimate_record(estimate: Estimate | None) -> dict[str, float | None] | None
     return {name: number(value) for name, value in estimate.record().items()}
 
 
-def _banding(banding: Banding | None) -> dict[str, int] | None:
+def _banding(banding: Banding | None) -> dict[str, float] | None:
     if banding is None:
         return None
     return {"bands": banding.bands, "rows": banding.rows, "band_bits": banding.band_bits}
@@ -111,14 +112,14 @@ def eval_summary(result: EvalResult) -> list[str]:
     frame = "" if result.frame is None else f" and of {result.frame.bands}×{result.frame.rows} bands"
     lines = [
         f"{result.store}: {result.documents:,} documents ({result.eligible:,} with shingles), {result.population:,} "
-        f"pairs; find at R0 = {result.threshold:g}, b = {result.bits}: {banding.bands}×{banding.rows} bands on "
-        f"{banding.band_bits} bits, {result.candidates:,} candidates",
+        f"pairs; find at R0 = {result.threshold:g}, b = {bits_label(result.bits)}: {banding.bands}×{banding.rows} "
+        f"bands on {band_bits_label(banding.band_bits)}, {result.candidates:,} candidates",
         f"sample: {sum(s.drawn for s in result.strata):,} pairs in {len(result.strata)} strata (seed {result.seed}; "
         f"{result.banded:,} banded pairs: candidates of find's banding{frame}), {int(result.measured.sum()):,} "
         f"re-read, {excluded} excluded ({len(result.unverifiable)} documents unreadable or changed) in "
         f"{result.seconds:.2f} s",
         f"R̂ against the exact R over all pairs (k = {result.num_perm}; weighted by the design):",
-        " " * 16 + "".join(f"{'b = ' + str(accuracy.bits):>10}" for accuracy in result.estimators),
+        " " * 16 + "".join(f"{'b = ' + bits_label(accuracy.bits):>10}" for accuracy in result.estimators),
     ]
     rows = (("bias", lambda d: _value(d.bias, 4, signed=True)), ("RMSE", lambda d: _value(d.rmse, 4)),
             ("MSE / eq. 11", lambda d: _value(d.variance_ratio, 3)), ("95 % coverage", lambda d: _value(d.coverage)))
@@ -136,10 +137,10 @@ def eval_summary(result: EvalResult) -> list[str]:
     lines.append(f"find at R0 = {result.threshold:g}, precision and recall ({source}):")
     counted = result.truth is not None
     for retrieval in result.at_threshold:
-        lines.append(f"  b = {retrieval.bits}, verify {retrieval.verify:10} precision "
+        lines.append(f"  b = {bits_label(retrieval.bits)}, verify {retrieval.verify:10} precision "
                      f"{_with_interval(retrieval.precision, counted)}  recall "
                      f"{_with_interval(retrieval.recall, counted)}")
-    storage = ", ".join(f"b = {line.bits}: {line.storage_factor:.3g}" for line in result.storage.lines)
+    storage = ", ".join(f"b = {bits_label(line.bits)}: {line.storage_factor:.3g}" for line in result.storage.lines)
     lines.append(f"storage factor B(b) = b·k·Var near R0 (Li & König eq. 12): {storage}")
     if result.unverifiable:
         lines.append(f"warning: {len(result.unverifiable)} document(s) are gone or changed since signing "

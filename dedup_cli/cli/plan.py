@@ -7,20 +7,20 @@ from typing import Any
 
 import click
 
-from dedup_cli.cli.common import echo_output, out_option, reports_errors
+from dedup_cli.cli.common import ESTIMATOR_BITS, echo_output, out_option, reports_errors
 from dedup_cli.options.planning import PlanOptions
-from dedup_cli.options.vocabulary import MAX_NUM_PERM, MAX_STORED_BITS
+from dedup_cli.options.vocabulary import MAX_NUM_PERM
 
 
 @click.command()
 @click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=PlanOptions.threshold,
               help="The resemblance R0 find will use.")
-@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=PlanOptions.bits,
-              help="Bits for the estimator.")
+@click.option("--bits", "-b", type=ESTIMATOR_BITS, default=PlanOptions.bits,
+              help="Bits for the estimator, or 1/2 (XOR bits of pairs of permutations).")
 @click.option("--num-perm", "-k", type=click.IntRange(1, MAX_NUM_PERM), default=PlanOptions.num_perm,
               help="Values per signature (k).")
-@click.option("--stored-bits", type=click.IntRange(1, MAX_STORED_BITS), default=PlanOptions.stored_bits,
-              help="Bits the store keeps (sign --bits); band keys use them.")
+@click.option("--stored-bits", type=ESTIMATOR_BITS, default=PlanOptions.stored_bits,
+              help="Bits the store keeps (sign --bits); band keys use them.  1/2: a store of XOR bits.")
 @click.option("--recall", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=PlanOptions.recall,
               help="Recall of banding to reach at R0.")
 @click.option("--docs", type=click.IntRange(2), default=PlanOptions.docs,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ from dedup_cli.api.plan import Plan
 from dedup_cli.candidates.banding import CHANCE_FRACTION, candidate_probability
 from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.options.signing import SignOptions
+from dedup_cli.options.vocabulary import HALF_BIT, bits_label
 
 
 def _probability(p: float) -> str:
@@ -85,6 +87,30 @@ def _resemblance(size: int, share: float) -> float:
     return (1 - size * share) / (1 + size * share)
 
 
+def _half_bit_lines(plan: Plan) -> list[str]:
+    """The storage factors of b = 1/2, 1, 2, 4, 8 (and b) at R0, and whether b = 1/2 stores least."""
+    if not plan.storage_factors or plan.threshold >= 1.0:
+        return []
+    factors = dict(plan.storage_factors)
+    half = factors[HALF_BIT]
+    shown = ", ".join(f"{bits_label(bits)}: {factor:.3g}" for bits, factor in plan.storage_factors)
+    indent = " " * 25
+    lines = [f"  storage factor B(b)    b = {shown}",
+             f"{indent}(eq. 12 at R0, r → 0: b·k·Var(R̂_b); b = 1/2 from k XOR bits of 2k permutations)"]
+    best_factor, best_bits = min((factor, bits) for bits, factor in plan.storage_factors if bits != HALF_BIT)
+    if half <= 0.0 or best_factor <= 0.0:  # R0 so near 1 that every variance vanishes: nothing to compare
+        return lines
+    if plan.recommend_half_bit:
+        lines += [f"  b = 1/2                stores {best_factor / half:.3g}× less than b = {bits_label(best_bits)} at "
+                  "equal accuracy: recommended, find --bits 1/2",
+                  f"{indent}(sign --bits 1/2 keeps only the XOR bits, k/16 bytes, but bands them with",
+                  f"{indent}T = (1 + R²)/2, which needs many permutations: see plan --stored-bits 1/2)"]
+    else:
+        lines.append(f"  b = 1/2                stores {half / best_factor:.3g}× more than "
+                     f"b = {bits_label(best_bits)} at equal accuracy (it wins above R0 ≈ 0.58)")
+    return lines
+
+
 def render_plan(plan: Plan, width: int = 60) -> str:
     """A human-readable report of ``plan``: parameters, S-curve table and plot, accuracy, cost, warnings.
 
@@ -99,13 +125,27 @@ def render_plan(plan: Plan, width: int = 60) -> str:
     how = f"chosen for recall ≥ {plan.recall_target:g} at R0" if plan.banding_chosen else "as given"
     if plan.banding_chosen and plan.docs is not None:
         how += f" and ≤ {CHANCE_FRACTION:g}·N chance candidates"
+    xor_store = plan.stored_bits == HALF_BIT
+    b, stored = bits_label(plan.bits), bits_label(plan.stored_bits)
     lines = [
-        f"dedup plan: threshold R0 = {r0}, estimator b = {plan.bits} bits, k = {plan.num_perm} values, "
-        f"B = {plan.stored_bits} stored bits" + (f", N = {plan.docs:,} documents" if plan.docs is not None else ""),
+        f"dedup plan: threshold R0 = {r0}, estimator b = {b} bits, k = {plan.num_perm} values, "
+        + (f"a store of {plan.num_perm // 2} XOR bits" if xor_store else f"B = {stored} stored bits")
+        + (f", N = {plan.docs:,} documents" if plan.docs is not None else ""),
         "",
-        f"Banding: {plan.bands} bands × {plan.rows} rows on the {plan.stored_bits}-bit stored values ({how})",
-        f"  Pr(candidate) = 1 − (1 − E^{plan.rows})^{plan.bands}; a row agrees with probability",
-        f"  E = 2^-{plan.stored_bits} + (1 − 2^-{plan.stored_bits})·R (R = 0: unrelated pairs)",
+    ]
+    if xor_store:
+        lines += [
+            f"Banding: {plan.bands} bands × {plan.rows} rows on the stored XOR bits ({how})",
+            f"  Pr(candidate) = 1 − (1 − T^{plan.rows})^{plan.bands}; a row agrees with probability",
+            "  T = (1 + R²)/2 (Li & König eq. 23; R = 0: unrelated pairs)",
+        ]
+    else:
+        lines += [
+            f"Banding: {plan.bands} bands × {plan.rows} rows on the {stored}-bit stored values ({how})",
+            f"  Pr(candidate) = 1 − (1 − E^{plan.rows})^{plan.bands}; a row agrees with probability",
+            f"  E = 2^-{stored} + (1 − 2^-{stored})·R (R = 0: unrelated pairs)",
+        ]
+    lines += [
         "",
         "      R  Pr(candidate)",
     ]
@@ -119,28 +159,31 @@ def render_plan(plan: Plan, width: int = 60) -> str:
         f"At R0 = {r0}:",
         f"  recall of banding      {plan.recall_at_threshold:.4f}  Pr(candidate); pairs above R0 fare better",
         f"  false-negative rate    {plan.false_negative_rate:.4f}  pairs at R0 that never become candidates",
-        f"  estimator std. error   {plan.standard_error:.4f}  b = {plan.bits}, k = {plan.num_perm}: sqrt of "
-        "Li & König eq. 11, r → 0;",
+        f"  estimator std. error   {plan.standard_error:.4f}  b = {b}, k = {plan.num_perm}: sqrt of "
+        f"Li & König eq. {26 if plan.bits == HALF_BIT else 11}, r → 0;",
         "                                 a pair at exactly R0 is estimated below R0 about half the time;",
         "                                 find --verify borderline (the default) decides such pairs exactly",
         "",
         "Storage:",
-        f"  bytes per document     {plan.bytes_per_document}  = {plan.signature_bytes} signature (ceil(k·B/8)) "
+        f"  bytes per document     {plan.bytes_per_document}  = {plan.signature_bytes} signature "
+        f"({'ceil(k/16)' if xor_store else 'ceil(k·B/8)'}) "
         f"+ {plan.row_overhead_bytes} other columns",
         "                              (size, mtime, content hash, shingle count, run; id and path offsets),",
         "                              plus the id and path text; zstd shrinks all but the signature",
     ]
     if plan.stored_bits > plan.bits:
+        alone = (plan.num_perm // 2 + 7) // 8 if plan.bits == HALF_BIT else (plan.num_perm * int(plan.bits) + 7) // 8
         lines.append(
-            f"                              the store keeps B = {plan.stored_bits} bits a value for banding; "
-            f"b = {plan.bits} alone would take {(plan.num_perm * plan.bits + 7) // 8} bytes"
+            f"                              the store keeps B = {stored} bits a value for banding; "
+            f"b = {b} alone would take {alone} bytes"
         )
     for wide, factor in ((32, plan.storage_factor_32), (64, plan.storage_factor_64)):
-        label = f"  {plan.bits} bits vs {wide} bits"
+        label = f"  {b} bits vs {wide} bits"
         if factor is None:
             lines.append(f"{label:<25}undefined at R0 = {r0}: every estimator is exact there")
         else:
             lines.append(f"{label:<25}{factor:.3g}× less space at equal accuracy (Li & König eq. 12, r → 0)")
+    lines += _half_bit_lines(plan)
     lines += _shingle_lines()
     if plan.docs is not None:
         assert plan.pairs is not None and plan.expected_candidates is not None
@@ -156,8 +199,10 @@ def render_plan(plan: Plan, width: int = 60) -> str:
             f"  memory for find        about {_bytes(plan.memory_peak_bytes or 0)} at its peak, while "
             f"{plan.memory_peak_phase}:",
             f"    {plan.memory_peak_formula}",
-            f"    with S = {plan.signature_bytes} signature bytes, v = {value_dtype(plan.stored_bits).itemsize} "
-            f"and v_b = {value_dtype(plan.bits).itemsize} bytes a value in memory, C the candidates expected above",
+            f"    with S = {plan.signature_bytes} signature bytes, "
+            f"v = {value_dtype(math.ceil(plan.stored_bits)).itemsize} and "
+            f"v_b = {value_dtype(math.ceil(plan.bits)).itemsize} bytes a value in memory, C the candidates "
+            "expected above",
             "    (near-duplicates add theirs), P the band collisions before de-duplication; ids and paths cost their",
             "    text on top. The terms (* in the peak):",
         ]
@@ -181,6 +226,8 @@ def plan_record(plan: Plan) -> dict[str, Any]:
         "bands": plan.bands,
         "rows": plan.rows,
         "band_bits": plan.stored_bits,
+        "storage_factors": [{"bits": bits, "storage_factor": factor} for bits, factor in plan.storage_factors],
+        "recommend_half_bit": plan.recommend_half_bit,
         "banding": "chosen" if plan.banding_chosen else "given",
         "curve": [{"resemblance": r, "candidate_probability": p} for r, p in plan.curve],
         "row_agreement_at_threshold": plan.row_agreement_at_threshold,

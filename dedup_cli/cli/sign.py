@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from dedup_cli.cli.common import (
+    ESTIMATOR_BITS,
     EXIT_ERROR,
     engine_of,
     engine_options,
@@ -27,7 +28,6 @@ from dedup_cli.options.vocabulary import (
     MAX_NUM_PERM,
     MAX_SEED,
     MAX_SET_UNIVERSE,
-    MAX_STORED_BITS,
     SHINGLE_UNITS,
     SIGNATURE_SCHEMES,
     SIGNING_KERNELS,
@@ -59,8 +59,9 @@ from dedup_cli.store.pandas_probe import pandas_hidden
                    "(runs of \\w, as stores signed before had).  [default: the store's, else unicode-words]")
 @click.option("--num-perm", "-k", type=click.IntRange(1, MAX_NUM_PERM), default=SignOptions.num_perm,
               help="Minwise hash values per document (k).")
-@click.option("--bits", "-b", type=click.IntRange(1, MAX_STORED_BITS), default=SignOptions.bits,
-              help="Lowest bits kept of each value; find can use any --bits up to this.")
+@click.option("--bits", "-b", type=ESTIMATOR_BITS, default=SignOptions.bits,
+              help="Lowest bits kept of each value; find can use any --bits up to this.  1/2: keep only the XOR "
+                   "of the lowest bits of permutations j and j + k/2 (k/2 bits a document), for --bits 1/2 alone.")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=SignOptions.seed, help="Seed of the hash family.")
 @click.option("--scheme", type=click.Choice(SIGNATURE_SCHEMES), default=SignOptions.scheme,
               help="kperm: k independent hash functions; oph: one permutation in k bins, densified.")

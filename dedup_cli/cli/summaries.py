@@ -17,6 +17,7 @@ from dedup_cli.kernel.choice import (
     REQUESTED,
     SMALL_RUN,
 )
+from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
     from dedup_cli.api.filter import FilterReport
@@ -92,7 +93,7 @@ def find_summary(store: str, result: FindResult) -> str:
         how = "all pairs compared"
     else:
         banding = result.banding
-        how = (f"{banding.bands}×{banding.rows} bands on {banding.band_bits} bits "
+        how = (f"{banding.bands}×{banding.rows} bands on {band_bits_label(banding.band_bits)} "
                f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g})")
     stores = f"{store}: {documents} documents"
     if result.reference is not None:
@@ -103,7 +104,7 @@ def find_summary(store: str, result: FindResult) -> str:
         f"{stores} ({documents - result.eligible} with no shingle)",
         how,
         f"{result.candidates} candidates",
-        f"{result.pair_count} pairs with {result.bits}-bit R̂ ≥ {threshold:g}",
+        f"{result.pair_count} pairs with {bits_label(result.bits)}-bit R̂ ≥ {threshold:g}",
     ]
     if result.triple_count is not None:
         parts.append(f"{result.triple_count} triples")
@@ -173,7 +174,9 @@ def find_store_line(store: str, result: FindResult) -> str:
         span = f"{result.run_span[0]}–{result.run_span[1]}"
     else:
         span = "none" if runs is None or runs.size == 0 else f"{int(runs.min())}–{int(runs.max())}"
-    return (f"store {store}: k = {params.num_perm}, {params.bits} stored bits, scheme {params.scheme}, "
+    stored = (f"{params.num_perm} XOR bits of {params.permutations} permutations" if params.xor_pairs
+              else f"k = {params.num_perm}, {params.bits} stored bits")
+    return (f"store {store}: {stored}, scheme {params.scheme}, "
             f"seed {params.seed}; documents of runs {span}")
 
 

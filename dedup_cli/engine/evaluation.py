@@ -20,9 +20,15 @@ from dedup_cli.candidates.banding import Banding, resolve_banding
 from dedup_cli.engine import find_stages as stages
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import EvalResult, EvalSample
+from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs
-from dedup_cli.estimates.two_way import variance_2way
-from dedup_cli.evaluation.accuracy import STORAGE_BITS, estimator_accuracy, prefix_matches, storage_tradeoff
+from dedup_cli.evaluation.accuracy import (
+    STORAGE_BITS,
+    estimator_accuracy,
+    pair_variance,
+    prefix_matches,
+    storage_tradeoff,
+)
 from dedup_cli.evaluation.design import draw_pairs, frame_banding, inside, pair_codes, reach
 from dedup_cli.evaluation.retrieval import (
     Retrieval,
@@ -33,7 +39,7 @@ from dedup_cli.evaluation.retrieval import (
 )
 from dedup_cli.evaluation.survey import StratifiedSample
 from dedup_cli.inputs.truth import Truth
-from dedup_cli.minhash.packing import lowest_bits
+from dedup_cli.minhash.packing import estimator_values, xor_bits
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
@@ -66,7 +72,7 @@ class LocalPairs:
         self.unverifiable: set[str] = set()
         # The last banding's candidates and scores: eval asks for the same ones for each b and verify mode in turn.
         self._candidates: tuple[Banding, tuple[np.ndarray, np.ndarray, int]] | None = None
-        self._scored: tuple[Banding, int, ScoredPairs] | None = None
+        self._scored: tuple[Banding, float, ScoredPairs] | None = None
 
     def candidates(self, banding: Banding) -> tuple[np.ndarray, np.ndarray, int]:
         """The candidate pairs of ``banding``: (int64 first, int64 second, buckets cut), as ``find`` finds them."""
@@ -75,10 +81,10 @@ class LocalPairs:
                                                               self.max_bucket, self.jobs)
         return self._candidates[1]
 
-    def score(self, first: np.ndarray, second: np.ndarray, bits: int) -> ScoredPairs:
-        """Matches, R̂_b and its interval for the pairs (first[p], second[p])."""
-        return stages.score_in_chunks(lowest_bits(self.stored_values, bits), first, second, self.r, bits, self.jobs,
-                                      level=LEVEL)
+    def score(self, first: np.ndarray, second: np.ndarray, bits: float) -> ScoredPairs:
+        """Matches, R̂_b and its interval for the pairs (first[p], second[p]); b = 1/2 on the XOR bits."""
+        return stages.score_in_chunks(estimator_values(self.stored_values, bits, self.params.xor_pairs), first,
+                                      second, self.r, bits, self.jobs, level=LEVEL)
 
     def signatures(self, rows: np.ndarray) -> np.ndarray:
         """The stored B-bit values of documents ``rows``: uint[len(rows), k]."""
@@ -90,7 +96,7 @@ class LocalPairs:
         self.unverifiable.update(verification.unverifiable_documents)
         return verification.exact
 
-    def accepted(self, banding: Banding, threshold: float, bits: int, verify: str) -> tuple[np.ndarray, np.ndarray]:
+    def accepted(self, banding: Banding, threshold: float, bits: float, verify: str) -> tuple[np.ndarray, np.ndarray]:
         """The pairs ``find`` accepts (before same-file aliases are dropped): candidates, scores, exact checks."""
         if self._scored is None or self._scored[:2] != (banding, bits):
             first, second, _ = self.candidates(banding)
@@ -115,7 +121,7 @@ def find_reports(scored: ScoredPairs, exact: np.ndarray, candidate: np.ndarray, 
     return candidate & stages.decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
 
 
-def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold: float, bits: int, verify: str
+def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold: float, bits: float, verify: str
                     ) -> Retrieval:
     """Precision and recall of the pairs ``find`` reports, counted against a truth file.
 
@@ -139,7 +145,22 @@ def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold
                              threshold, bits, verify)
 
 
-def _banding_for(options: EvalOptions, threshold: float, num_perm: int, stored_bits: int, documents: int
+def _prefix_matches(left: np.ndarray, right: np.ndarray, bits: float, prefixes: list[int], xor_stored: bool
+                    ) -> np.ndarray:
+    """int64[n, len(prefixes)]: the agreeing b-bit values of each pair among its first k' positions (permutations).
+
+    b = 1/2 compares the XOR bits of the first k' positions, k'/2 of them: j paired with j + k'/2 there, or, in a
+    store of XOR bits (j paired with j + k/2 already), its first k'/2 XOR bits.
+    """
+    if not is_half_bit(bits):
+        return prefix_matches(estimator_values(left, bits), estimator_values(right, bits), np.array(prefixes))
+    if xor_stored:
+        return prefix_matches(left, right, np.array([prefix // 2 for prefix in prefixes]))
+    return np.stack([prefix_matches(xor_bits(left[:, :prefix]), xor_bits(right[:, :prefix]),
+                                    np.array([prefix // 2]))[:, 0] for prefix in prefixes], axis=1)
+
+
+def _banding_for(options: EvalOptions, threshold: float, num_perm: int, stored_bits: float, documents: int
                  ) -> Banding:
     """The banding ``find`` would use at ``threshold`` on this store (chosen for its ``documents`` too)."""
     find = options.find
@@ -158,9 +179,13 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
         progress: told each stage as it begins.
     """
     params = pairs.params
-    num_docs, num_perm, stored_bits = len(pairs.store), params.num_perm, params.bits
+    # num_perm: the values a signature holds (bands take them); permutations: the k the estimators' variances and
+    # the storage lines count (twice num_perm for a store of XOR bits, whose stored_bits is 1/2)
+    num_docs, num_perm, stored_bits = len(pairs.store), params.num_perm, params.stored_bits
+    permutations = params.permutations
     threshold = options.find.threshold
     bits = options.find.bits_for(stored_bits)
+    # b = 1/2 is measured when it is find's b (its XOR bits come from the lowest stored bit)
     evaluated = sorted({b for b in (*EVALUATED_BITS, stored_bits, bits) if b <= stored_bits})
     eligible = int(np.count_nonzero(pairs.eligible))
     banding = _banding_for(options, threshold, num_perm, stored_bits, eligible)
@@ -189,7 +214,8 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     r1, r2 = pairs.r[left], pairs.r[right]
     scores = {b: pairs.score(left, right, b) for b in evaluated}
     estimators = [estimator_accuracy(design, b, exact, scores[b].estimate, scores[b].ci_low, scores[b].ci_high,
-                                     variance_2way(exact, r1, r2, b, num_perm), RESEMBLANCE_BINS) for b in evaluated]
+                                     pair_variance(exact, r1, r2, b, permutations), RESEMBLANCE_BINS)
+                  for b in evaluated]
     curve = s_curve(design, exact, candidate, banding, RESEMBLANCE_BINS)
     left_values, right_values = pairs.signatures(left), pairs.signatures(right)
 
@@ -212,13 +238,12 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
                                  bits, verify)
                  for level in SWEEP_THRESHOLDS if level >= truth.floor for verify in VERIFY_MODES]
 
-    prefixes = sorted({max(num_perm // 4, 1), max(num_perm // 2, 1), num_perm})
-    matches = {b: prefix_matches(lowest_bits(left_values, b), lowest_bits(right_values, b), np.array(prefixes))
-               for b in evaluated}
+    prefixes = sorted({max(permutations // 4, 2), max(permutations // 2, 2), permutations})
+    matches = {b: _prefix_matches(left_values, right_values, b, prefixes, params.xor_pairs) for b in evaluated}
     storage = storage_tradeoff(design, exact, r1, r2, matches, prefixes, threshold,
                                sorted(set(STORAGE_BITS) | set(evaluated)))
     return EvalResult(
-        store=store, documents=num_docs, eligible=eligible, num_perm=num_perm, stored_bits=stored_bits,
+        store=store, documents=num_docs, eligible=eligible, num_perm=permutations, stored_bits=stored_bits,
         threshold=threshold, bits=bits, evaluated_bits=evaluated, banding=banding, frame=frame,
         reach=reach([banding] if frame is None else [banding, frame]),
         candidates=int(first.size), banded=int(codes.size), oversized_buckets=oversized,

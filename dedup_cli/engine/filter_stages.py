@@ -17,7 +17,7 @@ from dedup_cli.engine.find_stages import set_size_ratios
 from dedup_cli.engine.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
 from dedup_cli.groups.components import Groups
-from dedup_cli.minhash.packing import lowest_bits, unpack_values
+from dedup_cli.minhash.packing import estimator_values, unpack_values
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 
@@ -52,16 +52,16 @@ def member_decisions(result: FindResult, dropped_only: bool = True) -> MemberDec
     return MemberDecisions(members[listed], numbers[listed], drop[listed], kept[listed], np.flatnonzero(listed))
 
 
-def pair_estimates(store: StoredSignatures, first: np.ndarray, second: np.ndarray, bits: int) -> np.ndarray:
-    """The b-bit estimate R̂ (Li & König 2010, eq. 9) of pairs of ``store`` rows: float64[m], NaN where
-    ``second`` is -1 (a document the store does not hold). Only the rows of these pairs are unpacked."""
+def pair_estimates(store: StoredSignatures, first: np.ndarray, second: np.ndarray, bits: float) -> np.ndarray:
+    """The b-bit estimate R̂ (Li & König 2010, eq. 9; eq. 25 with b = 1/2) of pairs of ``store`` rows: float64[m],
+    NaN where ``second`` is -1 (a document the store does not hold). Only the rows of these pairs are unpacked."""
     estimate = np.full(first.size, np.nan)
     known = second >= 0
     if not known.any():
         return estimate
     rows = sorted_unique(np.concatenate([first[known], second[known]]))
     params = store.params
-    values = lowest_bits(unpack_values(store.packed[rows], params.bits, params.num_perm), bits)
+    values = estimator_values(unpack_values(store.packed[rows], params.bits, params.num_perm), bits, params.xor_pairs)
     r = set_size_ratios(store.shingle_counts[rows], params.universe)
     scored = score_pairs(values, np.searchsorted(rows, first[known]), np.searchsorted(rows, second[known]), r, bits)
     estimate[known] = scored.estimate
@@ -87,13 +87,13 @@ def known_exact(pairs: ScoredPairs, exact: np.ndarray, documents: int, first: np
 
 
 def member_details(store: StoredSignatures, values: np.ndarray, pairs: ScoredPairs, exact: np.ndarray,
-                   groups: Groups, kept: np.ndarray, bits: int) -> MemberDetails:
+                   groups: Groups, kept: np.ndarray, bits: float) -> MemberDetails:
     """Each grouped document's content hash and similarity to its group's representative: the exact resemblance
     of the accepted pair where it was verified, else the b-bit estimate (Li & König 2010, eq. 9).
 
     Args:
         store: the documents (any subset holding every member, numbered as ``values``, ``pairs`` and ``groups``).
-        values: uint[n_docs, k], the lowest ``bits`` bits of each minwise value.
+        values: uint[n_docs, k], the lowest ``bits`` bits of each minwise value (the XOR bits with b = 1/2).
         pairs, exact: the accepted pairs and their exact resemblance (NaN where unchecked).
         groups, kept: the groups and the representative of each.
     """

@@ -18,7 +18,7 @@ import numpy as np
 from dedup_cli.candidates.allpairs import all_pairs
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.buckets import CandidateResult, bands_pair_codes, candidate_pairs
-from dedup_cli.candidates.match_bounds import min_matches_for_threshold
+from dedup_cli.candidates.match_bounds import min_matches_for_threshold, min_xor_matches_for_threshold
 from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
 from dedup_cli.candidates.triples import EstimatedPairs, candidate_triples, pair_margin
@@ -26,6 +26,7 @@ from dedup_cli.engine import forked
 from dedup_cli.engine.forked import chunk_bounds, forked_map, useful_workers
 from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
+from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
 from dedup_cli.estimates.triples import ScoredTriples, score_triples
 from dedup_cli.groups.components import Groups, group_components
@@ -45,11 +46,12 @@ def set_size_ratios(shingle_counts: np.ndarray, universe: int) -> np.ndarray:
     return shingle_counts.astype(np.float64) / float(universe)
 
 
-def estimator_name(r: np.ndarray) -> str:
-    """Which coefficients the 2-way estimates used, for the summary."""
+def estimator_name(r: np.ndarray, bits: float = 8) -> str:
+    """Which estimator and coefficients the 2-way estimates used, for the summary."""
+    kind = "b = 1/2 (XOR bits, Li & König eq. 25)" if is_half_bit(bits) else "b-bit"
     if r.size and r.max() > DENSE_R:
-        return f"b-bit with precise r = f/D (max r = {r.max():.3g})"
-    return "b-bit, sparse limit (r ≈ 0)"
+        return f"{kind} with precise r = f/D (max r = {r.max():.3g})"
+    return f"{kind}, sparse limit (r ≈ 0)"
 
 
 def lsh_candidates(stored_values: np.ndarray, banding: Banding, eligible: np.ndarray,
@@ -77,24 +79,29 @@ def lsh_candidates(stored_values: np.ndarray, banding: Banding, eligible: np.nda
     return found.first, found.second, found.oversized_buckets
 
 
-def every_pair_candidates(values: np.ndarray, bits: int, threshold: float, r: np.ndarray, eligible: np.ndarray,
+def every_pair_candidates(values: np.ndarray, bits: float, threshold: float, r: np.ndarray, eligible: np.ndarray,
                           progress: Callable[[int], None] | None = None, jobs: int = 1
                           ) -> tuple[np.ndarray, np.ndarray]:
     """Every eligible pair whose b-bit match count can reach R0 − margin: (int64[m] first, int64[m] second).
 
     The margin keeps the pairs a triple or an exact check may still need (:func:`pair_margin`). With ``jobs``
     > 1, forked workers compare blocks of rows of the upper triangle (worker w the blocks w, w + jobs, …, which
-    balances the shrinking rows), handed back in order: the same pairs.
+    balances the shrinking rows), handed back in order: the same pairs. With b = 1/2 ``values`` are the XOR bits,
+    compared as 1-bit values.
     """
     num_perm = values.shape[1]
     floor = max(threshold - pair_margin(threshold, num_perm, bits), 1e-9)
-    needed = min_matches_for_threshold(floor, num_perm, bits, r)
+    if is_half_bit(bits):
+        needed = min_xor_matches_for_threshold(floor, num_perm, r)
+        bits = 1
+    else:
+        needed = min_matches_for_threshold(floor, num_perm, int(bits), r)
     workers = useful_workers(jobs, int(np.count_nonzero(eligible)), forked.COMPARED_DOCUMENTS)
     mapper = None
     if workers > 1:
         def mapper(block: Callable[[int], Any], starts: Sequence[int]) -> Iterator[Any]:
             return forked_map(block, starts, workers, "the comparison of every pair")
-    first, second, _ = all_pairs(values, bits, needed, eligible, progress=progress, mapper=mapper)
+    first, second, _ = all_pairs(values, int(bits), needed, eligible, progress=progress, mapper=mapper)
     return first, second
 
 
@@ -109,7 +116,7 @@ def keep_field_values(store: StoredSignatures, rows: np.ndarray, field: str
     return scores, [(store.ids[int(rows[index])], reason) for index, reason in problems]
 
 
-def score_in_chunks(values: np.ndarray, first: np.ndarray, second: np.ndarray, r: np.ndarray, bits: int,
+def score_in_chunks(values: np.ndarray, first: np.ndarray, second: np.ndarray, r: np.ndarray, bits: float,
                     jobs: int = 1, level: float = 0.95) -> ScoredPairs:
     """:func:`dedup_cli.estimates.pairs.score_pairs` of contiguous chunks of the pairs in up to ``jobs`` forked
     workers (which inherit ``values``), joined in order: every field is computed pair by pair, so the arrays are
@@ -275,7 +282,7 @@ class Concluded:
 
 def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored: ScoredPairs,
              exact_all: np.ndarray, decided: np.ndarray, aliases: np.ndarray, new: np.ndarray | None,
-             options: FindOptions, bits: int, reference: np.ndarray | None = None) -> Concluded:
+             options: FindOptions, bits: float, reference: np.ndarray | None = None) -> Concluded:
     """The stages after the decisions: accepted pairs, triples (``ways=3``), ``new_since`` and ``against``,
     groups, weakest links and representatives.
 
@@ -300,7 +307,7 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
     exact = exact_all[decided]
     found_triples = None
     if options.ways == 3:
-        found_triples = find_triples(values, scored, r, threshold, bits)
+        found_triples = find_triples(values, scored, r, threshold, int(bits))
         if aliases.size:
             found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new is not None:
@@ -315,7 +322,7 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
     triple_ok = None
     if options.group == "strict" and options.ways == 3:
         def triple_ok(docs: np.ndarray) -> np.ndarray:
-            return score_triples(values, docs, r, bits).estimate >= threshold
+            return score_triples(values, docs, r, int(bits)).estimate >= threshold
     groups = group(len(store), accepted.first, accepted.second, similarity, options.group, triple_ok)
     scores, problems = None, list[tuple[str, str]]()
     if options.keep_field is not None:

@@ -59,7 +59,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
     memory. ``stores``: the stores they come from, which a ``work_dir`` is keyed by (none in memory)."""
     params = documents.params
     threshold = options.threshold
-    bits = options.bits_for(params.bits)
+    bits = options.bits_for(params.stored_bits)
     counts = documents.shingle_counts
     eligible = counts > 0  # a document with no shingle resembles nothing
     reference = None
@@ -71,7 +71,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
     choice = None
     if options.candidates == "lsh":
         recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
-        choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
+        choice = resolve_banding(threshold, params.num_perm, params.stored_bits, recall, options.bands, options.rows,
                                  documents=int(np.count_nonzero(eligible)))
     # What each stage depends on besides the stores: a stage kept by an earlier run is reused only when all of it
     # matches (store.checkpoints).
@@ -156,7 +156,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
         verification=verification,
         aliases=int(aliases.size),
         seconds=0.0,
-        estimator=stages.estimator_name(stages.set_size_ratios(counts, params.universe)),
+        estimator=stages.estimator_name(stages.set_size_ratios(counts, params.universe), bits),
         reference=reference,
         against=options.against,
         keep_field_problems=concluded.keep_field_problems,
@@ -168,7 +168,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
 
 
 def _candidates(documents: Documents, eligible: np.ndarray, choice: BandingChoice | None,
-                options: FindOptions, bits: int, progress: Progress, work: WorkDir | None
+                options: FindOptions, bits: float, progress: Progress, work: WorkDir | None
                 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The candidate pairs (document numbers) and the buckets cut: by banding in rounds, or every pair."""
     if choice is None:  # --candidates all

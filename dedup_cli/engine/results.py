@@ -53,7 +53,7 @@ class FindResult:
     """Everything ``find`` learned, for printing in any format."""
 
     store: StoredSignatures
-    bits: int
+    bits: float  # b, or 0.5 for b = 1/2 (XOR bits)
     threshold: float
     banding: Banding | None  # None with candidates="all"
     candidates: int
@@ -340,7 +340,7 @@ class EvalSample:
     weight: np.ndarray  # float64[n], N_h / n_h: how many pairs of the store each stands for
     candidate: np.ndarray  # bool[n], a candidate of the banding
     exact: np.ndarray  # float64[n], the exact resemblance
-    scores: dict[int, ScoredPairs]  # for each evaluated b: match counts, R̂_b and its interval
+    scores: dict[float, ScoredPairs]  # for each evaluated b: match counts, R̂_b and its interval
 
 
 @dataclass
@@ -351,10 +351,10 @@ class EvalResult:
     documents: int
     eligible: int  # documents with at least one shingle
     num_perm: int
-    stored_bits: int
+    stored_bits: float  # B, or 0.5 for a store of XOR bits
     threshold: float
-    bits: int  # b of the find being judged
-    evaluated_bits: list[int]
+    bits: float  # b of the find being judged (0.5 for b = 1/2)
+    evaluated_bits: list[float]
     banding: Banding
     frame: Banding | None  # the looser banding whose candidates are banded too (docs/evaluation.md)
     reach: float  # from this resemblance on, the banded strata hold ≥ 99 % of the pairs (predicted)

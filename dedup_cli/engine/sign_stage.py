@@ -28,7 +28,7 @@ from dedup_cli.inputs.tasks import ReadTask, Record, read_task, read_task_column
 from dedup_cli.kernel.choice import compiled_kernel
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
 from dedup_cli.minhash.oph import min_hash_values_oph
-from dedup_cli.minhash.packing import pack_values
+from dedup_cli.minhash.packing import pack_values, unpack_values, xor_bits
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
@@ -64,12 +64,22 @@ def batches(documents: Iterable[Record]) -> Iterator[list[Record]]:
 @functools.lru_cache(maxsize=4)
 def hasher_for(params: SignatureParams) -> Hasher:
     """The hash family a run needs: k permutations of the universe for integer sets, else k hash functions
-    (only kperm uses them; oph derives its keys from the seed)."""
+    (only kperm uses them; oph derives its keys from the seed); 2k for a store of XOR bits."""
+    if params.xor_pairs:
+        return hasher_for(params.permutation_params())
     if params.input_kind == "sets":
         from dedup_cli.minhash.universe import UniversePermutations  # only for integer sets
 
         return UniversePermutations(params.universe, params.num_perm, params.seed)
     return HashFamily.from_seed(params.seed, params.num_perm)
+
+
+def xor_signatures(signed: tuple[np.ndarray, np.ndarray], params: SignatureParams) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, packed 1-bit values of ``params.permutation_params()``) → (counts, packed XOR bits of ``params``):
+    a b = 1/2 store's signatures are signed as 2k one-bit values, then combined (Li & König 2010, Sec. 5.3)."""
+    counts, packed = signed
+    values = unpack_values(packed, 1, params.permutations)
+    return counts, pack_values(xor_bits(values), 1)
 
 
 def sign_texts(texts: Sequence[str], params: SignatureParams, family: HashFamily | None = None,
@@ -85,6 +95,8 @@ def sign_texts(texts: Sequence[str], params: SignatureParams, family: HashFamily
     Returns:
         (int64[n] shingle counts f, uint8[n, signature_bytes] packed signatures).
     """
+    if params.xor_pairs:
+        return xor_signatures(sign_texts(texts, params.permutation_params(), family, kernel), params)
     if kernel == "numba":
         return compiled_kernel().sign_texts(texts, params)
     if kernel != "numpy":
@@ -106,6 +118,8 @@ def sign_sets(sets: Sequence[np.ndarray], params: SignatureParams,
     Returns:
         (int64[n] set sizes f, uint8[n, signature_bytes] packed signatures; an empty set's values are 0).
     """
+    if params.xor_pairs:
+        return xor_signatures(sign_sets(sets, params.permutation_params(), permutations), params)
     counts = np.array([elements.size for elements in sets], dtype=np.int64)
     offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
     elements = np.concatenate(list(sets)) if len(sets) else np.empty(0, dtype=np.uint64)
@@ -154,6 +168,8 @@ def sign_columns(columns: TextColumns, params: SignatureParams, kernel: str = "n
     Returns:
         (int64[n] shingle counts f, uint8[n, signature_bytes] packed signatures), as :func:`sign_texts`.
     """
+    if params.xor_pairs:
+        return xor_signatures(sign_columns(columns, params.permutation_params(), kernel), params)
     if kernel == "numba":
         compiled = compiled_kernel()
         data, offsets, ascii_documents = compiled.normalise_encoded(columns.data, columns.offsets, columns.ascii)

@@ -1,8 +1,8 @@
 """Confidence intervals from the binomial law of the match count (Dembele & Lo 2017).
 
 k·Ê_b ~ Binomial(k, E_b): a Wilson interval for E_b mapped through the 2-way estimator (Li & König 2010,
-eq. 9) bounds R; for three documents a score interval on the variance of Theorem 3 of Li, König & Gui
-2010. See docs/estimators.md, "Intervals".
+eq. 9) bounds R, and a Wilson interval for T mapped through eq. 25 does for b = 1/2; for three documents a score
+interval on the variance of Theorem 3 of Li, König & Gui 2010. See docs/estimators.md, "Intervals".
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dedup_cli.estimates.guards import FloatArray, as_float, as_result, check_bits, check_level, check_positive
+from dedup_cli.estimates.half_bit import estimate_half_bit
 from dedup_cli.estimates.three_way import estimate_3way, estimate_pairwise_sparse, variance_3way
 from dedup_cli.estimates.two_way import estimate_2way
 
@@ -73,6 +74,35 @@ def confidence_interval_2way(
     low, high = wilson_interval(matches, k, level)
     r_low = np.clip(as_float(estimate_2way(low, r1, r2, bits)), 0.0, 1.0)
     r_high = np.clip(as_float(estimate_2way(high, r1, r2, bits)), 0.0, 1.0)
+    return as_result(r_low), as_result(r_high)
+
+
+def confidence_interval_half_bit(
+    matches: ArrayLike,
+    k: ArrayLike,
+    r1: ArrayLike,
+    r2: ArrayLike,
+    level: float = 0.95,
+) -> tuple[FloatArray, FloatArray]:
+    """Confidence interval for R from the number of agreeing XOR bits (b = 1/2).
+
+    As for the other 2-way estimators: the count is binomial, matches ~ Binomial(k, T) with T of eq. 23 of
+    Li & König 2010, so a Wilson interval for T is mapped through eq. 25 (non-decreasing in T̂), then clipped
+    to [0, 1]. No delta method is involved, so it keeps its coverage where eq. 26 is poor (T near 1/2, small
+    k); an upper end T ≤ 1/2 maps to the estimator's floor.
+
+    Args:
+        matches: int[...] agreeing XOR bits.
+        k: int[...] number of XOR bits.
+        r1, r2: float64[...] set-size ratios f / D.
+        level: confidence level in (0, 1).
+
+    Returns:
+        (low, high), float64[...] within [0, 1].
+    """
+    low, high = wilson_interval(matches, k, level)
+    r_low = np.clip(as_float(estimate_half_bit(low, r1, r2)), 0.0, 1.0)
+    r_high = np.clip(as_float(estimate_half_bit(high, r1, r2)), 0.0, 1.0)
     return as_result(r_low), as_result(r_high)
 
 

@@ -2,7 +2,8 @@
 
 Ê_b is the fraction of the k positions whose b-bit values agree (Li & König 2010, Sec. 2); the estimate,
 its standard error and a confidence interval follow from :mod:`dedup_cli.estimates.two_way` and
-:mod:`dedup_cli.estimates.intervals`.
+:mod:`dedup_cli.estimates.intervals`. With b = 1/2 the values are XOR bits, Ê is T̂, the fraction of them that
+agree, and the estimator is eq. 25 (:mod:`dedup_cli.estimates.half_bit`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.estimates.intervals import confidence_interval_2way
+from dedup_cli.estimates.half_bit import estimate_half_bit, is_half_bit, standard_error_half_bit
+from dedup_cli.estimates.intervals import confidence_interval_2way, confidence_interval_half_bit
 from dedup_cli.estimates.two_way import estimate_2way, standard_error_2way
 
 # Bounds the [pairs, k] comparison temporaries to about 32 MB (``plan`` models it).
@@ -52,16 +54,17 @@ def score_pairs(
     first: np.ndarray,
     second: np.ndarray,
     resemblance_r: np.ndarray,
-    bits: int,
+    bits: float,
     level: float = 0.95,
 ) -> ScoredPairs:
     """Estimate R for each pair from b-bit values.
 
     Args:
-        values: uint[n_docs, k], lowest ``bits`` bits of each minwise value.
+        values: uint[n_docs, k], lowest ``bits`` bits of each minwise value; with b = 1/2 uint8[n_docs, k/2],
+            the XOR bits (``StoredSignatures.values``).
         first, second: int64[n_pairs] document indices.
         resemblance_r: float64[n_docs], r = f/D per document (enters C_1,b and C_2,b, eq. 5–7).
-        bits: b.
+        bits: b, or :data:`dedup_cli.estimates.half_bit.HALF_BIT`.
         level: confidence level of the interval.
     """
     k = values.shape[1]
@@ -70,16 +73,28 @@ def score_pairs(
 
 
 def score_matches(first: np.ndarray, second: np.ndarray, matches: np.ndarray, r1: np.ndarray, r2: np.ndarray,
-                  num_perm: int, bits: int, level: float = 0.95) -> ScoredPairs:
+                  num_perm: int, bits: float, level: float = 0.95) -> ScoredPairs:
     """Estimate R for each pair from its b-bit match count (what :func:`score_pairs` does after counting).
 
     Args:
         first, second: int64[n_pairs] document numbers.
         matches: int64[n_pairs], positions out of ``num_perm`` whose b-bit values agree.
         r1, r2: float64[n_pairs], r = f/D of each pair's documents.
-        num_perm: k; bits: b; level: confidence level of the interval.
+        num_perm: k (with b = 1/2: the number of XOR bits, k/2); bits: b or ``HALF_BIT``; level: confidence level
+            of the interval.
     """
     fraction = matches / num_perm
+    if is_half_bit(bits):
+        low, high = confidence_interval_half_bit(matches, num_perm, r1, r2, level=level)
+        return ScoredPairs(
+            first=first,
+            second=second,
+            matches=matches,
+            estimate=np.asarray(estimate_half_bit(fraction, r1, r2), dtype=np.float64),
+            stderr=np.asarray(standard_error_half_bit(fraction, r1, r2, num_perm), dtype=np.float64),
+            ci_low=np.asarray(low, dtype=np.float64),
+            ci_high=np.asarray(high, dtype=np.float64),
+        )
     low, high = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=level)
     return ScoredPairs(
         first=first,

@@ -15,7 +15,8 @@ store's signatures, a finite-population quantity that the sample estimates witho
 
 The storage trade-off (Li & König eq. 12, B(b) = b·k·Var(R̂_b)): the standard error √(Var/k) against the bytes per
 document k·b/8, as lines for several b and k, and as points measured on the sampled pairs near R0 from the first k'
-positions of their stored signatures.
+positions of their stored signatures. b = 1/2 (eqs. 25–26) is measured the same way: its k' positions give k'/2
+XOR bits, k'/16 bytes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dedup_cli.estimates.half_bit import estimate_half_bit, is_half_bit, variance_half_bit
 from dedup_cli.estimates.two_way import estimate_2way, variance_2way
 from dedup_cli.evaluation.design import resemblance_bins
 from dedup_cli.evaluation.survey import Estimate, StratifiedSample, root_of
@@ -31,6 +33,21 @@ from dedup_cli.evaluation.survey import Estimate, StratifiedSample, root_of
 STORAGE_NUM_PERMS = (16, 32, 64, 128, 256, 512, 1024, 2048)  # k of the formula's lines
 STORAGE_BITS = (1, 2, 4, 8, 32)  # b of the formula's lines, besides the evaluated ones; 32 is full width
 STORAGE_HALF_WIDTH = 0.1  # the measured points use the sampled pairs with |R − R0| ≤ this
+
+
+def pair_variance(R: np.ndarray | float, r1: np.ndarray | float, r2: np.ndarray | float, bits: float,
+                  num_perm: int) -> np.ndarray:
+    """Var(R̂_b) from k = ``num_perm`` positions: eq. 11, or with b = 1/2 eq. 26 of their k/2 XOR bits."""
+    if is_half_bit(bits):
+        return np.asarray(variance_half_bit(R, r1, r2, num_perm / 2), dtype=np.float64)
+    return np.asarray(variance_2way(R, r1, r2, int(bits), num_perm), dtype=np.float64)
+
+
+def pair_estimate(fraction: np.ndarray, r1: np.ndarray, r2: np.ndarray, bits: float) -> np.ndarray:
+    """R̂_b from the fraction of agreeing values: eq. 9, or with b = 1/2 eq. 25 of the agreeing XOR bits."""
+    if is_half_bit(bits):
+        return np.asarray(estimate_half_bit(fraction, r1, r2), dtype=np.float64)
+    return np.asarray(estimate_2way(fraction, r1, r2, int(bits)), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -51,7 +68,7 @@ class DomainAccuracy:
 class EstimatorAccuracy:
     """The errors of the b-bit estimator over all pairs and per bin of the exact resemblance."""
 
-    bits: int
+    bits: float  # b, or 0.5 for b = 1/2
     overall: DomainAccuracy
     bins: list[DomainAccuracy]
 
@@ -62,13 +79,16 @@ def domain_accuracy(design: StratifiedSample, inside: np.ndarray, error: np.ndar
 
     Args:
         error: float64[n], R̂_b − R.
-        variance: float64[n], Var(R̂_b) by eq. 11 at the exact R; pairs where it is 0 (R = 1) have no error to
-            compare and are left out of the ratio.
+        variance: float64[n], Var(R̂_b) by eq. 11 (eq. 26 for b = 1/2) at the exact R; pairs where it is 0 (R = 1)
+            or infinite (b = 1/2 at R = 0) are left out of the ratio.
         covered: bool[n], the pair's interval contains R.
     """
     indicator = inside.astype(np.float64)
     squares = error * error
-    positive = indicator * (variance > 0)
+    # eq. 26 (b = 1/2) is infinite at R = 0 in the sparse limit: no finite variance to compare there either
+    usable = (variance > 0) & np.isfinite(variance)
+    variance = np.where(usable, variance, 0.0)
+    positive = indicator * usable
     mean_square = design.ratio(squares * indicator, indicator, low=0.0)
     return DomainAccuracy(
         low=low, high=high, pairs=int(np.count_nonzero(inside)), population=design.total(indicator),
@@ -79,7 +99,7 @@ def domain_accuracy(design: StratifiedSample, inside: np.ndarray, error: np.ndar
     )
 
 
-def estimator_accuracy(design: StratifiedSample, bits: int, exact: np.ndarray, estimate: np.ndarray,
+def estimator_accuracy(design: StratifiedSample, bits: float, exact: np.ndarray, estimate: np.ndarray,
                        ci_low: np.ndarray, ci_high: np.ndarray, variance: np.ndarray, bins: int
                        ) -> EstimatorAccuracy:
     """The errors of R̂_b (float64[n] ``estimate``, its interval and eq. 11's ``variance``) against ``exact``."""
@@ -98,7 +118,8 @@ def estimator_accuracy(design: StratifiedSample, bits: int, exact: np.ndarray, e
 def prefix_matches(first_values: np.ndarray, second_values: np.ndarray, num_perms: np.ndarray) -> np.ndarray:
     """int64[n, len(num_perms)]: matches of each pair among the first k' positions, for each k' in ``num_perms``.
 
-    ``first_values``, ``second_values``: uint[n, k], the b-bit values of each pair's two documents.
+    ``first_values``, ``second_values``: uint[n, k], the b-bit values of each pair's two documents (the XOR bits
+    with b = 1/2: then k' counts XOR bits).
     """
     agree = np.cumsum(first_values == second_values, axis=1, dtype=np.int64)
     return agree[:, np.asarray(num_perms) - 1]
@@ -108,7 +129,7 @@ def prefix_matches(first_values: np.ndarray, second_values: np.ndarray, num_perm
 class StorageLine:
     """Li & König eq. 12 for one b: the storage factor B(b) and the standard error it gives at each k."""
 
-    bits: int
+    bits: float  # b, or 0.5 for b = 1/2
     storage_factor: float  # B(b) = b·Var(R̂_b) at k = 1, the mean over the domain's pairs
     num_perms: list[int]
     bytes: list[float]  # k·b/8
@@ -119,8 +140,8 @@ class StorageLine:
 class StoragePoint:
     """The measured RMSE of R̂_b from the first k' positions of the stored signatures."""
 
-    bits: int
-    num_perm: int
+    bits: float
+    num_perm: int  # k' positions (with b = 1/2, k'/2 XOR bits)
     bytes: float
     rmse: Estimate | None
 
@@ -137,13 +158,14 @@ class StorageTradeoff:
 
 
 def storage_tradeoff(design: StratifiedSample, exact: np.ndarray, r1: np.ndarray, r2: np.ndarray,
-                     matches: dict[int, np.ndarray], num_perms: list[int], threshold: float,
-                     line_bits: list[int]) -> StorageTradeoff:
+                     matches: dict[float, np.ndarray], num_perms: list[int], threshold: float,
+                     line_bits: list[float]) -> StorageTradeoff:
     """Eq. 12's lines and the measured points (see the module docstring).
 
     Args:
         exact: float64[n], the sampled pairs' exact resemblance; r1, r2: float64[n], their r = f/D.
-        matches: for each measured b, int64[n, len(num_perms)] (:func:`prefix_matches`).
+        matches: for each measured b, int64[n, len(num_perms)] (:func:`prefix_matches`; with b = 1/2 the agreeing
+            XOR bits among the k'/2 of the first k' positions).
         num_perms: the k' of the measured points.
         threshold: R0, the centre of the domain.
         line_bits: the b of the lines.
@@ -155,17 +177,18 @@ def storage_tradeoff(design: StratifiedSample, exact: np.ndarray, r1: np.ndarray
     lines = []
     for bits in line_bits:
         if pairs:
-            unit = design.ratio(variance_2way(exact, r1, r2, bits, 1) * indicator, indicator)
+            unit = design.ratio(np.where(inside, pair_variance(exact, r1, r2, bits, 1), 0.0), indicator)
             unit_variance = 0.0 if unit is None else unit.value
         else:
-            unit_variance = float(variance_2way(threshold, 0.0, 0.0, bits, 1))
+            unit_variance = float(pair_variance(threshold, 0.0, 0.0, bits, 1))
         lines.append(StorageLine(bits, bits * unit_variance, list(STORAGE_NUM_PERMS),
                                  [k * bits / 8 for k in STORAGE_NUM_PERMS],
                                  [float(np.sqrt(unit_variance / k)) for k in STORAGE_NUM_PERMS]))
     measured = []
     for bits, counts in sorted(matches.items()):
         for column, num_perm in enumerate(num_perms):
-            error = estimate_2way(counts[:, column] / num_perm, r1, r2, bits) - exact
+            compared = num_perm // 2 if is_half_bit(bits) else num_perm
+            error = pair_estimate(counts[:, column] / compared, r1, r2, bits) - exact
             mean_square = design.ratio(error * error * indicator, indicator, low=0.0) if pairs else None
             measured.append(StoragePoint(bits, num_perm, num_perm * bits / 8,
                                          None if mean_square is None else root_of(mean_square)))

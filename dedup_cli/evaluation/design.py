@@ -25,7 +25,7 @@ FRAME_CHANCE_PAIRS = 100_000  # the looser banding may add this many chance pair
 FRAME_CHANCE_PER_DOCUMENT = 10  # … or this many per document, whichever is more
 
 
-def frame_banding(documents: int, num_perm: int, band_bits: int) -> Banding | None:
+def frame_banding(documents: int, num_perm: int, band_bits: float) -> Banding | None:
     """The loosest banding whose chance candidates stay within budget: the most bands of the fewest rows.
 
     Fewer rows per band reach further down the S-curve (a pair of resemblance R shares a row with probability

@@ -70,7 +70,7 @@ class Retrieval:
     """Precision and recall of the pairs ``find`` reports at ``threshold`` with b = ``bits`` and ``verify``."""
 
     threshold: float
-    bits: int
+    bits: float  # b, or 0.5 for b = 1/2
     verify: str
     precision: Estimate | None  # None: nothing reported
     recall: Estimate | None  # None: no true pair
@@ -80,7 +80,7 @@ class Retrieval:
 
 
 def sampled_retrieval(design: StratifiedSample, reported: np.ndarray, true: np.ndarray, threshold: float,
-                      bits: int, verify: str) -> Retrieval:
+                      bits: float, verify: str) -> Retrieval:
     """Precision and recall estimated from the sample (bool[n] ``reported`` and ``true``)."""
     hits = (reported & true).astype(np.float64)
     return Retrieval(
@@ -92,7 +92,7 @@ def sampled_retrieval(design: StratifiedSample, reported: np.ndarray, true: np.n
     )
 
 
-def counted_retrieval(reported: int, true: int, hits: int, outside: int, threshold: float, bits: int,
+def counted_retrieval(reported: int, true: int, hits: int, outside: int, threshold: float, bits: float,
                       verify: str) -> Retrieval:
     """Precision and recall counted exactly, against a truth file."""
     return Retrieval(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dedup_cli.options.vocabulary import HALF_BIT
+
 
 def value_dtype(bits: int) -> np.dtype:
     """The smallest unsigned integer dtype holding ``bits`` bits."""
@@ -26,6 +28,32 @@ def lowest_bits(values: np.ndarray, bits: int) -> np.ndarray:
         return values  # nothing to drop: no copy
     mask = (1 << bits) - 1
     return (values & values.dtype.type(mask)).astype(value_dtype(bits), copy=False)
+
+
+def xor_bits(values: np.ndarray) -> np.ndarray:
+    """The b = 1/2 values of Li & König 2010, Sec. 5.3: uint8[n_docs, ⌊k/2⌋], bit j the XOR of the lowest bits of
+    the values at positions j and j + ⌊k/2⌋ of uint[n_docs, k] ``values`` (an odd k leaves its last position out).
+
+    A fixed pairing, the same for every document and store, so that signatures stay comparable; any pairing of
+    distinct positions serves, as the positions' values are independent (with one permutation hashing a bin
+    filled by densification stores its value mixed with its own salt, so it is not a copy of its donor).
+    """
+    half = values.shape[1] // 2
+    low = (values & values.dtype.type(1)).astype(np.uint8, copy=False)
+    return low[:, :half] ^ low[:, half:2 * half]
+
+
+def estimator_values(values: np.ndarray, bits: float, xor_stored: bool = False) -> np.ndarray:
+    """What the estimator with b = ``bits`` compares: the lowest ``bits`` bits of each value (uint[n_docs, k]), or
+    with b = 1/2 (:data:`dedup_cli.options.vocabulary.HALF_BIT`) the XOR bits (:func:`xor_bits`), which are the
+    values themselves when ``xor_stored`` (a store signed with b = 1/2 holds only them)."""
+    if xor_stored:
+        if bits != HALF_BIT:
+            raise ValueError(f"a store of XOR bits answers only b = 1/2, not b = {bits}")
+        return values
+    if bits == HALF_BIT:
+        return xor_bits(values)
+    return lowest_bits(values, int(bits))
 
 
 def pack_values(values: np.ndarray, bits: int) -> np.ndarray:

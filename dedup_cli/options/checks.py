@@ -8,6 +8,7 @@ from typing import Any
 from dedup_cli.errors import OptionError
 from dedup_cli.options.vocabulary import (
     CHAR_TOKENISATION,
+    HALF_BIT,
     MAX_NUM_PERM,
     MAX_SEED,
     MAX_STORED_BITS,
@@ -35,6 +36,21 @@ def in_range(name: str, value: Any, low: int, high: int, high_text: str | None =
     if not low <= number <= high:
         raise OptionError(name, value, f"{{{name}}} {number} is out of range; use {low} to {high_text or high}")
     return number
+
+
+def estimator_bits(value: Any, name: str = "bits") -> float:
+    """b for an estimator: a whole number 1..64, or b = 1/2 (:data:`HALF_BIT`) written ``1/2``, ``0.5`` or 0.5."""
+    if isinstance(value, str) and value.strip() in ("1/2", "0.5", ".5"):
+        return HALF_BIT
+    if isinstance(value, float) and value == HALF_BIT:
+        return HALF_BIT
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise OptionError(name, value, f"{{{name}}} {value}: use a whole number 1 to {MAX_STORED_BITS}, "
+                              "or 1/2") from None
+    return in_range(name, value, 1, MAX_STORED_BITS)
 
 
 def at_least(name: str, value: Any, low: int) -> int:
@@ -100,11 +116,18 @@ def check_tokenisation(tokenisation: Any, shingle_unit: str, input_kind: str) ->
            "shingles take {either}")
 
 
-def check_bits(bits: int, stored_bits: int, stored_in: str | None = None) -> None:
+def check_bits(bits: float, stored_bits: float, stored_in: str | None = None) -> None:
     """``bits`` (b, for the estimator) must not exceed the stored bits B: those of the store ``stored_in``,
-    or (``stored_in`` None, for ``plan``) the option ``stored_bits``."""
+    or (``stored_in`` None, for ``plan``) the option ``stored_bits``. A store of XOR bits (B = 1/2) answers only
+    b = 1/2."""
     if bits <= stored_bits:
         return
+    if stored_bits == HALF_BIT and stored_in is None:
+        raise OptionError("bits", bits, f"{{bits}} {bits}: {{stored_bits}} 1/2 keeps only XOR bits, which answer "
+                          "{bits} 1/2 alone; use {bits} 1/2, or whole {stored_bits}")
+    if stored_bits == HALF_BIT:
+        raise OptionError("bits", bits, f"{{bits}} {bits}: {literal(stored_in)} holds only XOR bits (signed with "
+                          "{bits} 1/2), which answer {bits} 1/2 alone; use {bits} 1/2, or sign again with whole bits")
     if stored_in is None:
         raise OptionError("bits", bits, f"{{bits}} {bits} exceeds {{stored_bits}} {stored_bits}; use {{bits}} 1 to "
                           f"{stored_bits}, or sign with {{bits}} {bits} or more")
@@ -112,8 +135,13 @@ def check_bits(bits: int, stored_bits: int, stored_in: str | None = None) -> Non
                       f"use {{bits}} 1 to {stored_bits}, or re-sign with {{bits}} {bits} or more")
 
 
-def check_three_way_bits(bits: int, name: str = "ways") -> None:
-    """Three-way estimates need b ≥ 2: of three one-bit values, either all agree or exactly one pair does."""
+def check_three_way_bits(bits: float, name: str = "ways") -> None:
+    """Three-way estimates need b ≥ 2: of three one-bit values, either all agree or exactly one pair does (and
+    b = 1/2, XOR bits of one-bit values, has no 3-way form at all)."""
+    if bits == HALF_BIT:
+        what, other = ("{ways} 3", "{ways} 2") if name == "ways" else ("a 3-way estimate", "two documents")
+        raise OptionError("bits", "1/2", f"{what} has no b = 1/2 form (XOR bits estimate pairs only); use {{bits}} "
+                          f"2 or more, or {other}")
     if bits < 2:
         what = "{ways} 3 needs" if name == "ways" else "3-way estimation needs"
         raise OptionError("bits", bits, f"{what} {{bits}} 2 or more; 1-bit values carry no 3-way information")

@@ -37,6 +37,6 @@ class EvalOptions:
         set_fields(self, sample=in_range("sample", self.sample, MIN_SAMPLE, MAX_SAMPLE),
                    seed=in_range("seed", self.seed, 0, MAX_SEED, "2^63 − 1"))
 
-    def check_store(self, stored_bits: int, num_perm: int, store: str) -> None:
+    def check_store(self, stored_bits: float, num_perm: int, store: str) -> None:
         """What depends on the store (its manifest alone): b ≤ stored bits, the banding fits in k."""
         self.find.check_store(stored_bits, num_perm, store)

@@ -14,7 +14,7 @@ from dedup_cli.options.checks import (
     check_bits,
     check_three_way_bits,
     choice,
-    in_range,
+    estimator_bits,
     literal,
     open_fraction,
     set_fields,
@@ -26,9 +26,9 @@ from dedup_cli.options.vocabulary import (
     CANDIDATE_METHODS,
     GATHER_LIMIT,
     GROUP_METHODS,
+    HALF_BIT,
     KEEP_CHOICES,
     KEEP_FIELD,
-    MAX_STORED_BITS,
     VERIFY_MODES,
 )
 
@@ -39,7 +39,8 @@ class FindOptions:
 
     Attributes:
         threshold: R0 in (0, 1]: report pairs (and triples) whose resemblance is ≥ R0.
-        bits: b, bits per value for the estimator (None: all stored bits).
+        bits: b, bits per value for the estimator (None: all stored bits), or b = 1/2 (``"1/2"``, ``0.5``): the
+            lowest bits of permutations j and j + k/2 combined by XOR, the estimator of Li & König 2010, eq. 25.
         ways: 2 for pairs; 3 also finds triples with 3-way R̂ ≥ R0 (needs b ≥ 2).
         group: ``components`` or ``strict`` (every internal pair, and with ``ways=3`` triple, ≥ R0).
         keep: each group's representative: ``first``/``id`` (smallest id), ``longest``, ``shortest`` (by
@@ -72,7 +73,7 @@ class FindOptions:
     """
 
     threshold: float = 0.5
-    bits: int | None = None
+    bits: float | str | None = None
     ways: int = 2
     group: str = "components"
     keep: str = "first"
@@ -96,7 +97,7 @@ class FindOptions:
     def __post_init__(self) -> None:
         set_fields(self, threshold=threshold_value(self.threshold))
         if self.bits is not None:
-            set_fields(self, bits=in_range("bits", self.bits, 1, MAX_STORED_BITS))
+            set_fields(self, bits=estimator_bits(self.bits))
         if self.keep_field is not None:
             if not self.keep_field:
                 raise OptionError("keep_field", self.keep_field, "{keep_field} must name a field or column")
@@ -111,7 +112,7 @@ class FindOptions:
             raise OptionError("ways", self.ways, f"{{ways}} {literal(self.ways)}: choose 2 (pairs) or 3 (pairs and "
                               "triples)")
         if self.ways == 3 and self.bits is not None:
-            check_three_way_bits(self.bits)
+            check_three_way_bits(float(self.bits))
         choice("candidates", self.candidates, CANDIDATE_METHODS, "{{candidates}} {value}: choose {either}")
         choice("group", self.group, GROUP_METHODS, "{{group}} {value}: choose {either}")
         choice("keep", self.keep, KEEP_CHOICES, "{{keep}} {value} is not a policy; choose one of {choices}")
@@ -133,6 +134,9 @@ class FindOptions:
         elif self.keep_work:
             raise OptionError("keep_work", True, "{keep_work} keeps the files of {work_dir} DIR; name one")
         if self.engine.name == "dask":
+            if self.bits == HALF_BIT:
+                raise OptionError("bits", "1/2", "{bits} 1/2 is scored by the local engine only; use {engine} local, "
+                                  "or a whole number of {bits} with {engine} dask")
             if self.jobs:
                 raise OptionError("jobs", self.jobs, "{jobs} sets the local engine's processes; with {engine} dask "
                                   "the cluster's workers run the stages")
@@ -150,12 +154,14 @@ class FindOptions:
         """``keep``, or :data:`KEEP_FIELD` when ``keep_field`` names a field."""
         return self.keep if self.keep_field is None else KEEP_FIELD
 
-    def bits_for(self, stored_bits: int) -> int:
-        """b: the bits asked for, or all the stored ones."""
-        return stored_bits if self.bits is None else self.bits
+    def bits_for(self, stored_bits: float) -> float:
+        """b: the bits asked for (a whole number, or ``HALF_BIT``), or all the stored ones (``HALF_BIT`` for a
+        store of XOR bits: ``SignatureParams.stored_bits``)."""
+        return stored_bits if self.bits is None else float(self.bits) if self.bits == HALF_BIT else int(self.bits)
 
-    def check_store(self, stored_bits: int, num_perm: int, store: str, input_kind: str = "text") -> None:
-        """What depends on the store (read from its manifest alone): b ≤ stored bits, the banding fits in k."""
+    def check_store(self, stored_bits: float, num_perm: int, store: str, input_kind: str = "text") -> None:
+        """What depends on the store (read from its manifest alone): b ≤ stored bits (``SignatureParams.stored_bits``:
+        1/2 for a store of XOR bits), the banding fits in k."""
         if self.keep_field is not None and input_kind == "sets":
             raise OptionError("keep_field", self.keep_field, f"{{keep_field}} reads a field of JSON Lines or Parquet "
                               f"records; {literal(store)} holds integer sets")
@@ -163,6 +169,9 @@ class FindOptions:
         check_bits(bits, stored_bits, store)
         if self.ways == 3:
             check_three_way_bits(bits)
+        if bits == HALF_BIT and self.engine.name == "dask":
+            raise OptionError("bits", "1/2", f"{literal(store)} holds only XOR bits, which the local engine scores; "
+                              "use {engine} local")
         if self.candidates == "lsh":
             check_banding(self.bands, self.rows, num_perm)
 
@@ -172,18 +181,18 @@ class EstimateOptions:
     """How ``estimate`` compares two or three documents.
 
     Attributes:
-        bits: b (None: all stored bits).
+        bits: b (None: all stored bits), or b = 1/2 (``"1/2"``, ``0.5``) for two documents.
         exact: also re-read the documents and compute their exact resemblance.
         level: the confidence level of the interval, in (0, 1).
     """
 
-    bits: int | None = None
+    bits: float | str | None = None
     exact: bool = False
     level: float = 0.95
 
     def __post_init__(self) -> None:
         if self.bits is not None:
-            set_fields(self, bits=in_range("bits", self.bits, 1, MAX_STORED_BITS))
+            set_fields(self, bits=estimator_bits(self.bits))
         set_fields(self, level=open_fraction("level", self.level, "0.95"))
 
     def check_ids(self, ids: tuple[str, ...]) -> None:
@@ -191,9 +200,10 @@ class EstimateOptions:
         if len(ids) not in (2, 3) or len(set(ids)) != len(ids):
             raise OptionError("ids", ids, "name two or three different document ids")
 
-    def check_store(self, ids: tuple[str, ...], stored_bits: int, store: str) -> int:
+    def check_store(self, ids: tuple[str, ...], stored_bits: float, store: str) -> float:
         """b, checked against the store's bits (and ≥ 2 for three documents)."""
-        bits = stored_bits if self.bits is None else self.bits
+        wanted = stored_bits if self.bits is None else float(self.bits)
+        bits = HALF_BIT if wanted == HALF_BIT else int(wanted)
         check_bits(bits, stored_bits, store)
         if len(ids) == 3:
             check_three_way_bits(bits, name="estimate")

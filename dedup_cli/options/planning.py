@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dedup_cli.errors import OptionError
 from dedup_cli.options.checks import (
     at_least,
     banding_values,
     check_banding,
     check_bits,
+    estimator_bits,
     in_range,
     open_fraction,
     set_fields,
     threshold_value,
     whole_number,
 )
-from dedup_cli.options.vocabulary import MAX_NUM_PERM, MAX_STORED_BITS
+from dedup_cli.options.vocabulary import HALF_BIT, MAX_NUM_PERM
 
 
 @dataclass(frozen=True)
@@ -24,18 +26,20 @@ class PlanOptions:
 
     Attributes:
         threshold: R0 in (0, 1].
-        bits: b, the bits per value the estimator uses (≤ ``stored_bits``).
-        num_perm: k, minwise values per document.
-        stored_bits: B, bits kept per value in the store; band keys use all B of them.
+        bits: b, the bits per value the estimator uses (≤ ``stored_bits``), or 1/2 (``"1/2"``, ``0.5``): XOR bits
+            of pairs of permutations (Li & König 2010, Sec. 5.3).
+        num_perm: k, minwise values (permutations) per document.
+        stored_bits: B, bits kept per value in the store; band keys use all B of them. 1/2: a store of XOR bits
+            (``sign --bits 1/2``), k/2 bits a document, banded on them; it answers b = 1/2 alone.
         recall: target Pr(candidate) at R0 for the automatic banding, in (0, 1).
         docs: N, the number of documents, for the expected candidates and the memory of ``find``.
         bands, rows: a banding to explain instead of the automatic one.
     """
 
     threshold: float = 0.5
-    bits: int = 2
+    bits: float | str = 2
     num_perm: int = 256
-    stored_bits: int = 8
+    stored_bits: float | str = 8
     recall: float = 0.99
     docs: int | None = None
     bands: int | None = None
@@ -43,15 +47,20 @@ class PlanOptions:
 
     def __post_init__(self) -> None:
         set_fields(self, threshold=threshold_value(self.threshold))
-        set_fields(self, bits=whole_number("bits", self.bits),
-                   stored_bits=whole_number("stored_bits", self.stored_bits),
+        set_fields(self, bits=estimator_bits(self.bits), stored_bits=estimator_bits(self.stored_bits, "stored_bits"),
                    num_perm=whole_number("num_perm", self.num_perm))
-        in_range("bits", self.bits, 1, MAX_STORED_BITS)
-        in_range("stored_bits", self.stored_bits, 1, MAX_STORED_BITS)
         in_range("num_perm", self.num_perm, 1, MAX_NUM_PERM)
-        check_bits(self.bits, self.stored_bits)
+        check_bits(self.bits, self.stored_bits)  # type: ignore[arg-type]  # made numbers just above
+        if self.stored_bits == HALF_BIT and self.num_perm % 2:
+            raise OptionError("num_perm", self.num_perm, "{stored_bits} 1/2 combines the permutations in pairs; use "
+                              "an even {num_perm}")
         set_fields(self, recall=open_fraction("recall", self.recall, "0.99"))
         if self.docs is not None:
             set_fields(self, docs=at_least("docs", self.docs, 1))
         banding_values(self)
-        check_banding(self.bands, self.rows, self.num_perm)
+        check_banding(self.bands, self.rows, self.band_values)
+
+    @property
+    def band_values(self) -> int:
+        """The values a signature holds for the bands: k, or k/2 XOR bits in a store of XOR bits."""
+        return self.num_perm // 2 if self.stored_bits == HALF_BIT else self.num_perm

@@ -7,10 +7,17 @@ import os
 from dataclasses import dataclass
 
 from dedup_cli.errors import OptionError
-from dedup_cli.options.checks import at_least, check_signature, choice, set_fields, text_option_for_sets
+from dedup_cli.options.checks import (
+    at_least,
+    check_signature,
+    choice,
+    estimator_bits,
+    set_fields,
+    text_option_for_sets,
+)
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.options.reading import InputOptions
-from dedup_cli.options.vocabulary import SIGNING_KERNELS, TEXT_UNIVERSE, WORD_TOKENISATIONS
+from dedup_cli.options.vocabulary import HALF_BIT, SIGNING_KERNELS, TEXT_UNIVERSE, WORD_TOKENISATIONS
 
 TEXT_OPTIONS = ("shingle_size", "shingle_unit", "tokenisation", "scheme")
 """The options of :class:`SignOptions` that apply to text only, not to integer sets."""
@@ -30,7 +37,9 @@ class SignOptions:
             ``\\w``) or ``w-runs`` (runs of ``\\w`` only, as stores signed before ``unicode-words`` were);
             None: the store's, or ``unicode-words`` for a new store.
         num_perm: k, minwise values per document.
-        bits: B, the lowest bits kept of each value (``find`` may use any b ≤ B).
+        bits: B, the lowest bits kept of each value (``find`` may use any b ≤ B); or 1/2 (``"1/2"``, ``0.5``): keep
+            only the XOR of the lowest bits of permutations j and j + k/2, k/2 bits a document (Li & König 2010,
+            Sec. 5.3), a store that answers only b = 1/2.
         seed: the hash family's seed; stores with different seeds are not comparable.
         scheme: ``oph`` (one permutation in k bins, densified) or ``kperm`` (k hash functions).
         jobs: worker processes of the local engine (0: one per core); the store is the same whatever the number.
@@ -46,7 +55,7 @@ class SignOptions:
     shingle_unit: str = "word"
     tokenisation: str | None = None
     num_perm: int = 256
-    bits: int = 8
+    bits: float | str = 8
     seed: int = 1
     scheme: str = "oph"
     jobs: int = 0
@@ -62,7 +71,13 @@ class SignOptions:
             for name in TEXT_OPTIONS:
                 if getattr(self, name) != defaults[name].default:
                     raise text_option_for_sets(name, getattr(self, name))
-        check_signature(self.num_perm, self.bits, self.seed, self.shingle_size, self.shingle_unit,
+        set_fields(self, bits=estimator_bits(self.bits))
+        if self.bits == HALF_BIT and (isinstance(self.num_perm, bool) or not isinstance(self.num_perm, int)
+                                      or self.num_perm % 2):
+            raise OptionError("num_perm", self.num_perm, "{bits} 1/2 combines the permutations in pairs; use an even "
+                              "{num_perm}")
+        check_signature(self.num_perm, 1 if self.bits == HALF_BIT else self.bits, self.seed, self.shingle_size,
+                        self.shingle_unit,
                         "kperm" if sets else self.scheme, self.input.universe if sets else TEXT_UNIVERSE,
                         "sets" if sets else "text")
         if self.tokenisation is not None and not sets:

@@ -32,6 +32,9 @@ READING_OPTIONS = ("input_format", "id_field", "text_field", "id_column", "text_
 """The input options that decide documents' ids and texts: a store records them per sign run, for ``filter``."""
 
 MAX_STORED_BITS = 64
+# b = 1/2 (Li & König 2010, Sec. 5.3): the lowest bits of two permutations combined by XOR, half a bit each.
+# Wherever a b is passed along it is this float; the command line spells it 1/2 or 0.5.
+HALF_BIT = 0.5
 MAX_NUM_PERM = 1 << 16
 TEXT_UNIVERSE = 1 << 64  # hashed shingles live in 2^64
 MAX_SET_UNIVERSE = 1 << 62  # integer sets: the Feistel permutations' largest domain
@@ -47,3 +50,13 @@ SCHEDULER_VARIABLE = "DEDUP_SCHEDULER"  # the Dask scheduler of --engine dask, f
 def default_store(named: str | os.PathLike[str] | None = None) -> str:
     """The store a command uses: the one named, else ``$DEDUP_STORE``, else ``./dedup.parquet``."""
     return os.fspath(named) if named else os.environ.get(STORE_VARIABLE) or DEFAULT_STORE
+
+
+def bits_label(bits: float) -> str:
+    """b as people write it: ``1/2`` for :data:`HALF_BIT`, else the whole number."""
+    return "1/2" if bits == HALF_BIT else str(int(bits))
+
+
+def band_bits_label(band_bits: float) -> str:
+    """What band keys are made of, for messages: ``8 bits``, or ``XOR bits`` for a store signed with b = 1/2."""
+    return "XOR bits" if band_bits == HALF_BIT else f"{int(band_bits)} bits"

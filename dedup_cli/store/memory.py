@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dedup_cli.errors import UsageError
-from dedup_cli.minhash.packing import lowest_bits, unpack_values
+from dedup_cli.minhash.packing import estimator_values, unpack_values
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 
@@ -57,10 +57,11 @@ class Signatures:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def values(self, bits: int | None = None) -> np.ndarray:
-        """The minwise values, or only their lowest ``bits`` bits: uint[n, k]."""
+    def values(self, bits: float | None = None) -> np.ndarray:
+        """The minwise values, or only their lowest ``bits`` bits: uint[n, k]; with b = 1/2 the XOR
+        bits, uint8[n, k/2] (:func:`dedup_cli.minhash.packing.xor_bits`)."""
         values = unpack_values(self.packed, self.params.bits, self.params.num_perm)
-        return values if bits is None else lowest_bits(values, bits)
+        return values if bits is None else estimator_values(values, bits, self.params.xor_pairs)
 
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
         """int64[len(ids)], the row of each id; a UsageError names the first id that is not here."""

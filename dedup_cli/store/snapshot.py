@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_cli.errors import StoreError
-from dedup_cli.minhash.packing import lowest_bits, unpack_values
+from dedup_cli.minhash.packing import estimator_values, unpack_values
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import (
     REMOVAL_NAME,
@@ -243,10 +243,11 @@ class StoredSignatures:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def values(self, bits: int | None = None) -> np.ndarray:
-        """The stored minwise values, or only their lowest ``bits`` bits: uint[n_docs, k]."""
+    def values(self, bits: float | None = None) -> np.ndarray:
+        """The stored minwise values, or only their lowest ``bits`` bits: uint[n_docs, k]; with b = 1/2
+        the XOR bits, uint8[n_docs, k/2] (:func:`dedup_cli.minhash.packing.xor_bits`)."""
         values = unpack_values(self.packed, self.params.bits, self.params.num_perm)
-        return values if bits is None else lowest_bits(values, bits)
+        return values if bits is None else estimator_values(values, bits, self.params.xor_pairs)
 
 
 @dataclass

@@ -25,11 +25,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from paper_formulas import estimate_half_bit, expected_match_3way, variance_half_bit
+from paper_formulas import expected_match_3way
 
 from dedup_cli.estimates import dense
 from dedup_cli.estimates.dense import estimate_3way_dense
 from dedup_cli.estimates.exact import exact_resemblance
+from dedup_cli.estimates.half_bit import estimate_half_bit, variance_half_bit
 from dedup_cli.estimates.intervals import confidence_interval_2way, confidence_interval_3way, wilson_interval
 from dedup_cli.estimates.three_way import estimate_3way, estimate_pairwise_sparse, variance_3way
 from dedup_cli.estimates.two_way import (

@@ -44,7 +44,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     The result's ``profile`` holds each stage's seconds and the rows and payload bytes its shuffles moved.
     """
     params = store.params
-    bits = options.bits_for(params.bits)
+    bits = int(options.bits_for(params.bits))  # whole: FindOptions keeps b = 1/2 to the local engine
     threshold = options.threshold
     profile: dict[str, float] = {}
     clock = time.perf_counter()
