@@ -444,7 +444,7 @@ def targets(rows: list[Row]) -> list[str]:
 
 
 def measured_code() -> str:
-    """Which dedup the children import, and its git commit."""
+    """The git commit of the dedup the children import (not its folder: the report may be read elsewhere)."""
     found = subprocess.run([sys.executable, "-c", "import dedup_cli, os; print(os.path.dirname(dedup_cli.__file__))"],
                            capture_output=True, text=True, check=True).stdout.strip()
     folder = Path(found).parent
@@ -453,10 +453,8 @@ def measured_code() -> str:
     changed = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--untracked-files=no", "--",
                               "dedup_cli"],
                              capture_output=True, text=True).stdout.strip()
-    branch = subprocess.run(["git", "-C", str(folder), "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    return (f"{folder} at commit {commit or 'unknown'}{f' (branch {branch})' if branch else ''}"
-            f"{', with uncommitted changes to dedup_cli/' if changed else ''}")
+    return (f"commit {commit or 'unknown'}"
+            f"{' with uncommitted changes to dedup_cli/' if changed else ''}")
 
 
 INTRO = """# Scaling: sign and find at -j 1, 2, … the cores
