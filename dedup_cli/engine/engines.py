@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 from dedup_cli.corpus.decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.sources import filter_source
@@ -22,7 +22,7 @@ from dedup_cli.engine.progress import InputProgress, Progress, silent
 from dedup_cli.engine.results import FindResult
 from dedup_cli.engine.sign_stage import Signed
 from dedup_cli.errors import UsageError
-from dedup_cli.inputs.locations import STDIN, Source
+from dedup_cli.inputs.locations import STDIN, FileRun, Source
 from dedup_cli.inputs.parquet import row_group_sizes
 from dedup_cli.inputs.reading import plan_inputs, walk_inputs
 from dedup_cli.inputs.report import ReadReport
@@ -34,6 +34,9 @@ from dedup_cli.params import SignatureParams
 from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.store import Store
+
+Walked = Source | FileRun
+"""What an engine signs: a file (or stdin), or whole text files found together (the local engine's walk)."""
 
 Unchanged = Callable[[str, str, Any], bool]
 """Whether a file (id, location, ``os.stat_result``) is in the store as it is now, so that it need not be read."""
@@ -52,7 +55,7 @@ class Engine(Protocol):
 
     options: EngineOptions
 
-    def sign(self, sources: Iterable[Source], stream: Any, run: StoreRun, index: DocumentIndex,
+    def sign(self, sources: Iterable[Walked], stream: Any, run: StoreRun, index: DocumentIndex,
              params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
              progress: InputProgress, unchanged: Unchanged | None) -> Signed:
         """Sign ``sources`` (from :func:`input_sources`) into ``run``, skipping what ``index`` holds unchanged; the
@@ -83,7 +86,7 @@ class LocalEngine:
     def __init__(self, options: EngineOptions) -> None:
         self.options = options
 
-    def sign(self, sources: Iterable[Source], stream: Any, run: StoreRun, index: DocumentIndex,
+    def sign(self, sources: Iterable[Walked], stream: Any, run: StoreRun, index: DocumentIndex,
              params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
              progress: InputProgress, unchanged: Unchanged | None) -> Signed:
         return sign_locally(sources, stream, run, index, params, reading, workers, choice, read, progress, unchanged)
@@ -113,13 +116,13 @@ class DaskEngine:
         self.client = client
         self.options = EngineOptions("dask", scheduler=client.scheduler.address)
 
-    def sign(self, sources: Iterable[Source], stream: Any, run: StoreRun, index: DocumentIndex,
+    def sign(self, sources: Iterable[Walked], stream: Any, run: StoreRun, index: DocumentIndex,
              params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
              progress: InputProgress, unchanged: Unchanged | None) -> Signed:
         from dedup_cli.engine.dask.sign import sign_on_cluster
 
         # Every source is planned before a task starts: the total is known, and the kernel is decided once.
-        planned = list(sources)
+        planned = cast(list[Source], list(sources))  # from plan_inputs: a Source per file
         progress.start(read.input_bytes)
         choice.see(len(planned), read.input_bytes or 0)
         choice.decide()
@@ -151,7 +154,7 @@ class DaskEngine:
 
 
 def input_sources(options: EngineOptions, inputs: Sequence[str], reading: InputOptions, read: ReadReport,
-                  stdin: Any = None) -> tuple[Iterable[Source], Any]:
+                  stdin: Any = None) -> tuple[Iterable[Walked], Any]:
     """The sources of ``inputs`` for the engine ``options`` name, and the stream of ``-``, checked before a store
     is touched (a missing input is an error). The local engine walks directories as it signs; a cluster's tasks
     are planned from every source at once, and its workers cannot read stdin."""

@@ -19,7 +19,7 @@ import numpy as np
 from dedup_cli.engine.progress import InputProgress
 from dedup_cli.engine.sign_stage import Signed
 from dedup_cli.engine.sign_workers import SignJob, TaskRows, sign_tasks
-from dedup_cli.inputs.locations import Source
+from dedup_cli.inputs.locations import FileRun, Source
 from dedup_cli.inputs.planning import plan_tasks
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.kernel.choice import KernelChoice
@@ -107,7 +107,7 @@ class TasksDone:
         return signed
 
 
-def sign_locally(sources: Iterable[Source], stream: Any, run: StoreRun, index: DocumentIndex,
+def sign_locally(sources: Iterable[Source | FileRun], stream: Any, run: StoreRun, index: DocumentIndex,
                  params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice,
                  read: ReadReport, progress: InputProgress,
                  unchanged: Callable[[str, str, Any], bool] | None) -> Signed:

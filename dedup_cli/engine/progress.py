@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from dedup_cli.inputs.locations import Source
+    from dedup_cli.inputs.locations import FileRun, Source
     from dedup_cli.inputs.report import ReadReport
 
 Advance = Callable[[int], None]
@@ -55,7 +55,7 @@ class InputProgress:
         self.started = False
         self.owed = 0
 
-    def walked(self, sources: Iterable[Source], read: ReadReport) -> Iterator[Source]:
+    def walked(self, sources: Iterable[Source | FileRun], read: ReadReport) -> Iterator[Source | FileRun]:
         yield from sources
         self.start(read.input_bytes)
 

@@ -26,7 +26,7 @@ from typing import BinaryIO, NamedTuple
 
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.files import open_input
-from dedup_cli.inputs.locations import STDIN, STDIN_NAME, Source, display_name
+from dedup_cli.inputs.locations import STDIN, STDIN_NAME, FileRun, Source, display_name
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import COMPRESSION_SUFFIXES, READ_ERRORS
 from dedup_cli.options.checks import literal
@@ -84,47 +84,109 @@ def _id_root(paths: Sequence[str], id_root: str | None) -> str:
 Found = tuple[str, str, str]
 """A file found: (its id, the displayed path relative to the id root; that path as the OS spells it; its path)."""
 
+WALK_FILES = 1024
+"""Files of one directory found, stated and handed on together: the walk's work per file is a few list
+operations on such batches, and the first tasks can start before a large directory is all stated."""
+
+
+class FoundFiles(NamedTuple):
+    """Files found one after another, in id order: their ids (the displayed paths relative to the id root), those
+    paths as the OS spells them, their paths, and ``os.stat`` of each when listed (objects in object storage)."""
+
+    ids: list[str]
+    relatives: list[str]
+    paths: list[str]
+    statuses: list[os.stat_result | None] | None = None
+
+
+def _kind(entry: os.DirEntry[str]) -> str | None:
+    """"d" for a directory to walk, "f" for a file, None for what the walk skips (hidden entries, links to
+    directories: a link to a directory is not followed, so links cannot loop)."""
+    if entry.name[0] == ".":
+        return None
+    try:
+        if not entry.is_dir():  # from the listing's entry type: no system call on most file systems
+            return "f"
+    except OSError:
+        return "f"
+    return None if entry.is_symlink() else "d"
+
+
+def _displayable(names: list[str]) -> bool:
+    """Whether every name is its own displayed name (valid UTF-8): one encoding of them all."""
+    try:
+        "".join(names).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
 
 def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | None,
-                 unreadable: Callable[[OSError], None]) -> Iterator[Found]:
+                 unreadable: Callable[[OSError], None]) -> Iterator[FoundFiles]:
     """The files under ``directory`` (``prefix``: its own relative path and ``/``), in id order, one directory
-    listing at a time: a directory's entries are sorted with a ``/`` after each subdirectory's name, so its files
-    come exactly where sorting all the relative paths would put them, and the walk yields the first files before
-    it has listed the rest. ``wanted`` (None: every file) filters the files by their displayed relative path."""
+    listing at a time, in batches of at most :data:`WALK_FILES`: a directory's entries are sorted with a ``/``
+    after each subdirectory's name, so its files come exactly where sorting all the relative paths would put them,
+    and the walk yields the first files before it has listed the rest. ``wanted`` (None: every file) filters the
+    files by their displayed relative path."""
     try:
         with os.scandir(directory) as listing:
-            entries = list(listing)
+            kinds = [(entry.name, _kind(entry)) for entry in listing]
     except OSError as error:
         unreadable(error)
         return
-    children = []
-    for entry in entries:
-        name = entry.name
-        if name[0] == ".":
-            continue
-        try:
-            is_directory = entry.is_dir()
-        except OSError:
-            is_directory = False
-        if not is_directory:
-            relative = prefix + name
-            children.append((display_name(relative), relative, name, False))
-        elif not entry.is_symlink():  # a link to a directory is not followed, so links cannot loop
-            relative = prefix + name + "/"
-            children.append((display_name(relative), relative, name, True))
-    children.sort()
     base = directory if directory.endswith("/") else directory + "/"
-    for shown, relative, name, is_directory in children:
-        if is_directory:
-            yield from _sorted_tree(base + name, relative, wanted, unreadable)
-        elif wanted is None or wanted(shown):
-            yield shown, relative, base + name
+    shown_prefix = display_name(prefix)
+    names = [name for name, kind in kinds if kind == "f"]
+    subdirectories = [name for name, kind in kinds if kind == "d"]
+    if not subdirectories and _displayable(names):  # the usual directory: its files, sorted by name
+        names.sort()
+        yield from _batches(names, prefix, shown_prefix, base, wanted)
+        return
+    children = sorted([(display_name(prefix + name), prefix + name, name, False) for name in names]
+                      + [(display_name(prefix + name + "/"), prefix + name + "/", name, True)
+                         for name in subdirectories])
+    files: list[str] = []
+    for _, relative, name, is_directory in children:
+        if not is_directory:
+            files.append(name)
+            continue
+        yield from _batches(files, prefix, shown_prefix, base, wanted)
+        files = []
+        yield from _sorted_tree(base + name, relative, wanted, unreadable)
+    yield from _batches(files, prefix, shown_prefix, base, wanted)
+
+
+def _batches(names: list[str], prefix: str, shown_prefix: str, base: str, wanted: Callable[[str], bool] | None
+             ) -> Iterator[FoundFiles]:
+    """The files ``names`` of one directory (in order) as batches of at most :data:`WALK_FILES`, filtered."""
+    for start in range(0, len(names), WALK_FILES):
+        batch = names[start:start + WALK_FILES]
+        relatives = [prefix + name for name in batch]
+        shown = relatives if shown_prefix == prefix and _displayable(batch) else [
+            display_name(relative) for relative in relatives]
+        if wanted is not None:
+            kept = [position for position, name in enumerate(shown) if wanted(name)]
+            if len(kept) < len(batch):
+                batch, relatives, shown = ([items[position] for position in kept]
+                                           for items in (batch, relatives, shown))
+        if batch:
+            yield FoundFiles(shown, relatives, [base + name for name in batch])
 
 
 def walk_files(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
                report: ReadReport, id_root: str | None = None) -> Iterator[SourceFile]:
-    """Files under ``named`` and ``listed`` paths, in id order, found as the iterator is consumed (``s3://`` URLs:
-    the objects under them, listed now, :func:`dedup_cli.inputs.remote.find_objects`).
+    """Files under ``named`` and ``listed`` paths, in id order, found as the iterator is consumed: those of
+    :func:`walk_file_batches`, one at a time."""
+    return (SourceFile(identifier, path, status) for batch in walk_file_batches(named, listed, include, exclude,
+                                                                                 report, id_root)
+            for identifier, path, status in zip(batch.ids, batch.paths, batch.statuses or [None] * len(batch.ids),
+                                                strict=True))
+
+
+def walk_file_batches(named: Sequence[str], listed: Sequence[str], include: Sequence[str], exclude: Sequence[str],
+                      report: ReadReport, id_root: str | None = None) -> Iterator[FoundFiles]:
+    """Files under ``named`` and ``listed`` paths, in id order, in batches, found as the iterator is consumed
+    (``s3://`` URLs: the objects under them, listed now, :func:`dedup_cli.inputs.remote.find_objects`).
 
     ``include``/``exclude`` are glob patterns matched against the path relative to the id root or the file
     name; they filter the files found in directories and the listed ones (a file named itself is always read).
@@ -136,8 +198,10 @@ def walk_files(named: Sequence[str], listed: Sequence[str], include: Sequence[st
     if any(is_url(name) for name in [*named, *listed]):
         from dedup_cli.inputs.remote import find_objects
 
-        return iter([SourceFile(display_name(relative), url, status) for relative, url, status in
-                     find_objects(named, listed, include, exclude, report, id_root, _matches)])
+        objects = find_objects(named, listed, include, exclude, report, id_root, _matches)
+        return iter([FoundFiles([display_name(relative) for relative, _, _ in objects],
+                                [relative for relative, _, _ in objects], [url for _, url, _ in objects],
+                                [status for _, _, status in objects])] if objects else [])
     named_absolute = []
     for name in named:
         if not os.path.lexists(name):
@@ -173,20 +237,35 @@ def walk_files(named: Sequence[str], listed: Sequence[str], include: Sequence[st
         if always or wanted(display_name(relative)):
             single.append((display_name(relative), relative, path))
     single.sort()
-    streams = [iter(single), *trees]
-    merged = streams[0] if len(trees) == 0 else streams[1] if not single and len(trees) == 1 else heapq.merge(
-        *streams)
-    return _distinct(merged)
+    if not single and len(trees) == 1:
+        return trees[0]  # one directory: its relative paths are distinct, and its batches already in order
+    return _batched(_distinct(heapq.merge(iter(single), *(_each(tree) for tree in trees))))
 
 
-def _distinct(files: Iterator[Found]) -> Iterator[SourceFile]:
-    """One :class:`SourceFile` per relative path (a file named and also found in a named directory is read once);
-    ids are the displayed names: two OS names may display alike, and the later one is then a duplicate id."""
+def _each(batches: Iterator[FoundFiles]) -> Iterator[Found]:
+    for batch in batches:
+        yield from zip(batch.ids, batch.relatives, batch.paths, strict=True)
+
+
+def _distinct(files: Iterator[Found]) -> Iterator[Found]:
+    """One file per relative path (a file named and also found in a named directory is read once); ids are the
+    displayed names: two OS names may display alike, and the later one is then a duplicate id."""
     previous = None
-    for shown, relative, path in files:
-        if relative != previous:
-            yield SourceFile(shown, path)
-        previous = relative
+    for found in files:
+        if found[1] != previous:
+            yield found
+        previous = found[1]
+
+
+def _batched(files: Iterator[Found]) -> Iterator[FoundFiles]:
+    batch: list[Found] = []
+    for found in files:
+        batch.append(found)
+        if len(batch) >= WALK_FILES:
+            yield FoundFiles(*(list(column) for column in zip(*batch, strict=True)))
+            batch = []
+    if batch:
+        yield FoundFiles(*(list(column) for column in zip(*batch, strict=True)))
 
 
 def read_file_list(files_from: str, null_separated: bool, stdin: BinaryIO) -> list[str]:
@@ -216,6 +295,13 @@ def walk_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
     it: a Parquet file without a named column (:func:`dedup_cli.inputs.parquet.check_columns`). Once the walk
     has ended, ``report.files_found`` and ``report.input_bytes`` (None when stdin is read) are set.
     """
+    return _sources(walk_runs(inputs, options, report, stdin))
+
+
+def walk_runs(inputs: Sequence[str], options: InputOptions, report: ReadReport, stdin: BinaryIO
+              ) -> Iterator[Source | FileRun]:
+    """:func:`walk_sources`, with the whole text files found one after another in a directory given together as
+    a :class:`FileRun` rather than a :class:`Source` each (what the local engine's planning takes)."""
     named = list(inputs)
     if not named and options.files_from is None:
         raise InputError("no input given; name files or directories, - for stdin, or {files_from} FILE", options=True)
@@ -229,33 +315,63 @@ def walk_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
     if reads_stdin and stdin_format == "parquet":
         raise UsageError("Parquet cannot be read from stdin (it needs a seekable file); save it to a file first")
     listed = read_file_list(options.files_from, options.null_separated, stdin) if options.files_from else []
-    files = walk_files([n for n in named if n != STDIN], listed, options.include, options.exclude, report,
-                       options.id_root)
+    files = walk_file_batches([n for n in named if n != STDIN], listed, options.include, options.exclude, report,
+                              options.id_root)
     first = [Source(STDIN, STDIN, STDIN_NAME, stdin_format, None)] if reads_stdin else []
-    return _sources(first, files, options, report)
+    return _runs(first, files, options, report)
 
 
-def _sources(first: list[Source], files: Iterator[SourceFile], options: InputOptions, report: ReadReport
-             ) -> Iterator[Source]:
-    """``first`` (stdin), then a :class:`Source` per file, stated as it is reached; the counts at the end."""
+def _status(path: str) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None  # reported when it is read
+
+
+def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOptions, report: ReadReport
+          ) -> Iterator[Source | FileRun]:
+    """``first`` (stdin), then the files of each batch, stated as it is reached: the whole text files among them
+    as :class:`FileRun` s, the others (line files, Parquet) a :class:`Source` each; the counts at the end."""
     yield from first
     count, total = len(first), 0
-    for file in files:
-        file_format, file_compression = format_and_compression(file.path)
-        try:
-            status: os.stat_result | None = file.status or os.stat(file.path)
-        except OSError:
-            status = None  # reported when it is read
-        source = Source(file.id, file.path, display_name(file.path),
-                        file_format if options.input_format == "auto" else options.input_format,
-                        file_compression, 0 if status is None else status.st_size, status)
-        if source.format == "parquet" and source.compression is None:
-            _check_parquet(source, options)
-        count += 1
-        total += source.size
-        yield source
+    fixed = None if options.input_format == "auto" else options.input_format
+    for batch in batches:
+        ids, paths = batch.ids, batch.paths
+        statuses = batch.statuses or [_status(path) for path in paths]
+        sizes = [0 if status is None else status.st_size for status in statuses]
+        count += len(paths)
+        total += sum(sizes)
+        if fixed is None:  # a name tells its format only when it ends like one: a slice of most names
+            others = [position for position, path in enumerate(paths) if path[-8:].lower().endswith(_KNOWN_ENDINGS)
+                      and format_and_compression(path)[0] != "text"]
+        else:
+            others = [] if fixed == "text" else list(range(len(paths)))
+        start = 0
+        for position in [*others, len(paths)]:
+            if position > start:
+                yield FileRun(ids[start:position], paths[start:position], statuses[start:position],
+                              sizes[start:position])
+            if position < len(paths):
+                path = paths[position]
+                file_format, file_compression = format_and_compression(path)
+                source = Source(ids[position], path, display_name(path), fixed or file_format, file_compression,
+                                sizes[position], statuses[position])
+                if source.format == "parquet" and source.compression is None:
+                    _check_parquet(source, options)
+                yield source
+            start = position + 1
     report.files_found += count
     report.input_bytes = None if first else total
+
+
+def _sources(walked: Iterator[Source | FileRun]) -> Iterator[Source]:
+    """A :class:`Source` per file of ``walked``."""
+    for item in walked:
+        if isinstance(item, Source):
+            yield item
+            continue
+        for identifier, path, status, size in zip(item.ids, item.paths, item.statuses, item.sizes, strict=True):
+            yield Source(identifier, path, display_name(path), "text", format_and_compression(path)[1], size, status)
 
 
 def _check_parquet(source: Source, options: InputOptions) -> None:

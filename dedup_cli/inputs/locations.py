@@ -123,3 +123,16 @@ class Source:
     # Parquet read in parts: row groups start … stop − 1 only, the first of them holding row ``first_row``.
     row_groups: tuple[int, int] | None = None
     first_row: int = 0
+
+
+@dataclass(frozen=True)
+class FileRun:
+    """Whole text files found one after another in one directory, in id order, each one document: what the walk
+    hands the local engine's planning in place of a :class:`Source` per file (lists, so that the driver's work
+    per file stays a few list operations). ``statuses``: ``os.stat`` of each (None when it failed: the file is
+    reported when read); ``sizes``: their sizes on disk (0 where the stat failed)."""
+
+    ids: list[str]
+    paths: list[str]
+    statuses: list[os.stat_result | None]
+    sizes: list[int]

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import os
 import stat as stat_module
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate
 from typing import Any, BinaryIO
 
 from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, LineChunk, in_place_chunks, line_chunks
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
-from dedup_cli.inputs.locations import STDIN, Source, location_path
+from dedup_cli.inputs.locations import STDIN, FileRun, Source, location_path
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import READ_ERRORS, Counted, Position, Prefixed, open_decompressed
+from dedup_cli.inputs.streams import READ_ERRORS, Counted, Position, Prefixed, compression, open_decompressed
 from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LinesTask, ReadTask, RowsTask
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.storage.urls import is_url
@@ -31,53 +33,113 @@ Unchanged = Callable[[str, str, os.stat_result], bool]
 # stays small (1 MB vs 8 MB batches: 0.27 s vs 0.30 s for 16 MB on 2 workers).
 TASK_BYTES = CHUNK_BYTES
 TASK_FILES = CHUNK_LINES
+# Later files tasks grow with the files planned before them (each at least 1/TASK_GROWTH of those), up to
+# LARGEST_TASK_BYTES: the driver's cost per task (handing it out, receiving its columns) then stays a small share
+# of a large corpus (10^5 files of 7 KB: 704 tasks of 1 MB, or 266 growing ones), while a small corpus keeps its
+# many small tasks. It depends on the inputs alone, so the tasks are the same whatever the number of workers.
+TASK_GROWTH = 64
+LARGEST_TASK_BYTES = 4 << 20
 
 
-def _skip_unchanged(source: Source, limit: int | None, unchanged: Unchanged | None) -> bool:
+def _skip_unchanged(identifier: str, path: str, status: os.stat_result | None, compressed: bool, limit: int | None,
+                    unchanged: Unchanged | None) -> bool:
     """Whether a whole file is skipped unread as already signed.
 
     Not when this run's rules would skip it anyway (a plain file over the size limit, judged from ``stat``), so
     that whether a stored document counts as seen (for ``--prune``) never depends on its modification time; and
     a compressed file is read when there is a size limit, its size being known only once decompressed.
     """
-    status = source.status
     if unchanged is None or status is None:
         return False
-    if source.compression is None:
+    if not compressed:
         if limit is not None and stat_module.S_ISREG(status.st_mode) and status.st_size > limit:
             return False
     elif limit is not None:
         return False
-    return unchanged(source.id, location_path(source.path), status)
+    return unchanged(identifier, location_path(path), status)
 
 
-def plan_tasks(sources: Iterable[Source], options: InputOptions, report: ReadReport, stdin: BinaryIO,
+def _changed_files(run: FileRun, limit: int | None, unchanged: Unchanged | None, report: ReadReport
+                   ) -> tuple[list[str], list[str], list[int]]:
+    """The ids, paths and sizes of the files of ``run`` to read: all but those skipped as unchanged (counted in
+    ``report.unchanged``, their size in ``report.input_done``)."""
+    if unchanged is None:
+        return run.ids, run.paths, run.sizes
+    read = [position for position, (identifier, path, status) in enumerate(zip(run.ids, run.paths, run.statuses,
+                                                                               strict=True))
+            if not _skip_unchanged(identifier, path, status, limit is not None and compression(path) is not None,
+                                   limit, unchanged)]
+    if len(read) == len(run.ids):
+        return run.ids, run.paths, run.sizes
+    report.unchanged += len(run.ids) - len(read)
+    report.input_done += sum(run.sizes) - sum(run.sizes[position] for position in read)
+    return ([run.ids[position] for position in read], [run.paths[position] for position in read],
+            [run.sizes[position] for position in read])
+
+
+class _FilesAhead:
+    """Whole files waiting to become a :class:`FilesTask`: cut when they reach :data:`TASK_BYTES` or
+    :data:`TASK_FILES`, so which tasks there are depends on the files alone, however they were batched."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.paths: list[str] = []
+        self.size = 0
+        self.planned = 0  # bytes of the files tasks so far
+
+    def task_bytes(self) -> int:
+        """The size the next task is cut at: :data:`TASK_BYTES`, growing with the files planned before it."""
+        return max(TASK_BYTES, min(LARGEST_TASK_BYTES, self.planned // TASK_GROWTH))
+
+    def add(self, ids: list[str], paths: list[str], sizes: list[int]) -> Iterator[FilesTask]:
+        """The tasks completed by these files (in order): the cut points found by bisection of their running
+        sizes, so the work per file is a slice."""
+        ends = list(accumulate(sizes))
+        start = 0
+        while start < len(ids):
+            before = ends[start - 1] if start else 0
+            task_bytes = self.task_bytes()
+            end = min(bisect_left(ends, task_bytes - self.size + before, start) + 1,
+                      start + TASK_FILES - len(self.ids), len(ids))
+            self.ids.extend(ids[start:end])
+            self.paths.extend(paths[start:end])
+            self.size += ends[end - 1] - before
+            start = end
+            if self.size >= task_bytes or len(self.ids) >= TASK_FILES:
+                yield from self.flush()
+
+    def flush(self) -> Iterator[FilesTask]:
+        if self.ids:
+            yield FilesTask(tuple(self.ids), tuple(self.paths), self.size)
+            self.planned += self.size
+            self.ids, self.paths, self.size = [], [], 0
+
+
+def plan_tasks(sources: Iterable[Source | FileRun], options: InputOptions, report: ReadReport, stdin: BinaryIO,
                unchanged: Unchanged | None = None) -> Iterator[ReadTask]:
-    """The tasks that read ``sources`` (from :func:`dedup_cli.inputs.discovery.plan_sources`), in order.
+    """The tasks that read ``sources`` (from :func:`dedup_cli.inputs.discovery.plan_sources`, or runs of whole
+    files from :func:`dedup_cli.inputs.discovery.walk_runs`), in order.
 
     Whole files skipped as unchanged are counted in ``report.unchanged`` and their size in ``report.input_done``;
     what is read here (stdin, line files, Parquet) is reported here or carried in the tasks.
     """
-    files: list[Source] = []
-    size = 0
+    files = _FilesAhead()
+    limit = options.max_document_bytes
     for source in sources:
+        if isinstance(source, FileRun):
+            yield from files.add(*_changed_files(source, limit, unchanged, report))
+            continue
         if source.format == "text" and source.path != STDIN:
-            if _skip_unchanged(source, options.max_document_bytes, unchanged):
+            if _skip_unchanged(source.id, source.path, source.status, source.compression is not None, limit,
+                               unchanged):
                 report.unchanged += 1
                 report.input_done += source.size
                 continue
-            files.append(source)
-            size += source.size
-            if size >= TASK_BYTES or len(files) >= TASK_FILES:
-                yield FilesTask.of(files, size)
-                files, size = [], 0
+            yield from files.add([source.id], [source.path], [source.size])
             continue
-        if files:
-            yield FilesTask.of(files, size)
-            files, size = [], 0
+        yield from files.flush()
         yield from _source_tasks(source, options, report, stdin)
-    if files:
-        yield FilesTask.of(files, size)
+    yield from files.flush()
 
 
 def _source_tasks(source: Source, options: InputOptions, report: ReadReport, stdin: BinaryIO) -> Iterator[ReadTask]:

@@ -21,8 +21,8 @@ from typing import BinaryIO
 import numpy as np
 
 from dedup_cli.inputs.columns import Wheres
-from dedup_cli.inputs.discovery import plan_sources, walk_sources
-from dedup_cli.inputs.locations import Source
+from dedup_cli.inputs.discovery import plan_sources, walk_runs
+from dedup_cli.inputs.locations import FileRun, Source
 from dedup_cli.inputs.planning import Unchanged, plan_tasks
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
@@ -39,12 +39,12 @@ def plan_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport
 
 
 def walk_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport,
-                stdin: BinaryIO | None = None) -> tuple[Iterator[Source], BinaryIO]:
-    """Check the inputs now and walk them as the iterator is consumed (:func:`plan_inputs`, lazily); returns the
-    sources and the stream read as stdin."""
+                stdin: BinaryIO | None = None) -> tuple[Iterator[Source | FileRun], BinaryIO]:
+    """Check the inputs now and walk them as the iterator is consumed (:func:`plan_inputs`, lazily, the whole
+    text files found one after another as :class:`FileRun` s); returns them and the stream read as stdin."""
     stream = stdin if stdin is not None else sys.stdin.buffer
     report.max_document_bytes = options.max_document_bytes
-    return walk_sources(inputs, options, report, stream), stream
+    return walk_runs(inputs, options, report, stream), stream
 
 
 def accept_documents(report: ReadReport, seen: set[str], ids: Sequence[str], wheres: Wheres,

@@ -219,18 +219,19 @@ def test_signing_starts_before_the_walk_ends(tmp_path: Path, monkeypatch: pytest
     for index in range(60):
         (corpus / f"{index:02d}.txt").write_text(f"document {index} says a few words of its own " * 4)
     monkeypatch.setattr(planning, "TASK_FILES", 4)  # 15 tasks; two workers hold at most 4 at a time
+    monkeypatch.setattr(discovery, "WALK_FILES", 4)  # the walk states the files four at a time
     events: list[str] = []
-    real_kinds, real_take = discovery.format_and_compression, local_sign.TasksDone.take
+    real_status, real_take = discovery._status, local_sign.TasksDone.take
 
-    def walking(name: str) -> tuple[str, str | None]:
+    def walking(path: str) -> os.stat_result | None:
         events.append("walked")
-        return real_kinds(name)
+        return real_status(path)
 
     def signed(done: local_sign.TasksDone, rows: Any) -> None:
         events.append("signed")
         real_take(done, rows)
 
-    monkeypatch.setattr(discovery, "format_and_compression", walking)
+    monkeypatch.setattr(discovery, "_status", walking)
     monkeypatch.setattr(local_sign.TasksDone, "take", signed)
     totals: list[int | None] = []
     report = dedup.sign([str(corpus)], tmp_path / "s.parquet", dedup.SignOptions(jobs=2, kernel="numpy"),

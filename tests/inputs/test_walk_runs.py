@@ -1,0 +1,130 @@
+"""The local engine's walk hands whole text files over in runs (a directory's files, a batch at a time) rather than
+one source each: whatever the batches, the files, their order, the reports and the tasks planned are those of a
+source per file, and so is the store, whatever the number of workers and over incremental runs."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dedup_cli as dedup
+from dedup_cli.inputs import discovery, planning
+from dedup_cli.inputs.locations import FileRun, Source
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.options.reading import InputOptions
+
+
+def nested_corpus(root: Path) -> Path:
+    """Nested folders of text files (some compressed, empty, not UTF-8 named, hidden, unreadable), with JSON
+    Lines and Parquet files between them, so runs of whole files are cut by other formats and by folders."""
+    folder = root / "corpus"
+    for depth, name in enumerate(["a", "a/b", "a/b/c", "d", "a-b"]):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        for number in range(7 + depth):
+            (folder / name / f"{number:02d}.txt").write_text(f"folder {name} file {number} says words " * (number + 1))
+    (folder / "a" / "03.jsonl").write_text("".join(json.dumps({"text": f"line {n} of a record"}) + "\n"
+                                                   for n in range(5)))
+    pq.write_table(pa.table({"text": ["a row of parquet", "another row"]}), folder / "a" / "b" / "05.parquet")
+    (folder / "a" / "04.txt.gz").write_bytes(gzip.compress(b"compressed words of a file"))
+    (folder / "d" / "empty.txt").write_text("")
+    (folder / "d" / ".hidden.txt").write_text("never read")
+    (folder / "d" / "bin.txt").write_bytes(b"binary\0file")
+    with open(os.fsencode(folder / "d") + b"/caf\xe9.txt", "wb") as handle:
+        handle.write(b"a name that is not UTF-8")
+    (folder / "a" / "b" / "01b.txt").symlink_to(folder / "nowhere")  # listed, but its stat and read fail
+    return folder
+
+
+def per_file(walked: list[Source | FileRun]) -> list[Source]:
+    return list(discovery._sources(iter(walked)))
+
+
+def walk(folder: Path, options: InputOptions) -> tuple[list[Source | FileRun], ReadReport]:
+    report = ReadReport()
+    return list(discovery.walk_runs([str(folder)], options, report, io.BytesIO())), report
+
+
+def task_keys(tasks: list[Any]) -> list[Any]:
+    return [(type(task).__name__, getattr(task, "ids", None), getattr(task, "paths", None), task.input_bytes)
+            for task in tasks]
+
+
+@pytest.mark.parametrize("filters", [{}, {"include": ("*.txt",)}, {"exclude": ("a/b/*", "0[13].txt")}])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.integers(1, 9), task_files=st.integers(1, 6), task_bytes=st.integers(1, 400))
+def test_runs_give_the_files_and_tasks_of_a_source_per_file(tmp_path_factory: pytest.TempPathFactory,
+                                                           monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any],
+                                                           batch: int, task_files: int, task_bytes: int) -> None:
+    folder = nested_corpus(tmp_path_factory.mktemp("walk"))
+    options = InputOptions(**filters)
+    whole, whole_report = walk(folder, options)  # every directory's files in one batch
+    monkeypatch.setattr(discovery, "WALK_FILES", batch)
+    monkeypatch.setattr(planning, "TASK_FILES", task_files)
+    monkeypatch.setattr(planning, "TASK_BYTES", task_bytes)
+    batched, report = walk(folder, options)
+    assert any(isinstance(item, FileRun) for item in batched)
+    assert per_file(batched) == per_file(whole) and report == whole_report
+    sources = per_file(batched)
+    assert [source.id for source in sources] == sorted(source.id for source in sources)
+    planned = [ReadReport(), ReadReport()]
+    from_runs = list(planning.plan_tasks(batched, options, planned[0], io.BytesIO()))
+    from_sources = list(planning.plan_tasks(sources, options, planned[1], io.BytesIO()))
+    assert task_keys(from_runs) == task_keys(from_sources) and planned[0] == planned[1]
+    unchanged = {source.id for source in sources[::3]}
+    skipped = [ReadReport(), ReadReport()]
+
+    def known(identifier: str, location: str, status: os.stat_result) -> bool:
+        return identifier in unchanged
+
+    from_runs = list(planning.plan_tasks(batched, options, skipped[0], io.BytesIO(), known))
+    from_sources = list(planning.plan_tasks(sources, options, skipped[1], io.BytesIO(), known))
+    assert task_keys(from_runs) == task_keys(from_sources) and skipped[0] == skipped[1]
+    assert skipped[0].unchanged > 0
+
+
+def signed(store: Path) -> tuple[Any, ...]:
+    stored = dedup.read_store(store)
+    return tuple(stored.ids), tuple(stored.paths), stored.packed.tobytes(), stored.shingle_counts.tobytes()
+
+
+def reported(report: dedup.SignReport) -> tuple[Any, ...]:
+    read = report.read
+    return (report.documents, report.unchanged, report.files_found, read.documents, read.bytes_read,
+            read.input_bytes, tuple(read.unreadable), tuple(read.binary), tuple(read.duplicate_ids))
+
+
+@pytest.mark.parametrize("filters", [{}, {"include": ("*.txt", "*.jsonl"), "exclude": ("a/b/c/*",)}])
+def test_any_number_of_workers_signs_a_nested_folder_alike_incrementally(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any]) -> None:
+    _signs_alike(tmp_path, monkeypatch, filters)
+
+
+def _signs_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any]) -> None:
+    folder = nested_corpus(tmp_path)
+    monkeypatch.setattr(discovery, "WALK_FILES", 3)
+    monkeypatch.setattr(planning, "TASK_FILES", 4)
+    results = {}
+    for jobs in (1, 2, 3):
+        store = tmp_path / f"store-{jobs}"
+        options = dedup.SignOptions(jobs=jobs, kernel="numpy", prune=True, input=dedup.InputOptions(**filters))
+        first = dedup.sign([str(folder)], store, options)
+        assert first.read.count("unreadable") == 1 and first.read.count("binary") == 1
+        after_first = signed(store)
+        (folder / "a" / "02.txt").write_text("changed since the first run")
+        (folder / "d" / "00.txt").unlink()
+        second = dedup.sign([str(folder)], store, options)
+        assert second.unchanged > 10 and second.run is not None and second.run.changed == 1
+        results[jobs] = (reported(first), after_first, reported(second), signed(store))
+        (folder / "a" / "02.txt").write_text("folder a file 2 says words " * 3)
+        (folder / "d" / "00.txt").write_text("folder d file 0 says words ")
+    assert results[1] == results[2] == results[3]
