@@ -100,6 +100,10 @@ COMMANDS = [
     pytest.param(Command(lambda p: ["find", str(p.store), "--engine", "dask", "--workers", "2", "-q"],
                          workers=2, worker="dedup_cli", result=printed, prepare=signing, settle=1.0),
                  id="find-dask", marks=needs_dask),
+    # The same, killed while the workers are still starting (before Dask's own watch of their nanny is set up).
+    pytest.param(Command(lambda p: ["find", str(p.store), "--engine", "dask", "--workers", "2", "-q"],
+                         workers=2, worker="dedup_cli", result=printed, prepare=signing, settle=0.2),
+                 id="find-dask-starting", marks=needs_dask),
 ]
 
 

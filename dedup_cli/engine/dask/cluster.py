@@ -39,6 +39,7 @@ from dedup_cli.errors import DedupError
 from dedup_cli.files import unlink_quietly
 from dedup_cli.options.checks import literal
 from dedup_cli.options.engines import EngineOptions
+from dedup_cli.processes import die_with_parent
 
 ALLOWED_FAILURES = 3
 """Workers a task may lose before Dask gives up on it (its ``distributed.scheduler.allowed-failures``)."""
@@ -49,6 +50,30 @@ CLOSE_SECONDS = 20
 WORKER_START = "fork" if sys.platform.startswith("linux") else "spawn"
 """How a local cluster's worker processes start: forked on Linux; spawned elsewhere, where forking a process with
 threads is unsafe (macOS) or impossible (Windows)."""
+
+_forking_pid = 0  # the process forking now (set just before each fork)
+_forks_end_with_parent = False  # whether this process has started a local cluster, whose workers it forks
+
+
+def _note_forking_process() -> None:
+    global _forking_pid
+    _forking_pid = os.getpid()
+
+
+def _end_with_forking_process() -> None:
+    if _forks_end_with_parent:
+        die_with_parent(_forking_pid)
+
+
+def _workers_end_with_this_process() -> None:
+    """Every process this one forks from now on (a local cluster's workers, forked by its nannies in this
+    process) ends when this one ends: killed alone (``kill -9``, the out-of-memory killer), a driver would otherwise
+    leave its workers running until Dask's own watch of their nanny noticed, if ever."""
+    global _forks_end_with_parent
+    if not _forks_end_with_parent and hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_note_forking_process, after_in_child=_end_with_forking_process)
+        _forks_end_with_parent = True
+
 
 ROUTED_LOGGERS = ("distributed", "dask", "tornado", "asyncio")
 """The loggers (with their children) whose records go to the run's log file instead of stderr."""
@@ -180,6 +205,7 @@ def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Itera
             # dedup's): spawned, each imported them again, about a second of CPU a worker before its first task.
             # The scheduler serves HTTP (health, metrics) even without a dashboard, by default on port 8787: on
             # port 0 instead, so that two runs on one machine never meet there (Dask warns, and moves the second)
+            _workers_end_with_this_process()
             with dask.config.set({"distributed.worker.multiprocessing-method": WORKER_START}):
                 cluster = LocalCluster(n_workers=options.cluster_workers, threads_per_worker=1, processes=True,
                                        memory_limit=options.memory_limit, host="127.0.0.1", dashboard_address=None,
