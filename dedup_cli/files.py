@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from dedup_cli.processes import running
 from dedup_cli.storage.urls import is_url
 
 MAX_LINK_HOPS = 40
@@ -105,13 +106,7 @@ def process_alive(pid: int) -> bool:
     """Whether process ``pid`` runs (this process's own pid counts as a killed earlier run's)."""
     if pid == os.getpid():
         return False  # an earlier run with this pid: it was killed, this one is not it
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return running(pid)
 
 
 @contextmanager
