@@ -57,6 +57,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+from scale import _descendants  # bench/scale.py, beside this script: every process below a pid, from /proc
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -197,21 +198,6 @@ def compile_kernel() -> None:
 
 
 # --- one measured command -----------------------------------------------------------------------------------
-
-
-def _descendants(pid: int) -> list[int]:
-    found: list[int] = []
-    try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for thread in threads:
-        try:
-            with open(f"/proc/{pid}/task/{thread}/children") as children:
-                found += [int(x) for x in children.read().split()]
-        except OSError:
-            continue
-    return found + [grandchild for child in found for grandchild in _descendants(child)]
 
 
 def _cpu_seconds(pid: int) -> float | None:

@@ -398,3 +398,14 @@ def reused_bands(note: str) -> int:
     """How many bands ``resuming: candidates for bands 1–4, 7–9 from DIR`` names."""
     ranges = note.split("bands ")[1].split(" from")[0]
     return sum(int(b) - int(a) + 1 for a, b in (part.split("–") for part in ranges.split(", ")))
+
+
+def bible_jsonl(path: Path) -> Path:
+    """The bible editions of the sample corpora as one JSON Lines file (an id and a text a line)."""
+    import json
+
+    bible = SAMPLE_CORPORA / "bible-editions"
+    lines = [json.dumps({"id": file.relative_to(bible).as_posix(), "text": file.read_text("utf-8")})
+             for file in sorted(bible.rglob("*.txt"))]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -18,12 +18,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import REPO
+from helpers import REPO, bible_jsonl
 from s3_server import ACCESS_KEY, FaultProxy, Faults, S3Server
 
 from dedup_cli.cli.main import cli
@@ -66,25 +65,6 @@ def keys(url: str) -> list[str]:
     from dedup_cli.storage import objects
 
     return [item.url[len(url) + 1:] for item in objects.listing(url)]
-
-
-def bible_jsonl(path: Path) -> Path:
-    """The bible editions as one JSON Lines file (an id and a text a line)."""
-    lines = [json.dumps({"id": file.relative_to(BIBLE).as_posix(), "text": file.read_text("utf-8")})
-             for file in sorted(BIBLE.rglob("*.txt"))]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def proxy(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultProxy]:
-    """A proxy in front of the server, which this process's requests go through."""
-    running = FaultProxy(s3_server.endpoint).start()
-    monkeypatch.setenv("AWS_ENDPOINT_URL", running.endpoint)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 # --- the same bytes as with local paths ---------------------------------------------------------------------------

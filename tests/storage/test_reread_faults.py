@@ -10,13 +10,12 @@ estimate, with the warning.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from helpers import REPO
-from s3_server import FaultProxy, Faults, S3Server
+from helpers import REPO, bible_jsonl
+from s3_server import FaultProxy, Faults
 
 from dedup_cli.cli.main import cli
 
@@ -39,24 +38,6 @@ def upload(local: Path, url: str, pattern: str = "*.txt") -> None:
     fs = objects.client(url)
     for path in sorted(local.rglob(pattern)):
         fs.pipe_file(f"{url.removeprefix('s3://')}/{path.relative_to(local).as_posix()}", path.read_bytes())
-
-
-def bible_jsonl(path: Path) -> Path:
-    lines = [json.dumps({"id": file.relative_to(BIBLE).as_posix(), "text": file.read_text("utf-8")})
-             for file in sorted(BIBLE.rglob("*.txt"))]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def proxy(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultProxy]:
-    """A proxy in front of the server, which this process's requests go through."""
-    running = FaultProxy(s3_server.endpoint).start()
-    monkeypatch.setenv("AWS_ENDPOINT_URL", running.endpoint)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture(params=["files", "jsonl"])
