@@ -409,3 +409,15 @@ def bible_jsonl(path: Path) -> Path:
              for file in sorted(bible.rglob("*.txt"))]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def exact_resemblances(corpus: Path) -> dict[tuple[str, str], float]:
+    """The exact resemblance (Jaccard of 5-word shingle sets) of every pair of a corpus's documents, by sorted ids."""
+    from dedup_cli.text.shingles import document_shingles
+
+    sets = {d.id: document_shingles(d.text, 5, "word") for d in read_corpus(corpus)}
+    result = {}
+    for a, b in itertools.combinations(sorted(sets), 2):
+        shared = np.intersect1d(sets[a], sets[b]).size
+        result[(a, b)] = shared / (sets[a].size + sets[b].size - shared)
+    return result

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import json
 import math
 from pathlib import Path
@@ -13,27 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import SAMPLE_CORPORA, read_corpus
+from helpers import SAMPLE_CORPORA, exact_resemblances
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.errors import OptionError
-from dedup_cli.text.shingles import document_shingles
 
 
 def run(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
     return result.exit_code, result.stdout, result.stderr
-
-
-def exact_resemblances(corpus: Path) -> dict[tuple[str, str], float]:
-    documents = read_corpus(corpus)
-    sets = {d.id: document_shingles(d.text, 5, "word") for d in documents}
-    result = {}
-    for a, b in itertools.combinations(sorted(sets), 2):
-        shared = np.intersect1d(sets[a], sets[b]).size
-        result[(a, b)] = shared / (sets[a].size + sets[b].size - shared)
-    return result
 
 
 @pytest.fixture(scope="module", params=["bible-editions", "licenses"])
