@@ -181,7 +181,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["corpus.sources"], ["corpus.pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
-        ["engine.forked"],
+        ["engine.forked", "engine.find_plan"],
         ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras", "engine.progress"],
         ["engine.band_rounds"],
         ["engine.local", "engine.sign_workers", "engine.filter_stages", "engine.evaluation"],

@@ -55,9 +55,16 @@ def pair_margin(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_
     return z * math.sqrt(max(variance, 0.0))
 
 
+def pair_floor(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_MARGIN_Z) -> float:
+    """R0 − :func:`pair_margin`: the lowest 2-way estimate a pair may have and still be an edge of a candidate
+    triple (arguments as :func:`pair_margin`'s). ``find`` computes it once, in its plan
+    (:mod:`dedup_cli.engine.find_plan`), for every stage that needs it."""
+    return threshold - pair_margin(threshold, num_perm, bits, z)
+
+
 def candidate_triples(
     pairs: EstimatedPairs, num_docs: int, threshold: float, bits: int, num_perm: int, z: float = TRIPLE_MARGIN_Z,
-    max_wedges: int = WEDGE_BATCH,
+    max_wedges: int = WEDGE_BATCH, floor: float | None = None,
 ) -> np.ndarray:
     """Candidate triples: triangles of the LSH candidate pairs whose estimate is ≥ R0 − :func:`pair_margin`.
 
@@ -69,10 +76,13 @@ def candidate_triples(
         num_perm: k.
         z: the margin in standard errors.
         max_wedges: wedges per batch of :func:`triangles`.
+        floor: R0 − margin when already known (:func:`pair_floor` of these arguments, as ``find``'s plan holds
+            it); None computes it here.
 
     Returns:
         int64[n_candidates, 3], rows ascending, sorted.
     """
-    floor = threshold - pair_margin(threshold, num_perm, bits, z)
+    if floor is None:
+        floor = pair_floor(threshold, num_perm, bits, z)
     kept = pairs.estimate >= floor
     return triangles(pairs.first[kept], pairs.second[kept], num_docs, max_wedges=max_wedges)

@@ -21,10 +21,10 @@ from dedup_cli.candidates.buckets import CandidateResult, bands_pair_codes, cand
 from dedup_cli.candidates.match_bounds import min_matches_for_threshold, min_xor_matches_for_threshold
 from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
-from dedup_cli.candidates.triples import EstimatedPairs, candidate_triples, pair_margin
+from dedup_cli.candidates.triples import EstimatedPairs, candidate_triples
 from dedup_cli.engine import forked
+from dedup_cli.engine.find_plan import FindPlan
 from dedup_cli.engine.forked import chunk_bounds, forked_map, useful_workers
-from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
@@ -34,7 +34,6 @@ from dedup_cli.groups.representatives import representatives, weakest_estimates
 from dedup_cli.groups.strict import strict_groups
 from dedup_cli.inputs.fields import field_values
 from dedup_cli.inputs.reread import same_file_aliases
-from dedup_cli.options.finding import FindOptions
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.storage.urls import is_url
 from dedup_cli.store.snapshot import StoredSignatures
@@ -44,14 +43,6 @@ from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
 def set_size_ratios(shingle_counts: np.ndarray, universe: int) -> np.ndarray:
     """r = f/D of every document: float64[n_docs] (≈ 0 for hashed text; it enters C_1,b and C_2,b)."""
     return shingle_counts.astype(np.float64) / float(universe)
-
-
-def estimator_name(r: np.ndarray, bits: float = 8) -> str:
-    """Which estimator and coefficients the 2-way estimates used, for the summary."""
-    kind = "b = 1/2 (XOR bits, Li & König eq. 25)" if is_half_bit(bits) else "b-bit"
-    if r.size and r.max() > DENSE_R:
-        return f"{kind} with precise r = f/D (max r = {r.max():.3g})"
-    return f"{kind}, sparse limit (r ≈ 0)"
 
 
 def lsh_candidates(stored_values: np.ndarray, banding: Banding, eligible: np.ndarray,
@@ -79,18 +70,20 @@ def lsh_candidates(stored_values: np.ndarray, banding: Banding, eligible: np.nda
     return found.first, found.second, found.oversized_buckets
 
 
-def every_pair_candidates(values: np.ndarray, bits: float, threshold: float, r: np.ndarray, eligible: np.ndarray,
+def every_pair_candidates(values: np.ndarray, bits: float, floor: float, r: np.ndarray, eligible: np.ndarray,
                           progress: Callable[[int], None] | None = None, jobs: int = 1
                           ) -> tuple[np.ndarray, np.ndarray]:
-    """Every eligible pair whose b-bit match count can reach R0 − margin: (int64[m] first, int64[m] second).
+    """Every eligible pair whose b-bit match count can reach ``floor``, R0 − margin (``FindPlan.pair_floor``):
+    (int64[m] first, int64[m] second).
 
-    The margin keeps the pairs a triple or an exact check may still need (:func:`pair_margin`). With ``jobs``
-    > 1, forked workers compare blocks of rows of the upper triangle (worker w the blocks w, w + jobs, …, which
-    balances the shrinking rows), handed back in order: the same pairs. With b = 1/2 ``values`` are the XOR bits,
-    compared as 1-bit values.
+    The margin keeps the pairs a triple or an exact check may still need
+    (:func:`dedup_cli.candidates.triples.pair_margin`, at k = ``values.shape[1]``). With ``jobs`` > 1, forked
+    workers compare blocks of rows of the upper triangle (worker w the blocks w, w + jobs, …, which balances the
+    shrinking rows), handed back in order: the same pairs. With b = 1/2 ``values`` are the XOR bits, compared as
+    1-bit values.
     """
     num_perm = values.shape[1]
-    floor = max(threshold - pair_margin(threshold, num_perm, bits), 1e-9)
+    floor = max(floor, 1e-9)
     if is_half_bit(bits):
         needed = min_xor_matches_for_threshold(floor, num_perm, r)
         bits = 1
@@ -199,6 +192,7 @@ def find_triples(
     z: float = TRIPLE_MARGIN_Z,
     level: float = 0.95,
     max_wedges: int = WEDGE_BATCH,
+    floor: float | None = None,
 ) -> ScoredTriples:
     """Triples with 3-way estimate R̂ ≥ R0, sorted by descending estimate, then by documents.
 
@@ -221,6 +215,7 @@ def find_triples(
         z: the pair margin in standard errors.
         level: confidence level of the intervals.
         max_wedges: wedges per batch of :func:`dedup_cli.candidates.triangles.triangles`.
+        floor: R0 − margin (``FindPlan.pair_floor``), or None to compute it from ``z``.
 
     Raises:
         ValueError: bits < 2, or a threshold outside (0, 1].
@@ -228,7 +223,8 @@ def find_triples(
     if bits < 2:
         raise ValueError(THREE_WAY_BITS_MESSAGE)
     num_docs, num_perm = values.shape
-    candidates = candidate_triples(pairs, num_docs, threshold, bits, num_perm, z=z, max_wedges=max_wedges)
+    candidates = candidate_triples(pairs, num_docs, threshold, bits, num_perm, z=z, max_wedges=max_wedges,
+                                   floor=floor)
     accepted = score_triples(values, candidates, r, bits, level, threshold=threshold)
     order = np.lexsort((accepted.docs[:, 2], accepted.docs[:, 1], accepted.docs[:, 0], -accepted.estimate))
     return accepted.select(order)
@@ -282,7 +278,7 @@ class Concluded:
 
 def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored: ScoredPairs,
              exact_all: np.ndarray, decided: np.ndarray, aliases: np.ndarray, new: np.ndarray | None,
-             options: FindOptions, bits: float, reference: np.ndarray | None = None) -> Concluded:
+             plan: FindPlan, reference: np.ndarray | None = None) -> Concluded:
     """The stages after the decisions: accepted pairs, triples (``ways=3``), ``new_since`` and ``against``,
     groups, weakest links and representatives.
 
@@ -300,14 +296,15 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
         decided: bool[m], the accepted candidates (aliases already left out).
         aliases: int64[a], documents that are another document's file under a second name.
         new: bool[n_docs], the documents reports must touch (:func:`new_documents`), or None.
+        plan: the find's plan: its options, b and, for triples, R0 − margin.
         reference: bool[n_docs] with ``against``: the reference store's documents.
     """
-    threshold = options.threshold
+    options, bits, threshold = plan.options, plan.bits, plan.threshold
     accepted = scored.select(decided)
     exact = exact_all[decided]
     found_triples = None
     if options.ways == 3:
-        found_triples = find_triples(values, scored, r, threshold, int(bits))
+        found_triples = find_triples(values, scored, r, threshold, int(bits), floor=plan.triple_floor)
         if aliases.size:
             found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new is not None:

@@ -14,15 +14,15 @@ The local engine's ``sign`` is :mod:`dedup_cli.engine.sign_workers`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dedup_cli.candidates.banding import BandingChoice, resolve_banding
-from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import find_stages as stages
 from dedup_cli.engine import forked
 from dedup_cli.engine.band_rounds import streamed_candidates
+from dedup_cli.engine.find_plan import FindPlan, plan_find
 from dedup_cli.engine.forked import forked_map, useful_workers
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
@@ -32,6 +32,7 @@ from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.documents import Mapper, NumberedDocuments
 from dedup_cli.store.numbering import Documents
+from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
 
@@ -53,134 +54,153 @@ def find(stores: Sequence[Store], options: FindOptions, progress: Progress = sil
         return find_documents(documents, options, progress, stores)
 
 
+@dataclass
+class Scores:
+    """The scored stage: the candidate pairs scored, as pairs of the candidates' documents ``docs``."""
+
+    docs: np.ndarray  # int64[m], the candidates' documents, ascending
+    oversized: int  # buckets cut
+    scored: ScoredPairs  # first and second number the documents 0 … m − 1, in the order of ``docs``
+
+
+@dataclass
+class Candidates:
+    """The candidates' documents read whole, numbered 0 … m − 1 in document order."""
+
+    store: StoredSignatures
+    values: np.ndarray  # uint[m, k], their b-bit values (the XOR bits with b = 1/2)
+    r: np.ndarray  # float64[m], r = f/D
+
+
+@dataclass
+class Decisions:
+    """The decisions stage: exact checks of the borderline pairs, accepted pairs, the aliases left out."""
+
+    exact: np.ndarray  # float64[p], NaN where unchecked
+    decided: np.ndarray  # bool[p], aliases left out
+    aliases: np.ndarray  # int64[a], candidates' documents that are another's file under a second name
+    verification: Verification | None
+
+
+def plan_documents(documents: Documents, options: FindOptions) -> FindPlan:
+    """The plan (:mod:`dedup_cli.engine.find_plan`) of a ``find`` of numbered documents."""
+    counts, runs = documents.shingle_counts, documents.runs
+    return plan_find(options, documents.params, documents.documents, int(np.count_nonzero(counts > 0)),
+                     _reference_start(documents), int(counts.max()) if counts.size else 0,
+                     (int(runs.min()), int(runs.max())) if runs.size else None)
+
+
 def find_documents(documents: Documents, options: FindOptions, progress: Progress = silent,
                    stores: Sequence[Store] = ()) -> FindResult:
     """:func:`find` of documents already numbered: a store's (and a reference store's), or texts signed in
     memory. ``stores``: the stores they come from, which a ``work_dir`` is keyed by (none in memory)."""
-    params = documents.params
-    threshold = options.threshold
-    bits = options.bits_for(params.stored_bits)
-    counts = documents.shingle_counts
-    eligible = counts > 0  # a document with no shingle resembles nothing
-    reference = None
-    if documents.store_starts.size > 2:
-        reference = np.arange(documents.documents) >= documents.store_starts[1]
-    new = stages.new_documents(documents.runs, options.new_since, reference)
+    plan = plan_documents(documents, options)
     work = None if options.work_dir is None or not stores else WorkDir(options.work_dir, stores)
-    jobs = options.workers
-    choice = None
-    if options.candidates == "lsh":
-        recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
-        choice = resolve_banding(threshold, params.num_perm, params.stored_bits, recall, options.bands, options.rows,
-                                 documents=int(np.count_nonzero(eligible)))
-    # What each stage depends on besides the stores: a stage kept by an earlier run is reused only when all of it
-    # matches (store.checkpoints).
-    found_by = dict(method=options.candidates, max_bucket=options.max_bucket, threshold=threshold, bits=bits,
-                    banding=None if choice is None else (choice.banding.bands, choice.banding.rows))
-    scored_by = dict(found_by, new_since=options.new_since, only_across=options.only_across, ways=options.ways)
-    decided_by = dict(scored_by, verify=options.verify)
-    scored_key = None if work is None else work.key("scored", **scored_by)
-    decided_key = None if work is None else work.key("decisions", **decided_by)
-    kept_scores = None if work is None or scored_key is None else work.load("scored", scored_key)
-
-    if kept_scores is None:
-        first, second, oversized = _candidates(documents, eligible, choice, options, bits, progress, work)
-        if new is not None and options.ways == 2:
-            # Only pairs touching a new document matter; dropping the others before scoring saves the work.
-            touching = stages.wanted(np.c_[first, second], new, reference, options.only_across)
-            first, second = first[touching], second[touching]
-        # From here on only the candidates' documents, numbered 0 … m − 1 in the same order.
-        progress.stage("reading the candidates' documents", None)
-        docs = sorted_unique(np.concatenate([first, second]))
-        store = documents.stored(docs, mapper=_reader(documents, docs, jobs))
-        values = store.values(bits)
-        r = stages.set_size_ratios(store.shingle_counts, params.universe)
-        progress.stage("scoring", None)
-        scored = stages.score_in_chunks(values, np.searchsorted(docs, first), np.searchsorted(docs, second), r,
-                                        bits, jobs)
-        if work is not None and scored_key is not None:
-            work.save("scored", scored_key, {"docs": docs, "oversized": np.array(oversized),
-                                             **{name: getattr(scored, name) for name in SCORE_FIELDS}})
-    else:
-        progress.note(f"resuming: scored candidate pairs from {options.work_dir}")
-        docs, oversized = kept_scores["docs"], int(kept_scores["oversized"])
-        scored = ScoredPairs(**{name: kept_scores[name] for name in SCORE_FIELDS})
-        progress.stage("reading the candidates' documents", None)
-        store = documents.stored(docs, mapper=_reader(documents, docs, jobs))
-        values = store.values(bits)
-        r = stages.set_size_ratios(store.shingle_counts, params.universe)
-    candidates = int(scored.first.size)
-    reference = None if reference is None else reference[docs]
-    new = None if new is None else new[docs]
-
-    kept_decisions = None if work is None or decided_key is None else work.load("decisions", decided_key)
-    if kept_decisions is None:
-        progress.stage("exact checks", None)
-        exact_all, verification = stages.verify_borderline(store, scored, threshold, options.verify, jobs)
-        decided = stages.decide(scored.estimate, exact_all, threshold)
-        # One file under two names is one document; across two stores it is a duplicate to report.
-        same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
-        aliases = stages.alias_documents(store.paths, scored.first[same], scored.second[same])
-        if aliases.size:
-            decided &= stages.without(aliases, scored.first, scored.second)
-        if work is not None and decided_key is not None:
-            checked = -1 if verification is None else verification.checked
-            missing = [] if verification is None else verification.unverifiable_documents
-            work.save("decisions", decided_key, {"exact": exact_all, "decided": decided, "aliases": aliases,
-                                                 "checked": np.array(checked), "unverifiable": np.array(missing, str)})
-    else:
-        progress.note(f"resuming: exact checks and decisions from {options.work_dir}")
-        exact_all, decided, aliases = kept_decisions["exact"], kept_decisions["decided"], kept_decisions["aliases"]
-        checked = int(kept_decisions["checked"])
-        verification = None if checked < 0 else Verification(np.empty(0), checked,
-                                                             kept_decisions["unverifiable"].tolist())
+    start = plan.reference_start
+    reference = None if start is None else np.arange(documents.documents) >= start
+    new = stages.new_documents(documents.runs, options.new_since, reference)
+    scores, candidates = scored_candidates(documents, plan, reference, new, work, progress)
+    reference = None if reference is None else reference[scores.docs]
+    new = None if new is None else new[scores.docs]
+    decisions = decided_candidates(candidates.store, scores.scored, plan, reference, work, progress)
     progress.stage("groups", None)
-    concluded = stages.conclude(store, values, r, scored, exact_all, decided, aliases, new, options, bits, reference)
+    concluded = stages.conclude(candidates.store, candidates.values, candidates.r, scores.scored, decisions.exact,
+                                decisions.decided, decisions.aliases, new, plan, reference)
     if work is not None:
         work.finish(options.keep_work)
-    runs = documents.runs
     return FindResult(
-        store=store,
-        bits=bits,
-        threshold=threshold,
-        banding=None if choice is None else choice.banding,
-        candidates=candidates,
-        accepted=concluded.pairs,
-        exact=concluded.exact,
-        accepted_triples=concluded.triples,
-        grouping=concluded.groups,
-        weakest=concluded.weakest,
-        kept=concluded.kept,
-        oversized_buckets=oversized,
-        eligible=int(np.count_nonzero(eligible)),
-        verification=verification,
-        aliases=int(aliases.size),
-        seconds=0.0,
-        estimator=stages.estimator_name(stages.set_size_ratios(counts, params.universe), bits),
-        reference=reference,
-        against=options.against,
-        keep_field_problems=concluded.keep_field_problems,
-        banding_choice=choice,
-        documents=documents.documents,
-        run_span=(int(runs.min()), int(runs.max())) if runs.size else None,
-        reference_documents=None if reference is None else int(documents.documents - documents.store_starts[1]),
-    )
+        store=candidates.store, accepted=concluded.pairs, exact=concluded.exact, accepted_triples=concluded.triples,
+        grouping=concluded.groups, weakest=concluded.weakest, kept=concluded.kept,
+        keep_field_problems=concluded.keep_field_problems, reference=reference,
+        **plan.result_fields(scores.scored.first.size, scores.oversized, decisions.verification,
+                             decisions.aliases.size))
 
 
-def _candidates(documents: Documents, eligible: np.ndarray, choice: BandingChoice | None,
-                options: FindOptions, bits: float, progress: Progress, work: WorkDir | None
+def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarray | None, new: np.ndarray | None,
+                      work: WorkDir | None, progress: Progress) -> tuple[Scores, Candidates]:
+    """The scored stage, kept by an earlier run in ``work`` or computed (and kept there), and the candidates'
+    documents read whole."""
+    key = plan.key(work, "scored")
+    kept = None if work is None or key is None else work.load("scored", key)
+    if kept is not None:
+        progress.note(f"resuming: scored candidate pairs from {plan.options.work_dir}")
+        scores = Scores(kept["docs"], int(kept["oversized"]), ScoredPairs(**{name: kept[name]
+                                                                             for name in SCORE_FIELDS}))
+        return scores, read_candidates(documents, scores.docs, plan, progress)
+    first, second, oversized = _candidates(documents, plan, progress, work)
+    if new is not None and plan.options.ways == 2:
+        # Only pairs touching a new document matter; dropping the others before scoring saves the work.
+        touching = stages.wanted(np.c_[first, second], new, reference, plan.options.only_across)
+        first, second = first[touching], second[touching]
+    # From here on only the candidates' documents, numbered 0 … m − 1 in the same order.
+    docs = sorted_unique(np.concatenate([first, second]))
+    candidates = read_candidates(documents, docs, plan, progress)
+    progress.stage("scoring", None)
+    scored = stages.score_in_chunks(candidates.values, np.searchsorted(docs, first), np.searchsorted(docs, second),
+                                    candidates.r, plan.bits, plan.options.workers)
+    if work is not None and key is not None:
+        work.save("scored", key, {"docs": docs, "oversized": np.array(oversized),
+                                  **{name: getattr(scored, name) for name in SCORE_FIELDS}})
+    return Scores(docs, oversized, scored), candidates
+
+
+def read_candidates(documents: Documents, docs: np.ndarray, plan: FindPlan, progress: Progress) -> Candidates:
+    """The documents ``docs`` (the candidates') read whole, with their b-bit values and r."""
+    progress.stage("reading the candidates' documents", None)
+    store = documents.stored(docs, mapper=_reader(documents, docs, plan.options.workers))
+    return Candidates(store, store.values(plan.bits),
+                      stages.set_size_ratios(store.shingle_counts, documents.params.universe))
+
+
+def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindPlan, reference: np.ndarray | None,
+                       work: WorkDir | None, progress: Progress) -> Decisions:
+    """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): the exact checks
+    ``--verify`` asks for, the decisions, and the documents that are another's file under a second name."""
+    key = plan.key(work, "decisions")
+    kept = None if work is None or key is None else work.load("decisions", key)
+    if kept is not None:
+        progress.note(f"resuming: exact checks and decisions from {plan.options.work_dir}")
+        checked = int(kept["checked"])
+        verification = None if checked < 0 else Verification(np.empty(0), checked, kept["unverifiable"].tolist())
+        return Decisions(kept["exact"], kept["decided"], kept["aliases"], verification)
+    progress.stage("exact checks", None)
+    threshold = plan.threshold
+    exact, verification = stages.verify_borderline(store, scored, threshold, plan.options.verify,
+                                                   plan.options.workers)
+    decided = stages.decide(scored.estimate, exact, threshold)
+    # One file under two names is one document; across two stores it is a duplicate to report.
+    same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
+    aliases = stages.alias_documents(store.paths, scored.first[same], scored.second[same])
+    if aliases.size:
+        decided &= stages.without(aliases, scored.first, scored.second)
+    if work is not None and key is not None:
+        checked = -1 if verification is None else verification.checked
+        missing = [] if verification is None else verification.unverifiable_documents
+        work.save("decisions", key, {"exact": exact, "decided": decided, "aliases": aliases,
+                                     "checked": np.array(checked), "unverifiable": np.array(missing, str)})
+    return Decisions(exact, decided, aliases, verification)
+
+
+def _reference_start(documents: Documents) -> int | None:
+    """The reference store's first document (numbered after the store's), or None without one."""
+    return int(documents.store_starts[1]) if documents.store_starts.size > 2 else None
+
+
+def _candidates(documents: Documents, plan: FindPlan, progress: Progress, work: WorkDir | None
                 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The candidate pairs (document numbers) and the buckets cut: by banding in rounds, or every pair."""
-    if choice is None:  # --candidates all
+    options, bits = plan.options, plan.bits
+    eligible = documents.shingle_counts > 0  # a document with no shingle resembles nothing
+    if plan.banding is None:  # --candidates all
         keyed = np.flatnonzero(eligible)
         everything = documents.stored(keyed, mapper=_reader(documents, keyed, options.workers))
         advance = progress.stage("comparing every pair", int(keyed.size), "documents")
         ratios = stages.set_size_ratios(everything.shingle_counts, documents.params.universe)
-        first, second = stages.every_pair_candidates(everything.values(bits), bits, options.threshold, ratios,
+        first, second = stages.every_pair_candidates(everything.values(bits), bits, plan.pair_floor, ratios,
                                                      np.ones(keyed.size, bool), advance, options.workers)
         return keyed[first], keyed[second], 0
-    jobs = useful_workers(options.workers, int(np.count_nonzero(eligible)), forked.BANDED_DOCUMENTS)
-    found, _ = streamed_candidates(documents, eligible, choice.banding, options.max_bucket, progress,
+    jobs = useful_workers(options.workers, plan.eligible, forked.BANDED_DOCUMENTS)
+    found, _ = streamed_candidates(documents, eligible, plan.banding, options.max_bucket, progress,
                                    options.band_memory, work, jobs)
     return found.first, found.second, found.oversized_buckets
 

@@ -25,7 +25,7 @@ from dedup_cli.candidates.buckets import candidate_pairs
 from dedup_cli.candidates.triangles import WEDGE_BATCH, triangles
 from dedup_cli.candidates.triple_recall import PAIR_RECALL_FOR_TRIPLES, pair_recall_for_triples
 from dedup_cli.candidates.triples import candidate_triples, pair_margin
-from dedup_cli.engine import find_stages
+from dedup_cli.engine import find_plan
 from dedup_cli.engine.find_stages import find_triples
 from dedup_cli.estimates import dense, intervals, three_way, two_way
 from dedup_cli.estimates import triples as triple_scoring
@@ -183,7 +183,7 @@ def test_pair_recall_budget() -> None:
 
 
 def test_dense_cutoff_matches_pipeline() -> None:
-    assert triple_scoring.DENSE_R is dense.DENSE_R and find_stages.DENSE_R is dense.DENSE_R
+    assert triple_scoring.DENSE_R is dense.DENSE_R and find_plan.DENSE_R is dense.DENSE_R
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,22 +11,29 @@ numbered as the local engine numbers them, so the result is the same (docs/scali
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import dask
+import dask.dataframe as dd
 import numpy as np
 
-from dedup_cli.candidates.banding import resolve_banding
-from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import local
 from dedup_cli.engine.dask import decisions, gather, tail
 from dedup_cli.engine.dask.candidates import candidate_pairs
 from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import bit_columns, read_documents, reduced_frame, with_reference
+from dedup_cli.engine.dask.frames import (
+    DocumentFrames,
+    bit_columns,
+    read_documents,
+    reduced_frame,
+    with_reference,
+)
 from dedup_cli.engine.dask.joins import score_candidates, scored_meta
 from dedup_cli.engine.filter_stages import member_details
-from dedup_cli.engine.find_stages import conclude, estimator_name, new_documents, set_size_ratios, store_runs
+from dedup_cli.engine.find_plan import FindPlan, plan_find
+from dedup_cli.engine.find_stages import conclude, new_documents, store_runs
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import FindResult
 from dedup_cli.options.finding import FindOptions
@@ -36,6 +43,44 @@ from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
 
 
+@dataclass
+class Laps:
+    """Each stage's seconds, as the result's ``profile`` holds them."""
+
+    profile: dict[str, float] = field(default_factory=dict)
+    clock: float = field(default_factory=time.perf_counter)
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.profile[f"{stage}_seconds"] = now - self.clock
+        self.clock = now
+
+
+@dataclass
+class Scores:
+    """The scored stage: the scored candidate pairs (a frame with the documents' divisions), the b-bit values
+    they were scored with, and what finding the candidates cost."""
+
+    scored: dd.DataFrame
+    reduced: dd.DataFrame
+    stats: list[int]
+
+
+@dataclass
+class Decisions:
+    """The decisions stage: the scored pairs with ``exact`` and ``decided`` columns, the aliases left out, and
+    the exact checks done (None with ``--verify none``)."""
+
+    decided: dd.DataFrame
+    aliases: np.ndarray
+    checked: decisions.Checked | None
+
+    @property
+    def verification(self) -> Verification | None:
+        checked = self.checked
+        return None if checked is None else Verification(np.empty(0), checked.checked, checked.unverifiable_documents)
+
+
 def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
          progress: Progress = silent, reference: Store | None = None) -> FindResult:
     """Find near-duplicates in ``store`` (and with ``options.against``, against the ``reference`` store) on the
@@ -43,48 +88,67 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
 
     The result's ``profile`` holds each stage's seconds and the rows and payload bytes its shuffles moved.
     """
-    params = store.params
-    bits = int(options.bits_for(params.bits))  # whole: FindOptions keeps b = 1/2 to the local engine
-    threshold = options.threshold
-    profile: dict[str, float] = {}
-    clock = time.perf_counter()
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        profile[f"{stage}_seconds"] = now - clock
-        clock = now
-
+    laps = Laps()
     progress.stage("reading the store's pieces", None)
+    frames = read_frames(store, reference, shuffle_method)
+    if frames.documents == 0:
+        return local.find([store] if reference is None else [store, reference], options)
+    laps.lap("read")
+    plan = plan_frames(frames, options)
+    work = None if options.work_dir is None else WorkDir(options.work_dir, [store] if reference is None
+                                                         else [store, reference])
+    scores = scored_candidates(frames, plan, work, shuffle_method, progress, laps)
+    laps.lap("scoring")
+    progress.stage("exact checks and decisions", None)
+    decided = decided_candidates(scores.scored, frames, plan, work, shuffle_method, progress)
+    needed = decided.decided.map_partitions(gather.needed, plan.triple_floor, meta=decided.decided._meta)
+    candidates, needed_count = dask.compute(scores.scored.map_partitions(len).sum(),
+                                            needed.map_partitions(len).sum())
+    laps.lap("decisions")
+    cut = _profile(laps.profile, frames, plan, scores.stats, int(candidates), int(needed_count))
+    common = plan.result_fields(int(candidates), cut, decided.verification, decided.aliases.size)
+    progress.stage("groups", None)
+    result = concluded(needed, int(needed_count), frames, scores.reduced, decided.aliases, plan, common,
+                       shuffle_method)
+    laps.lap("end")
+    if work is not None:
+        work.finish(options.keep_work)
+    result.profile = laps.profile
+    return result
+
+
+def read_frames(store: Store, reference: Store | None, shuffle_method: str | None) -> DocumentFrames:
+    """The store's live documents (then the reference store's) as frames, numbered as the local engine numbers
+    them."""
+    params = store.params
     pieces, removals = store_pieces(store)
     frames = read_documents(params, pieces, removals, shuffle_method)
     if reference is not None:
         frames = with_reference(frames, read_documents(params, *store_pieces(reference), shuffle_method))
-    if frames.documents == 0:
-        return local.find([store] if reference is None else [store, reference], options)
-    start = frames.reference_start
-    lap("read")
-    recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
-    choice = resolve_banding(threshold, params.num_perm, params.bits, recall, options.bands, options.rows,
-                             documents=frames.eligible)
-    work = None if options.work_dir is None else WorkDir(options.work_dir, [store] if reference is None
-                                                         else [store, reference])
-    # What each kept stage depends on besides the store (store.checkpoints); the frames' divisions too, since a
-    # kept frame is read back with them.
-    scored_by = dict(engine="dask", banding=(choice.banding.bands, choice.banding.rows), bits=bits,
-                     max_bucket=options.max_bucket, new_since=options.new_since, ways=options.ways,
-                     divisions=frames.divisions, reference_start=start, only_across=options.only_across)
-    scored_key = None if work is None else work.key("scored", **scored_by)
-    decided_key = None if work is None else work.key("decisions", verify=options.verify, threshold=threshold,
-                                                    **scored_by)
-    kept_scores = None if work is None or scored_key is None else work.load("scored", scored_key)
-    kept_decisions = None if work is None or decided_key is None else work.load("decisions", decided_key)
-    progress_meta = scored_meta()
+    return frames
+
+
+def plan_frames(frames: DocumentFrames, options: FindOptions) -> FindPlan:
+    """The plan (:mod:`dedup_cli.engine.find_plan`) of a ``find`` of the documents of ``frames``."""
+    return plan_find(options, frames.params, frames.documents, frames.eligible, frames.reference_start,
+                     frames.max_shingle_count, frames.run_span)
+
+
+def scored_candidates(frames: DocumentFrames, plan: FindPlan, work: WorkDir | None, shuffle_method: str | None,
+                      progress: Progress, laps: Laps) -> Scores:
+    """The scored stage, kept by an earlier run in ``work`` (read back with the frames' divisions) or computed
+    (and kept there): the candidate pairs in rounds of bands, then scored by two range joins."""
+    options, params = plan.options, frames.params
+    bits = int(plan.bits)  # whole: FindOptions keeps b = 1/2 to the local engine
+    assert plan.banding is not None  # FindOptions keeps --candidates all to the local engine
+    # The kept frames are read back with the frames' divisions, so they depend on them too.
+    key = plan.key(work, "scored", divisions=frames.divisions)
+    kept_scores = None if work is None or key is None else work.load("scored", key)
     if kept_scores is None:
-        found = candidate_pairs(frames, choice.banding.bands, choice.banding.rows, options.max_bucket,
+        found = candidate_pairs(frames, plan.banding.bands, plan.banding.rows, options.max_bucket,
                                 options.band_memory, shuffle_method, progress, work, reduce_bits=bits)
         stats = found.stats()
-        lap("candidates")
+        laps.lap("candidates")
     progress.stage("scoring the candidate pairs", None)
     # The b-bit values: read with the first round's keys, else (every round kept by an earlier run, or the
     # scores) read now.
@@ -92,42 +156,52 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
         reduced = found.reduced
     else:
         (reduced,) = settled(reduced_frame(frames, bits))
-    pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
-    if kept_scores is None:
-        (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params,
-                                             options.new_since if pairs_only else None, shuffle_method,
-                                             start if pairs_only else None, options.only_across))
-        if work is not None and scored_key is not None:
-            keep_frame(work, "scored", scored_key, scored.to_delayed(), {"stats": np.array(stats)})
-    else:
-        assert work is not None and scored_key is not None
+    if kept_scores is not None:
+        assert work is not None and key is not None
         progress.note(f"resuming: scored candidate pairs from {work.path}")
-        scored = kept_frame(work, "scored", scored_key, kept_scores, progress_meta, frames.divisions)
+        scored = kept_frame(work, "scored", key, kept_scores, scored_meta(), frames.divisions)
         stats = kept_scores["stats"].tolist()
-        profile["candidates_seconds"] = 0.0
-    lap("scoring")
-    progress.stage("exact checks and decisions", None)
-    decided_meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
-    if kept_decisions is None:
-        decided, checked = decisions.check_and_decide(scored, frames, options.verify, threshold, shuffle_method)
-        alias_documents = decisions.aliases(decided, frames, shuffle_method)
-        (decided,) = settled(decisions.accept(decided, alias_documents))
-        if work is not None and decided_key is not None:
-            keep_frame(work, "decisions", decided_key, decided.to_delayed(), {
-                "aliases": alias_documents, "checked": np.array(-1 if checked is None else checked.checked),
-                "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
-    else:
-        assert work is not None and decided_key is not None
+        laps.profile["candidates_seconds"] = 0.0
+        return Scores(scored, reduced, stats)
+    pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
+    start = frames.reference_start
+    (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params,
+                                         options.new_since if pairs_only else None, shuffle_method,
+                                         start if pairs_only else None, options.only_across))
+    if work is not None and key is not None:
+        keep_frame(work, "scored", key, scored.to_delayed(), {"stats": np.array(stats)})
+    return Scores(scored, reduced, stats)
+
+
+def decided_candidates(scored: dd.DataFrame, frames: DocumentFrames, plan: FindPlan, work: WorkDir | None,
+                       shuffle_method: str | None, progress: Progress) -> Decisions:
+    """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): exact checks of the
+    borderline pairs on the workers, the decisions, and the aliases left out."""
+    key = plan.key(work, "decisions", divisions=frames.divisions)
+    kept = None if work is None or key is None else work.load("decisions", key)
+    if kept is not None:
+        assert work is not None and key is not None
         progress.note(f"resuming: exact checks and decisions from {work.path}")
-        decided = kept_frame(work, "decisions", decided_key, kept_decisions, decided_meta, frames.divisions)
-        alias_documents = kept_decisions["aliases"]
-        count = int(kept_decisions["checked"])
-        checked = None if count < 0 else decisions.Checked(count, kept_decisions["unverifiable"].tolist())
-    floor = gather.triple_floor(options, params.num_perm, bits)
-    needed = decided.map_partitions(gather.needed, floor, meta=decided._meta)
-    candidates, needed_count = dask.compute(scored.map_partitions(len).sum(), needed.map_partitions(len).sum())
-    lap("decisions")
-    word_bytes = 8 * len(bit_columns("s", bits, params.num_perm))
+        decided_meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
+        count = int(kept["checked"])
+        return Decisions(kept_frame(work, "decisions", key, kept, decided_meta, frames.divisions), kept["aliases"],
+                         None if count < 0 else decisions.Checked(count, kept["unverifiable"].tolist()))
+    decided, checked = decisions.check_and_decide(scored, frames, plan.options.verify, plan.threshold,
+                                                  shuffle_method)
+    alias_documents = decisions.aliases(decided, frames, shuffle_method)
+    (decided,) = settled(decisions.accept(decided, alias_documents))
+    if work is not None and key is not None:
+        keep_frame(work, "decisions", key, decided.to_delayed(), {
+            "aliases": alias_documents, "checked": np.array(-1 if checked is None else checked.checked),
+            "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
+    return Decisions(decided, alias_documents, checked)
+
+
+def _profile(profile: dict[str, float], frames: DocumentFrames, plan: FindPlan, stats: list[int], candidates: int,
+             needed_count: int) -> int:
+    """Add to ``profile`` the rows and payload bytes the stages moved; the buckets cut."""
+    params = frames.params
+    word_bytes = 8 * len(bit_columns("s", int(plan.bits), params.num_perm))
     rounds, shares, band_keys, fingerprint_bytes, across, crossing_rows, crossing_row_bytes, codes, cut = stats
     profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=rounds, shares=shares,
                    band_keys=band_keys, fingerprint_bytes=fingerprint_bytes, fingerprint_bytes_across=across,
@@ -135,37 +209,30 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
                    pair_code_bytes=8 * codes, candidates=int(candidates),
                    join_bytes=int(candidates) * (16 + 32 + word_bytes), in_order=float(frames.in_order),
                    needed_pairs=int(needed_count))
-    verification = None if checked is None else Verification(np.empty(0), checked.checked,
-                                                             checked.unverifiable_documents)
-    common: dict[str, Any] = dict(
-        bits=bits, threshold=threshold, banding=choice.banding, candidates=int(candidates),
-        oversized_buckets=int(cut), eligible=frames.eligible, verification=verification,
-        aliases=int(alias_documents.size), seconds=0.0, banding_choice=choice, documents=frames.documents,
-        estimator=estimator_name(set_size_ratios(np.array([frames.max_shingle_count]), params.universe)),
-        run_span=frames.run_span, against=options.against,
-        reference_documents=None if start is None else frames.documents - start)
+    return int(cut)
+
+
+def concluded(needed: dd.DataFrame, needed_count: int, frames: DocumentFrames, reduced: dd.DataFrame,
+              alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any], shuffle_method: str | None
+              ) -> FindResult:
+    """The end of find on the ``needed`` pairs: gathered into this process when they are few, else per connected
+    component on the workers."""
+    bits = int(plan.bits)
     # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
     # component on the workers and the output streams from them in chunks no larger.
-    progress.stage("groups", None)
-    if needed_count > options.gather_limit:
-        result = tail.conclude_on_cluster(needed, frames, reduced, alias_documents, options, bits, common,
-                                          shuffle_method)
-    else:
-        got = gather.gather(needed.compute(), params, frames, reduced, bits)
-        in_reference = None if start is None else got.docs >= start
-        new = new_documents(store_runs(got.store), options.new_since, in_reference)
-        local_aliases = np.searchsorted(got.docs, alias_documents[np.isin(alias_documents, got.docs)])
-        concluded = conclude(got.store, got.values, gather.ratios(got.store), got.scored, got.exact, got.decided,
-                             local_aliases, new, options, bits, in_reference)
-        result = FindResult(store=got.store, accepted=concluded.pairs, exact=concluded.exact,
-                            accepted_triples=concluded.triples, grouping=concluded.groups, weakest=concluded.weakest,
-                            kept=concluded.kept, keep_field_problems=concluded.keep_field_problems,
-                            reference=in_reference, **common)
-        # The gathered store holds b-bit values, not signatures: what filter needs of each member is found here.
-        result.member_details = member_details(got.store, got.values, concluded.pairs, concluded.exact,
-                                               concluded.groups, concluded.kept, bits)
-    lap("end")
-    if work is not None:
-        work.finish(options.keep_work)
-    result.profile = profile
+    if needed_count > plan.options.gather_limit:
+        return tail.conclude_on_cluster(needed, frames, reduced, alias_documents, plan, common, shuffle_method)
+    got = gather.gather(needed.compute(), frames.params, frames, reduced, bits)
+    start = frames.reference_start
+    in_reference = None if start is None else got.docs >= start
+    new = new_documents(store_runs(got.store), plan.options.new_since, in_reference)
+    local_aliases = np.searchsorted(got.docs, alias_documents[np.isin(alias_documents, got.docs)])
+    done = conclude(got.store, got.values, gather.ratios(got.store), got.scored, got.exact, got.decided,
+                    local_aliases, new, plan, in_reference)
+    result = FindResult(store=got.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
+                        grouping=done.groups, weakest=done.weakest, kept=done.kept,
+                        keep_field_problems=done.keep_field_problems, reference=in_reference, **common)
+    # The gathered store holds b-bit values, not signatures: what filter needs of each member is found here.
+    result.member_details = member_details(got.store, got.values, done.pairs, done.exact, done.groups, done.kept,
+                                           bits)
     return result

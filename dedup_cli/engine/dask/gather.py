@@ -15,12 +15,10 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dedup_cli.candidates.triples import pair_margin
 from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS
 from dedup_cli.engine.find_stages import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
-from dedup_cli.options.finding import FindOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
@@ -39,18 +37,12 @@ class Gathered:
 
 
 def needed(frame: pd.DataFrame, floor: float | None) -> pd.DataFrame:
-    """The rows of a decided partition the end of find needs: accepted, or (for triples) within the margin."""
+    """The rows of a decided partition the end of find needs: accepted, or (for triples) with an estimate of at
+    least ``floor``, R0 − margin (``FindPlan.triple_floor``; None without triples)."""
     keep = frame["decided"].to_numpy()
     if floor is not None:
         keep = keep | (frame["estimate"].to_numpy() >= floor)
     return frame[keep]
-
-
-def triple_floor(options: FindOptions, num_perm: int, bits: int) -> float | None:
-    """R0 − margin, the lowest estimate a pair may have and still be an edge of a candidate triple (ways 3)."""
-    if options.ways != 3:
-        return None
-    return options.threshold - pair_margin(options.threshold, num_perm, bits)
 
 
 def _take(frame: pd.DataFrame, docs: np.ndarray) -> pd.DataFrame:

@@ -32,12 +32,12 @@ from dedup_cli.engine.dask.components import connected_components
 from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach
 from dedup_cli.engine.filter_stages import member_details
+from dedup_cli.engine.find_plan import FindPlan
 from dedup_cli.engine.find_stages import conclude, new_documents, set_size_ratios
 from dedup_cli.engine.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.triples import ScoredTriples
 from dedup_cli.groups.components import Groups
-from dedup_cli.options.finding import FindOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 
@@ -92,12 +92,12 @@ def _mini_store(params: SignatureParams, ids: list[str]) -> StoredSignatures:
                             packed=np.empty((len(ids), 0), np.uint8))
 
 
-def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, params: SignatureParams, options: FindOptions,
-                       bits: int, alias_documents: np.ndarray, reference_start: int | None = None
+def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, alias_documents: np.ndarray
                        ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[tuple[str, str]]]:
     """The end of find on the whole components of one partition: its (pairs, triples, members) with global
     document numbers and ids, and the grouped documents without a value to keep by (a reference store's
-    documents from ``reference_start`` on)."""
+    documents from ``plan.reference_start`` on)."""
+    params, bits, reference_start = plan.params, int(plan.bits), plan.reference_start
     docs = docs.sort_values("doc")
     numbers = docs["doc"].to_numpy(dtype=np.int64)
     ids = np.asarray(docs["id"].astype(object).to_numpy())
@@ -114,11 +114,11 @@ def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, params: Signatur
                              content_hashes=docs["content_hash"].to_numpy(dtype=np.uint64), runs=runs,
                              mtimes_ns=docs["mtime_ns"].to_numpy(dtype=np.int64))
     reference = None if reference_start is None else numbers >= reference_start
-    new = new_documents(runs, options.new_since, reference)
+    new = new_documents(runs, plan.options.new_since, reference)
     aliases = np.searchsorted(numbers, alias_documents[np.isin(alias_documents, numbers)])
     done = conclude(store, values, set_size_ratios(counts, params.universe), scored,
                     pairs["exact"].to_numpy(dtype=np.float64), pairs["decided"].to_numpy(dtype=bool), aliases, new,
-                    options, bits, reference)
+                    plan, reference)
     accepted = done.pairs
     pairs_out = pd.DataFrame({name: getattr(accepted, name) for name in SCORE_COLUMNS})
     pairs_out["first"], pairs_out["second"] = numbers[accepted.first], numbers[accepted.second]
@@ -227,10 +227,10 @@ def partition_pairs(gather_limit: int) -> int:
 
 
 def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: dd.DataFrame,
-                        alias_documents: np.ndarray, options: FindOptions, bits: int, common: dict[str, Any],
+                        alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any],
                         shuffle_method: str | None) -> FindResult:
     """The end of find per component on the workers, its output spilled in order (see the module docstring)."""
-    params = frames.params
+    params, options = frames.params, plan.options
     pairs = needed.reset_index(drop=True)
     labels = connected_components(pairs[["first", "second"]], shuffle_method=shuffle_method).labels
     labelled = pairs.merge(labels, left_on="first", right_on="node", how="left", shuffle_method=shuffle_method)
@@ -247,7 +247,7 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
     by_pairs = labelled.shuffle(on="label", npartitions=partitions, shuffle_method=shuffle_method)
     by_docs = docs.shuffle(on="label", npartitions=partitions, shuffle_method=shuffle_method)
     start = frames.reference_start
-    steps = [dask.delayed(conclude_partition, nout=4)(p, d, params, options, bits, alias_documents, start)
+    steps = [dask.delayed(conclude_partition, nout=4)(p, d, plan, alias_documents)
              for p, d in zip(by_pairs.to_delayed(), by_docs.to_delayed(), strict=True)]
     outputs = settled(*[step[0] for step in steps], *[step[1] for step in steps], *[step[2] for step in steps],
                       dask.delayed(lambda lists: [item for found in lists for item in found])(
