@@ -14,10 +14,13 @@ a banding, scores of given pairs, the stored values of given documents, the exac
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from dedup_cli.candidates.banding import Banding, resolve_banding
+from dedup_cli.candidates.banding import Banding
 from dedup_cli.engine import find_stages as stages
+from dedup_cli.engine.find_plan import find_banding
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.results import EvalResult, EvalSample
 from dedup_cli.estimates.half_bit import is_half_bit
@@ -29,7 +32,7 @@ from dedup_cli.evaluation.accuracy import (
     prefix_matches,
     storage_tradeoff,
 )
-from dedup_cli.evaluation.design import draw_pairs, frame_banding, inside, pair_codes, reach
+from dedup_cli.evaluation.design import Draw, draw_pairs, frame_banding, inside, pair_codes, reach
 from dedup_cli.evaluation.retrieval import (
     Retrieval,
     counted_retrieval,
@@ -41,6 +44,7 @@ from dedup_cli.evaluation.survey import StratifiedSample
 from dedup_cli.inputs.truth import Truth
 from dedup_cli.minhash.packing import estimator_values, xor_bits
 from dedup_cli.options.evaluating import EvalOptions
+from dedup_cli.params import SignatureParams
 from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import pairs_to_verify
@@ -160,11 +164,34 @@ def _prefix_matches(left: np.ndarray, right: np.ndarray, bits: float, prefixes: 
                                     np.array([prefix // 2]))[:, 0] for prefix in prefixes], axis=1)
 
 
-def _banding_for(options: EvalOptions, threshold: float, num_perm: int, stored_bits: float, documents: int
-                 ) -> Banding:
-    """The banding ``find`` would use at ``threshold`` on this store (chosen for its ``documents`` too)."""
-    find = options.find
-    return resolve_banding(threshold, num_perm, stored_bits, find.recall, find.bands, find.rows, documents).banding
+def _banding_for(options: EvalOptions, threshold: float, params: SignatureParams, documents: int) -> Banding:
+    """The banding ``find`` would use at ``threshold`` on this store (chosen for its ``documents`` too): the one
+    its plan chooses (:func:`dedup_cli.engine.find_plan.find_banding`)."""
+    return find_banding(options.find, threshold, params, documents).banding
+
+
+@dataclass
+class Banded:
+    """find's candidates, the banded pairs (its and the looser banding's) and the sample drawn from them."""
+
+    banding: Banding
+    frame: Banding | None  # the looser banding, when there is one
+    candidates: int
+    oversized: int
+    banded: int  # distinct pairs of both bandings
+    draw: Draw
+
+
+@dataclass
+class Measured:
+    """The sampled pairs whose exact resemblance was measured, and what the estimators say of them."""
+
+    design: StratifiedSample
+    left: np.ndarray  # int64[n]
+    right: np.ndarray  # int64[n]
+    exact: np.ndarray  # float64[n]
+    candidate: np.ndarray  # bool[n]: find's candidates
+    scores: dict[float, ScoredPairs]  # per evaluated b
 
 
 def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth | None = None,
@@ -181,18 +208,52 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     params = pairs.params
     # num_perm: the values a signature holds (bands take them); permutations: the k the estimators' variances and
     # the storage lines count (twice num_perm for a store of XOR bits, whose stored_bits is 1/2)
-    num_docs, num_perm, stored_bits = len(pairs.store), params.num_perm, params.stored_bits
-    permutations = params.permutations
+    stored_bits, permutations = params.stored_bits, params.permutations
     threshold = options.find.threshold
     bits = options.find.bits_for(stored_bits)
     # b = 1/2 is measured when it is find's b (its XOR bits come from the lowest stored bit)
     evaluated = sorted({b for b in (*EVALUATED_BITS, stored_bits, bits) if b <= stored_bits})
     eligible = int(np.count_nonzero(pairs.eligible))
-    banding = _banding_for(options, threshold, num_perm, stored_bits, eligible)
+    banded = banded_sample(pairs, options, eligible, progress)
+    measured = measure_sample(pairs, banded, evaluated, progress)
+    left_values, right_values = pairs.signatures(measured.left), pairs.signatures(measured.right)
+    at_threshold, sweep = retrievals(pairs, options, measured, banded.banding, left_values, right_values, evaluated,
+                                     eligible, truth)
+    prefixes = sorted({max(permutations // 4, 2), max(permutations // 2, 2), permutations})
+    matches = {b: _prefix_matches(left_values, right_values, b, prefixes, params.xor_pairs) for b in evaluated}
+    design, exact = measured.design, measured.exact
+    r1, r2 = pairs.r[measured.left], pairs.r[measured.right]
+    storage = storage_tradeoff(design, exact, r1, r2, matches, prefixes, threshold,
+                               sorted(set(STORAGE_BITS) | set(evaluated)))
+    draw, banding, frame = banded.draw, banded.banding, banded.frame
+    return EvalResult(
+        store=store, documents=len(pairs.store), eligible=eligible, num_perm=permutations, stored_bits=stored_bits,
+        threshold=threshold, bits=bits, evaluated_bits=evaluated, banding=banding, frame=frame,
+        reach=reach([banding] if frame is None else [banding, frame]),
+        candidates=banded.candidates, banded=banded.banded, oversized_buckets=banded.oversized,
+        population=draw.population, sample=options.sample,
+        seed=options.seed, strata=draw.strata, measured=design.measured, unverifiable=sorted(pairs.unverifiable),
+        pairs=EvalSample(measured.left, measured.right, design.stratum, design.weights, measured.candidate, exact,
+                         measured.scores),
+        estimators=[estimator_accuracy(design, b, exact, measured.scores[b].estimate, measured.scores[b].ci_low,
+                                       measured.scores[b].ci_high,
+                                       pair_variance(exact, r1, r2, b, permutations), RESEMBLANCE_BINS)
+                    for b in evaluated],
+        s_curve=s_curve(design, exact, measured.candidate, banding, RESEMBLANCE_BINS),
+        accuracy_source="sample" if truth is None else "truth",
+        at_threshold=at_threshold, sweep=sweep, storage=storage, truth=truth,
+    )
+
+
+def banded_sample(pairs: LocalPairs, options: EvalOptions, eligible: int, progress: Progress) -> Banded:
+    """find's candidates and the looser banding's, scored with the stored bits into strata of R̂, and the
+    sample drawn from the strata."""
+    params, num_docs = pairs.params, len(pairs.store)
+    banding = _banding_for(options, options.find.threshold, params, eligible)
     progress.stage(f"candidates, {banding.bands}×{banding.rows} bands", None)
     first, second, oversized = pairs.candidates(banding)
     candidate_codes = pair_codes(first, second, num_docs)  # ascending, as the banding returns them
-    frame = frame_banding(eligible, num_perm, stored_bits)
+    frame = frame_banding(eligible, params.num_perm, params.stored_bits)
     codes = candidate_codes
     if frame is not None and frame != banding:
         frame_first, frame_second, _ = pairs.candidates(frame)
@@ -200,56 +261,48 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     banded_first, banded_second = (codes // np.uint64(num_docs)).astype(np.int64), (codes % np.uint64(num_docs)
                                                                                       ).astype(np.int64)
     progress.stage(f"scoring {codes.size:,} banded pairs and drawing the sample", None)
-    strata_estimate = pairs.score(banded_first, banded_second, stored_bits).estimate
+    strata_estimate = pairs.score(banded_first, banded_second, params.stored_bits).estimate
     draw = draw_pairs(codes, strata_estimate, inside(codes, candidate_codes), pairs.eligible, options.sample,
                       options.seed, RESEMBLANCE_BINS)
+    return Banded(banding, frame, int(first.size), oversized, int(codes.size), draw)
 
+
+def measure_sample(pairs: LocalPairs, banded: Banded, evaluated: list[float], progress: Progress) -> Measured:
+    """The sampled pairs re-read (those that could be, with their stratified design) and scored with each
+    evaluated b."""
+    draw = banded.draw
     progress.stage(f"re-reading the {draw.first.size:,} sampled pairs", None)
     exact = pairs.exact(draw.first, draw.second)
     progress.stage("measuring", None)
     measured = ~np.isnan(exact)
     design = StratifiedSample(draw.stratum[measured], np.array([s.population for s in draw.strata]), LEVEL)
-    left, right, exact = draw.first[measured], draw.second[measured], exact[measured]
-    candidate = draw.candidate[measured]
-    r1, r2 = pairs.r[left], pairs.r[right]
-    scores = {b: pairs.score(left, right, b) for b in evaluated}
-    estimators = [estimator_accuracy(design, b, exact, scores[b].estimate, scores[b].ci_low, scores[b].ci_high,
-                                     pair_variance(exact, r1, r2, b, permutations), RESEMBLANCE_BINS)
-                  for b in evaluated]
-    curve = s_curve(design, exact, candidate, banding, RESEMBLANCE_BINS)
-    left_values, right_values = pairs.signatures(left), pairs.signatures(right)
+    left, right = draw.first[measured], draw.second[measured]
+    return Measured(design, left, right, exact[measured], draw.candidate[measured],
+                    {b: pairs.score(left, right, b) for b in evaluated})
 
-    if truth is None:
-        at_threshold = [sampled_retrieval(design, find_reports(scores[b], exact, candidate, threshold, verify),
-                                          exact >= threshold, threshold, b, verify)
-                        for b in evaluated for verify in VERIFY_MODES]
-        sweep = []
-        for level in SWEEP_THRESHOLDS:
-            # Another threshold is another find: its own banding, whose candidates among the sampled pairs are
-            # the pairs sharing one of its bands.
-            level_banding = _banding_for(options, level, num_perm, stored_bits, eligible)
-            shared = share_a_band(left_values, right_values, level_banding)
-            sweep += [sampled_retrieval(design, find_reports(scores[bits], exact, shared, level, verify),
-                                        exact >= level, level, bits, verify) for verify in VERIFY_MODES]
-    else:
+
+def retrievals(pairs: LocalPairs, options: EvalOptions, measured: Measured, banding: Banding,
+               left_values: np.ndarray, right_values: np.ndarray, evaluated: list[float], eligible: int,
+               truth: Truth | None) -> tuple[list[Retrieval], list[Retrieval]]:
+    """Precision and recall of ``find`` at its threshold (per evaluated b and verify mode), and over the sweep of
+    thresholds (at find's b): from the sample, or counted against a truth file."""
+    params, threshold = pairs.params, options.find.threshold
+    bits = options.find.bits_for(params.stored_bits)
+    if truth is not None:
         at_threshold = [truth_retrieval(pairs, truth, banding, threshold, b, verify)
                         for b in evaluated for verify in VERIFY_MODES]
-        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, num_perm, stored_bits, eligible), level,
-                                 bits, verify)
+        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, params, eligible), level, bits, verify)
                  for level in SWEEP_THRESHOLDS if level >= truth.floor for verify in VERIFY_MODES]
-
-    prefixes = sorted({max(permutations // 4, 2), max(permutations // 2, 2), permutations})
-    matches = {b: _prefix_matches(left_values, right_values, b, prefixes, params.xor_pairs) for b in evaluated}
-    storage = storage_tradeoff(design, exact, r1, r2, matches, prefixes, threshold,
-                               sorted(set(STORAGE_BITS) | set(evaluated)))
-    return EvalResult(
-        store=store, documents=num_docs, eligible=eligible, num_perm=permutations, stored_bits=stored_bits,
-        threshold=threshold, bits=bits, evaluated_bits=evaluated, banding=banding, frame=frame,
-        reach=reach([banding] if frame is None else [banding, frame]),
-        candidates=int(first.size), banded=int(codes.size), oversized_buckets=oversized,
-        population=draw.population, sample=options.sample,
-        seed=options.seed, strata=draw.strata, measured=design.measured, unverifiable=sorted(pairs.unverifiable),
-        pairs=EvalSample(left, right, design.stratum, design.weights, candidate, exact, scores),
-        estimators=estimators, s_curve=curve, accuracy_source="sample" if truth is None else "truth",
-        at_threshold=at_threshold, sweep=sweep, storage=storage, truth=truth,
-    )
+        return at_threshold, sweep
+    scores, exact, design = measured.scores, measured.exact, measured.design
+    at_threshold = [sampled_retrieval(design, find_reports(scores[b], exact, measured.candidate, threshold, verify),
+                                      exact >= threshold, threshold, b, verify)
+                    for b in evaluated for verify in VERIFY_MODES]
+    sweep = []
+    for level in SWEEP_THRESHOLDS:
+        # Another threshold is another find: its own banding, whose candidates among the sampled pairs are the
+        # pairs sharing one of its bands.
+        shared = share_a_band(left_values, right_values, _banding_for(options, level, params, eligible))
+        sweep += [sampled_retrieval(design, find_reports(scores[bits], exact, shared, level, verify),
+                                    exact >= level, level, bits, verify) for verify in VERIFY_MODES]
+    return at_threshold, sweep
