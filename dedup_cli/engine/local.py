@@ -8,6 +8,10 @@ order, on which scoring, exact checks, decisions and the end of find run: every 
 order of the documents, so the answer is the one of reading everything (docs/scaling.md). ``--candidates all``
 compares every pair and so reads every eligible document.
 
+Every decision made before the first stage (b, the banding, R0 − margin, the kept stages' keys, the result's
+common fields) is the plan's (:mod:`dedup_cli.engine.find_plan`), the Dask engine's too; the steps here
+(:func:`scored_candidates`, :func:`decided_candidates`, then ``conclude``) are the ones it runs.
+
 The local engine's ``sign`` is :mod:`dedup_cli.engine.sign_workers`.
 """
 

@@ -5,7 +5,10 @@ bucket a few bands at a time, de-duplicated by a shuffle on the pair → scores 
 of the borderline pairs on the workers → decisions, aliases → the end of find (triples, groups, representatives)
 on the gathered edges when they are few (:mod:`.gather`), else per connected component on the workers
 (:mod:`.tail`). Every stage calls the local engine's functions on its part of the data, and documents are
-numbered as the local engine numbers them, so the result is the same (docs/scaling.md, "The Dask engine").
+numbered as the local engine numbers them, and every decision made before the first stage comes from the plan
+the local engine follows too (:mod:`dedup_cli.engine.find_plan`), so the result is the same (docs/scaling.md, "The
+Dask engine"). The steps (:func:`scored_candidates`, :func:`decided_candidates`, :func:`concluded`) are the local
+engine's, in the same order.
 """
 
 from __future__ import annotations
