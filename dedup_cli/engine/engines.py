@@ -2,9 +2,9 @@
 
 The commands choose an engine with :func:`engine_for` and call its methods; they never branch on the engine
 themselves. Both engines run the same stage functions (:mod:`dedup_cli.engine.sign_stage`,
-:mod:`dedup_cli.engine.find_stages`, :mod:`dedup_cli.corpus.sources`), and ``find`` on both follows one plan
-(:mod:`dedup_cli.engine.find_plan`): the local one in this process and its pool of workers; the Dask one mapped over tasks, partitions and pieces on a cluster (:mod:`dedup_cli.engine.dask`),
-imported only when chosen.
+:mod:`dedup_cli.engine.find_stages`, :mod:`dedup_cli.corpus.sources`): the local one in this process and its
+pool of workers; the Dask one mapped over tasks, partitions and pieces on a cluster (:mod:`dedup_cli.engine.dask`),
+imported only when chosen. ``find`` on both follows one plan (:mod:`dedup_cli.engine.find_plan`).
 """
 
 from __future__ import annotations

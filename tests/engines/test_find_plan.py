@@ -18,10 +18,12 @@ from same_answers import assert_same_answers
 
 import dedup_cli as dedup
 from dedup_cli.candidates import triples
+from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import find_plan, find_stages, local
 from dedup_cli.engine.dask import find as dask_find
-from dedup_cli.engine.find_plan import FindPlan
+from dedup_cli.engine.find_plan import FindPlan, plan_find
 from dedup_cli.options.engines import EngineOptions
+from dedup_cli.params import SignatureParams
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.documents import NumberedDocuments
 from dedup_cli.store.store import open_store
@@ -46,6 +48,32 @@ class Notes:
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+
+def test_the_plan_decides_each_thing_once() -> None:
+    params = SignatureParams(num_perm=256, bits=8)
+
+    def planned(max_shingle_count: int = 10, **options: Any) -> FindPlan:
+        return plan_find(dedup.FindOptions(**options), params, 1000, 990, None, max_shingle_count, (1, 3))
+
+    pairs, threes, everything = planned(), planned(ways=3, bits=2), planned(candidates="all", bits=1)
+    assert pairs.bits == 8 and threes.bits == 2 and everything.bits == 1
+    # Triples ask more recall of each pair (the banding's target), and keep pairs down to R0 − margin.
+    assert pairs.choice is not None and pairs.choice.recall_target == 0.99
+    assert threes.choice is not None and threes.choice.recall_target == pair_recall_for_triples(0.99)
+    assert threes.triple_floor == threes.pair_floor == triples.pair_floor(0.5, 256, 2) < 0.5
+    assert pairs.triple_floor is None and everything.banding is None
+    assert everything.depends_on("scored")["banding"] is None and everything.depends_on("scored")["method"] == "all"
+    half = plan_find(dedup.FindOptions(bits=0.5), SignatureParams(num_perm=256, bits=1), 10, 10, None, 1, None)
+    assert half.pair_floor == triples.pair_floor(0.5, 128, 0.5)  # b = 1/2 compares k/2 XOR bits
+    assert pairs.estimator == "b-bit, sparse limit (r ≈ 0)"
+    dense = planned(max_shingle_count=params.universe // 100)
+    assert dense.estimator == "b-bit with precise r = f/D (max r = 0.01)"
+    assert pairs.result_fields(5, 0, None, 0)["reference_documents"] is None
+    assert plan_find(dedup.FindOptions(), params, 1000, 990, 600, 10, None).result_fields(
+        5, 0, None, 0)["reference_documents"] == 400
+    with pytest.raises(ValueError, match="candidates"):
+        pairs.depends_on("candidates")
 
 
 def find_options(stores: dict[str, Path], options: dict[str, Any], **more: Any) -> dedup.FindOptions:
