@@ -10,7 +10,7 @@ compares every pair and so reads every eligible document.
 
 Every decision made before the first stage (b, the banding, R0 − margin, the kept stages' keys, the result's
 common fields) is the plan's (:mod:`dedup_cli.engine.find_plan`), the Dask engine's too; the steps here
-(:func:`scored_candidates`, :func:`decided_candidates`, then ``conclude``) are the ones it runs.
+(:func:`scored_candidates`, :func:`decided_candidates`, :func:`concluded`) are the ones it runs.
 
 The local engine's ``sign`` is :mod:`dedup_cli.engine.sign_workers`.
 """
@@ -107,17 +107,13 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
     reference = None if reference is None else reference[scores.docs]
     new = None if new is None else new[scores.docs]
     decisions = decided_candidates(candidates.store, scores.scored, plan, reference, work, progress)
+    common = plan.result_fields(scores.scored.first.size, scores.oversized, decisions.verification,
+                                decisions.aliases.size)
     progress.stage("groups", None)
-    concluded = stages.conclude(candidates.store, candidates.values, candidates.r, scores.scored, decisions.exact,
-                                decisions.decided, decisions.aliases, new, plan, reference)
+    result = concluded(candidates, scores.scored, decisions, new, reference, plan, common)
     if work is not None:
         work.finish(options.keep_work)
-    return FindResult(
-        store=candidates.store, accepted=concluded.pairs, exact=concluded.exact, accepted_triples=concluded.triples,
-        grouping=concluded.groups, weakest=concluded.weakest, kept=concluded.kept,
-        keep_field_problems=concluded.keep_field_problems, reference=reference,
-        **plan.result_fields(scores.scored.first.size, scores.oversized, decisions.verification,
-                             decisions.aliases.size))
+    return result
 
 
 def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarray | None, new: np.ndarray | None,
@@ -183,6 +179,16 @@ def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindP
         work.save("decisions", key, {"exact": exact, "decided": decided, "aliases": aliases,
                                      "checked": np.array(checked), "unverifiable": np.array(missing, str)})
     return Decisions(exact, decided, aliases, verification)
+
+
+def concluded(candidates: Candidates, scored: ScoredPairs, decisions: Decisions, new: np.ndarray | None,
+              reference: np.ndarray | None, plan: FindPlan, common: dict[str, Any]) -> FindResult:
+    """The end of find (triples, groups, representatives) on the candidates' documents, and the result."""
+    done = stages.conclude(candidates.store, candidates.values, candidates.r, scored, decisions.exact,
+                           decisions.decided, decisions.aliases, new, plan, reference)
+    return FindResult(store=candidates.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
+                      grouping=done.groups, weakest=done.weakest, kept=done.kept,
+                      keep_field_problems=done.keep_field_problems, reference=reference, **common)
 
 
 def _reference_start(documents: Documents) -> int | None:
