@@ -392,9 +392,3 @@ def status_of(described: ObjectInfo) -> os.stat_result:
     return os.stat_result((stat.S_IFREG | 0o444, 0, 0, 1, 0, 0, described.size, seconds, seconds, seconds),
                           {"st_mtime_ns": described.mtime_ns, "st_atime_ns": described.mtime_ns,
                            "st_ctime_ns": described.mtime_ns})
-
-
-def make_bucket(url: str) -> None:
-    """Create the bucket of ``url`` (for tests and benchmarks: dedup never creates buckets itself)."""
-    with translated(url):
-        client(url).call_s3("create_bucket", Bucket=split(url)[0])
