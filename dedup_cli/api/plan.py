@@ -58,7 +58,7 @@ FIXED_BYTES = 150_000_000
 NUMBERING_BYTES = 4 + 16 + 2 * 8 + 2 * 8
 # - per document to the end: its shingle count and run, eligibility, and its key slot while banding;
 DOCUMENT_BYTES = 8 + 8 + 1 + 8
-# - one round of band keys, at most ``engine.band_rounds.ROUND_BYTES``, 4 or 8 bytes a key;
+# - one round of band keys, at most ``options.vocabulary.BAND_MEMORY`` (band_memory's default), 4 or 8 bytes a key;
 # - per document while bucketing one band: the key and position packed and sorted, the order, the sorted keys
 #   and documents, run starts and lengths (mostly runs of one) and two masks;
 SORT_TEMPORARY_BYTES = 8 + 8 + 4 + 8 + 8 + 8 + 2

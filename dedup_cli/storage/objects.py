@@ -16,7 +16,8 @@ credentials, an endpoint that cannot be reached, a server error after the retrie
 
 Reads go through a block cache of :data:`READ_BLOCK` bytes, so that a Parquet reader's many small reads of column
 chunks become a few large ranged GETs; writes are one PUT, or a multipart upload in :data:`WRITE_BLOCK` pieces,
-which the server makes visible at once, complete, when it is completed (:func:`writing`).
+which the server makes visible at once, complete, when it is completed
+(:func:`dedup_cli.storage.streams.writing`).
 """
 
 from __future__ import annotations
