@@ -1,4 +1,4 @@
-"""Throughput and memory of the all-pairs kernel (``dedup_cli.allpairs``) on synthetic signatures.
+"""Throughput and memory of the all-pairs kernel (``dedup_cli.candidates.allpairs``) on synthetic signatures.
 
 Usage: python bench/allpairs_speed.py [--docs 20000] [--num-perm 256] [--bits 2 8] [--thresholds 0.5 0.8]
 Random b-bit values stand for unrelated documents (the bulk of any corpus); one document in fifty gets a

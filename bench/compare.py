@@ -373,7 +373,7 @@ class Truth:
     def judge(self, codes: np.ndarray) -> np.ndarray:
         """Exact Jaccard of each pair: from truth.tsv, else computed from the documents (and remembered)."""
         from dedup_cli.estimates.exact import pair_resemblances
-        from dedup_cli.text.shingles import document_shingles
+        from dedup_cli.text.shingles import batch_shingles
 
         n = len(self.ids)
         where = np.searchsorted(self.codes, codes)
@@ -385,7 +385,7 @@ class Truth:
         def shingles(i: int) -> np.ndarray:
             if i not in cache:
                 text = (self.corpus / "docs" / self.ids[i]).read_bytes().decode("utf-8-sig", errors="replace")
-                cache[i] = document_shingles(text, SHINGLE_SIZE, "word")
+                cache[i] = batch_shingles([text], SHINGLE_SIZE, "word")[0]
             return cache[i]
 
         unknown = sorted({int(code) for code in codes[~known].tolist()} - set(self.extra))

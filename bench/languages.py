@@ -127,6 +127,13 @@ def markov_texts(source: str, count: int, length: int, rng: random.Random, order
 # --- part 1: w per script -----------------------------------------------------------------------------------
 
 
+def shingle_set(text: str, size: int, unit: str, tokenisation: str | None = None) -> np.ndarray:
+    """The shingle set of one document: uint64[f], sorted, distinct."""
+    from dedup_cli.text.shingles import batch_shingles
+
+    return batch_shingles([text], size, unit, tokenisation)[0]
+
+
 def jaccard(first: np.ndarray, second: np.ndarray) -> float:
     shared = np.intersect1d(first, second, assume_unique=True).size
     union = first.size + second.size - shared
@@ -134,8 +141,6 @@ def jaccard(first: np.ndarray, second: np.ndarray) -> float:
 
 
 def w_table(trials: int) -> list[str]:
-    from dedup_cli.text.shingles import document_shingles
-
     sizes = list(range(2, 10))
     lines = ["| language | characters | edits | " + " | ".join(f"w = {w}" for w in sizes) + " |",
              "|---|---|---|" + "---|" * len(sizes)]
@@ -152,7 +157,7 @@ def w_table(trials: int) -> list[str]:
                         start = trial_rng.randrange(0, len(text) - length)
                         base = text[start : start + length]
                         copy = edit(base, rate, "char", trial_rng)
-                        values.append(jaccard(document_shingles(base, w, "word"), document_shingles(copy, w, "word")))
+                        values.append(jaccard(shingle_set(base, w, "word"), shingle_set(copy, w, "word")))
                     means.append(float(np.mean(values)))
                     least.append(float(np.min(values)))
                 cells = " | ".join(f"{mean:.3f} ({low:.2f})" for mean, low in zip(means, least, strict=True))
@@ -160,7 +165,7 @@ def w_table(trials: int) -> list[str]:
         pieces = cuts(text, 500)
         unrelated = []
         for w in sizes:
-            sets = [document_shingles(piece, w, "word") for piece in pieces]
+            sets = [shingle_set(piece, w, "word") for piece in pieces]
             unrelated.append(max(jaccard(sets[a], sets[b]) for a in range(len(sets)) for b in range(a + 1, len(sets))))
         lines.append(f"| {language} | 500, disjoint cuts ({len(pieces)}) | unrelated, largest | "
                      + " | ".join(f"{value:.3f}" for value in unrelated) + " |")
@@ -211,8 +216,6 @@ def planted_corpus(root: Path, bases_per_language: int, seed: int) -> tuple[dict
 
 def write_accuracy_corpus(out: Path, bases_per_language: int) -> None:
     """The planted corpus with its truth (every pair of one language with exact Jaccard ≥ 0.3) under ``out``."""
-    from dedup_cli.text.shingles import document_shingles
-
     texts, language_of, planted = planted_corpus(out / "docs", bases_per_language, seed=1)
     planted_pairs = {tuple(sorted(pair[:2])) for pair in planted}
     by_language: dict[str, list[str]] = defaultdict(list)
@@ -220,7 +223,7 @@ def write_accuracy_corpus(out: Path, bases_per_language: int) -> None:
         by_language[language_of[identifier]].append(identifier)
     rows = ["id_a\tid_b\tshared\tunion\tjaccard\tkind"]
     for identifiers in by_language.values():  # different languages share no shingle
-        sets = [document_shingles(texts[identifier], 5, "word") for identifier in identifiers]
+        sets = [shingle_set(texts[identifier], 5, "word") for identifier in identifiers]
         for a in range(len(sets)):
             for b in range(a + 1, len(sets)):
                 shared = np.intersect1d(sets[a], sets[b], assume_unique=True).size
@@ -246,13 +249,11 @@ def precision(language: str, language_of: dict[str, str], found: set[tuple[str, 
               planted_pairs: set[tuple[str, ...]], threshold: float, texts: dict[str, str],
               shingles: dict[str, np.ndarray], tokenisation: str) -> str:
     """The share of the pairs of ``language`` in ``found`` that are planted or have an exact Jaccard ≥ R0."""
-    from dedup_cli.text.shingles import document_shingles
-
     reported = [pair for pair in found if language_of[pair[0]] == language]
     if not reported:
         return "(none)"
     for identifier in {identifier for pair in reported for identifier in pair} - set(shingles):
-        shingles[identifier] = document_shingles(texts[identifier], 5, "word", tokenisation)
+        shingles[identifier] = shingle_set(texts[identifier], 5, "word", tokenisation)
     right = sum(pair in planted_pairs or jaccard(shingles[pair[0]], shingles[pair[1]]) >= threshold
                 for pair in reported)
     return f"{right / len(reported):.3f}"

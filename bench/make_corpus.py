@@ -22,7 +22,7 @@ to planted structures:
   differently) as header or footer.
 
 Ground truth: every pair of documents with exact Jaccard ≥ 0.3 over the whole corpus (not only the planted
-ones), with shingle sets from ``dedup_cli.text.shingles.document_shingles``; found by an exact sparse join (see
+ones), with shingle sets from ``dedup_cli.text.shingles.batch_shingles``; found by an exact sparse join (see
 :func:`similar_pairs`) and labelled with the structure the pair belongs to, or ``accidental``.
 
 Output (written to a staging folder, then renamed into place)::
@@ -56,7 +56,7 @@ import numpy as np
 import scipy.sparse
 
 from dedup_cli.params import SignatureParams
-from dedup_cli.text.shingles import document_shingles
+from dedup_cli.text.shingles import batch_shingles
 
 GENERATOR_VERSION = 1
 HERE = Path(__file__).resolve().parent
@@ -112,7 +112,7 @@ def word_count(document: Document) -> int:
 
 
 def shingles(text: str) -> np.ndarray:
-    return document_shingles(text, SHINGLE_SIZE, "word")
+    return batch_shingles([text], SHINGLE_SIZE, "word")[0]
 
 
 def jaccard(first: np.ndarray, second: np.ndarray) -> float:

@@ -41,7 +41,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(HERE))
 
-from s3_server import FaultProxy, S3Server, aws_environment  # noqa: E402
+from s3_server import FaultProxy, S3Server, aws_environment, make_bucket  # noqa: E402
 from sign_bench import jsonl_of  # noqa: E402
 
 BUCKET = "s3://bench"
@@ -245,9 +245,7 @@ def main() -> None:
     try:
         direct, counted = environment(server.endpoint), environment(proxy.endpoint)
         os.environ.update({key: value for key, value in direct.items() if key.startswith("AWS_")})
-        from dedup_cli.storage import objects
-
-        objects.make_bucket(BUCKET)
+        make_bucket(BUCKET)
         print("upload JSON Lines:", round(upload(jsonl_of(arguments.corpus), f"{BUCKET}/corpus.jsonl", direct), 1),
               "s", flush=True)
         if arguments.folder_repeat:

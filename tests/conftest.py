@@ -43,7 +43,7 @@ import os  # noqa: E402 - the object storage fixtures' own imports
 import secrets  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 
-from s3_server import S3Server, aws_environment, free_port  # noqa: E402
+from s3_server import S3Server, aws_environment, free_port, make_bucket  # noqa: E402
 
 _S3_PORT = free_port()
 _S3: list[S3Server] = []
@@ -73,8 +73,6 @@ def s3_server() -> S3Server:
 @pytest.fixture
 def bucket(s3_server: S3Server) -> Iterator[str]:
     """``s3://NAME``: a new, empty bucket of the test server."""
-    from dedup_cli.storage import objects
-
     name = f"s3://test-{secrets.token_hex(6)}"
-    objects.make_bucket(name)
+    make_bucket(name)
     yield name

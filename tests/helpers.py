@@ -41,7 +41,7 @@ from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.store import open_store
 from dedup_cli.text import scripts
 from dedup_cli.text.normalise import check_unit, fold
-from dedup_cli.text.shingles import _window_hashes
+from dedup_cli.text.shingles import _window_hashes, batch_shingles
 from dedup_cli.text.tokens import _code_points, _word_token_streams, char_hashes
 
 # The repository's root, whichever folder of tests/ a test sits in.
@@ -104,6 +104,11 @@ def token_hashes(text: str, unit: str, tokenisation: str = "unicode-words") -> n
 def shingle_hashes(tokens: np.ndarray, size: int) -> np.ndarray:
     """The distinct shingle hashes (sorted) of one token stream: uint64[n_shingles]."""
     return sorted_unique(_window_hashes(tokens, size))
+
+
+def document_shingles(text: str, size: int, unit: str, tokenisation: str | None = None) -> np.ndarray:
+    """The shingle set of one raw document text, batched alone: uint64[f], sorted, distinct."""
+    return batch_shingles([text], size, unit, tokenisation)[0]
 
 
 def read_corpus(path: str | Path) -> list[Document]:
@@ -413,8 +418,6 @@ def bible_jsonl(path: Path) -> Path:
 
 def exact_resemblances(corpus: Path) -> dict[tuple[str, str], float]:
     """The exact resemblance (Jaccard of 5-word shingle sets) of every pair of a corpus's documents, by sorted ids."""
-    from dedup_cli.text.shingles import document_shingles
-
     sets = {d.id: document_shingles(d.text, 5, "word") for d in read_corpus(corpus)}
     result = {}
     for a, b in itertools.combinations(sorted(sets), 2):

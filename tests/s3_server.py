@@ -54,6 +54,16 @@ def aws_environment(endpoint: str, access_key: str = ACCESS_KEY) -> dict[str, st
     }
 
 
+def make_bucket(url: str) -> None:
+    """Create the bucket of ``url`` (an ``s3://`` URL) with dedup's own client, as the AWS variables in the environment
+    configure it: dedup never creates buckets itself."""
+    from dedup_cli.storage.objects import client, translated
+    from dedup_cli.storage.urls import split
+
+    with translated(url):
+        client(url).call_s3("create_bucket", Bucket=split(url)[0])
+
+
 class S3Server:
     """``moto_server`` on 127.0.0.1:``port`` in a child process (:meth:`start`, :meth:`stop`)."""
 

@@ -2,7 +2,9 @@
 
 documents → shingles → signatures → candidates → estimates → groups: data flows forward only, only the CLI
 knows about click and tqdm, only the store, the input readers and the Parquet writer know about pyarrow, and the
-public API is resolved lazily so that the CLI starts without numpy (docs/architecture.md).
+public API is resolved lazily so that the CLI starts without numpy (docs/architecture.md). That document is checked
+too: its folder table names every package and nothing else, its layer table is LAYERS, and every file, folder and
+module (or name in one) it mentions exists.
 """
 
 from __future__ import annotations
@@ -391,6 +393,192 @@ def test_no_reference_to_files_outside_the_repository() -> None:
                  for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
                  if pattern.search(line) and path.name != "test_architecture.py"]
     assert not offenders, f"references to files that are not in the repository: {offenders}"
+
+
+# --- docs/architecture.md names what exists -----------------------------------------------------------------
+
+ARCHITECTURE = PACKAGE_DIR.parent / "docs" / "architecture.md"
+EVERY_PACKAGE = "every package's `__init__`"  # how the layer table names the package files of the foundations
+
+
+def _section(text: str, heading: str) -> str:
+    """The text of the section of ``text`` under ``## heading``, up to the next ``## ``."""
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _package_folders(package_dir: Path) -> set[str]:
+    """Every package of the package as a folder, ``"engine/dask/"``; the package itself not included."""
+    return {init.parent.relative_to(package_dir).as_posix() + "/" for init in package_dir.rglob("__init__.py")
+            if init.parent != package_dir}
+
+
+def documented_folders(text: str) -> set[str]:
+    """The folders the table under "The folders of `dedup_cli/`" has a row for."""
+    return set(re.findall(r"^\| `([\w/]+/)` \|", _section(text, "The folders of `dedup_cli/`"), re.MULTILINE))
+
+
+def documented_layers(text: str) -> list[tuple[int, int, str, list[list[str]]]]:
+    """The rows of the table under "Layers": (tier, its last step, its name, the names of each step's modules), the
+    words in parentheses left out; :data:`EVERY_PACKAGE` stays one name."""
+    rows = []
+    for match in re.finditer(r"^\| (\d+)\.0(?:–(\d+)\.(\d+))? \| ([^|]+) \| (.+) \|$", _section(text, "Layers"),
+                             re.MULTILINE):
+        tier, last_tier, last_step, name, cell = match.groups()
+        assert last_tier in (None, tier), f"docs/architecture.md: layers {tier}.0–{last_tier}.{last_step} span tiers"
+        while re.search(r"\([^()]*\)", cell):
+            cell = re.sub(r"\s*\([^()]*\)", "", cell)
+        # findall gives the phrase of EVERY_PACKAGE as "" (it has no group of its own).
+        steps = [[name or EVERY_PACKAGE for name in re.findall(r"every package's `__init__`|`([^`]+)`", step)]
+                 for step in cell.split("→")]
+        rows.append((int(tier), int(last_step or 0), name.strip(), steps))
+    return rows
+
+
+def _resolve_documented(name: str, tier_modules: list[str], packages: set[str]) -> list[str]:
+    """The modules of the tier a name of the layer table stands for: itself, or the one module of the tier it ends
+    (``dask.cluster`` in the engines' row is ``engine.dask.cluster``); ``?name`` when none or several."""
+    if name == EVERY_PACKAGE:
+        return [module for module in tier_modules if module in packages]
+    matches = [module for module in tier_modules if module == name or module.endswith("." + name)]
+    exact = [module for module in matches if module == name]
+    return exact or (matches if len(matches) == 1 else [f"?{name}"])
+
+
+def test_the_document_names_every_package_and_only_packages() -> None:
+    named = documented_folders(ARCHITECTURE.read_text(encoding="utf-8"))
+    packages = _package_folders(PACKAGE_DIR)
+    assert len(named) >= 10, "the folder table of docs/architecture.md was not read"
+    assert not packages - named, f"packages without a row in docs/architecture.md's folder table: {packages - named}"
+    assert not named - packages, f"docs/architecture.md's folder table names folders that are not packages: " \
+                                 f"{named - packages}"
+
+
+def test_the_documented_layers_are_the_enforced_ones() -> None:
+    # docs/architecture.md says its layer table is the one this file enforces: the same tiers, steps and modules.
+    documented = documented_layers(ARCHITECTURE.read_text(encoding="utf-8"))
+    assert [row[0] for row in documented] == list(range(len(LAYERS))), \
+        f"docs/architecture.md's layer table has tiers {[row[0] for row in documented]}, LAYERS {len(LAYERS)}"
+    modules = _package_modules(PACKAGE_DIR)
+    packages = {name for name, path in modules.items() if path.name == "__init__.py" and name != "__init__"}
+    for (tier, last_step, name, steps), (title, enforced) in zip(documented, LAYERS, strict=True):
+        tier_modules = [module for step in enforced for module in step]
+        named = [sorted(module for name in step for module in _resolve_documented(name, tier_modules, packages))
+                 for step in steps]
+        assert named == [sorted(step) for step in enforced], (
+            f"docs/architecture.md's layers {tier}.0–{tier}.{last_step} ({name}) list {named}; LAYERS has "
+            f"{[sorted(step) for step in enforced]} ({title.split(':')[0]})")
+        assert last_step == len(enforced) - 1, \
+            f"docs/architecture.md numbers tier {tier} {tier}.0–{tier}.{last_step}; it has {len(enforced)} steps"
+
+
+def _defines(path: Path, names: list[str]) -> bool:
+    """Whether the module at ``path`` defines ``names[0]`` at its top level (a function, class, assignment or
+    import), and each later name inside the class before it."""
+    body: list[ast.stmt] = ast.parse(path.read_text(encoding="utf-8")).body
+    for name in names:
+        found = None
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+                found = node
+            elif isinstance(node, ast.Assign) and name in {t.id for t in node.targets if isinstance(t, ast.Name)}:
+                found = node
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+                found = node
+            elif isinstance(node, (ast.Import, ast.ImportFrom)) and name in {
+                    (alias.asname or alias.name).split(".")[0] for alias in node.names}:
+                found = node
+        if found is None:
+            return False
+        body = found.body if isinstance(found, ast.ClassDef) else []
+    return True
+
+
+def dangling_references(text: str, package_dir: Path) -> list[str]:
+    """The references in ``text`` to files, folders and names of the package that do not exist.
+
+    A path in backticks (``engine/results.py``, ``tests/cli/``) must exist in the repository, in ``tests/``, in
+    the package or in one of its packages (``dask/frames.py`` in an engine's context); a dotted name in backticks
+    that starts with a module (``store.runs.write_task_part``, ``find_stages.score_in_chunks``, with or without
+    ``dedup_cli.``) must name a module, or a name that module defines.
+    """
+    repository = package_dir.parent
+    modules = _package_modules(package_dir)
+    packages = [""] + sorted(folder.rstrip("/").replace("/", ".") + "." for folder in _package_folders(package_dir))
+    roots = [repository, repository / "tests", package_dir,
+             *(package_dir / folder for folder in _package_folders(package_dir))]
+    dangling = []
+    for reference in re.findall(r"`([^`\s]+)`", text):
+        # Paths in lower case: ``dedup_cli/X/`` is a placeholder.
+        if re.fullmatch(r"[a-z0-9_-]+(/[a-z0-9_-]+)*(\.py|/)", reference):
+            if not any((root / reference).exists() for root in roots):
+                dangling.append(reference)
+            continue
+        if not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_]\w*)+", reference):
+            continue
+        parts = reference.removeprefix(f"{PACKAGE}.").split(".")
+        for package in packages:
+            dotted = [*package.rstrip(".").split("."), *parts] if package else parts
+            cut = next((cut for cut in range(len(dotted), 0, -1) if ".".join(dotted[:cut]) in modules), 0)
+            if cut > (len(package.rstrip(".").split(".")) if package else 0):
+                if not _defines(modules[".".join(dotted[:cut])], dotted[cut:]) if dotted[cut:] else False:
+                    dangling.append(reference)
+                break
+    return dangling
+
+
+def test_the_architecture_document_names_only_what_exists() -> None:
+    dangling = dangling_references(ARCHITECTURE.read_text(encoding="utf-8"), PACKAGE_DIR)
+    assert not dangling, f"docs/architecture.md names files, folders or names that do not exist: {dangling}"
+
+
+def test_the_documents_name_only_modules_that_exist() -> None:
+    # Every dedup_cli.x.y in the manual names a module, or a name a module defines.
+    repository = PACKAGE_DIR.parent
+    texts = [*(repository / "docs").glob("*.md"), repository / "README.md"]
+    dangling = [f"{path.name}: {reference}" for path in texts
+                for reference in dangling_references(
+                    " ".join(f"`{name}`" for name in re.findall(rf"\b{PACKAGE}(?:\.\w+)+", path.read_text("utf-8"))),
+                    PACKAGE_DIR)]
+    assert not dangling, f"the documents name modules or names that do not exist: {dangling}"
+
+
+def test_the_document_names_the_largest_module() -> None:
+    lengths = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in PACKAGE_DIR.rglob("*.py")}
+    largest = max(lengths, key=lambda path: lengths[path])
+    named = re.search(r"the largest is `([\w/]+\.py)`", ARCHITECTURE.read_text(encoding="utf-8"))
+    assert named is not None, "docs/architecture.md no longer names the largest module"
+    assert named.group(1) == largest.relative_to(PACKAGE_DIR).as_posix(), (
+        f"docs/architecture.md names {named.group(1)} the largest module; it is "
+        f"{largest.relative_to(PACKAGE_DIR).as_posix()} ({lengths[largest]} lines)")
+
+
+def test_the_document_checks_catch_what_does_not_exist(tmp_path: Path) -> None:
+    # A made-up package, module or name is caught, and the real ones pass.
+    assert dangling_references("`store/runs.py` `store.runs.StoreRun.commit` `dask/frames.py` `tests/cli/`",
+                               PACKAGE_DIR) == []
+    assert dangling_references("`dedup_cli.store.runs` `find_stages.score_in_chunks` `storage.urls`",
+                               PACKAGE_DIR) == []
+    made_up = "`made_up/` `store/rows.py` `store.runs.write_parts` `dedup_cli.store.runs.StoreRun.push`"
+    assert dangling_references(made_up, PACKAGE_DIR) == [
+        "made_up/", "store/rows.py", "store.runs.write_parts", "dedup_cli.store.runs.StoreRun.push"]
+    # A package the folder table does not name, and a row for a folder that is not a package.
+    package = tmp_path / PACKAGE
+    for folder in ("", "text", "made_up"):
+        (package / folder).mkdir(exist_ok=True)
+        (package / folder / "__init__.py").write_text('"""A package."""\n')
+    assert _package_folders(package) == {"text/", "made_up/"}
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    row = "| `inputs/` |"
+    with_row = documented_folders(text.replace(row, "| `made_up/` | not a package |\n" + row, 1))
+    assert with_row - _package_folders(PACKAGE_DIR) == {"made_up/"}
+    # A module of the layer table that is not in its tier.
+    layers = documented_layers(text.replace("`text.normalise` → ", "`text.normalise`, `text.tokenise` → ", 1))
+    tier, _, _, steps = next(row for row in layers if row[2] == "text")
+    assert steps[0] == ["text.normalise", "text.tokenise"]
+    modules = [module for step in LAYERS[tier][1] for module in step]
+    assert _resolve_documented("text.tokenise", modules, set()) == ["?text.tokenise"]
 
 
 # --- the parser sees what the rules need -------------------------------------------------------------------

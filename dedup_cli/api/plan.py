@@ -20,6 +20,7 @@ import numpy as np
 
 from dedup_cli.candidates.banding import (
     CHANCE_FRACTION,
+    Banding,
     BandingChoice,
     candidate_probability,
     resolve_banding,
@@ -57,7 +58,7 @@ FIXED_BYTES = 150_000_000
 NUMBERING_BYTES = 4 + 16 + 2 * 8 + 2 * 8
 # - per document to the end: its shingle count and run, eligibility, and its key slot while banding;
 DOCUMENT_BYTES = 8 + 8 + 1 + 8
-# - one round of band keys, at most ``engine.band_rounds.ROUND_BYTES``, 4 or 8 bytes a key;
+# - one round of band keys, at most ``options.vocabulary.BAND_MEMORY`` (band_memory's default), 4 or 8 bytes a key;
 # - per document while bucketing one band: the key and position packed and sorted, the order, the sorted keys
 #   and documents, run starts and lengths (mostly runs of one) and two masks;
 SORT_TEMPORARY_BYTES = 8 + 8 + 4 + 8 + 8 + 8 + 2
@@ -90,7 +91,7 @@ class MemoryPart:
 
 @dataclass(frozen=True)
 class Plan:
-    """What ``dedup find`` promises and costs for one choice of parameters (see :func:`make_plan`)."""
+    """What ``dedup find`` promises and costs for one choice of parameters (see :func:`plan`)."""
 
     threshold: float
     bits: float  # b, or 0.5 for b = 1/2
@@ -109,6 +110,9 @@ class Plan:
     standard_error: float  # sqrt(Var(R̂_b)) at R0 (eq. 11, sparse limit; eq. 26 for b = 1/2)
     signature_bytes: int  # ceil(k·B/8); ceil(k/16) for a store of XOR bits
     row_overhead_bytes: int  # the store's other columns, without the id and path text
+    estimator_signature_bytes: int  # ceil(k·b/8), ceil(k/16) for b = 1/2: what b alone would take in the store
+    value_bytes: int  # v: bytes a stored B-bit value takes in memory (its numpy dtype; an XOR bit takes one)
+    estimator_value_bytes: int  # v_b: bytes a b-bit value takes in memory
     storage_factor_32: float | None  # B(32)/B(b) at R0 (eq. 12); None at R0 = 1 where both vanish
     storage_factor_64: float | None  # B(64)/B(b)
     unused_values: int  # k − bands·rows: values that no band uses
@@ -123,9 +127,15 @@ class Plan:
     memory_peak_bytes: int | None = None
     memory_peak_phase: str | None = None
     memory_peak_formula: str | None = None  # the sum of the terms in the peak
-    chance_budget: float | None = None  # with docs: CHANCE_FRACTION · N, the chance candidates the banding aims at
+    chance_fraction: float = CHANCE_FRACTION  # chance candidates per document a banding chosen for N allows
+    chance_budget: float | None = None  # with docs: chance_fraction · N, the chance candidates the banding aims at
     required_num_perm: int | None = None  # with docs: the smallest k meeting both the recall and that budget
     warnings: tuple[str, ...] = ()
+
+    def candidate_probabilities(self, resemblances: np.ndarray) -> np.ndarray:
+        """Pr(candidate) float64[n] at each R of float64[n] under this banding: the S-curve
+        1 − (1 − E_B^rows)^bands (MMDS Sec. 3.4.2), of which :attr:`curve` is a table."""
+        return candidate_probability(resemblances, self.bands, self.rows, self.stored_bits)
 
     @property
     def bytes_per_document(self) -> int:
@@ -231,6 +241,102 @@ def _storage_factor(threshold: float, bits: float) -> float:
     return float(storage_factor(threshold, 0.0, 0.0, int(bits)))
 
 
+@dataclass(frozen=True)
+class _Accuracy:
+    """What the estimator's b bits promise at R0, and what they cost against other b."""
+
+    match_probability: float
+    standard_error: float
+    storage_factors: dict[float, float]  # b → B(b) at R0, b ascending
+    storage_factor_32: float | None
+    storage_factor_64: float | None
+    recommend_half_bit: bool
+
+
+def _accuracy(threshold: float, bits: float, num_perm: int) -> _Accuracy:
+    """E_b and sqrt(Var(R̂_b)) at R0 (eq. 4 and 11, r → 0; T and eq. 26 for b = 1/2 on k/2 XOR bits), and the
+    storage factors B(b) at R0 (eq. 12) of the compared b, of 32 and 64 bits against b, and whether b = 1/2 stores
+    less than every whole b at equal accuracy."""
+    if is_half_bit(bits):
+        match = float(expected_xor_match(threshold, 0.0, 0.0))
+        error = math.sqrt(float(variance_half_bit(threshold, 0.0, 0.0, num_perm // 2)))
+    else:
+        match = float(expected_match_2way(threshold, 0.0, 0.0, bits))
+        error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm)))
+    comparison = {b: _storage_factor(threshold, b) for b in sorted({*COMPARED_BITS, bits})}
+    own_factor = comparison[bits]
+    factors: list[float | None] = [
+        _storage_factor(threshold, wide) / own_factor if own_factor > 0 else None for wide in (32, 64)
+    ]
+    whole = [factor for b, factor in comparison.items() if not is_half_bit(b)]
+    recommend_half = threshold < 1.0 and comparison[HALF_BIT] < min(whole)
+    return _Accuracy(match, error, comparison, factors[0], factors[1], recommend_half)
+
+
+def _s_curve(threshold: float, banding: Banding) -> tuple[tuple[float, float], ...]:
+    """(R, Pr(candidate)) at R = 0, 0.1, …, 1 and at R0, R ascending (MMDS Sec. 3.4.2)."""
+    grid = np.round(np.linspace(0.0, 1.0, CURVE_STEPS + 1), 12)
+    resemblances = np.unique(np.append(grid, threshold))
+    probabilities = candidate_probability(resemblances, banding.bands, banding.rows, banding.band_bits)
+    return tuple((float(r), float(p)) for r, p in zip(resemblances, probabilities, strict=True))
+
+
+def _signature_bytes(values: int, bits: float) -> int:
+    """The bytes of k values of b bits, packed: ceil(k·b/8); ceil(k/16) for the k/2 XOR bits of b = 1/2."""
+    if is_half_bit(bits):
+        return (values // 2 + 7) // 8
+    return (values * math.ceil(bits) + 7) // 8
+
+
+def _plan_warnings(options: PlanOptions, choice: BandingChoice, stored_bits: float) -> list[str]:
+    """Values no band uses, a recall below its target, too many chance candidates for the corpus, and band values
+    so few bits wide that unrelated pairs become candidates, each with its fix."""
+    threshold, recall, values = options.threshold, options.recall, options.band_values
+    banding = choice.banding
+    at_threshold, unrelated = banding.recall_at(threshold), banding.recall_at(0.0)
+    unused = values - banding.bands * banding.rows
+    warnings: list[str] = []
+    if unused:
+        warnings.append(
+            f"{banding.bands} bands × {banding.rows} rows use {banding.bands * banding.rows} of the {values} "
+            f"values; the other {unused} never make a pair a candidate (the estimator still uses all {values})"
+        )
+    if at_threshold < recall and (not choice.chosen or options.docs is None):
+        fix = ("choose more --bands or fewer --rows" if not choice.chosen
+               else "no banding of these values reaches it; use a larger --num-perm or a lower --recall")
+        warnings.append(f"recall at R0 = {threshold:g} is {at_threshold:.4f}, below the target {recall:g}; {fix}")
+    warnings += banding_warnings(choice, threshold, values, _flag)
+    if unrelated > 0.01 and is_half_bit(stored_bits):
+        warnings.append(
+            f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: XOR bits agree by chance half the time; "
+            "sign with whole --bits (e.g. 8) for banding and estimate with find --bits 1/2"
+        )
+    elif unrelated > 0.01:
+        warnings.append(
+            f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: {stored_bits}-bit band values agree by "
+            f"chance with probability 1/2^{stored_bits}; sign with more --bits (e.g. 8) so banding is selective"
+        )
+    return warnings
+
+
+def _corpus_costs(docs: int, choice: BandingChoice, num_perm: int, bits: float, signature_bytes: int) -> dict[str, Any]:
+    """The fields of a :class:`Plan` that need N: pairs, expected candidates, the chance budget and the k that keeps
+    it, and the memory of ``find`` (:func:`_memory`)."""
+    banding, stored_bits = choice.banding, choice.banding.band_bits
+    pairs = docs * (docs - 1) // 2
+    candidates = pairs * banding.recall_at(0.0)
+    # Band collisions before de-duplication: every band finds its own pairs, overlaps and all.
+    collisions = pairs * banding.bands * float(row_agreement_probability(0.0, stored_bits)) ** banding.rows
+    compared = num_perm // 2 if is_half_bit(bits) else num_perm  # the values the estimator compares
+    parts, phase = _memory(docs, compared, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
+                           candidates, collisions)
+    peak = [part for part in parts if part.in_peak]
+    return dict(docs=docs, pairs=pairs, expected_candidates=candidates, memory=parts, chance_budget=choice.budget,
+                required_num_perm=choice.required_num_perm,
+                memory_peak_bytes=sum(part.bytes for part in peak), memory_peak_phase=phase,
+                memory_peak_formula=" + ".join(part.formula for part in peak))
+
+
 def plan(options: PlanOptions | None = None) -> Plan:
     """Everything ``dedup find --threshold R0 --bits b`` promises and costs, from the formulas alone.
 
@@ -245,98 +351,43 @@ def plan(options: PlanOptions | None = None) -> Plan:
     """
     options = PlanOptions() if options is None else options
     threshold, num_perm = options.threshold, options.num_perm
-    bits, stored_bits = float(options.bits), float(options.stored_bits)
-    bits, stored_bits = (HALF_BIT if b == HALF_BIT else int(b) for b in (bits, stored_bits))
-    recall, docs = options.recall, options.docs
-    half = is_half_bit(bits)
+    bits, stored_bits = (HALF_BIT if b == HALF_BIT else int(b) for b in (float(options.bits),
+                                                                         float(options.stored_bits)))
     values = options.band_values  # k, or k/2 XOR bits
-    compared = num_perm // 2 if half else num_perm  # the values the estimator compares
     # One of bands/rows alone takes as many of the other as k allows, as find does.
-    choice = resolve_banding(threshold, values, stored_bits, recall, options.bands, options.rows, documents=docs)
-    banding, chosen = choice.banding, choice.chosen
-
-    grid = np.round(np.linspace(0.0, 1.0, CURVE_STEPS + 1), 12)
-    resemblances = np.unique(np.append(grid, threshold))
-    probabilities = candidate_probability(resemblances, banding.bands, banding.rows, stored_bits)
-    curve = tuple((float(r), float(p)) for r, p in zip(resemblances, probabilities, strict=True))
+    choice = resolve_banding(threshold, values, stored_bits, options.recall, options.bands, options.rows,
+                             documents=options.docs)
+    banding = choice.banding
     at_threshold = banding.recall_at(threshold)
-    unrelated = banding.recall_at(0.0)
-
-    if half:
-        match = float(expected_xor_match(threshold, 0.0, 0.0))
-        error = math.sqrt(float(variance_half_bit(threshold, 0.0, 0.0, compared)))
-    else:
-        match = float(expected_match_2way(threshold, 0.0, 0.0, bits))
-        error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm)))
-    comparison = {b: _storage_factor(threshold, b) for b in sorted({*COMPARED_BITS, bits})}
-    own_factor = comparison[bits]
-    factors: list[float | None] = [
-        _storage_factor(threshold, wide) / own_factor if own_factor > 0 else None for wide in (32, 64)
-    ]
-    whole = [factor for b, factor in comparison.items() if not is_half_bit(b)]
-    recommend_half = threshold < 1.0 and comparison[HALF_BIT] < min(whole)
-    signature_bytes = (values * math.ceil(stored_bits) + 7) // 8
-    unused = values - banding.bands * banding.rows
-
-    warnings: list[str] = []
-    if unused:
-        warnings.append(
-            f"{banding.bands} bands × {banding.rows} rows use {banding.bands * banding.rows} of the {values} "
-            f"values; the other {unused} never make a pair a candidate (the estimator still uses all {values})"
-        )
-    if at_threshold < recall and (not chosen or docs is None):
-        fix = ("choose more --bands or fewer --rows" if not chosen
-               else "no banding of these values reaches it; use a larger --num-perm or a lower --recall")
-        warnings.append(f"recall at R0 = {threshold:g} is {at_threshold:.4f}, below the target {recall:g}; {fix}")
-    warnings += banding_warnings(choice, threshold, values, _flag)
-    if unrelated > 0.01 and is_half_bit(stored_bits):
-        warnings.append(
-            f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: XOR bits agree by chance half the time; "
-            "sign with whole --bits (e.g. 8) for banding and estimate with find --bits 1/2"
-        )
-    elif unrelated > 0.01:
-        warnings.append(
-            f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: {stored_bits}-bit band values agree by "
-            f"chance with probability 1/2^{stored_bits}; sign with more --bits (e.g. 8) so banding is selective"
-        )
-
-    extra: dict[str, Any] = {}
-    if docs is not None:
-        pairs = docs * (docs - 1) // 2
-        candidates = pairs * unrelated
-        # Band collisions before de-duplication: every band finds its own pairs, overlaps and all.
-        collisions = pairs * banding.bands * float(row_agreement_probability(0.0, stored_bits)) ** banding.rows
-        parts, phase = _memory(docs, compared, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
-                               candidates, collisions)
-        peak = [part for part in parts if part.in_peak]
-        extra = dict(docs=docs, pairs=pairs, expected_candidates=candidates, memory=parts, chance_budget=choice.budget,
-                     required_num_perm=choice.required_num_perm,
-                     memory_peak_bytes=sum(part.bytes for part in peak), memory_peak_phase=phase,
-                     memory_peak_formula=" + ".join(part.formula for part in peak))
-
+    accuracy = _accuracy(threshold, bits, num_perm)
+    signature_bytes = _signature_bytes(num_perm, stored_bits)
+    corpus = {} if options.docs is None else _corpus_costs(options.docs, choice, num_perm, bits, signature_bytes)
     return Plan(
         threshold=threshold,
         bits=bits,
         num_perm=num_perm,
         stored_bits=stored_bits,
-        recall_target=recall,
+        recall_target=options.recall,
         bands=banding.bands,
         rows=banding.rows,
-        banding_chosen=chosen,
-        curve=curve,
+        banding_chosen=choice.chosen,
+        curve=_s_curve(threshold, banding),
         row_agreement_at_threshold=float(row_agreement_probability(threshold, stored_bits)),
         recall_at_threshold=at_threshold,
         false_negative_rate=1.0 - at_threshold,
-        candidate_probability_unrelated=unrelated,
-        match_probability=match,
-        standard_error=error,
+        candidate_probability_unrelated=banding.recall_at(0.0),
+        match_probability=accuracy.match_probability,
+        standard_error=accuracy.standard_error,
         signature_bytes=signature_bytes,
         row_overhead_bytes=ROW_OVERHEAD_BYTES,
-        storage_factor_32=factors[0],
-        storage_factor_64=factors[1],
-        unused_values=unused,
-        storage_factors=tuple((b, factor) for b, factor in comparison.items()),
-        recommend_half_bit=recommend_half,
-        warnings=tuple(warnings),
-        **extra,
+        storage_factor_32=accuracy.storage_factor_32,
+        storage_factor_64=accuracy.storage_factor_64,
+        unused_values=values - banding.bands * banding.rows,
+        storage_factors=tuple(accuracy.storage_factors.items()),
+        recommend_half_bit=accuracy.recommend_half_bit,
+        estimator_signature_bytes=_signature_bytes(num_perm, bits),
+        value_bytes=value_dtype(math.ceil(stored_bits)).itemsize,
+        estimator_value_bytes=value_dtype(math.ceil(bits)).itemsize,
+        warnings=tuple(_plan_warnings(options, choice, stored_bits)),
+        **corpus,
     )

@@ -30,6 +30,7 @@ from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.params import SignatureParams
 from dedup_cli.storage.urls import absolute
 from dedup_cli.store.manifest import RunInput, RunRecord
+from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.store import create_store, stored_id_root, stored_params
 
@@ -83,13 +84,6 @@ def sign(
     # A store keeps the tokenisation it was signed with unless the options name one (then they must agree).
     params = SignatureParams.from_options(options, stored_params(output))
     report = SignReport(store=output)
-    recorded = stored_id_root(output)
-    asked = options.input.id_root
-    if asked is not None and recorded is not None and absolute(asked) != recorded:
-        raise OptionError("id_root", asked, f"{{id_root}} {literal(asked)} differs from {literal(recorded)}, the "
-                          f"directory the ids of {literal(output)} are relative to; leave {{id_root}} out, or sign "
-                          "into another store")
-    root = recorded if recorded is not None else asked
     index: DocumentIndex | None = None
     seen: list[str] = []  # ids this run read or found unchanged: the others are what a prune removes
 
@@ -102,15 +96,11 @@ def sign(
 
     # Inputs are checked (a missing one is an error) before the store is created or locked; the local engine's
     # walk of the directories then goes on as the run signs, and the progress starts once it knows the total.
-    reading = dataclasses.replace(options.input, id_root=root)
+    reading = dataclasses.replace(options.input, id_root=_id_root(output, options.input.id_root))
     sources, stream = input_sources(options.engine, inputs, reading, report.read, stdin)
     created = create_store(output, params, exist_ok=True, lock_timeout=options.wait)
     with created.begin_run(params, lock_timeout=options.wait) as run, engine_for(options.engine) as engine:
-        if run.id_root is None:
-            run.id_root = report.read.id_root
-        elif report.read.id_root is not None and report.read.id_root != run.id_root:
-            raise StoreError(f"another run fixed the id root of {output} while this one started; run again")
-        run.input = RunInput(run.number, **{name: getattr(options.input, name) for name in READING_OPTIONS})
+        _record_input(run, options, report.read.id_root, output)
         index = run.document_index()
         choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", options.workers, params)
         if choice.blocked == NOT_COMPILED:
@@ -128,13 +118,46 @@ def sign(
                 report.prune_skipped = True
             else:
                 run.remove(index.ids_at(index.absent(seen, [read.ids for read in signed.seen_ids])))
+    _report_kernel(report, choice, params)
+    report.unchanged += report.read.unchanged
+    report.run = run.record
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _id_root(output: str, asked: str | None) -> str | None:
+    """The directory the ids of this run's files are relative to: the store's, else the one asked for (None: the
+    reading finds it from the inputs).
+
+    Raises:
+        OptionError: the one asked for is not the store's.
+    """
+    recorded = stored_id_root(output)
+    if asked is not None and recorded is not None and absolute(asked) != recorded:
+        raise OptionError("id_root", asked, f"{{id_root}} {literal(asked)} differs from {literal(recorded)}, the "
+                          f"directory the ids of {literal(output)} are relative to; leave {{id_root}} out, or sign "
+                          "into another store")
+    return recorded if recorded is not None else asked
+
+
+def _record_input(run: StoreRun, options: SignOptions, read_root: str | None, output: str) -> None:
+    """Record in the run the id root of its files (a first run's, found by reading) and how it read its inputs.
+
+    Raises:
+        StoreError: another run fixed a different id root between this one's reading and its lock.
+    """
+    if run.id_root is None:
+        run.id_root = read_root
+    elif read_root is not None and read_root != run.id_root:
+        raise StoreError(f"another run fixed the id root of {output} while this one started; run again")
+    run.input = RunInput(run.number, **{name: getattr(options.input, name) for name in READING_OPTIONS})
+
+
+def _report_kernel(report: SignReport, choice: KernelChoice, params: SignatureParams) -> None:
+    """The kernels that signed, why numpy did when it did, numba's version, and why compiling failed."""
     report.kernels = choice.used
     report.kernel_reason = INTEGER_SETS if params.input_kind == "sets" else choice.reason
     if "numba" in choice.used:
         report.numba_version = numba_version()
     if report.kernel_reason == COMPILE_FAILED:
         report.compile_failure = failure()
-    report.unchanged += report.read.unchanged
-    report.run = run.record
-    report.seconds = time.perf_counter() - started
-    return report

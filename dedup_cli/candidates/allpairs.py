@@ -22,6 +22,7 @@ are meant to be re-scored exactly (``dedup_cli.estimates.pairs.score_pairs``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -230,9 +231,29 @@ def all_pairs(
     keep = np.ones(n_docs, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool).copy()
     if keep.shape != (n_docs,):
         raise ValueError(f"eligible must be bool[{n_docs}], got shape {keep.shape}")
+    allowance_by_document, per_document = _mismatch_allowances(min_matches, keep, k)
 
-    # Mismatch counts are compared with an allowance k − min_matches, clipped to 0..k so it fits the counts'
-    # dtype; a document needing more than k matches can pair with nobody and is dropped.
+    docs = np.flatnonzero(keep)
+    packed = pack_blocks(values if docs.size == n_docs else values[docs], bits)
+    tile_rows, tile_columns = _tile_shape(docs.size, memory_bytes)
+    kernel = _TileKernel(packed, bits, allowance_by_document[docs], per_document, tile_rows * tile_columns,
+                         allowance_by_document.dtype)
+    block = functools.partial(_row_block_pairs, kernel, docs, k, tile_rows, tile_columns)
+    starts = range(0, docs.size, tile_rows)
+    return _gather_row_blocks(starts, (mapper or map)(block, starts), docs, n_docs, tile_rows, progress)
+
+
+def _mismatch_allowances(min_matches: int | np.ndarray, keep: np.ndarray, k: int) -> tuple[np.ndarray, bool]:
+    """Each document's allowance k − min_matches of mismatches, and whether it differs between documents.
+
+    Mismatch counts are compared with the allowance clipped to 0..k, in uint16 (uint32 for k ≥ 2^16) so that it
+    fits the counts' dtype; a document needing more than k matches can pair with nobody and is dropped from
+    ``keep`` (bool[n_docs], modified). Per-document counts that are equal for every kept document become one.
+
+    Returns:
+        (allowance uint16[n_docs] or uint32[n_docs], per_document).
+    """
+    n_docs = keep.size
     count_dtype = np.dtype(np.uint16 if k <= np.iinfo(np.uint16).max else np.uint32)
     per_document = np.ndim(min_matches) != 0
     if per_document:
@@ -246,45 +267,46 @@ def all_pairs(
         if int(min_matches) > k:
             keep[:] = False
         needed = np.full(n_docs, int(min_matches), dtype=np.int64)
-    allowance_by_document = np.clip(k - needed, 0, k).astype(count_dtype)
+    return np.clip(k - needed, 0, k).astype(count_dtype), per_document
 
-    docs = np.flatnonzero(keep)
-    packed = pack_blocks(values if docs.size == n_docs else values[docs], bits)
-    allowance = allowance_by_document[docs]
-    tile_rows, tile_columns = _tile_shape(docs.size, memory_bytes)
-    kernel = _TileKernel(packed, bits, allowance, per_document, tile_rows * tile_columns, count_dtype)
 
-    def block(row_start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """The pairs (first, second, matches) of rows [row_start, row_start + tile_rows) of the upper triangle."""
-        row_stop = min(row_start + tile_rows, docs.size)
-        block_rows: list[np.ndarray] = []
-        block_columns: list[np.ndarray] = []
-        block_mismatches: list[np.ndarray] = []
-        # Columns from the block's first row on: the first tile straddles the diagonal, and its pairs with
-        # column ≤ row are dropped below (at most tile_rows² / 2 of them). Tiles of equal width, so that
-        # none is a sliver.
-        span = docs.size - row_start
-        width = math.ceil(span / math.ceil(span / tile_columns))
-        for column_start in range(row_start, docs.size, width):
-            column_stop = min(column_start + width, docs.size)
-            rows, columns, mismatches = kernel.tile(row_start, row_stop, column_start, column_stop)
-            upper = columns > rows
-            block_rows.append(rows[upper])
-            block_columns.append(columns[upper])
-            block_mismatches.append(mismatches[upper])
-        rows, columns = np.concatenate(block_rows), np.concatenate(block_columns)
-        if not rows.size:  # (empty arrays would cost ~100 bytes each, for every row block)
-            return None
-        order = np.lexsort((columns, rows))  # tiles come column block by column block
-        return (docs[rows[order]], docs[columns[order]],
-                k - np.concatenate(block_mismatches)[order].astype(np.int64))
+def _row_block_pairs(kernel: _TileKernel, docs: np.ndarray, k: int, tile_rows: int, tile_columns: int,
+                     row_start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The pairs (first, second, matches) of rows [row_start, row_start + tile_rows) of the upper triangle of the
+    kept documents ``docs`` (int64[n_kept], their numbers), sorted; None when there are none."""
+    row_stop = min(row_start + tile_rows, docs.size)
+    block_rows: list[np.ndarray] = []
+    block_columns: list[np.ndarray] = []
+    block_mismatches: list[np.ndarray] = []
+    # Columns from the block's first row on: the first tile straddles the diagonal, and its pairs with
+    # column ≤ row are dropped below (at most tile_rows² / 2 of them). Tiles of equal width, so that
+    # none is a sliver.
+    span = docs.size - row_start
+    width = math.ceil(span / math.ceil(span / tile_columns))
+    for column_start in range(row_start, docs.size, width):
+        column_stop = min(column_start + width, docs.size)
+        rows, columns, mismatches = kernel.tile(row_start, row_stop, column_start, column_stop)
+        upper = columns > rows
+        block_rows.append(rows[upper])
+        block_columns.append(columns[upper])
+        block_mismatches.append(mismatches[upper])
+    rows, columns = np.concatenate(block_rows), np.concatenate(block_columns)
+    if not rows.size:  # (empty arrays would cost ~100 bytes each, for every row block)
+        return None
+    order = np.lexsort((columns, rows))  # tiles come column block by column block
+    return (docs[rows[order]], docs[columns[order]],
+            k - np.concatenate(block_mismatches)[order].astype(np.int64))
 
+
+def _gather_row_blocks(starts: range, found_by_block: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray] | None],
+                       docs: np.ndarray, n_docs: int, tile_rows: int, progress: Callable[[int], None] | None,
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The row blocks' pairs joined in order, reporting to ``progress`` the documents whose rows are done."""
     firsts: list[np.ndarray] = []
     seconds: list[np.ndarray] = []
     matches: list[np.ndarray] = []
     reported = 0
-    starts = range(0, docs.size, tile_rows)
-    for row_start, found in zip(starts, (mapper or map)(block, starts), strict=True):
+    for row_start, found in zip(starts, found_by_block, strict=True):
         row_stop = min(row_start + tile_rows, docs.size)
         if found is not None:
             firsts.append(found[0])

@@ -245,7 +245,7 @@ def resolve_banding(threshold: float, num_perm: int, band_bits: float, recall: f
     ``documents``, for at most :data:`CHANCE_FRACTION` of a chance candidate per document), or as given.
 
     With only one of ``bands``/``rows`` given, the other takes as many values as the signature allows. The
-    options were checked by :func:`dedup_cli.options.check_banding`; a banding that does not fit in
+    options were checked by :func:`dedup_cli.options.checks.check_banding`; a banding that does not fit in
     ``num_perm`` values is a ValueError here.
     """
     chosen = bands is None and rows is None

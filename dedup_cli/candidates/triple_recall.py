@@ -1,7 +1,7 @@
 """How much per-pair recall the banding needs so that triples reach a recall (pure Python, no numpy).
 
 A triple with R ≥ R0 becomes a candidate only if each of its three pairs (each with R_ij ≥ R ≥ R0) is an LSH
-candidate and survives the pair margin (:func:`dedup_cli.candidates.triple_margin.pair_margin`, z standard
+candidate and survives the pair margin (:func:`dedup_cli.candidates.triples.pair_margin`, z standard
 errors below R0). By the union bound 1 − triple_recall ≤ 3 · (1 − pair_recall + Φ(−z)), so
 pair_recall = 1 − ((1 − triple_recall)/3 − Φ(−z)); 0.99 and z = 3 give 0.998017.
 
@@ -56,7 +56,3 @@ def pair_recall_for_triples(triple_recall: float = 0.99, z: float = TRIPLE_MARGI
     if problem is not None:
         raise ValueError(problem.replace("{recall}", "recall"))
     return 1.0 - ((1.0 - triple_recall) / 3.0 - NormalDist().cdf(-z))
-
-
-PAIR_RECALL_FOR_TRIPLES = pair_recall_for_triples()
-"""Per-pair banding recall for 0.99 of qualifying triples with the default margin (z = 3): 0.998017."""

@@ -2,8 +2,9 @@
 
 Nothing here computes: each command (one module of :mod:`dedup_cli.cli` each) builds the options of
 :mod:`dedup_cli.options` (whose defaults are the flags' defaults), calls the public API (:mod:`dedup_cli`), and
-prints what comes back through :mod:`dedup_cli.output`. numpy and pyarrow are imported only by the commands
-that run, so ``dedup --help`` and ``dedup --version`` stay fast.
+prints what comes back: records through :mod:`dedup_cli.cli.writers`, summaries and reports through
+:mod:`dedup_cli.cli.summaries`, :mod:`dedup_cli.cli.plan_report` and :mod:`dedup_cli.cli.eval_report`. numpy and
+pyarrow are imported only by the commands that run, so ``dedup --help`` and ``dedup --version`` stay fast.
 
 Exit codes: 0 success, 1 runtime error (bad input, damaged store, unreadable files), 2 usage error,
 3 duplicates found with find --fail-on-duplicates, 130 interrupted.

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from dedup_cli.api.plan import Plan
-from dedup_cli.candidates.banding import CHANCE_FRACTION, candidate_probability
-from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.options.vocabulary import HALF_BIT, bits_label
 
@@ -41,7 +38,7 @@ def _plot(plan: Plan, width: int, height: int) -> list[str]:
     The curve is drawn with ``*``, the threshold column with ``:`` and a ``+`` on the R axis.
     """
     xs = np.linspace(0.0, 1.0, width)
-    levels = np.rint(candidate_probability(xs, plan.bands, plan.rows, plan.stored_bits) * (height - 1)).astype(int)
+    levels = np.rint(plan.candidate_probabilities(xs) * (height - 1)).astype(int)
     canvas = [[" "] * width for _ in range(height)]
     marker = int(round(plan.threshold * (width - 1)))
     for line in canvas:
@@ -111,6 +108,111 @@ def _half_bit_lines(plan: Plan) -> list[str]:
     return lines
 
 
+def _banding_lines(plan: Plan) -> list[str]:
+    """The parameters on one line, then the banding, how it was chosen and its S-curve's formula."""
+    how = f"chosen for recall ≥ {plan.recall_target:g} at R0" if plan.banding_chosen else "as given"
+    if plan.banding_chosen and plan.docs is not None:
+        how += f" and ≤ {plan.chance_fraction:g}·N chance candidates"
+    xor_store = plan.stored_bits == HALF_BIT
+    b, stored = bits_label(plan.bits), bits_label(plan.stored_bits)
+    lines = [
+        f"dedup plan: threshold R0 = {plan.threshold:g}, estimator b = {b} bits, k = {plan.num_perm} values, "
+        + (f"a store of {plan.num_perm // 2} XOR bits" if xor_store else f"B = {stored} stored bits")
+        + (f", N = {plan.docs:,} documents" if plan.docs is not None else ""),
+        "",
+    ]
+    if xor_store:
+        return lines + [
+            f"Banding: {plan.bands} bands × {plan.rows} rows on the stored XOR bits ({how})",
+            f"  Pr(candidate) = 1 − (1 − T^{plan.rows})^{plan.bands}; a row agrees with probability",
+            "  T = (1 + R²)/2 (Li & König eq. 23; R = 0: unrelated pairs)",
+        ]
+    return lines + [
+        f"Banding: {plan.bands} bands × {plan.rows} rows on the {stored}-bit stored values ({how})",
+        f"  Pr(candidate) = 1 − (1 − E^{plan.rows})^{plan.bands}; a row agrees with probability",
+        f"  E = 2^-{stored} + (1 − 2^-{stored})·R (R = 0: unrelated pairs)",
+    ]
+
+
+def _curve_lines(plan: Plan, width: int) -> list[str]:
+    """The S-curve as a table (R with as many decimals as R0 needs, R0 marked) and as a plot."""
+    decimals = min(4, max(1, len(f"{plan.threshold:g}".partition(".")[2])))
+    lines = ["", "      R  Pr(candidate)"]
+    for resemblance, probability in plan.curve:
+        mark = "  <- R0" if resemblance == plan.threshold else ""
+        lines.append(f"  {resemblance:5.{decimals}f}  {_probability(probability):>13}{mark}")
+    return lines + ["", "  Pr(candidate)", *_plot(plan, width, max(8, width // 5))]
+
+
+def _threshold_lines(plan: Plan) -> list[str]:
+    """What banding and the estimator promise for a pair at exactly R0."""
+    return [
+        "",
+        f"At R0 = {plan.threshold:g}:",
+        f"  recall of banding      {plan.recall_at_threshold:.4f}  Pr(candidate); pairs above R0 fare better",
+        f"  false-negative rate    {plan.false_negative_rate:.4f}  pairs at R0 that never become candidates",
+        f"  estimator std. error   {plan.standard_error:.4f}  b = {bits_label(plan.bits)}, k = {plan.num_perm}: "
+        f"sqrt of Li & König eq. {26 if plan.bits == HALF_BIT else 11}, r → 0;",
+        "                                 a pair at exactly R0 is estimated below R0 about half the time;",
+        "                                 find --verify borderline (the default) decides such pairs exactly",
+    ]
+
+
+def _storage_lines(plan: Plan) -> list[str]:
+    """A store row's bytes, and the space b saves against 32 and 64 bits (and against the other b)."""
+    b, stored = bits_label(plan.bits), bits_label(plan.stored_bits)
+    lines = [
+        "",
+        "Storage:",
+        f"  bytes per document     {plan.bytes_per_document}  = {plan.signature_bytes} signature "
+        f"({'ceil(k/16)' if plan.stored_bits == HALF_BIT else 'ceil(k·B/8)'}) "
+        f"+ {plan.row_overhead_bytes} other columns",
+        "                              (size, mtime, content hash, shingle count, run; id and path offsets),",
+        "                              plus the id and path text; zstd shrinks all but the signature",
+    ]
+    if plan.stored_bits > plan.bits:
+        lines.append(
+            f"                              the store keeps B = {stored} bits a value for banding; "
+            f"b = {b} alone would take {plan.estimator_signature_bytes} bytes"
+        )
+    for wide, factor in ((32, plan.storage_factor_32), (64, plan.storage_factor_64)):
+        label = f"  {b} bits vs {wide} bits"
+        if factor is None:
+            lines.append(f"{label:<25}undefined at R0 = {plan.threshold:g}: every estimator is exact there")
+        else:
+            lines.append(f"{label:<25}{factor:.3g}× less space at equal accuracy (Li & König eq. 12, r → 0)")
+    return lines + _half_bit_lines(plan)
+
+
+def _corpus_lines(plan: Plan) -> list[str]:
+    """With N: the expected candidates, the chance budget, and the memory of ``find`` term by term."""
+    if plan.docs is None:
+        return []
+    assert plan.pairs is not None and plan.expected_candidates is not None
+    lines = [
+        "",
+        f"Corpus of N = {plan.docs:,} documents, {plan.pairs:,} pairs:",
+        f"  expected candidates    {_count(plan.expected_candidates)} = N(N − 1)/2 · "
+        f"{_probability(plan.candidate_probability_unrelated)} if nearly all pairs are unrelated;",
+        "                         true near-duplicates add their own (Pr(candidate) at their R, above)",
+        f"  chance budget          {_count(plan.chance_budget or 0.0)} = {plan.chance_fraction:g}·N: the banding is "
+        "chosen with more rows as N grows to stay within it"
+        + (f"; k ≥ {plan.required_num_perm} keeps it at this recall" if plan.required_num_perm else ""),
+        f"  memory for find        about {_bytes(plan.memory_peak_bytes or 0)} at its peak, while "
+        f"{plan.memory_peak_phase}:",
+        f"    {plan.memory_peak_formula}",
+        f"    with S = {plan.signature_bytes} signature bytes, "
+        f"v = {plan.value_bytes} and v_b = {plan.estimator_value_bytes} bytes a value in memory, C the candidates "
+        "expected above",
+        "    (near-duplicates add theirs), P the band collisions before de-duplication; ids and paths cost their",
+        "    text on top. The terms (* in the peak):",
+    ]
+    for part in plan.memory:
+        peak = "*" if part.in_peak else " "
+        lines.append(f"    {peak} {part.formula:<36} {_bytes(part.bytes):>8}  {part.name}")
+    return lines
+
+
 def render_plan(plan: Plan, width: int = 60) -> str:
     """A human-readable report of ``plan``: parameters, S-curve table and plot, accuracy, cost, warnings.
 
@@ -120,98 +222,10 @@ def render_plan(plan: Plan, width: int = 60) -> str:
     """
     if width < 20:
         raise ValueError(f"plot width {width} is too narrow; use 20 columns or more")
-    r0 = f"{plan.threshold:g}"
-    decimals = min(4, max(1, len(r0.partition(".")[2])))
-    how = f"chosen for recall ≥ {plan.recall_target:g} at R0" if plan.banding_chosen else "as given"
-    if plan.banding_chosen and plan.docs is not None:
-        how += f" and ≤ {CHANCE_FRACTION:g}·N chance candidates"
-    xor_store = plan.stored_bits == HALF_BIT
-    b, stored = bits_label(plan.bits), bits_label(plan.stored_bits)
-    lines = [
-        f"dedup plan: threshold R0 = {r0}, estimator b = {b} bits, k = {plan.num_perm} values, "
-        + (f"a store of {plan.num_perm // 2} XOR bits" if xor_store else f"B = {stored} stored bits")
-        + (f", N = {plan.docs:,} documents" if plan.docs is not None else ""),
-        "",
-    ]
-    if xor_store:
-        lines += [
-            f"Banding: {plan.bands} bands × {plan.rows} rows on the stored XOR bits ({how})",
-            f"  Pr(candidate) = 1 − (1 − T^{plan.rows})^{plan.bands}; a row agrees with probability",
-            "  T = (1 + R²)/2 (Li & König eq. 23; R = 0: unrelated pairs)",
-        ]
-    else:
-        lines += [
-            f"Banding: {plan.bands} bands × {plan.rows} rows on the {stored}-bit stored values ({how})",
-            f"  Pr(candidate) = 1 − (1 − E^{plan.rows})^{plan.bands}; a row agrees with probability",
-            f"  E = 2^-{stored} + (1 − 2^-{stored})·R (R = 0: unrelated pairs)",
-        ]
-    lines += [
-        "",
-        "      R  Pr(candidate)",
-    ]
-    for resemblance, probability in plan.curve:
-        mark = "  <- R0" if resemblance == plan.threshold else ""
-        lines.append(f"  {resemblance:5.{decimals}f}  {_probability(probability):>13}{mark}")
-    lines += ["", "  Pr(candidate)"]
-    lines += _plot(plan, width, max(8, width // 5))
-    lines += [
-        "",
-        f"At R0 = {r0}:",
-        f"  recall of banding      {plan.recall_at_threshold:.4f}  Pr(candidate); pairs above R0 fare better",
-        f"  false-negative rate    {plan.false_negative_rate:.4f}  pairs at R0 that never become candidates",
-        f"  estimator std. error   {plan.standard_error:.4f}  b = {b}, k = {plan.num_perm}: sqrt of "
-        f"Li & König eq. {26 if plan.bits == HALF_BIT else 11}, r → 0;",
-        "                                 a pair at exactly R0 is estimated below R0 about half the time;",
-        "                                 find --verify borderline (the default) decides such pairs exactly",
-        "",
-        "Storage:",
-        f"  bytes per document     {plan.bytes_per_document}  = {plan.signature_bytes} signature "
-        f"({'ceil(k/16)' if xor_store else 'ceil(k·B/8)'}) "
-        f"+ {plan.row_overhead_bytes} other columns",
-        "                              (size, mtime, content hash, shingle count, run; id and path offsets),",
-        "                              plus the id and path text; zstd shrinks all but the signature",
-    ]
-    if plan.stored_bits > plan.bits:
-        alone = (plan.num_perm // 2 + 7) // 8 if plan.bits == HALF_BIT else (plan.num_perm * int(plan.bits) + 7) // 8
-        lines.append(
-            f"                              the store keeps B = {stored} bits a value for banding; "
-            f"b = {b} alone would take {alone} bytes"
-        )
-    for wide, factor in ((32, plan.storage_factor_32), (64, plan.storage_factor_64)):
-        label = f"  {b} bits vs {wide} bits"
-        if factor is None:
-            lines.append(f"{label:<25}undefined at R0 = {r0}: every estimator is exact there")
-        else:
-            lines.append(f"{label:<25}{factor:.3g}× less space at equal accuracy (Li & König eq. 12, r → 0)")
-    lines += _half_bit_lines(plan)
-    lines += _shingle_lines()
-    if plan.docs is not None:
-        assert plan.pairs is not None and plan.expected_candidates is not None
-        lines += [
-            "",
-            f"Corpus of N = {plan.docs:,} documents, {plan.pairs:,} pairs:",
-            f"  expected candidates    {_count(plan.expected_candidates)} = N(N − 1)/2 · "
-            f"{_probability(plan.candidate_probability_unrelated)} if nearly all pairs are unrelated;",
-            "                         true near-duplicates add their own (Pr(candidate) at their R, above)",
-            f"  chance budget          {_count(plan.chance_budget or 0.0)} = {CHANCE_FRACTION:g}·N: the banding is "
-            "chosen with more rows as N grows to stay within it"
-            + (f"; k ≥ {plan.required_num_perm} keeps it at this recall" if plan.required_num_perm else ""),
-            f"  memory for find        about {_bytes(plan.memory_peak_bytes or 0)} at its peak, while "
-            f"{plan.memory_peak_phase}:",
-            f"    {plan.memory_peak_formula}",
-            f"    with S = {plan.signature_bytes} signature bytes, "
-            f"v = {value_dtype(math.ceil(plan.stored_bits)).itemsize} and "
-            f"v_b = {value_dtype(math.ceil(plan.bits)).itemsize} bytes a value in memory, C the candidates "
-            "expected above",
-            "    (near-duplicates add theirs), P the band collisions before de-duplication; ids and paths cost their",
-            "    text on top. The terms (* in the peak):",
-        ]
-        for part in plan.memory:
-            peak = "*" if part.in_peak else " "
-            lines.append(f"    {peak} {part.formula:<36} {_bytes(part.bytes):>8}  {part.name}")
+    lines = [*_banding_lines(plan), *_curve_lines(plan, width), *_threshold_lines(plan), *_storage_lines(plan),
+             *_shingle_lines(), *_corpus_lines(plan)]
     if plan.warnings:
-        lines += ["", "Warnings:"]
-        lines += [f"  - {warning}" for warning in plan.warnings]
+        lines += ["", "Warnings:", *(f"  - {warning}" for warning in plan.warnings)]
     return "\n".join(lines) + "\n"
 
 
@@ -238,6 +252,9 @@ def plan_record(plan: Plan) -> dict[str, Any]:
         "standard_error": plan.standard_error,
         "signature_bytes": plan.signature_bytes,
         "row_overhead_bytes": plan.row_overhead_bytes,
+        "estimator_signature_bytes": plan.estimator_signature_bytes,
+        "value_bytes": plan.value_bytes,
+        "estimator_value_bytes": plan.estimator_value_bytes,
         "bytes_per_document": plan.bytes_per_document,
         "storage_factor_32": plan.storage_factor_32,
         "storage_factor_64": plan.storage_factor_64,
@@ -245,6 +262,7 @@ def plan_record(plan: Plan) -> dict[str, Any]:
         "docs": plan.docs,
         "pairs": plan.pairs,
         "expected_candidates": plan.expected_candidates,
+        "chance_fraction": plan.chance_fraction,
         "chance_budget": plan.chance_budget,
         "required_num_perm": plan.required_num_perm,
         "memory_peak_bytes": plan.memory_peak_bytes,

@@ -86,11 +86,6 @@ class StratifiedSample:
         return np.bincount(self.stratum, minlength=self.population.size).astype(np.int64)
 
     @property
-    def represented(self) -> np.ndarray:
-        """bool[H]: strata with at least one measured unit (the others are missing from every estimate)."""
-        return self.measured > 0
-
-    @property
     def weights(self) -> np.ndarray:
         """float64[n]: w_i = N_h / n_h of each measured unit, the inverse of its inclusion probability."""
         measured = self.measured

@@ -112,37 +112,52 @@ def strict_groups(
             continue
         part_a = members.get(group_a)
         part_b = members.get(group_b)
-        if part_a is None and part_b is None:
-            # Two lone documents: the pair itself is accepted and a group of two has no triple.
-            part_a = np.array([a], dtype=np.int64)
-            part_b = np.array([b], dtype=np.int64)
-        else:
+        # Two lone documents need no check: the pair itself is accepted and a group of two has no triple.
+        if part_a is not None or part_b is not None:
             key = (min(group_a, group_b), max(group_a, group_b))
             if key in refused:
                 continue
-            if part_a is None:
-                part_a = np.array([a], dtype=np.int64)
-            if part_b is None:
-                part_b = np.array([b], dtype=np.int64)
-            if not _all_pairs_accepted(num_docs, part_a, part_b, accepted_codes) or (
-                triple_ok is not None
-                and not all(bool(np.all(triple_ok(batch))) for batch in _spanning_triples(part_a, part_b))
-            ):
+            if not _clique_when_merged(num_docs, _or_alone(part_a, a), _or_alone(part_b, b), accepted_codes,
+                                       triple_ok):
                 refused.add(key)
                 continue
-        # Relabel the smaller part, so each document is relabelled O(log n) times over the whole run.
-        if part_a.size >= part_b.size:
-            kept, moved = group_a, part_b
-        else:
-            kept, moved = group_b, part_a
-        for document in moved.tolist():
-            label[document] = kept
-        members.pop(group_a, None)
-        members.pop(group_b, None)
-        members[kept] = np.concatenate([part_a, part_b])
+        _merge(label, members, group_a, _or_alone(part_a, a), group_b, _or_alone(part_b, b))
+    return _groups_of_members(num_docs, members)
 
+
+def _or_alone(part: np.ndarray | None, document: int) -> np.ndarray:
+    """A group's members, int64[g]; a document that is in no group yet is alone in its own."""
+    return np.array([document], dtype=np.int64) if part is None else part
+
+
+def _clique_when_merged(num_docs: int, part_a: np.ndarray, part_b: np.ndarray, accepted_codes: np.ndarray,
+                        triple_ok: Callable[[np.ndarray], np.ndarray] | None) -> bool:
+    """Whether two groups merged would still have every pair accepted (and, with ``triple_ok``, every triple):
+    only the pairs and triples that span both groups are new."""
+    if not _all_pairs_accepted(num_docs, part_a, part_b, accepted_codes):
+        return False
+    return triple_ok is None or all(bool(np.all(triple_ok(batch))) for batch in _spanning_triples(part_a, part_b))
+
+
+def _merge(label: list[int], members: dict[int, np.ndarray], group_a: int, part_a: np.ndarray, group_b: int,
+           part_b: np.ndarray) -> None:
+    """Merge two groups under the label of the larger, relabelling the smaller's members (so each document is
+    relabelled O(log n) times over the whole run)."""
+    if part_a.size >= part_b.size:
+        kept, moved = group_a, part_b
+    else:
+        kept, moved = group_b, part_a
+    for document in moved.tolist():
+        label[document] = kept
+    members.pop(group_a, None)
+    members.pop(group_b, None)
+    members[kept] = np.concatenate([part_a, part_b])
+
+
+def _groups_of_members(num_docs: int, members: dict[int, np.ndarray]) -> Groups:
+    """:class:`Groups` of the groups of two or more, each labelled by its smallest member (groups_from_labels
+    orders groups by label)."""
     labels = np.arange(num_docs, dtype=np.int64)
     for group in members.values():
-        # groups_from_labels orders groups by label, so label each group by its smallest member.
         labels[group] = group.min()
     return groups_from_labels(labels)

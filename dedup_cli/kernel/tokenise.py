@@ -90,36 +90,54 @@ def word_tokens(buffer, at, end, ascii_document, tokens, state, classes, fold, e
     ``ascii_document`` (the document has no byte ≥ 0x80) takes the SWAR tokeniser, exact only then.
     ``ascii_word`` (bool[256]) and ``lowest_byte`` (int64[256], the lowest set bit of a byte) are lookup tables.
     """
-    count = 0
     if ascii_document:
-        # Skip to the next word byte, then hash the word 8 bytes at a time, its end found by SWAR (the first
-        # byte of a chunk that is not a word byte), with no branch per byte.
-        while count < tokens.size:
-            while at < end and not ascii_word[buffer[at]]:
-                at += 1
-            if at >= end:
-                break
-            hashed = chunk_start
-            while True:
-                chunk = load_chunk(buffer, at, 8)
-                word_bytes = ascii_word_bytes(chunk)
-                if end - at < 8:  # bytes past the document are not part of the word
-                    word_bytes &= (np.uint64(1) << np.uint64(8 * (end - at))) - np.uint64(1)
-                stops = ~word_bytes & HIGH_BITS
-                if stops == 0:
-                    hashed = hashed * chunk_multiplier + lower_ascii(chunk)
-                    at += 8
-                    continue
-                # Gather the 8 top bits into one byte (no two partial products overlap), take the lowest.
-                length = lowest_byte[((stops >> np.uint64(7)) * np.uint64(0x0102040810204080)) >> np.uint64(56)]
-                if length:
-                    chunk &= (np.uint64(1) << np.uint64(8 * length)) - np.uint64(1)
-                    hashed = hashed * chunk_multiplier + lower_ascii(chunk)
-                at += length
-                break
-            tokens[count] = mix64(hashed, mix)
-            count += 1
-        return count, at
+        return ascii_word_tokens(buffer, at, end, tokens, ascii_word, lowest_byte, chunk_start, chunk_multiplier,
+                                 mix)
+    return unicode_word_tokens(buffer, at, end, tokens, state, classes, fold, expansions, ascii_word, chunk_start,
+                               chunk_multiplier, mix)
+
+
+@njit(inline="always")
+def ascii_word_tokens(buffer, at, end, tokens, ascii_word, lowest_byte, chunk_start, chunk_multiplier, mix):
+    """:func:`word_tokens` of an ASCII document, 8 bytes at a time (SWAR): no word is ever left half read, so
+    nothing waits in the state between calls."""
+    count = 0
+    # Skip to the next word byte, then hash the word 8 bytes at a time, its end found by SWAR (the first
+    # byte of a chunk that is not a word byte), with no branch per byte.
+    while count < tokens.size:
+        while at < end and not ascii_word[buffer[at]]:
+            at += 1
+        if at >= end:
+            break
+        hashed = chunk_start
+        while True:
+            chunk = load_chunk(buffer, at, 8)
+            word_bytes = ascii_word_bytes(chunk)
+            if end - at < 8:  # bytes past the document are not part of the word
+                word_bytes &= (np.uint64(1) << np.uint64(8 * (end - at))) - np.uint64(1)
+            stops = ~word_bytes & HIGH_BITS
+            if stops == 0:
+                hashed = hashed * chunk_multiplier + lower_ascii(chunk)
+                at += 8
+                continue
+            # Gather the 8 top bits into one byte (no two partial products overlap), take the lowest.
+            length = lowest_byte[((stops >> np.uint64(7)) * np.uint64(0x0102040810204080)) >> np.uint64(56)]
+            if length:
+                chunk &= (np.uint64(1) << np.uint64(8 * length)) - np.uint64(1)
+                hashed = hashed * chunk_multiplier + lower_ascii(chunk)
+            at += length
+            break
+        tokens[count] = mix64(hashed, mix)
+        count += 1
+    return count, at
+
+
+@njit(inline="always")
+def unicode_word_tokens(buffer, at, end, tokens, state, classes, fold, expansions, ascii_word, chunk_start,
+                        chunk_multiplier, mix):
+    """:func:`word_tokens` of any document, a code point at a time after case folding, the ASCII run that starts a
+    word 8 bytes at a time; the word being read when ``tokens`` is full waits in ``state``."""
+    count = 0
     hashed, chunk, chunk_bits = state[HASHED], state[CHUNK], np.int64(state[CHUNK_BITS])
     in_word, row, part = np.int64(state[IN_WORD]), np.int64(state[ROW]), np.int64(state[PART])
     while count < tokens.size:

@@ -111,21 +111,6 @@ class UniversePermutations:
             self._table.append(self._apply(np.arange(self.universe, dtype=np.uint64)))
         return np.take(self._table[0], values.astype(np.intp), axis=1)
 
-    def permute(self, values: ArrayLike) -> np.ndarray:
-        """All k permutations applied to all values.
-
-        Args:
-            values: uint64[n] (any integer dtype), each in [0, D).
-
-        Returns:
-            uint64[k, n]: entry [j, i] is π_j(values[i]).
-
-        Raises:
-            ValueError: a value outside [0, D), named with the universe.
-        """
-        array = self._as_values(values)
-        return self._apply(array)
-
     def min_values(self, values: ArrayLike, offsets: ArrayLike) -> np.ndarray:
         """Minwise values z_{s,j} = min π_j(S_s) of many sets at once (Li, König & Gui 2010, Alg. 1).
 

@@ -16,7 +16,8 @@ credentials, an endpoint that cannot be reached, a server error after the retrie
 
 Reads go through a block cache of :data:`READ_BLOCK` bytes, so that a Parquet reader's many small reads of column
 chunks become a few large ranged GETs; writes are one PUT, or a multipart upload in :data:`WRITE_BLOCK` pieces,
-which the server makes visible at once, complete, when it is completed (:func:`writing`).
+which the server makes visible at once, complete, when it is completed
+(:func:`dedup_cli.storage.streams.writing`).
 """
 
 from __future__ import annotations
@@ -392,9 +393,3 @@ def status_of(described: ObjectInfo) -> os.stat_result:
     return os.stat_result((stat.S_IFREG | 0o444, 0, 0, 1, 0, 0, described.size, seconds, seconds, seconds),
                           {"st_mtime_ns": described.mtime_ns, "st_atime_ns": described.mtime_ns,
                            "st_ctime_ns": described.mtime_ns})
-
-
-def make_bucket(url: str) -> None:
-    """Create the bucket of ``url`` (for tests and benchmarks: dedup never creates buckets itself)."""
-    with translated(url):
-        client(url).call_s3("create_bucket", Bucket=split(url)[0])

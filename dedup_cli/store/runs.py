@@ -217,6 +217,36 @@ class StoreRun:
             new_parts = self._parts.close() + self._adopted
         except OSError as error:
             raise StoreError(f"cannot write {path}: {error.strerror or error}") from error
+        tally = self._tally()
+        removal_files = self._write_removals(tally.removals)
+        parts, listed_removals, documents, compacting = self._place_files(new_parts, removal_files, tally)
+        self.record = RunRecord(run=self.number, time=_utc_now(), added=tally.added, changed=tally.changed,
+                                removed=tally.removed, documents=documents, compacted=compacting,
+                                replaced=self.replace)
+        manifest = Manifest(params=self.params, parts=parts, removals=listed_removals,
+                            runs=(*before.runs, self.record), next_file=self._counter.next, documents=documents,
+                            id_root=self.id_root,
+                            inputs=before.inputs + (() if self.input is None else (self.input,)))
+        manifest, version = self._publish(manifest)
+        # Committed. Files no longer listed (and unused temporaries) are garbage now; a failure to delete
+        # them is harmless (the next run does it).
+        self._committed = True
+        if self._on_commit is not None:
+            self._on_commit(manifest, version)
+        try:
+            self._remove_garbage(manifest, {w.name for w in [*new_parts, *removal_files]})
+        except OSError:
+            pass
+        return self.record
+
+    def _tally(self) -> _Tally:
+        """What the run does to the store's documents: the ids it wrote that were stored (changed) and not
+        (added), and those it removes that were stored and that it did not write again.
+
+        Raises:
+            ValueError: the run wrote an id twice (unless the caller said its ids are distinct).
+        """
+        before = self._manifest
         written = pa.chunked_array(self._written_ids, pa.string())
         touched = len(written) > 0 or bool(self._removed) or self.replace
         live_before = self.document_index().id_array if touched else pa.array([], pa.string())
@@ -244,68 +274,81 @@ class StoreRun:
             if removed:
                 removals = pa.table({"id": removed_ids, "run": pa.array(np.full(removed, self.number, np.int64))})
         documents = before.documents + added - removed if not self.replace else len(written)
+        return _Tally(added, changed, removed, removals, documents)
 
+    def _write_removals(self, removals: pa.Table) -> list[WrittenFile]:
+        """The removal file of the run under a temporary name (none when it removes nothing)."""
+        if not removals.num_rows:
+            return []
+        name = new_name(f"_removed-{self._counter():06d}", self.token, self.path)
+        temporary = where_written(self.path, name)
+        self._temporaries.append(temporary)
+        write_table(removals, temporary)
+        return [WrittenFile(temporary, name, removals.num_rows)]
+
+    def _place_files(self, new_parts: list[WrittenFile], removal_files: list[WrittenFile], tally: _Tally
+                     ) -> tuple[tuple[PartFile, ...], tuple[RemovalFile, ...], int, bool]:
+        """The run's files renamed into place beside the store's, or, when compaction is due, every live row
+        rewritten into new parts (docs/store-format.md, "Compaction").
+
+        Returns:
+            (the parts and the removal files the manifest lists, its document count, whether it compacted).
+        """
+        path, before = self.path, self._manifest
         old_parts = () if self.replace else before.parts
         old_removals = () if self.replace else before.removals
-        removal_files: list[WrittenFile] = []
-        if removals.num_rows:
-            name = new_name(f"_removed-{self._counter():06d}", self.token, path)
-            temporary = where_written(path, name)
-            self._temporaries.append(temporary)
-            write_table(removals, temporary)
-            removal_files.append(WrittenFile(temporary, name, removals.num_rows))
         parts = old_parts + tuple(PartFile(w.name, w.rows, self.replace, self.number) for w in new_parts)
         listed_removals = old_removals + tuple(RemovalFile(w.name, w.rows, self.number) for w in removal_files)
         rows = sum(part.rows for part in parts)
         # The parts of one run count once: a distributed run writes a part per task.
         deltas = len({part.file if part.run is None else part.run for part in parts if not part.compacted})
         deltas += len(listed_removals)
-        compacting = not self.replace and compaction_due(deltas, rows, documents)
-        if compacting:
-            all_removals = pa.concat_tables([
-                read_files(path, [r.file for r in old_removals], ["id", "run"], removal_schema()), removals,
-            ])
-            sources = [path / p.file for p in old_parts] + [w.temporary for w in new_parts]
-            compacted = compact_parts(path, self.params, sources, all_removals, self._counter, self.token)
-            self._temporaries.extend(w.temporary for w in compacted)
-            commit_files(path, compacted)
-            parts = tuple(PartFile(w.name, w.rows, True) for w in compacted)
-            listed_removals = ()
-            documents = sum(w.rows for w in compacted)
-        else:
+        if self.replace or not compaction_due(deltas, rows, tally.documents):
             commit_files(path, [*new_parts, *removal_files])
-        self.record = RunRecord(run=self.number, time=_utc_now(), added=added, changed=changed, removed=removed,
-                                documents=documents, compacted=compacting, replaced=self.replace)
-        manifest = Manifest(params=self.params, parts=parts, removals=listed_removals,
-                            runs=(*before.runs, self.record), next_file=self._counter.next, documents=documents,
-                            id_root=self.id_root,
-                            inputs=before.inputs + (() if self.input is None else (self.input,)))
-        if isinstance(path, ObjectPath):
+            return parts, listed_removals, tally.documents, False
+        all_removals = pa.concat_tables([
+            read_files(path, [r.file for r in old_removals], ["id", "run"], removal_schema()), tally.removals,
+        ])
+        sources = [path / p.file for p in old_parts] + [w.temporary for w in new_parts]
+        compacted = compact_parts(path, self.params, sources, all_removals, self._counter, self.token)
+        self._temporaries.extend(w.temporary for w in compacted)
+        commit_files(path, compacted)
+        return tuple(PartFile(w.name, w.rows, True) for w in compacted), (), sum(w.rows for w in compacted), True
+
+    def _publish(self, manifest: Manifest) -> tuple[Manifest, str | None]:
+        """The commit point: the manifest replaced atomically (in object storage, one conditional PUT over the
+        version the run read, under its lease); the manifest as committed and its version."""
+        if isinstance(self.path, ObjectPath):
             assert isinstance(self._lock, ObjectLock) and self.token is not None
             self._lock.check()
-            version = commit_manifest(path, manifest, self._version, self.token)
-            manifest = dataclasses.replace(manifest, writer=self.token)
+            version = commit_manifest(self.path, manifest, self._version, self.token)
+            return dataclasses.replace(manifest, writer=self.token), version
+        return manifest, write_manifest(self.path, manifest)
+
+    def _remove_garbage(self, manifest: Manifest, written: set[str]) -> None:
+        """After the commit: delete the files it stopped listing and this run's unused temporaries (``written``:
+        the names of the files the run wrote)."""
+        path = self.path
+        if isinstance(path, ObjectPath):
+            # Only what this commit stopped listing, and what this run wrote that it does not list: other
+            # files may be a later holder's (docs/store-format.md).
+            remove_all(path, sorted((listed_files(self._manifest) | written) - listed_files(manifest)))
         else:
-            version = write_manifest(path, manifest)
-        # Committed. Files no longer listed (and unused temporaries) are garbage now; a failure to delete
-        # them is harmless (the next run does it).
-        self._committed = True
-        if self._on_commit is not None:
-            self._on_commit(manifest, version)
-        try:
-            if isinstance(path, ObjectPath):
-                # Only what this commit stopped listing, and what this run wrote that it does not list: other
-                # files may be a later holder's (docs/store-format.md).
-                written = {w.name for w in [*new_parts, *removal_files]}
-                remove_all(path, sorted((listed_files(before) | written) - listed_files(manifest)))
-            else:
-                self._parts.discard()
-                for temporary in self._temporaries:
-                    remove(temporary)
-                clean_garbage(path, manifest)
-        except OSError:
-            pass
-        return self.record
+            self._parts.discard()
+            for temporary in self._temporaries:
+                remove(temporary)
+            clean_garbage(path, manifest)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tally:
+    """What a run does to the store's documents, before its files are placed."""
+
+    added: int
+    changed: int
+    removed: int
+    removals: pa.Table  # id, run: the stored documents the run removes
+    documents: int  # live documents after the run
 
 
 # --- parts written by other processes (the tasks of a distributed run) --------------------------------------

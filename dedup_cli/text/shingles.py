@@ -170,9 +170,3 @@ def batch_shingles(texts: Sequence[str], size: int, unit: str,
     flush()
     shingles = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
     return shingles, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-
-def document_shingles(text: str, size: int, unit: str, tokenisation: str | None = None) -> np.ndarray:
-    """The shingle set of a raw document text: uint64[f], sorted, distinct (as :func:`batch_shingles`)."""
-    return batch_shingles([text], size, unit, tokenisation)[0]
-

@@ -84,6 +84,23 @@ def test_hand_computed_plan_for_r05_b2_k256_stored8() -> None:
     assert plan.unused_values == 256 - 35 * 3 == 151
 
 
+def test_plan_carries_the_packing_and_the_s_curve_its_report_shows() -> None:
+    # The report only renders: what it prints of the packing and the plot's S-curve come from the plan.
+    plan = make_plan(0.5, 2, num_perm=256, stored_bits=16)
+    assert plan.estimator_signature_bytes == 64  # ceil(256 · 2 / 8): b = 2 alone
+    assert (plan.value_bytes, plan.estimator_value_bytes) == (2, 1)  # uint16 stored values, uint8 b-bit values
+    half = make_plan(0.5, "1/2", num_perm=256, stored_bits=12)
+    assert half.estimator_signature_bytes == 16  # ceil(128 XOR bits / 8)
+    assert (half.value_bytes, half.estimator_value_bytes) == (2, 1)
+    resemblances = np.array([r for r, _ in plan.curve])
+    assert plan.candidate_probabilities(resemblances) == pytest.approx([p for _, p in plan.curve], rel=1e-12)
+    assert plan.candidate_probabilities(np.array([0.3]))[0] == pytest.approx(s_curve(0.3, plan.bands, plan.rows, 16))
+    assert plan.chance_fraction == 0.1
+    text = render_plan(make_plan(0.5, 2, num_perm=256, stored_bits=16, docs=10**6))
+    assert "b = 2 alone would take 64 bytes" in text and "v = 2 and v_b = 1 bytes a value" in text
+    assert "0.1·N chance candidates" in text
+
+
 def test_curve_is_tabulated_at_tenths_and_at_the_threshold() -> None:
     plan = make_plan(0.55, 2)
     resemblances = [r for r, _ in plan.curve]

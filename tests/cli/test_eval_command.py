@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import pair_codes_by_id, planted_families, raises_worded
+from helpers import document_shingles, pair_codes_by_id, planted_families, raises_worded
 
 import dedup_cli as dedup
 from dedup_cli.cli.eval_report import eval_record
@@ -25,7 +25,6 @@ from dedup_cli.estimates.exact import pair_resemblances
 from dedup_cli.estimates.intervals import confidence_interval_2way
 from dedup_cli.evaluation.accuracy import STORAGE_NUM_PERMS
 from dedup_cli.evaluation.design import frame_banding
-from dedup_cli.text.shingles import document_shingles
 
 THRESHOLD, BITS, NUM_PERM = 0.5, 2, 128
 EVALUATED = [1, 2, 4, 8]

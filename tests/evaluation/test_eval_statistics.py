@@ -12,12 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import pair_codes_by_id, planted_families
+from helpers import document_shingles, pair_codes_by_id, planted_families
 
 import dedup_cli as dedup
 from dedup_cli.estimates.exact import pair_resemblances
 from dedup_cli.evaluation.retrieval import Retrieval
-from dedup_cli.text.shingles import document_shingles
 
 SEEDS = range(1, 21)
 THRESHOLD = 0.5

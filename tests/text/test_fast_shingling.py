@@ -9,14 +9,23 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import SAMPLE_CORPORA, WORD_PATTERN, normalise, read_corpus, shingle_hashes, token_hashes, words_of
+from helpers import (
+    SAMPLE_CORPORA,
+    WORD_PATTERN,
+    document_shingles,
+    normalise,
+    read_corpus,
+    shingle_hashes,
+    token_hashes,
+    words_of,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.primitives import mix64
 from dedup_cli.text import normalise as normalisation
 from dedup_cli.text import shingles as shingling
-from dedup_cli.text.shingles import batch_shingles, document_shingles
+from dedup_cli.text.shingles import batch_shingles
 
 MASK64 = (1 << 64) - 1
 # The word token hash as documented in dedup_cli/text/tokens.py (SignatureParams.token_hash

@@ -17,12 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import SAMPLE_CORPORA, normalise, token_hashes, words_of
+from helpers import SAMPLE_CORPORA, document_shingles, normalise, token_hashes, words_of
 
 from dedup_cli.cli.main import cli
 from dedup_cli.params import SignatureParams
 from dedup_cli.text import scripts
-from dedup_cli.text.shingles import document_shingles
 
 UDHR = SAMPLE_CORPORA / "udhr"
 WORD_CHARACTER = re.compile(r"\w")

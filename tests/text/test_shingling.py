@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
-from helpers import normalise, shingle_hashes, token_hashes
+from helpers import document_shingles, normalise, shingle_hashes, token_hashes
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dedup_cli.primitives import mix64
-from dedup_cli.text.shingles import document_shingles
 
 
 def test_normalise_folds_case_width_and_whitespace() -> None:
