@@ -27,6 +27,8 @@ from dedup_cli.candidates.banding import (
     row_agreement_probability,
 )
 from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
+from dedup_cli.engine import forked
+from dedup_cli.engine.forked import useful_workers
 from dedup_cli.estimates.half_bit import (
     HALF_BIT,
     expected_xor_match,
@@ -51,7 +53,7 @@ ROW_OVERHEAD_BYTES = 5 * 8 + 2 * 4
 
 # Memory model of the local engine's ``find`` with LSH candidates (bytes), read off the code and checked against
 # the peak resident memory of real runs (tests/api/test_planning.py says how closely). The store is never held whole:
-# - Python, numpy, pyarrow and the Parquet reader, loaded and warmed up, with a row group being read;
+# - Python, numpy, pyarrow and the Parquet reader, loaded and warmed up;
 FIXED_BYTES = 150_000_000
 # - per document while numbering: the id (a 4-byte offset and about 16 bytes of text), the run and the shingle
 #   count as read (Arrow) and as numpy arrays (transient);
@@ -59,9 +61,16 @@ NUMBERING_BYTES = 4 + 16 + 2 * 8 + 2 * 8
 # - per document to the end: its shingle count and run, eligibility, and its key slot while banding;
 DOCUMENT_BYTES = 8 + 8 + 1 + 8
 # - one round of band keys, at most ``options.vocabulary.BAND_MEMORY`` (band_memory's default), 4 or 8 bytes a key;
-# - per document while bucketing one band: the key and position packed and sorted, the order, the sorted keys
-#   and documents, run starts and lengths (mostly runs of one) and two masks;
+#   with j processes, a wave of up to j rounds at once in anonymous shared memory (``engine.band_rounds``), each
+#   page counted once however many processes map it;
+# - per document while bucketing one band, in each of the j processes that sort bands: the key and position packed
+#   and sorted, the order, the sorted keys and documents, run starts and lengths (mostly runs of one) and two masks;
 SORT_TEMPORARY_BYTES = 8 + 8 + 4 + 8 + 8 + 8 + 2
+# - per document of the row group that each of the j processes decodes while keying the signatures: the column
+#   as read and decompressed, the packed copy and its rows taken (4·S), and its values unpacked and the band block
+#   made contiguous (2·k·v). A store written by ``dedup`` holds at most GROUP_ROWS rows a row group
+#   (``store.compaction``'s; sign writes smaller ones, which cost less: the estimate assumes the largest);
+GROUP_ROWS = 1 << 16
 # - per band collision (a pair sharing a bucket in one band, before de-duplication): its code in the
 #   pending list, the concatenated copy and the sorted copy of ``primitives.sorted_unique``;
 COLLISION_BYTES = 3 * 8
@@ -71,11 +80,15 @@ CODE_BYTES = 4 * 8
 #   about 200 bytes of id and location (as Arrow and Python strings), counts, hash, run and time;
 CANDIDATE_DOCUMENT_BYTES = 200
 # - per candidate pair while scoring: ``first``/``second``, match counts, r1, r2, the estimate, its
-#   standard error, the interval and the float64 temporaries of the Wilson interval mapped through eq. 9;
+#   standard error, the interval and the float64 temporaries of the Wilson interval mapped through eq. 9; with
+#   j_c > 1 processes each scores a chunk of the pairs, and the driver receives the seven result fields of every
+#   pair (8 bytes each) before joining them;
 SCORING_BYTES = 144
+RESULT_BYTES = 7 * 8
 # ``candidates.buckets.candidate_pairs`` de-duplicates pending codes once DEDUPLICATE_EVERY have piled up, and
-# ``estimates.pairs.count_matches`` compares candidates in chunks of about COMPARISON_BYTES bytes of values.
-
+# ``estimates.pairs.count_matches`` compares candidates in chunks of about COMPARISON_BYTES bytes of values (each
+# scoring process its own). A forked worker inherits the driver's pages copy-on-write and writes few of them (its
+# collector is off): what it adds is what it allocates, the terms above.
 
 
 @dataclass(frozen=True)
@@ -127,6 +140,12 @@ class Plan:
     memory_peak_bytes: int | None = None
     memory_peak_phase: str | None = None
     memory_peak_formula: str | None = None  # the sum of the terms in the peak
+    jobs: int = 1  # find's worker processes (--jobs, one per core for 0)
+    # with docs: j, the processes of the candidate stage, and j_c, those scoring (find forks a worker for enough
+    # documents or pairs only); the memory terms and the peak are sums over the processes of their phase
+    candidate_processes: int | None = None
+    scoring_processes: int | None = None
+    memory_processes: int | None = None  # the processes at the peak: the driver, and its workers when it forks any
     chance_fraction: float = CHANCE_FRACTION  # chance candidates per document a banding chosen for N allows
     chance_budget: float | None = None  # with docs: chance_fraction · N, the chance candidates the banding aims at
     required_num_perm: int | None = None  # with docs: the smallest k meeting both the recall and that budget
@@ -143,48 +162,76 @@ class Plan:
         return self.signature_bytes + self.row_overhead_bytes
 
 
+@dataclass(frozen=True)
+class _Processes:
+    """How many processes ``find -j`` runs in each parallel stage for N documents and C candidates (as
+    ``engine.local`` decides it: a worker for enough items only, :func:`dedup_cli.engine.forked.useful_workers`)."""
+
+    jobs: int  # the worker processes asked for (one per core for 0)
+    candidate_stage: int  # j: the processes that key and sort bands
+    scoring: int  # j_c: the processes that score the candidates
+
+    @classmethod
+    def of(cls, jobs: int, n_docs: int, candidates: float) -> _Processes:
+        return cls(jobs, useful_workers(jobs, n_docs, forked.BANDED_DOCUMENTS),
+                   useful_workers(jobs, int(candidates), forked.SCORED_PAIRS))
+
+
 def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: int, rows: int, signature_bytes: int,
-            candidates: float, collisions: float) -> tuple[tuple[MemoryPart, ...], str]:
-    """The terms of the memory ``find`` needs, those of its peak marked, and the phase of the peak.
+            candidates: float, collisions: float, processes: _Processes) -> tuple[tuple[MemoryPart, ...], str]:
+    """The terms of the memory ``find`` needs, summed over its processes, those of its peak marked, and the phase of
+    the peak.
 
     ``find`` numbers the documents from their ids, runs and counts, then reads the signatures once per round of
     bands, keeping one round's band keys and sorting one band at a time; then it reads the documents of the
     candidate pairs whole and scores them. Each phase holds what it inherits plus arrays of its own; the peak is
-    the largest phase.
+    the largest phase. With j > 1 processes (``find -j``) a wave of up to j rounds is keyed at once by forked
+    workers, each decoding a row group, then each sorts a share of the bands; j_c of them score chunks of the
+    candidates. A page several processes share (the driver's arrays, the shared keys) counts once.
 
     Args:
         n_docs, num_perm, stored_bits, bits, bands, rows: N, k, B, b and the banding.
         signature_bytes: S = ceil(k·B/8).
         candidates: C, expected distinct candidate pairs.
         collisions: P, expected band collisions summed over bands, before de-duplication.
+        processes: j and j_c.
     """
     n, k = n_docs, num_perm
     key_bytes = key_dtype(rows, value_dtype(math.ceil(stored_bits))).itemsize  # an XOR bit is one byte in memory
+    value_bytes = value_dtype(math.ceil(stored_bits)).itemsize
     estimator_value_bytes = value_dtype(math.ceil(bits)).itemsize
+    banders, scorers = processes.candidate_stage, processes.scoring
     pending = min(collisions, candidates + DEDUPLICATE_EVERY)
-    chunk = min(candidates, COMPARISON_BYTES // (k * estimator_value_bytes))
+    chunk = min(candidates / scorers, COMPARISON_BYTES // (k * estimator_value_bytes))
     read = min(n, 2 * candidates)
+    scoring_formula = f"{SCORING_BYTES}·C + 3·min(C, 2^25/(k·v_b))·k·v_b"
+    scoring = SCORING_BYTES * candidates + scorers * 3 * chunk * k * estimator_value_bytes
+    if scorers > 1:
+        scoring_formula = f"{SCORING_BYTES + RESULT_BYTES}·C + j_c·3·min(C/j_c, 2^25/(k·v_b))·k·v_b"
+        scoring += RESULT_BYTES * candidates
     terms: dict[str, tuple[str, float, str]] = {
         "fixed": ("Python, numpy, pyarrow and the Parquet reader", FIXED_BYTES, "fixed"),
         "numbering": ("numbering the documents: ids, runs and counts as read (transient)", NUMBERING_BYTES * n,
                       f"{NUMBERING_BYTES}·N"),
         "documents": ("each document's count, run, eligibility and key slot", DOCUMENT_BYTES * n,
                       f"{DOCUMENT_BYTES}·N"),
-        "round_keys": ("band keys of one round", min(BAND_MEMORY, bands * n * key_bytes),
-                       f"min(2^30, bands·N·{key_bytes})"),
-        "sort": ("sorting one band (transient)", SORT_TEMPORARY_BYTES * n, f"{SORT_TEMPORARY_BYTES}·N"),
+        "round_keys": ("band keys of one round" if banders == 1 else "band keys of a wave of j rounds, shared",
+                       min(banders * BAND_MEMORY, bands * n * key_bytes), f"min(j·2^30, bands·N·{key_bytes})"),
+        **_row_group_term(n, banders, signature_bytes, k * value_bytes),
+        "sort": ("sorting one band (transient)" if banders == 1 else "sorting one band in each of j processes "
+                 "(transient)", banders * SORT_TEMPORARY_BYTES * n, f"j·{SORT_TEMPORARY_BYTES}·N"),
         "codes": ("candidate codes while de-duplicating (transient)",
                   COLLISION_BYTES * pending + CODE_BYTES * candidates,
                   f"{COLLISION_BYTES}·min(P, C + 2^24) + {CODE_BYTES}·C"),
         "candidate_documents": ("the candidates' documents, read whole",
                                 read * (2 * signature_bytes + k * estimator_value_bytes + CANDIDATE_DOCUMENT_BYTES),
                                 f"min(N, 2C)·(2·S + k·v_b + {CANDIDATE_DOCUMENT_BYTES})"),
-        "scoring": ("scoring the candidates",
-                    SCORING_BYTES * candidates + 3 * chunk * k * estimator_value_bytes,
-                    f"{SCORING_BYTES}·C + 3·min(C, 2^25/(k·v_b))·k·v_b"),
+        "scoring": ("scoring the candidates" if scorers == 1 else "scoring the candidates in j_c processes",
+                    scoring, scoring_formula),
     }
     phases = {
         "numbering the documents": ["fixed", "numbering"],
+        "keying the signatures": ["fixed", "documents", "round_keys", "row_groups"],
         "bucketing": ["fixed", "documents", "round_keys", "sort", "codes"],
         "scoring": ["fixed", "documents", "candidate_documents", "scoring"],
     }
@@ -192,6 +239,25 @@ def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: 
     parts = tuple(MemoryPart(name, int(round(size)), formula, term in phases[phase])
                   for term, (name, size, formula) in terms.items())
     return parts, phase
+
+
+def _row_group_term(n_docs: int, processes: int, signature_bytes: int, value_bytes: int
+                    ) -> dict[str, tuple[str, float, str]]:
+    """The row group each of j processes decodes while keying the signatures (``value_bytes``: k·v), the largest
+    ``dedup`` writes (:data:`GROUP_ROWS` rows) or an equal share of the N documents."""
+    group = min(math.ceil(n_docs / processes), GROUP_ROWS)
+    name = ("a row group being decoded (transient)" if processes == 1
+            else "a row group decoded in each of j workers (transient)")
+    return {"row_groups": (name, processes * group * (4 * signature_bytes + 2 * value_bytes),
+                           "j·min(N/j, 2^16)·(4·S + 2·k·v)")}
+
+
+def _phase_processes(phase: str, processes: _Processes) -> int:
+    """The processes alive in a phase of :func:`_memory`: the driver alone, or the driver and the j (or j_c)
+    workers it forked, which it waits for (its memory stays in the sum)."""
+    workers = {"bucketing": processes.candidate_stage, "keying the signatures": processes.candidate_stage,
+               "scoring": processes.scoring}.get(phase, 1)
+    return 1 + workers if workers > 1 else 1
 
 
 def _flag(name: str) -> str:
@@ -319,20 +385,23 @@ def _plan_warnings(options: PlanOptions, choice: BandingChoice, stored_bits: flo
     return warnings
 
 
-def _corpus_costs(docs: int, choice: BandingChoice, num_perm: int, bits: float, signature_bytes: int) -> dict[str, Any]:
+def _corpus_costs(docs: int, choice: BandingChoice, num_perm: int, bits: float, signature_bytes: int, jobs: int
+                  ) -> dict[str, Any]:
     """The fields of a :class:`Plan` that need N: pairs, expected candidates, the chance budget and the k that keeps
-    it, and the memory of ``find`` (:func:`_memory`)."""
+    it, and the memory of ``find`` with ``jobs`` worker processes (:func:`_memory`)."""
     banding, stored_bits = choice.banding, choice.banding.band_bits
     pairs = docs * (docs - 1) // 2
     candidates = pairs * banding.recall_at(0.0)
     # Band collisions before de-duplication: every band finds its own pairs, overlaps and all.
     collisions = pairs * banding.bands * float(row_agreement_probability(0.0, stored_bits)) ** banding.rows
     compared = num_perm // 2 if is_half_bit(bits) else num_perm  # the values the estimator compares
+    processes = _Processes.of(jobs, docs, candidates)
     parts, phase = _memory(docs, compared, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
-                           candidates, collisions)
+                           candidates, collisions, processes)
     peak = [part for part in parts if part.in_peak]
     return dict(docs=docs, pairs=pairs, expected_candidates=candidates, memory=parts, chance_budget=choice.budget,
-                required_num_perm=choice.required_num_perm,
+                required_num_perm=choice.required_num_perm, candidate_processes=processes.candidate_stage,
+                scoring_processes=processes.scoring, memory_processes=_phase_processes(phase, processes),
                 memory_peak_bytes=sum(part.bytes for part in peak), memory_peak_phase=phase,
                 memory_peak_formula=" + ".join(part.formula for part in peak))
 
@@ -341,8 +410,8 @@ def plan(options: PlanOptions | None = None) -> Plan:
     """Everything ``dedup find --threshold R0 --bits b`` promises and costs, from the formulas alone.
 
     Args:
-        options: R0, b, k, the stored bits B, the target recall, the corpus size N and an optional banding
-            (default: ``PlanOptions()``); validated when they were made.
+        options: R0, b, k, the stored bits B, the target recall, the corpus size N, an optional banding and
+            ``find``'s worker processes (default: ``PlanOptions()``); validated when they were made.
 
     Returns:
         A :class:`Plan`. The S-curve is 1 − (1 − E_B^rows)^bands with E_B = 2^-B + (1 − 2^-B)·R (MMDS
@@ -361,7 +430,8 @@ def plan(options: PlanOptions | None = None) -> Plan:
     at_threshold = banding.recall_at(threshold)
     accuracy = _accuracy(threshold, bits, num_perm)
     signature_bytes = _signature_bytes(num_perm, stored_bits)
-    corpus = {} if options.docs is None else _corpus_costs(options.docs, choice, num_perm, bits, signature_bytes)
+    corpus = ({} if options.docs is None
+              else _corpus_costs(options.docs, choice, num_perm, bits, signature_bytes, options.workers))
     return Plan(
         threshold=threshold,
         bits=bits,
@@ -389,5 +459,6 @@ def plan(options: PlanOptions | None = None) -> Plan:
         value_bytes=value_dtype(math.ceil(stored_bits)).itemsize,
         estimator_value_bytes=value_dtype(math.ceil(bits)).itemsize,
         warnings=tuple(_plan_warnings(options, choice, stored_bits)),
+        jobs=options.workers,
         **corpus,
     )

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dedup_cli.cli.common import ESTIMATOR_BITS, echo_output, out_option, reports_errors
+from dedup_cli.cli.common import ESTIMATOR_BITS, echo_output, jobs_option, out_option, reports_errors
 from dedup_cli.options.planning import PlanOptions
 from dedup_cli.options.vocabulary import MAX_NUM_PERM
 
@@ -27,6 +27,7 @@ from dedup_cli.options.vocabulary import MAX_NUM_PERM
               help="Corpus size: estimate candidate pairs and find's memory.")
 @click.option("--bands", type=click.IntRange(1), default=PlanOptions.bands, help="Override the chosen bands.")
 @click.option("--rows", type=click.IntRange(1), default=PlanOptions.rows, help="Override the chosen rows per band.")
+@jobs_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
 @out_option
 @reports_errors
@@ -36,7 +37,7 @@ def plan(fmt: str, out: str | None, **given: Any) -> None:
     \b
     Example:
       dedup plan --threshold 0.5 --bits 2
-      dedup plan --threshold 0.8 --bits 1 --num-perm 128 --docs 1000000
+      dedup plan --threshold 0.8 --bits 1 --num-perm 128 --docs 1000000 --jobs 4
     """
     import dedup_cli as api
     from dedup_cli.cli.plan_report import plan_record, render_plan

@@ -184,6 +184,23 @@ def _storage_lines(plan: Plan) -> list[str]:
     return lines + _half_bit_lines(plan)
 
 
+def _processes_line(plan: Plan) -> str:
+    """How many processes the peak sums over: the driver alone, or the driver and its workers."""
+    processes = plan.memory_processes or 1
+    if processes == 1:
+        return "in one process"
+    return f"the sum over {processes} processes (the driver and its {processes - 1} workers)"
+
+
+def _jobs_lines(plan: Plan) -> list[str]:
+    """What j and j_c are for this find -j."""
+    if plan.jobs == 1:
+        return ["    j = j_c = 1: find -j 1 runs every stage in one process; ids and paths cost their text on top."]
+    return [f"    j = {plan.candidate_processes} processes banding and j_c = {plan.scoring_processes} scoring (find -j "
+            f"{plan.jobs} forks workers only for enough documents or pairs;",
+            "    pages they share count once); ids and paths cost their text on top."]
+
+
 def _corpus_lines(plan: Plan) -> list[str]:
     """With N: the expected candidates, the chance budget, and the memory of ``find`` term by term."""
     if plan.docs is None:
@@ -199,17 +216,19 @@ def _corpus_lines(plan: Plan) -> list[str]:
         "chosen with more rows as N grows to stay within it"
         + (f"; k ≥ {plan.required_num_perm} keeps it at this recall" if plan.required_num_perm else ""),
         f"  memory for find        about {_bytes(plan.memory_peak_bytes or 0)} at its peak, while "
-        f"{plan.memory_peak_phase}:",
+        f"{plan.memory_peak_phase}, {_processes_line(plan)}:",
         f"    {plan.memory_peak_formula}",
         f"    with S = {plan.signature_bytes} signature bytes, "
         f"v = {plan.value_bytes} and v_b = {plan.estimator_value_bytes} bytes a value in memory, C the candidates "
         "expected above",
-        "    (near-duplicates add theirs), P the band collisions before de-duplication; ids and paths cost their",
-        "    text on top. The terms (* in the peak):",
+        "    (near-duplicates add theirs), P the band collisions before de-duplication,",
+        *_jobs_lines(plan),
+        "    The terms, each summed over its processes (* in the peak):",
     ]
+    width = max(36, *(len(part.formula) for part in plan.memory))
     for part in plan.memory:
         peak = "*" if part.in_peak else " "
-        lines.append(f"    {peak} {part.formula:<36} {_bytes(part.bytes):>8}  {part.name}")
+        lines.append(f"    {peak} {part.formula:<{width}} {_bytes(part.bytes):>8}  {part.name}")
     return lines
 
 
@@ -268,6 +287,10 @@ def plan_record(plan: Plan) -> dict[str, Any]:
         "memory_peak_bytes": plan.memory_peak_bytes,
         "memory_peak_phase": plan.memory_peak_phase,
         "memory_peak_formula": plan.memory_peak_formula,
+        "jobs": plan.jobs,
+        "candidate_processes": plan.candidate_processes,
+        "scoring_processes": plan.scoring_processes,
+        "memory_processes": plan.memory_processes,
         "memory": [
             {"name": part.name, "bytes": part.bytes, "formula": part.formula, "in_peak": part.in_peak}
             for part in plan.memory

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from dedup_cli.errors import OptionError
@@ -34,6 +35,8 @@ class PlanOptions:
         recall: target Pr(candidate) at R0 for the automatic banding, in (0, 1).
         docs: N, the number of documents, for the expected candidates and the memory of ``find``.
         bands, rows: a banding to explain instead of the automatic one.
+        jobs: the worker processes of ``find`` (``FindOptions.jobs``; 0: one per core), which hold memory of their
+            own: the memory estimate is the sum over them.
     """
 
     threshold: float = 0.5
@@ -44,6 +47,7 @@ class PlanOptions:
     docs: int | None = None
     bands: int | None = None
     rows: int | None = None
+    jobs: int = 0
 
     def __post_init__(self) -> None:
         set_fields(self, threshold=threshold_value(self.threshold))
@@ -57,8 +61,14 @@ class PlanOptions:
         set_fields(self, recall=open_fraction("recall", self.recall, "0.99"))
         if self.docs is not None:
             set_fields(self, docs=at_least("docs", self.docs, 1))
+        set_fields(self, jobs=at_least("jobs", self.jobs, 0))
         banding_values(self)
         check_banding(self.bands, self.rows, self.band_values)
+
+    @property
+    def workers(self) -> int:
+        """``find``'s worker processes: ``jobs``, or one per core when it is 0 (``FindOptions.workers``)."""
+        return self.jobs or os.cpu_count() or 1
 
     @property
     def band_values(self) -> int:

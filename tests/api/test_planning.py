@@ -13,6 +13,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,7 @@ def test_recall_below_target_and_unselective_banding_warn() -> None:
         (dict(rows=300), "--rows 300 needs 300 values but signatures hold 256"),
         (dict(bands=0, rows=4), "--bands 0 must be at least 1"),
         (dict(bands=4, rows=-1), "--rows -1 must be at least 1"),
+        (dict(jobs=-1), "--jobs -1 must be at least 0"),
     ],
 )
 def test_usage_errors_name_the_option(arguments: dict[str, object], message: str) -> None:
@@ -230,26 +232,57 @@ def test_usage_errors_name_the_option(arguments: dict[str, object], message: str
 
 
 def test_corpus_numbers() -> None:
-    plan = make_plan(0.5, 2, docs=10**6)
+    plan = make_plan(0.5, 2, docs=10**6, jobs=1)
     assert plan.pairs == 499_999_500_000
     assert plan.expected_candidates == pytest.approx(plan.pairs * plan.candidate_probability_unrelated)
     assert plan.expected_candidates == pytest.approx(1.043e6, rel=1e-3)
+    assert (plan.jobs, plan.candidate_processes, plan.scoring_processes, plan.memory_processes) == (1, 1, 1, 1)
     parts = {part.formula: part for part in plan.memory}
-    assert parts["min(2^30, bands·N·4)"].bytes == 4 * 35 * 10**6  # 3 rows of 8-bit values: 24-bit keys in uint32
+    assert parts["min(j·2^30, bands·N·4)"].bytes == 4 * 35 * 10**6  # 3 rows of 8-bit values: 24-bit keys in uint32
     assert parts["25·N"].bytes == 25 * 10**6
+    assert parts["j·46·N"].bytes == 46 * 10**6
+    assert parts["j·min(N/j, 2^16)·(4·S + 2·k·v)"].bytes == 2**16 * (4 * 256 + 2 * 256)
     assert parts["min(N, 2C)·(2·S + k·v_b + 200)"].bytes == 10**6 * (2 * 256 + 256 + 200)  # C > N / 2 here
-    wide = {part.formula: part for part in make_plan(0.5, 2, stored_bits=16, docs=10**8).memory}
-    assert wide["min(2^30, bands·N·8)"].bytes == 1 << 30  # 16-bit values, 3 rows: 48-bit keys; one round's worth
+    wide = {part.formula: part for part in make_plan(0.5, 2, stored_bits=16, docs=10**8, jobs=1).memory}
+    assert wide["min(j·2^30, bands·N·8)"].bytes == 1 << 30  # 16-bit values, 3 rows: 48-bit keys; one round's worth
     assert plan.memory_peak_bytes == sum(part.bytes for part in plan.memory if part.in_peak)
     assert plan.memory_peak_formula == " + ".join(part.formula for part in plan.memory if part.in_peak)
     # A million candidates: reading their documents weighs more than a round's band keys (140 MB).
     assert plan.memory_peak_phase == "scoring"
-    # Measured with bench/scale.py's store of 10^6 documents at 35×3: 1.19 GB peak RSS.
+    # Measured with bench/plan_memory.py's store of 10^6 documents at 35×3: 1.25 GB peak RSS.
     assert 1.0e9 < plan.memory_peak_bytes < 1.5e9
-    assert make_plan(0.55, 2, docs=10**7).memory_peak_phase == "bucketing"  # 48×4: few candidates
+    assert make_plan(0.55, 2, docs=10**7, jobs=1).memory_peak_phase == "bucketing"  # 48×4: few candidates
     single = make_plan(0.5, 2, docs=1)
     assert single.pairs == 0 and single.expected_candidates == 0.0
     assert make_plan(0.5, 2).memory == () and make_plan(0.5, 2).memory_peak_bytes is None
+
+
+def test_memory_with_jobs_sums_the_workers() -> None:
+    """find -j 2 keys a wave of two rounds at once (each up to --band-memory, shared), sorts a band in each worker
+    and scores chunks of the candidates in each; the estimate is the sum over the driver and its workers."""
+    one, two = make_plan(0.5, 2, docs=10**6, jobs=1), make_plan(0.5, 2, docs=10**6, jobs=2)
+    assert (two.jobs, two.candidate_processes, two.scoring_processes) == (2, 2, 2)
+    assert two.memory_peak_phase == "scoring" and two.memory_processes == 3  # the driver and 2 workers
+    first, second = ({part.formula: part.bytes for part in plan.memory} for plan in (one, two))
+    assert second["j·46·N"] == 2 * first["j·46·N"]
+    assert second["j·min(N/j, 2^16)·(4·S + 2·k·v)"] == 2 * 2**16 * (4 * 256 + 2 * 256)
+    assert second["min(j·2^30, bands·N·4)"] == first["min(j·2^30, bands·N·4)"]  # one round holds all 35 bands
+    candidates = two.expected_candidates
+    assert candidates is not None
+    # Each of j_c = 2 scorers compares 2^25/(k·v_b) = 131,072 pairs at a time; the driver receives 7 fields a pair.
+    assert second["200·C + j_c·3·min(C/j_c, 2^25/(k·v_b))·k·v_b"] == round(200 * candidates + 2 * 3 * 2**25)
+    assert one.memory_peak_bytes is not None and two.memory_peak_bytes is not None
+    assert two.memory_peak_bytes - one.memory_peak_bytes == pytest.approx(56 * candidates + 3 * 2**25, abs=1)
+    # Rounds that do not fit one process: a wave of j rounds, up to j·2^30 bytes of keys, all in the peak.
+    wide = [make_plan(0.5, 2, stored_bits=16, docs=10**8, jobs=jobs) for jobs in (1, 4)]
+    keys = [{part.formula: part.bytes for part in plan.memory}["min(j·2^30, bands·N·8)"] for plan in wide]
+    assert keys == [1 << 30, 4 << 30]
+    # Fewer than 2 · 16,384 documents keep one process busy only: find -j 8 runs them in one.
+    small = make_plan(0.5, 2, docs=20_000, jobs=8)
+    assert (small.jobs, small.candidate_processes, small.scoring_processes, small.memory_processes) == (8, 1, 1, 1)
+    assert small.memory == make_plan(0.5, 2, docs=20_000, jobs=1).memory
+    # jobs = 0: one per core, as find.
+    assert make_plan(0.5, 2, docs=10**6).jobs == (os.cpu_count() or 1)
 
 
 def test_expected_candidates_among_unrelated_documents() -> None:
@@ -314,7 +347,7 @@ def test_predicted_recall_matches_measured_recall(stored_bits: int, chunk: int) 
 
 
 def test_render_has_table_plot_threshold_numbers_and_warnings() -> None:
-    plan = make_plan(0.5, 2, docs=10**6)
+    plan = make_plan(0.5, 2, docs=10**6, jobs=1)
     text = render_plan(plan, width=60)
     lines = text.splitlines()
     assert "threshold R0 = 0.5" in lines[0] and "N = 1,000,000 documents" in lines[0]
@@ -343,6 +376,11 @@ def test_render_has_table_plot_threshold_numbers_and_warnings() -> None:
     assert "9.6× less space" in text and "19.2× less space" in text
     assert "expected candidates    1.04 million" in text and "true near-duplicates add their own" in text
     assert plan.memory_peak_formula is not None and plan.memory_peak_formula in text
+    assert "at its peak, while scoring, in one process:" in text and "find -j 1 runs every stage in one process" in text
+    workers = render_plan(make_plan(0.5, 2, docs=10**6, jobs=2))
+    assert "while scoring, the sum over 3 processes (the driver and its 2 workers):" in workers
+    assert "j = 2 processes banding and j_c = 2 scoring (find -j 2" in workers
+    assert "sorting one band in each of j processes" in workers
     assert "Warnings:" in text and "the other 151 never make a pair a candidate" in text
 
 
@@ -367,6 +405,10 @@ def test_record_is_plain_json() -> None:
     assert record["bytes_per_document"] == 304
     assert record["memory_peak_formula"] and all(set(part) == {"name", "bytes", "formula", "in_peak"}
                                                 for part in record["memory"])
+    record = plan_record(make_plan(0.5, 2, docs=10**6, jobs=2))
+    assert (record["jobs"], record["candidate_processes"], record["scoring_processes"],
+            record["memory_processes"]) == (2, 2, 2, 3)
+    assert plan_record(make_plan(0.5, 2, jobs=3))["memory_processes"] is None  # no corpus, no memory
 
 
 @PROPERTY
@@ -396,25 +438,59 @@ def test_plan_properties(threshold: float, bits: int, extra_bits: int, num_perm:
 _MEASURE = """
 import sys
 import dedup_cli as dedup
-result = dedup.find(sys.argv[1], dedup.FindOptions(threshold=0.5, bits=2))
-# VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent (pytest, large by now) across exec.
-with open("/proc/self/status") as status:
-    peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
-print(result.candidates, peak)
+result = dedup.find(sys.argv[1], dedup.FindOptions(threshold=0.5, bits=2, jobs=int(sys.argv[2])))
+print(result.candidates)
 """
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux's /proc/self/status")
-def test_memory_estimate_matches_a_real_find(tmp_path: Path) -> None:
-    """Peak RSS of ``find`` in a fresh process against the plan's estimate (unrelated documents)."""
+def _kib_fields(path: str, names: tuple[str, ...]) -> int:
+    """The sum of some ``Name:  N kB`` fields of a /proc file, in bytes (0 once the process has gone)."""
+    try:
+        with open(path) as lines:
+            return sum(int(value.split()[0]) * 1024 for name, _, value in (line.partition(":") for line in lines)
+                       if name in names)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _tree_memory(driver: int) -> int:
+    """The memory of a process and the workers it forked, each page once: their anonymous and shared memory by
+    proportional share (Pss_Anon, Pss_Shmem: a page k processes map counts 1/k in each, so the driver's arrays the
+    workers inherit and the band keys they share count once), plus the driver's file pages (RssFile: the
+    libraries, which its forked workers map too; a proportional share would divide them with unrelated
+    processes). For one process this is its resident set size."""
+    processes = [driver]
+    try:
+        processes += [int(pid) for pid in Path(f"/proc/{driver}/task/{driver}/children").read_text().split()]
+    except OSError:
+        pass
+    anonymous = sum(_kib_fields(f"/proc/{pid}/smaps_rollup", ("Pss_Anon", "Pss_Shmem")) for pid in processes)
+    return anonymous + _kib_fields(f"/proc/{driver}/status", ("RssFile",))
+
+
+def sampled_peak(command: list[str], environment: dict[str, str]) -> tuple[str, int]:
+    """Run ``command`` and sample :func:`_tree_memory` every 2 ms: (its stdout, the largest sample). A lower bound
+    of the true peak: a sample can fall between two allocations."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=environment) as child:
+        peak = 0
+        while child.poll() is None:
+            peak = max(peak, _tree_memory(child.pid))
+            time.sleep(0.002)
+        output = child.stdout.read() if child.stdout is not None else ""
+    assert child.returncode == 0, f"{command} failed with exit code {child.returncode}"
+    return output, peak
+
+
+@pytest.fixture(scope="module")
+def synthetic_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """10^5 unrelated documents (k = 256, 8 bits), in row groups of 2^16 rows, the largest ``dedup`` writes."""
     from helpers import StoreWriter
 
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.format import DocumentBatch
 
-    docs, batch = 100_000, 4096
-    store = tmp_path / "synthetic.parquet"
+    docs, batch = 100_000, planning.GROUP_ROWS
+    store = tmp_path_factory.mktemp("memory") / "synthetic.parquet"
     rng = np.random.default_rng(5)
     with StoreWriter(store, SignatureParams(num_perm=256, bits=8)) as writer:
         for start in range(0, docs, batch):
@@ -426,13 +502,41 @@ def test_memory_estimate_matches_a_real_find(tmp_path: Path) -> None:
                 content_hashes=np.zeros(count, np.uint64), shingle_counts=np.full(count, 1000, np.int64),
                 signatures=rng.integers(0, 256, size=(count, 256), dtype=np.uint8),
             ))
+    return store
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/smaps_rollup").exists(), reason="needs Linux's /proc/PID/smaps_rollup")
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_memory_estimate_matches_a_real_find(synthetic_store: Path, jobs: int) -> None:
+    """The peak memory of ``find -j`` in a fresh process, summed over it and its workers, against the plan's
+    estimate for the same -j (unrelated documents)."""
+    docs = 100_000
     environment = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.run([sys.executable, "-c", _MEASURE, str(store)], capture_output=True, text=True,
-                           check=True, env=environment)
-    candidates, peak = map(int, child.stdout.split())
-    plan = make_plan(0.5, 2, docs=docs)
+    output, peak = sampled_peak([sys.executable, "-c", _MEASURE, str(synthetic_store), str(jobs)], environment)
+    candidates = int(output)
+    plan = make_plan(0.5, 2, docs=docs, jobs=jobs)
     assert plan.memory_peak_bytes is not None and plan.expected_candidates is not None
-    report(f"find on {docs} documents: peak RSS {peak / 1e6:.0f} MB, plan {plan.memory_peak_bytes / 1e6:.0f} MB; "
+    assert plan.candidate_processes == jobs  # 10^5 documents keep two workers busy
+    report(f"find -j {jobs} on {docs} documents: peak {peak / 1e6:.0f} MB over its processes, plan "
+           f"{plan.memory_peak_bytes / 1e6:.0f} MB while {plan.memory_peak_phase} in {plan.memory_processes}; "
            f"{candidates} candidates, plan {plan.expected_candidates:.0f}")
     assert abs(candidates - plan.expected_candidates) < 5 * math.sqrt(plan.expected_candidates)
     assert 0.75 < plan.memory_peak_bytes / peak < 1.35
+
+
+def test_plan_command_takes_finds_jobs() -> None:
+    """``dedup plan -j N`` is find's option (0: one per core); the record says over how many processes."""
+    from click.testing import CliRunner
+
+    runner = CliRunner()
+    done = runner.invoke(command_line.cli, ["plan", "--docs", "1000000", "-j", "2", "--format", "json"])
+    assert done.exit_code == 0, done.output
+    record = json.loads(done.stdout)
+    assert (record["jobs"], record["memory_processes"]) == (2, 3)
+    assert record["memory_peak_bytes"] == make_plan(docs=10**6, jobs=2).memory_peak_bytes
+    text = runner.invoke(command_line.cli, ["plan", "--docs", "1000000", "--jobs", "2"]).stdout
+    assert "the sum over 3 processes (the driver and its 2 workers)" in text
+    refused = runner.invoke(command_line.cli, ["plan", "--docs", "1000000", "-j", "-1"])
+    assert refused.exit_code == 2 and "-1 is not in the range x>=0" in refused.output
+    assert "Traceback" not in refused.output
