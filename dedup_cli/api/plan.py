@@ -63,8 +63,9 @@ DOCUMENT_BYTES = 8 + 8 + 1 + 8
 # - one round of band keys, at most ``options.vocabulary.BAND_MEMORY`` (band_memory's default), 4 or 8 bytes a key;
 #   with j processes, a wave of up to j rounds at once in anonymous shared memory (``engine.band_rounds``), each
 #   page counted once however many processes map it;
-# - per document while bucketing one band, in each of the j processes that sort bands: the key and position packed
-#   and sorted, the order, the sorted keys and documents, run starts and lengths (mostly runs of one) and two masks;
+# - per document while bucketing one band, in each of the j processes that sort bands (at most one a band): the key
+#   and position packed and sorted, the order, the sorted keys and documents, run starts and lengths (mostly runs
+#   of one) and two masks;
 SORT_TEMPORARY_BYTES = 8 + 8 + 4 + 8 + 8 + 8 + 2
 # - per document of the row group that each of the j processes decodes while keying the signatures: the column
 #   as read and decompressed, the packed copy and its rows taken (4·S), and its values unpacked and the band block
@@ -218,8 +219,10 @@ def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: 
         "round_keys": ("band keys of one round" if banders == 1 else "band keys of a wave of j rounds, shared",
                        min(banders * BAND_MEMORY, bands * n * key_bytes), f"min(j·2^30, bands·N·{key_bytes})"),
         **_row_group_term(n, banders, signature_bytes, k * value_bytes),
+        # A round's bands are shared among the processes, a band to each at least: more processes than bands idle.
         "sort": ("sorting one band (transient)" if banders == 1 else "sorting one band in each of j processes "
-                 "(transient)", banders * SORT_TEMPORARY_BYTES * n, f"j·{SORT_TEMPORARY_BYTES}·N"),
+                 "(transient)", min(banders, bands) * SORT_TEMPORARY_BYTES * n,
+                 f"min(j, bands)·{SORT_TEMPORARY_BYTES}·N"),
         "codes": ("candidate codes while de-duplicating (transient)",
                   COLLISION_BYTES * pending + CODE_BYTES * candidates,
                   f"{COLLISION_BYTES}·min(P, C + 2^24) + {CODE_BYTES}·C"),

@@ -240,7 +240,7 @@ def test_corpus_numbers() -> None:
     parts = {part.formula: part for part in plan.memory}
     assert parts["min(j·2^30, bands·N·4)"].bytes == 4 * 35 * 10**6  # 3 rows of 8-bit values: 24-bit keys in uint32
     assert parts["25·N"].bytes == 25 * 10**6
-    assert parts["j·46·N"].bytes == 46 * 10**6
+    assert parts["min(j, bands)·46·N"].bytes == 46 * 10**6
     assert parts["j·min(N/j, 2^16)·(4·S + 2·k·v)"].bytes == 2**16 * (4 * 256 + 2 * 256)
     assert parts["min(N, 2C)·(2·S + k·v_b + 200)"].bytes == 10**6 * (2 * 256 + 256 + 200)  # C > N / 2 here
     wide = {part.formula: part for part in make_plan(0.5, 2, stored_bits=16, docs=10**8, jobs=1).memory}
@@ -264,7 +264,7 @@ def test_memory_with_jobs_sums_the_workers() -> None:
     assert (two.jobs, two.candidate_processes, two.scoring_processes) == (2, 2, 2)
     assert two.memory_peak_phase == "scoring" and two.memory_processes == 3  # the driver and 2 workers
     first, second = ({part.formula: part.bytes for part in plan.memory} for plan in (one, two))
-    assert second["j·46·N"] == 2 * first["j·46·N"]
+    assert second["min(j, bands)·46·N"] == 2 * first["min(j, bands)·46·N"]
     assert second["j·min(N/j, 2^16)·(4·S + 2·k·v)"] == 2 * 2**16 * (4 * 256 + 2 * 256)
     assert second["min(j·2^30, bands·N·4)"] == first["min(j·2^30, bands·N·4)"]  # one round holds all 35 bands
     candidates = two.expected_candidates
@@ -277,6 +277,9 @@ def test_memory_with_jobs_sums_the_workers() -> None:
     wide = [make_plan(0.5, 2, stored_bits=16, docs=10**8, jobs=jobs) for jobs in (1, 4)]
     keys = [{part.formula: part.bytes for part in plan.memory}["min(j·2^30, bands·N·8)"] for plan in wide]
     assert keys == [1 << 30, 4 << 30]
+    # 35 bands keep 35 processes sorting at most.
+    many = {part.formula: part.bytes for part in make_plan(0.5, 2, docs=10**6, jobs=48).memory}
+    assert many["min(j, bands)·46·N"] == 35 * 46 * 10**6
     # Fewer than 2 · 16,384 documents keep one process busy only: find -j 8 runs them in one.
     small = make_plan(0.5, 2, docs=20_000, jobs=8)
     assert (small.jobs, small.candidate_processes, small.scoring_processes, small.memory_processes) == (8, 1, 1, 1)
