@@ -168,13 +168,12 @@ class _Processes:
     """How many processes ``find -j`` runs in each parallel stage for N documents and C candidates (as
     ``engine.local`` decides it: a worker for enough items only, :func:`dedup_cli.engine.forked.useful_workers`)."""
 
-    jobs: int  # the worker processes asked for (one per core for 0)
     candidate_stage: int  # j: the processes that key and sort bands
     scoring: int  # j_c: the processes that score the candidates
 
     @classmethod
     def of(cls, jobs: int, n_docs: int, candidates: float) -> _Processes:
-        return cls(jobs, useful_workers(jobs, n_docs, forked.BANDED_DOCUMENTS),
+        return cls(useful_workers(jobs, n_docs, forked.BANDED_DOCUMENTS),
                    useful_workers(jobs, int(candidates), forked.SCORED_PAIRS))
 
 
@@ -218,7 +217,10 @@ def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: 
                       f"{DOCUMENT_BYTES}·N"),
         "round_keys": ("band keys of one round" if banders == 1 else "band keys of a wave of j rounds, shared",
                        min(banders * BAND_MEMORY, bands * n * key_bytes), f"min(j·2^30, bands·N·{key_bytes})"),
-        **_row_group_term(n, banders, signature_bytes, k * value_bytes),
+        # Each of the j processes decodes a row group: the largest dedup writes, or an equal share of the documents.
+        "row_groups": ("a row group being decoded (transient)" if banders == 1 else "a row group decoded in each of "
+                       "j workers (transient)", banders * min(math.ceil(n / banders), GROUP_ROWS)
+                       * (4 * signature_bytes + 2 * k * value_bytes), "j·min(N/j, 2^16)·(4·S + 2·k·v)"),
         # A round's bands are shared among the processes, a band to each at least: more processes than bands idle.
         "sort": ("sorting one band (transient)" if banders == 1 else "sorting one band in each of j processes "
                  "(transient)", min(banders, bands) * SORT_TEMPORARY_BYTES * n,
@@ -242,17 +244,6 @@ def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: 
     parts = tuple(MemoryPart(name, int(round(size)), formula, term in phases[phase])
                   for term, (name, size, formula) in terms.items())
     return parts, phase
-
-
-def _row_group_term(n_docs: int, processes: int, signature_bytes: int, value_bytes: int
-                    ) -> dict[str, tuple[str, float, str]]:
-    """The row group each of j processes decodes while keying the signatures (``value_bytes``: k·v), the largest
-    ``dedup`` writes (:data:`GROUP_ROWS` rows) or an equal share of the N documents."""
-    group = min(math.ceil(n_docs / processes), GROUP_ROWS)
-    name = ("a row group being decoded (transient)" if processes == 1
-            else "a row group decoded in each of j workers (transient)")
-    return {"row_groups": (name, processes * group * (4 * signature_bytes + 2 * value_bytes),
-                           "j·min(N/j, 2^16)·(4·S + 2·k·v)")}
 
 
 def _phase_processes(phase: str, processes: _Processes) -> int:
