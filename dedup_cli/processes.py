@@ -30,10 +30,11 @@ def _parent_death_signal() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
-    import ctypes.util
 
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # The running program's own symbols (dlopen of NULL), libc's among them: no search for the library, which
+        # (ctypes.util.find_library) runs ldconfig in a subprocess, a fork and exec in every worker.
+        libc = ctypes.CDLL(None, use_errno=True)
         return libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
