@@ -207,7 +207,8 @@ class Store:
     def shingle_counts(self) -> np.ndarray:
         """int64[n_live]: the live documents' shingle counts in id order; no signature is read."""
         table, keep = self._live(["shingle_count"])
-        return table.column("shingle_count").take(pa.array(keep, pa.int64())).to_numpy().astype(np.int64)
+        # Indexed in numpy: ChunkedArray.take would import pyarrow.compute (30-50 ms) for ``dedup info`` alone.
+        return table.column("shingle_count").to_numpy().astype(np.int64, copy=False)[keep]
 
     def read_documents(self, ids: Sequence[str]) -> tuple[StoredSignatures, list[str]]:
         """The live documents named by ``ids``, in that order, and the ids that are not stored.
