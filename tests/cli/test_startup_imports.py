@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from helpers import REPO
 
-from dedup_cli.cli.main import cli
+from dedup_cli.cli.main import COMMANDS, cli
 
 # What no command below needs: eval's modules, filter's writers, S3's date parsing, the other engine's stages.
 NEVER = ["dedup_cli.evaluation", "dedup_cli.inputs.truth", "dedup_cli.corpus.sources", "dedup_cli.engine.dask",
@@ -100,3 +100,31 @@ def test_the_watch_sees_an_import(one_document_store: Path, tmp_path: Path) -> N
     arguments = ["find", str(one_document_store), "-t", "0.55", "-b", "2", "-q", "-o", str(tmp_path / "out")]
     assert imported_after(arguments, ["dedup_cli.engine.find_stages", "pyarrow.parquet"]) == [
         "dedup_cli.engine.find_stages", "pyarrow.parquet", "pyarrow.parquet.core"]
+
+
+def test_the_commands_are_imported_when_looked_up() -> None:
+    """Listing the commands imports none of them; looking one up imports that one only."""
+    script = ("import sys\n"
+              "from dedup_cli.cli.main import cli\n"
+              "print(','.join(cli.list_commands(None)))\n"
+              "print(sorted(name for name in sys.modules if name.startswith('dedup_cli.cli.') and\n"
+              "             name not in ('dedup_cli.cli.main', 'dedup_cli.cli.common')))\n"
+              "cli.commands['info']\n"
+              "print(sorted(name for name in sys.modules if name.startswith('dedup_cli.cli.') and\n"
+              "             name not in ('dedup_cli.cli.main', 'dedup_cli.cli.common')))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    names, before, after = result.stdout.strip().splitlines()
+    assert names == "estimate,eval,filter,find,info,plan,sign"
+    assert before == "[]"
+    assert after == "['dedup_cli.cli.info']"
+
+
+def test_every_command_is_found_under_its_name() -> None:
+    assert len(cli.commands) == len(COMMANDS) == 7
+    for name in COMMANDS:
+        assert cli.commands[name].name == name
+    assert cli.commands.get("fnd") is None
+    with pytest.raises(KeyError):
+        cli.commands["fnd"]
