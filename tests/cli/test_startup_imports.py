@@ -18,16 +18,19 @@ from dedup_cli.cli.main import COMMANDS, cli
 # What no command below needs: eval's modules, filter's writers, S3's date parsing, the other engine's stages.
 NEVER = ["dedup_cli.evaluation", "dedup_cli.inputs.truth", "dedup_cli.corpus.sources", "dedup_cli.engine.dask",
          "email.utils", "pandas"]
+# A store's writing side, which the commands that only read it do without.
+WRITING = ["dedup_cli.store.runs", "dedup_cli.store.leases", "dedup_cli.store.lock", "dedup_cli.store.compaction"]
 
 UNUSED = {
     # find on a one-document store: no compute function runs, the output is JSON Lines, nothing is signed
-    "find": NEVER + ["pyarrow.compute", "csv", "dedup_cli.engine.local_sign", "dedup_cli.engine.sign_stage",
-                     "dedup_cli.kernel.choice"],
+    "find": NEVER + WRITING + ["pyarrow.compute", "csv", "dedup_cli.engine.local_sign",
+                               "dedup_cli.engine.sign_stage", "dedup_cli.kernel.choice"],
     # info reads the shingle counts only
-    "info": NEVER + ["pyarrow.compute", "dedup_cli.engine.local", "dedup_cli.engine.local_sign",
-                     "dedup_cli.kernel.choice"],
-    # estimate reads two documents' signatures
-    "estimate": NEVER + ["dedup_cli.engine.local", "dedup_cli.engine.local_sign", "dedup_cli.kernel.choice"],
+    "info": NEVER + WRITING + ["pyarrow.compute", "dedup_cli.engine.local", "dedup_cli.engine.local_sign",
+                               "dedup_cli.kernel.choice"],
+    # estimate reads two documents' signatures; nothing is re-read without --exact
+    "estimate": NEVER + WRITING + ["dedup_cli.verification", "dedup_cli.engine.local",
+                                   "dedup_cli.engine.local_sign", "dedup_cli.kernel.choice"],
     # sign does not find
     "sign": NEVER + ["dedup_cli.engine.local", "dedup_cli.engine.find_stages", "dedup_cli.engine.results"],
 }
