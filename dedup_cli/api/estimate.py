@@ -28,7 +28,6 @@ from dedup_cli.storage.urls import is_url
 from dedup_cli.store.format import MANIFEST_NAME
 from dedup_cli.store.memory import Signatures
 from dedup_cli.store.store import open_store
-from dedup_cli.verification import exact_sets
 
 _RECORD_ORDER = ("ids", "bits", "num_perm", "shingle_counts", "r", "estimator", "matches", "match_fraction",
                  "pair_matches", "pair_match_fractions", "pairwise_estimates", "estimate", "stderr", "ci_low",
@@ -131,6 +130,8 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | No
             **common,
         )
     if options.exact:
+        from dedup_cli.verification import exact_sets  # re-reading and shingling: 5 ms of imports, for --exact only
+
         sets = exact_sets(named, rows)
         gone = [named.ids[row] for row, elements in zip(rows.tolist(), sets, strict=True) if elements is None]
         if gone:

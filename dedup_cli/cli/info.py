@@ -8,6 +8,7 @@ import click
 
 from dedup_cli.cli.common import echo_output, out_option, reports_errors
 from dedup_cli.options.vocabulary import default_store
+from dedup_cli.store.pandas_probe import pandas_hidden
 
 
 @click.command()
@@ -25,4 +26,6 @@ def info(store: str | None, out: str | None) -> None:
     """
     import dedup_cli as api
 
-    echo_output(json.dumps(api.info(default_store(store)).record(), indent=2), out)
+    with pandas_hidden():  # reading a store never needs pandas (dedup_cli.store.pandas_probe)
+        found = api.info(default_store(store))
+    echo_output(json.dumps(found.record(), indent=2), out)

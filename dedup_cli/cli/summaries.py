@@ -8,15 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dedup_cli.kernel.choice import (
-    COMPILE_FAILED,
-    INTEGER_SETS,
-    LOAD_SECONDS,
-    NOT_COMPILED,
-    NOT_INSTALLED,
-    REQUESTED,
-    SMALL_RUN,
-)
 from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
@@ -62,6 +53,17 @@ def sign_summary(report: SignReport) -> str:
 
 def kernel_line(report: SignReport, flag: Flag) -> str:
     """``sign -v``: which signing kernel ran, and why."""
+    # here: find and estimate print summaries too, and need neither the kernel choice nor its cache (hashlib)
+    from dedup_cli.kernel.choice import (
+        COMPILE_FAILED,
+        INTEGER_SETS,
+        LOAD_SECONDS,
+        NOT_COMPILED,
+        NOT_INSTALLED,
+        REQUESTED,
+        SMALL_RUN,
+    )
+
     numba = f"numba {report.numba_version} (compiled)"
     if not report.kernels:
         return "kernel: none ran (nothing to sign)"

@@ -15,7 +15,6 @@ line feed or carriage return inside a field is written ``\\``, ``\t``, ``\n``, `
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
@@ -66,6 +65,8 @@ def write_records(records: Iterator[dict[str, Any]], kind: str, fmt: str, stream
             stream.write(json.dumps(record, ensure_ascii=False) + "\n")
             count += 1
         return count
+    import csv  # here: the default JSON Lines output does without it
+
     fields = FIELDS[kind] if fields is None else fields
     writer: Any = _TsvWriter(stream) if fmt == "tsv" else csv.writer(_Rows(stream), lineterminator="\r\n")
     if header:

@@ -11,29 +11,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, BinaryIO, Protocol, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
-from dedup_cli.corpus.decisions import Decisions, SourceOutcome
-from dedup_cli.corpus.sources import filter_source
-from dedup_cli.engine import local
 from dedup_cli.engine.extras import require_dask
-from dedup_cli.engine.local_sign import sign_locally
 from dedup_cli.engine.progress import InputProgress, Progress, silent
-from dedup_cli.engine.results import FindResult
-from dedup_cli.engine.sign_stage import Signed
 from dedup_cli.errors import UsageError
 from dedup_cli.inputs.locations import STDIN, FileRun, Source
-from dedup_cli.inputs.parquet import row_group_sizes
-from dedup_cli.inputs.reading import plan_inputs, walk_inputs
-from dedup_cli.inputs.report import ReadReport
-from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.engines import EngineOptions
-from dedup_cli.options.finding import FindOptions
-from dedup_cli.options.reading import InputOptions
-from dedup_cli.params import SignatureParams
-from dedup_cli.store.runs import StoreRun
-from dedup_cli.store.snapshot import DocumentIndex
-from dedup_cli.store.store import Store
+
+if TYPE_CHECKING:
+    from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+    from dedup_cli.engine.results import FindResult
+    from dedup_cli.engine.sign_stage import Signed
+    from dedup_cli.inputs.report import ReadReport
+    from dedup_cli.kernel.choice import KernelChoice
+    from dedup_cli.options.finding import FindOptions
+    from dedup_cli.options.reading import InputOptions
+    from dedup_cli.params import SignatureParams
+    from dedup_cli.store.runs import StoreRun
+    from dedup_cli.store.snapshot import DocumentIndex
+    from dedup_cli.store.store import Store
+
+# Each command imports the stages of its own engine method only, inside the method: find does not import the
+# sign stages and their workers, sign does not import find's plan and stages, neither imports filter's writers.
 
 Walked = Source | FileRun
 """What an engine signs: a file (or stdin), or whole text files found together (the local engine's walk)."""
@@ -89,15 +89,22 @@ class LocalEngine:
     def sign(self, sources: Iterable[Walked], stream: Any, run: StoreRun, index: DocumentIndex,
              params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
              progress: InputProgress, unchanged: Unchanged | None) -> Signed:
+        from dedup_cli.engine.local_sign import sign_locally
+
         return sign_locally(sources, stream, run, index, params, reading, workers, choice, read, progress, unchanged)
 
     def find(self, store: Store, options: FindOptions, progress: Progress = silent,
              reference: Store | None = None) -> FindResult:
+        from dedup_cli.engine import local
+
         return local.find([store] if reference is None else [store, reference], options, progress)
 
     def filter_into_directory(self, sources: Sequence[Source], signed: Sequence[bool], targets: Sequence[str],
                               root: str, decisions: Decisions, reading: InputOptions, annotate: bool,
                               stdin: Any = None, progress: Advance | None = None) -> SourceOutcome:
+        from dedup_cli.corpus.decisions import SourceOutcome
+        from dedup_cli.corpus.sources import filter_source
+
         total = SourceOutcome()
         for source, target, known in zip(sources, targets, signed, strict=True):
             total.add(filter_source(source, decisions, reading, target, annotate, known, stdin, progress))
@@ -106,6 +113,8 @@ class LocalEngine:
     def filter_into_stream(self, source: Source, signed: bool, out: BinaryIO, decisions: Decisions,
                            reading: InputOptions, annotate: bool, stdin: Any = None,
                            progress: Advance | None = None) -> SourceOutcome:
+        from dedup_cli.corpus.sources import filter_source
+
         return filter_source(source, decisions, reading, out, annotate, signed, stdin, progress)
 
 
@@ -120,6 +129,7 @@ class DaskEngine:
              params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
              progress: InputProgress, unchanged: Unchanged | None) -> Signed:
         from dedup_cli.engine.dask.sign import sign_on_cluster
+        from dedup_cli.inputs.parquet import row_group_sizes
 
         # Every source is planned before a task starts: the total is known, and the kernel is decided once.
         planned = cast(list[Source], list(sources))  # from plan_inputs: a Source per file
@@ -158,6 +168,8 @@ def input_sources(options: EngineOptions, inputs: Sequence[str], reading: InputO
     """The sources of ``inputs`` for the engine ``options`` name, and the stream of ``-``, checked before a store
     is touched (a missing input is an error). The local engine walks directories as it signs; a cluster's tasks
     are planned from every source at once, and its workers cannot read stdin."""
+    from dedup_cli.inputs.reading import plan_inputs, walk_inputs
+
     if options.name != "dask":
         return walk_inputs(inputs, reading, read, stdin)
     require_dask()

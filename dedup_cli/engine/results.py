@@ -11,20 +11,21 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
-from dedup_cli.candidates.banding import Banding, BandingChoice
-from dedup_cli.estimates.pairs import ScoredPairs
-from dedup_cli.estimates.triples import ScoredTriples
-from dedup_cli.evaluation.accuracy import EstimatorAccuracy, StorageTradeoff
-from dedup_cli.evaluation.design import Stratum
-from dedup_cli.evaluation.retrieval import CurvePoint, Retrieval
-from dedup_cli.groups.components import Groups
-from dedup_cli.inputs.truth import Truth
-from dedup_cli.store.snapshot import StoredSignatures
-from dedup_cli.verification import Verification
+if TYPE_CHECKING:  # named in annotations only: find must not import eval's modules (truth, evaluation)
+    from dedup_cli.candidates.banding import Banding, BandingChoice
+    from dedup_cli.estimates.pairs import ScoredPairs
+    from dedup_cli.estimates.triples import ScoredTriples
+    from dedup_cli.evaluation.accuracy import EstimatorAccuracy, StorageTradeoff
+    from dedup_cli.evaluation.design import Stratum
+    from dedup_cli.evaluation.retrieval import CurvePoint, Retrieval
+    from dedup_cli.groups.components import Groups
+    from dedup_cli.inputs.truth import Truth
+    from dedup_cli.store.snapshot import StoredSignatures
+    from dedup_cli.verification import Verification
 
 
 class StreamedOutput(Protocol):

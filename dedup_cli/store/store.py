@@ -12,7 +12,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +23,6 @@ from dedup_cli.inputs.locations import infer_id_root
 from dedup_cli.params import SignatureParams
 from dedup_cli.storage.objects import ConditionFailed, require_s3
 from dedup_cli.storage.urls import ObjectPath, is_url
-from dedup_cli.store.compaction import compact_parts
 from dedup_cli.store.format import (
     FORMAT_VERSION,
     LEGACY_FORMAT_VERSION,
@@ -33,9 +32,7 @@ from dedup_cli.store.format import (
     parse_metadata,
     removal_schema,
 )
-from dedup_cli.store.leases import ObjectLock, commit_manifest, fence_and_clean
 from dedup_cli.store.legacy import legacy_error, read_legacy_table
-from dedup_cli.store.lock import WriterLock
 from dedup_cli.store.manifest import (
     Manifest,
     PartFile,
@@ -47,9 +44,7 @@ from dedup_cli.store.manifest import (
     read_manifest_version,
     write_manifest,
 )
-from dedup_cli.store.parts import FileCounter, commit_files
 from dedup_cli.store.places import Folder, names, remove_all
-from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import (
     SIGNATURE_COLUMNS,
     DocumentIndex,
@@ -60,6 +55,14 @@ from dedup_cli.store.snapshot import (
     read_snapshot,
     stored_signatures,
 )
+
+if TYPE_CHECKING:
+    from dedup_cli.store.leases import ObjectLock
+    from dedup_cli.store.lock import WriterLock
+    from dedup_cli.store.runs import StoreRun
+
+# The writing side (runs, locks, leases, compaction: 4-5 ms of imports) is imported by the methods that write, so
+# that info, estimate and find, which only read, do without it.
 
 READ_ATTEMPTS = 8
 T = TypeVar("T")
@@ -207,7 +210,8 @@ class Store:
     def shingle_counts(self) -> np.ndarray:
         """int64[n_live]: the live documents' shingle counts in id order; no signature is read."""
         table, keep = self._live(["shingle_count"])
-        return table.column("shingle_count").take(pa.array(keep, pa.int64())).to_numpy().astype(np.int64)
+        # Indexed in numpy: ChunkedArray.take would import pyarrow.compute (30-50 ms) for ``dedup info`` alone.
+        return table.column("shingle_count").to_numpy().astype(np.int64, copy=False)[keep]
 
     def read_documents(self, ids: Sequence[str]) -> tuple[StoredSignatures, list[str]]:
         """The live documents named by ``ids``, in that order, and the ids that are not stored.
@@ -241,6 +245,8 @@ class Store:
             replace: the run's rows replace every stored row (a whole re-sign, e.g. of integer sets, which
                 have no modification times), in one commit like any run.
         """
+        from dedup_cli.store.runs import StoreRun
+
         lock, manifest = self._lock(lock_timeout)
         try:
             differences = manifest.params.differences(params)
@@ -257,6 +263,8 @@ class Store:
 
     def _lock(self, lock_timeout: float | None) -> tuple[WriterLock | ObjectLock, Manifest]:
         """Take the writer lock, read the manifest again under it and delete what killed runs left behind."""
+        from dedup_cli.store.leases import ObjectLock, fence_and_clean
+
         if self._manifest is None:
             raise legacy_error(Path(str(self.path)))
         lock = writer_lock(self.path, lock_timeout)
@@ -276,6 +284,10 @@ class Store:
 
     def compact(self, lock_timeout: float | None = 0.0) -> bool:
         """Rewrite the live rows into fresh parts and drop the removal files; False when already compact."""
+        from dedup_cli.store.compaction import compact_parts
+        from dedup_cli.store.leases import commit_manifest
+        from dedup_cli.store.parts import FileCounter, commit_files
+
         lock, manifest = self._lock(lock_timeout)
         try:
             if not manifest.removals and sum(not p.compacted for p in manifest.parts) == 0:
@@ -306,6 +318,9 @@ class Store:
 
 def writer_lock(path: Folder, timeout: float | None) -> WriterLock | ObjectLock:
     """The writer lock of the store at ``path``: a ``flock`` locally, a leased object in object storage."""
+    from dedup_cli.store.leases import ObjectLock
+    from dedup_cli.store.lock import WriterLock
+
     return ObjectLock(path, timeout) if isinstance(path, ObjectPath) else WriterLock(path, timeout)
 
 
@@ -385,7 +400,7 @@ def create_store(path: str | os.PathLike[str], params: SignatureParams, exist_ok
         refuse_foreign_directory(path)  # before the lock file is added to someone else's directory
     except OSError as error:
         raise StoreError(f"cannot write {path}: {error.strerror or error}") from error
-    lock = WriterLock(path, lock_timeout)
+    lock = writer_lock(path, lock_timeout)
     lock.acquire()
     try:
         if (path / MANIFEST_NAME).exists():  # created by a concurrent run between our check and the lock
@@ -416,7 +431,7 @@ def _create_objects(path: ObjectPath, params: SignatureParams, exist_ok: bool, l
             if exist_ok:
                 return existing
             raise StoreError(f"store {path} already exists; sign into it, or choose another path")
-    lock = ObjectLock(path, lock_timeout)
+    lock = writer_lock(path, lock_timeout)
     lock.acquire()
     try:
         refuse_foreign_directory(path)
