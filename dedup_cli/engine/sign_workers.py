@@ -116,11 +116,13 @@ class LineNumbering:
         self.line = 1  # the number of the next line of the file being resolved
         self.unreadable = False  # a range of that file could not be read: those after it are not numbered
 
-    def count(self, index: int, newlines: int, tasks: Mapping[int, ReadTask]) -> dict[int, int]:
+    def count(self, index: int, newlines: int, tasks: Mapping[int, ReadTask], done: int) -> dict[int, int]:
         """Tell that range task ``index`` holds ``newlines`` newlines (-1: it could not be read); returns the first
         line of each range task now resolved (0: after one that could not be read, so not to be numbered).
-        ``tasks``: the tasks handed out and not yet done, by index."""
+        ``tasks``: the tasks handed out and not yet done, by index; the ``done`` tasks before them are all done
+        (none of them is a range waiting for its first line)."""
         self.counts[index] = newlines
+        self.next = max(self.next, done)
         resolved: dict[int, int] = {}
         while self.next in tasks:
             task = tasks[self.next]
@@ -239,9 +241,8 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
                 current = {index: task}
 
                 def first_line_of(newlines: int, index: int = index, current: dict[int, ReadTask] = current) -> int:
-                    return numbering.count(index, newlines, current)[index]
+                    return numbering.count(index, newlines, current, index)[index]
 
-                numbering.next = index  # one task at a time: every task before this one is done
                 take(sign_and_write(job, parts, index, task, planner.kernel(task), job.run.reserve_part(),
                                     first_line_of))
                 index += 1
@@ -360,7 +361,7 @@ class WorkerPool:
                 elif kind == "lines":
                     counted, newlines = message
                     counting[counted] = worker
-                    for resolved, first_line in numbering.count(counted, newlines, handed).items():
+                    for resolved, first_line in numbering.count(counted, newlines, handed, next_told).items():
                         self.lines[counting.pop(resolved)].send(first_line)
                 elif kind == "task":
                     reading.pop(worker, None)
