@@ -128,7 +128,8 @@ def plan_tasks(sources: Iterable[Source | FileRun], options: InputOptions, repor
     Whole files skipped as unchanged are counted in ``report.unchanged`` and their size in ``report.input_done``;
     what is read here (stdin, line files, Parquet) is reported here or carried in the tasks. With
     ``line_ranges``, a plain line file read with no line limit is cut into :class:`LineRangeTask` s by its size
-    alone (:func:`line_ranges_of`), for a caller that numbers their lines (:func:`dedup_cli.inputs.tasks.numbered_lines`).
+    alone (:func:`line_ranges_of`), for a caller that numbers their lines
+    (:func:`dedup_cli.inputs.tasks.numbered_lines`).
     """
     files = _FilesAhead()
     limit = options.max_document_bytes

@@ -56,7 +56,8 @@ def records_file(path: Path) -> tuple[bytes, list[int]]:
         elif number % 13 == 0:
             line = b"   \t"
         elif number % 9 == 0:
-            line, _ = b"{not json", bad.append(number)
+            line = b"{not json"
+            bad.append(number)
         elif number % 4 == 0:
             line = json.dumps({"text": text(number)}).encode()  # no id: FILE:LINE
         else:
@@ -189,10 +190,15 @@ def test_a_file_changed_after_it_was_planned_is_reported_once_and_not_half_numbe
     finally:
         monkeypatch.undo()
     assert len(ranges) > 2 and ranges[-1].end == source.size and all(task_documents(r) >= 1 for r in ranges)
-    with open(path, "ab") as stream:
-        stream.write(b'{"text": "added while the run read it"}\n')
-    told = []
-    task = numbered_lines(ranges[1], lambda newlines: told.append(newlines) or 0)
+    with open(path, "ab") as appending:
+        appending.write(b'{"text": "added while the run read it"}\n')
+    told: list[int] = []
+
+    def first_line_of(newlines: int) -> int:
+        told.append(newlines)
+        return 0
+
+    task = numbered_lines(ranges[1], first_line_of)
     assert told == [-1] and task.chunk.data == b""
     report = ReadReport()
     for kind, item in task.notes:
