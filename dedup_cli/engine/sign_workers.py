@@ -362,7 +362,10 @@ class WorkerPool:
                     counted, newlines = message
                     counting[counted] = worker
                     for resolved, first_line in numbering.count(counted, newlines, handed, next_told).items():
-                        self.lines[counting.pop(resolved)].send(first_line)
+                        try:
+                            self.lines[counting.pop(resolved)].send(first_line)
+                        except OSError:  # the worker died since it asked: its sentinel tells, and ends the run
+                            pass
                 elif kind == "task":
                     reading.pop(worker, None)
                     written.extend(message.finished)

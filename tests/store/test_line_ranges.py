@@ -234,3 +234,20 @@ def test_the_driver_reads_nothing_of_a_plain_line_file(tmp_path: Path, monkeypat
                                                            for s in range(0, path.stat().st_size, 1000)]
     assert not opened
     assert any(isinstance(task, LinesTask) and task.source.compression == "gzip" for task in tasks)
+
+
+def test_integer_sets_cut_into_ranges_are_the_same_whatever_the_ranges_and_jobs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "sets.txt"
+    rows = [f"s{n % 40}\t" + " ".join(str((n * 7 + i * 3) % 100) for i in range(1 + n % 9)) for n in range(50)]
+    rows[17] = "s17\t12 not-a-number"  # malformed, its FILE:LINE reported alike
+    path.write_text("\n".join(rows) + "\n")
+    options = dedup.InputOptions(input_format="sets", universe=100)
+    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 1 << 30)
+    expected_report = dedup.sign([str(path)], tmp_path / "expected", dedup.SignOptions(jobs=1, input=options))
+    assert [where for where, _ in expected_report.read.malformed] == [f"{path}:18"]
+    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 13)
+    for jobs in (1, 3):
+        report = dedup.sign([str(path)], tmp_path / f"store-{jobs}", dedup.SignOptions(jobs=jobs, input=options))
+        assert contents(tmp_path / f"store-{jobs}") == contents(tmp_path / "expected")
+        assert said(report) == said(expected_report)
