@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -251,3 +252,31 @@ def test_integer_sets_cut_into_ranges_are_the_same_whatever_the_ranges_and_jobs(
         report = dedup.sign([str(path)], tmp_path / f"store-{jobs}", dedup.SignOptions(jobs=jobs, input=options))
         assert contents(tmp_path / f"store-{jobs}") == contents(tmp_path / "expected")
         assert said(report) == said(expected_report)
+
+
+def _dies_in_second_range(task: LineRangeTask, first_line_of: Any) -> LinesTask:
+    """A worker killed once it has counted the second range of a file and been told its first line."""
+    numbered = numbered_lines(task, first_line_of)
+    if task.start > 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return numbered
+
+
+def test_a_worker_killed_in_a_range_names_it_and_nothing_is_stored(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from dedup_cli.cli.main import cli
+    from dedup_cli.engine import sign_workers
+
+    path = tmp_path / "records.jsonl"
+    records_file(path)
+    store = tmp_path / "store"
+    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 500)
+    monkeypatch.setattr(sign_workers, "numbered_lines", _dies_in_second_range)  # the forked workers inherit it
+    result = CliRunner().invoke(cli, ["sign", str(path), "-o", str(store), "-j", "2", "-q"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code != 0 and len(lines) == 1 and "Traceback" not in result.output
+    assert "a signing worker process died while reading" in lines[0] and "records.jsonl" in lines[0]
+    assert "from byte" in lines[0] and "SIGKILL" in lines[0]
+    assert not list(store.glob("part-*")) and not list(store.glob(".*tmp"))
