@@ -116,7 +116,7 @@ def sign_locally(sources: Iterable[Source | FileRun], stream: Any, run: StoreRun
     ``unchanged`` tells whether a file can be skipped unread (its location, size and modification time are the
     store's); ``read`` is the run's reading report, which the walk, the tasks and this add to.
     """
-    tasks = plan_tasks(progress.walked(sources, read), reading, read, stream, unchanged=unchanged)
+    tasks = plan_tasks(progress.walked(sources, read), reading, read, stream, unchanged=unchanged, line_ranges=True)
     done = TasksDone(read, progress.advance)
     try:
         parts = sign_tasks(iter(tasks), SignJob(params, reading, index, run), workers, choice, done.take)

@@ -4,7 +4,10 @@ The process that drives the run plans the tasks (:func:`dedup_cli.inputs.plannin
 out; ``jobs`` forked workers each read, parse and sign whole tasks (:func:`dedup_cli.engine.sign_stage.sign_task`)
 and append the new and changed rows to a part of the store of their own
 (:class:`dedup_cli.store.worker_parts.RunParts`), so reading files, parsing JSON, signing and writing Parquet all
-use every core, and only file lists and raw bytes travel to the workers. What comes back of a task is small and
+use every core, and only file lists, ranges of files and raw bytes travel to the workers. A line file is handed
+out as ranges of its bytes (:class:`dedup_cli.inputs.tasks.LineRangeTask`): each worker finds and counts the lines
+of its range, tells the driver the count and is told the number of its first line (:class:`LineNumbering`), so
+the driver reads nothing of the file and does per-task work only. What comes back of a task is small and
 columnar: its reading report, the ids it read (one Arrow column and their 64-bit hashes), a few boolean arrays and
 where its rows went. The driver receives these in task order and does per-task work only
 (:mod:`dedup_cli.engine.local_sign`).
@@ -16,7 +19,7 @@ import os
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,8 +32,10 @@ from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import (
     DocumentsTask,
     FilesTask,
+    LineRangeTask,
     LinesTask,
     ReadTask,
+    numbered_lines,
     task_bytes,
     task_coming_bytes,
     task_documents,
@@ -100,10 +105,50 @@ class SignJob:
     run: StoreRun
 
 
-def sign_and_write(job: SignJob, parts: RunParts, index: int, task: ReadTask, kernel: str, number: int
-                   ) -> TaskRows:
-    """Read and sign one task, append its new and changed rows to ``parts``: the unit of work of a worker."""
+class LineNumbering:
+    """The number of the first line of each :class:`LineRangeTask`: one more than the newlines of the ranges of its
+    file before it. Told each range's newlines as its worker counts them, in any order; resolves the ranges in
+    task order (per-task work: the driver never sees a line)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.next = 0  # the first task not resolved yet
+        self.line = 1  # the number of the next line of the file being resolved
+        self.unreadable = False  # a range of that file could not be read: those after it are not numbered
+
+    def count(self, index: int, newlines: int, tasks: Mapping[int, ReadTask], done: int) -> dict[int, int]:
+        """Tell that range task ``index`` holds ``newlines`` newlines (-1: it could not be read); returns the first
+        line of each range task now resolved (0: after one that could not be read, so not to be numbered).
+        ``tasks``: the tasks handed out and not yet done, by index; the ``done`` tasks before them are all done
+        (none of them is a range waiting for its first line)."""
+        self.counts[index] = newlines
+        self.next = max(self.next, done)
+        resolved: dict[int, int] = {}
+        while self.next in tasks:
+            task = tasks[self.next]
+            if isinstance(task, LineRangeTask):
+                counted = self.counts.pop(self.next, None)
+                if counted is None:
+                    break
+                if task.start == 0:  # a file's first range
+                    self.line, self.unreadable = 1, False
+                resolved[self.next] = 0 if self.unreadable else self.line
+                if counted < 0:
+                    self.unreadable = True
+                else:
+                    self.line += counted
+            self.next += 1
+        return resolved
+
+
+def sign_and_write(job: SignJob, parts: RunParts, index: int, task: ReadTask, kernel: str, number: int,
+                   first_line_of: Callable[[int], int] | None = None) -> TaskRows:
+    """Read and sign one task, append its new and changed rows to ``parts``: the unit of work of a worker.
+    ``first_line_of`` numbers the lines of a range task (:func:`dedup_cli.inputs.tasks.numbered_lines`)."""
     finished = len(parts.finished)
+    if isinstance(task, LineRangeTask):
+        assert first_line_of is not None
+        task = numbered_lines(task, first_line_of)
     signed = sign_task(task, job.params, job.options, kernel, job.stored)
     part, first_row = parts.add(signed.batch, number)
     return TaskRows(index, signed.report, ReadIds.of(signed.ids), signed.wheres, np.asarray(signed.empty, bool),
@@ -115,6 +160,8 @@ def task_input(task: ReadTask) -> str:
     """The input a task reads, as messages name it."""
     if isinstance(task, LinesTask):
         return f"{literal(task.source.display)} from line {task.chunk.first_line}"
+    if isinstance(task, LineRangeTask):
+        return f"{literal(task.source.display)} from byte {task.start}"
     if isinstance(task, FilesTask):
         first = literal(task.paths[0]) if task.paths else "?"
         return first if len(task.paths) == 1 else f"{first} (and {len(task.paths) - 1} more files)"
@@ -128,8 +175,9 @@ def task_input(task: ReadTask) -> str:
 _job: SignJob | None = None
 
 
-def _work(tasks: Any, results: Any, parent: int) -> None:
-    """A worker process: sign the tasks it takes from ``tasks`` into its own parts, tell ``results``."""
+def _work(tasks: Any, results: Any, lines: Any, parent: int) -> None:
+    """A worker process: sign the tasks it takes from ``tasks`` into its own parts, tell ``results``; ``lines``
+    gives the first line of each range task it counted (:class:`LineNumbering`, in the driver)."""
     from dedup_cli.processes import die_with_parent
 
     die_with_parent(parent)
@@ -142,7 +190,12 @@ def _work(tasks: Any, results: Any, parent: int) -> None:
         while (item := tasks.get()) is not None:
             index, task, kernel, number = item
             results.send(("start", index))
-            results.send(("task", sign_and_write(job, parts, index, task, kernel, number)))
+
+            def first_line_of(newlines: int, index: int = index) -> int:
+                results.send(("lines", (index, newlines)))
+                return int(lines.recv())
+
+            results.send(("task", sign_and_write(job, parts, index, task, kernel, number, first_line_of)))
         results.send(("done", parts.close()))
     except BaseException as error:  # told to the driver, which ends the run with it
         parts.discard()
@@ -181,10 +234,17 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
             keep_freed_memory()
         planner.settle()  # one process: the kernel first
         parts = RunParts(job.run.path, job.params, job.run.number, job.run.token)
+        numbering = LineNumbering()
         try:
             index = 0
             while (task := planner.next()) is not None:
-                take(sign_and_write(job, parts, index, task, planner.kernel(task), job.run.reserve_part()))
+                current = {index: task}
+
+                def first_line_of(newlines: int, index: int = index, current: dict[int, ReadTask] = current) -> int:
+                    return numbering.count(index, newlines, current, index)[index]
+
+                take(sign_and_write(job, parts, index, task, planner.kernel(task), job.run.reserve_part(),
+                                    first_line_of))
                 index += 1
             parts.close()
         except BaseException:
@@ -215,15 +275,20 @@ class WorkerPool:
         self.jobs = jobs
         self.tasks = context.Queue()
         self.pipes: list[Any] = []
+        self.lines: list[Any] = []  # to each worker: the first lines of the ranges it counts
         self.processes: list[Any] = []
         _job = job
         try:
             for _ in range(jobs):
                 receiving, sending = context.Pipe(duplex=False)
-                process = context.Process(target=_work, args=(self.tasks, sending, os.getpid()), daemon=True)
+                lines_in, lines_out = context.Pipe(duplex=False)
+                process = context.Process(target=_work, args=(self.tasks, sending, lines_in, os.getpid()),
+                                          daemon=True)
                 process.start()
                 sending.close()
+                lines_in.close()
                 self.pipes.append(receiving)
+                self.lines.append(lines_out)
                 self.processes.append(process)
         except BaseException:
             self.close()
@@ -244,11 +309,11 @@ class WorkerPool:
                 process.kill()
         for process in self.processes:
             process.join()
-        for pipe in self.pipes:
+        for pipe in self.pipes + self.lines:
             pipe.close()
         self.tasks.cancel_join_thread()
         self.tasks.close()
-        self.processes, self.pipes = [], []
+        self.processes, self.pipes, self.lines = [], [], []
 
     def run(self, planner: TaskPlanner, take: Callable[[TaskRows], None]) -> list[WrittenFile]:
         """Hand out every task, tell ``take`` each one's rows in order; the parts written."""
@@ -258,6 +323,8 @@ class WorkerPool:
         handed: dict[int, ReadTask] = {}  # tasks handed out and not yet told
         reading: dict[int, int] = {}  # worker → the task it is reading
         arrived: dict[int, TaskRows] = {}
+        numbering = LineNumbering()
+        counting: dict[int, int] = {}  # range task → the worker waiting for its first line
         next_told = 0
         index = 0
         exhausted = False
@@ -291,6 +358,14 @@ class WorkerPool:
                     kind, message = "died", None
                 if kind == "start":
                     reading[worker] = message
+                elif kind == "lines":
+                    counted, newlines = message
+                    counting[counted] = worker
+                    for resolved, first_line in numbering.count(counted, newlines, handed, next_told).items():
+                        try:
+                            self.lines[counting.pop(resolved)].send(first_line)
+                        except OSError:  # the worker died since it asked: its sentinel tells, and ends the run
+                            pass
                 elif kind == "task":
                     reading.pop(worker, None)
                     written.extend(message.finished)

@@ -249,3 +249,48 @@ def chunk_lines(chunk: LineChunk, limit: int | None) -> Iterator[tuple[int, byte
             yield number, None, consumed
         else:
             yield number, piece, consumed
+
+
+_ALIGN_BLOCK = 1 << 16  # read past a range's end this much at a time to find the newline that ends it
+
+
+def _line_end(descriptor: int, offset: int, size: int) -> int:
+    """Where the line holding byte ``offset - 1`` of the file ends: just past the first newline at or after
+    ``offset - 1`` (``size``, the file's end, when there is none); 0 for offset 0."""
+    if offset <= 0:
+        return 0
+    at = offset - 1
+    while at < size:
+        block = os.pread(descriptor, min(_ALIGN_BLOCK, size - at), at)
+        if not block:
+            break
+        newline = block.find(NEWLINE)
+        if newline >= 0:
+            return at + newline + 1
+        at += len(block)
+    return size
+
+
+def read_range(path: str, start: int, end: int, size: int, mtime_ns: int) -> bytes:
+    """The whole lines of a plain file that start in its bytes ``start`` … ``end`` − 1: the range's ends each moved
+    to the end of the line holding the byte before it (so consecutive ranges share their lines out, each line
+    to the range holding its first byte, however the ranges cut through lines). ``size`` and ``mtime_ns`` are the
+    file's when the ranges were planned; ValueError when it no longer has them (it changed while it was read).
+
+    This runs in a worker: the process that plans the run only cuts the file's size into ranges, reading nothing.
+    """
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        status = os.fstat(descriptor)
+        if status.st_size != size or status.st_mtime_ns != mtime_ns:
+            raise ValueError("it changed while it was read; sign it again")
+        first = _line_end(descriptor, start, size)
+        if first >= end:  # a line from before the range runs through all of it
+            return b""
+        last = _line_end(descriptor, end, size) if end < size else size
+        data = os.pread(descriptor, last - first, first)
+    finally:
+        os.close(descriptor)
+    if len(data) != last - first:
+        raise ValueError("it changed while it was read; sign it again")
+    return data

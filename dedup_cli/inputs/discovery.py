@@ -21,7 +21,10 @@ from __future__ import annotations
 import fnmatch
 import heapq
 import os
+import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
+from itertools import accumulate
 from typing import BinaryIO, NamedTuple
 
 from dedup_cli.errors import InputError, UsageError
@@ -35,6 +38,11 @@ from dedup_cli.storage.urls import is_url
 
 FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 _KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
+# A known ending at the end of a name, in names joined by NUL (which no path holds): one scan of a batch's names
+# finds the few that may not be plain text, where a test per name cost the walk 1.5 µs a file. IGNORECASE matches
+# at least what ``lower()`` does on these ASCII endings; format_and_compression has the last word.
+_ENDING_IN_JOINED = re.compile("(?:" + "|".join(re.escape(ending) for ending in _KNOWN_ENDINGS) + ")(?=\0)",
+                               re.IGNORECASE)
 
 
 def format_and_compression(name: str) -> tuple[str, str | None]:
@@ -328,6 +336,16 @@ def _status(path: str) -> os.stat_result | None:
         return None  # reported when it is read
 
 
+def _known_endings(paths: list[str]) -> list[int]:
+    """The positions of the paths that end with a known format or compression suffix (and maybe a few more)."""
+    joined = "\0".join(paths) + "\0"
+    found = [match.start() for match in _ENDING_IN_JOINED.finditer(joined)]
+    if not found:
+        return []
+    ends = list(accumulate(len(path) + 1 for path in paths))  # where each path's NUL is, plus one
+    return sorted({bisect_right(ends, at) for at in found})
+
+
 def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOptions, report: ReadReport
           ) -> Iterator[Source | FileRun]:
     """``first`` (stdin), then the files of each batch, stated as it is reached: the whole text files among them
@@ -341,9 +359,9 @@ def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOpti
         sizes = [0 if status is None else status.st_size for status in statuses]
         count += len(paths)
         total += sum(sizes)
-        if fixed is None:  # a name tells its format only when it ends like one: a slice of most names
-            others = [position for position, path in enumerate(paths) if path[-8:].lower().endswith(_KNOWN_ENDINGS)
-                      and format_and_compression(path)[0] != "text"]
+        if fixed is None:  # a name tells its format only when it ends like one
+            others = [position for position in _known_endings(paths)
+                      if format_and_compression(paths[position])[0] != "text"]
         else:
             others = [] if fixed == "text" else list(range(len(paths)))
         start = 0

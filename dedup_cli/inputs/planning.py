@@ -3,9 +3,11 @@
 This runs in the process that drives the run and does as little as it can, so that workers do the reading:
 whole files are grouped into :class:`FilesTask` s of about :data:`TASK_BYTES` (or :data:`TASK_FILES` files) by
 their size on disk, without opening them, and a file that an incremental run finds unchanged (``unchanged``,
-from its size and modification time) is skipped here; line files and stdin are read here in blocks and cut into
-chunks of whole lines (:mod:`dedup_cli.inputs.chunks`), Parquet files into parts of rows. Which tasks there are
-depends on the inputs alone, so the store is the same however many workers read them.
+from its size and modification time) is skipped here; a plain line file is cut into ranges of bytes by its size
+alone when the caller can number the lines of each once the ranges before it are counted (the local engine's
+``sign``), its lines then found and counted by the workers; other line files and stdin are read here in blocks and
+cut into chunks of whole lines (:mod:`dedup_cli.inputs.chunks`), Parquet files into parts of rows. Which tasks
+there are depends on the inputs alone, so the store is the same however many workers read them.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 from typing import Any, BinaryIO
 
-from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, LineChunk, in_place_chunks, line_chunks
+from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, NEWLINE, LineChunk, in_place_chunks, line_chunks
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
 from dedup_cli.inputs.locations import STDIN, FileRun, Source, location_path
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.streams import READ_ERRORS, Counted, Position, Prefixed, compression, open_decompressed
-from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LinesTask, ReadTask, RowsTask
+from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LineRangeTask, LinesTask, ReadTask, RowsTask
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.storage.urls import is_url
 
@@ -39,6 +41,9 @@ TASK_FILES = CHUNK_LINES
 # many small tasks. It depends on the inputs alone, so the tasks are the same whatever the number of workers.
 TASK_GROWTH = 64
 LARGEST_TASK_BYTES = 4 << 20
+# A plain line file is cut into ranges of this many bytes (more for a large file, as files tasks grow), whatever
+# its lines: a worker finds the lines that start in its range.
+LINE_RANGE_BYTES = CHUNK_BYTES
 
 
 def _skip_unchanged(identifier: str, path: str, status: os.stat_result | None, compressed: bool, limit: int | None,
@@ -116,12 +121,15 @@ class _FilesAhead:
 
 
 def plan_tasks(sources: Iterable[Source | FileRun], options: InputOptions, report: ReadReport, stdin: BinaryIO,
-               unchanged: Unchanged | None = None) -> Iterator[ReadTask]:
+               unchanged: Unchanged | None = None, line_ranges: bool = False) -> Iterator[ReadTask]:
     """The tasks that read ``sources`` (from :func:`dedup_cli.inputs.discovery.plan_sources`, or runs of whole
     files from :func:`dedup_cli.inputs.discovery.walk_runs`), in order.
 
     Whole files skipped as unchanged are counted in ``report.unchanged`` and their size in ``report.input_done``;
-    what is read here (stdin, line files, Parquet) is reported here or carried in the tasks.
+    what is read here (stdin, line files, Parquet) is reported here or carried in the tasks. With
+    ``line_ranges``, a plain line file read with no line limit is cut into :class:`LineRangeTask` s by its size
+    alone (:func:`line_ranges_of`), for a caller that numbers their lines
+    (:func:`dedup_cli.inputs.tasks.numbered_lines`).
     """
     files = _FilesAhead()
     limit = options.max_document_bytes
@@ -138,11 +146,12 @@ def plan_tasks(sources: Iterable[Source | FileRun], options: InputOptions, repor
             yield from files.add([source.id], [source.path], [source.size])
             continue
         yield from files.flush()
-        yield from _source_tasks(source, options, report, stdin)
+        yield from _source_tasks(source, options, report, stdin, line_ranges)
     yield from files.flush()
 
 
-def _source_tasks(source: Source, options: InputOptions, report: ReadReport, stdin: BinaryIO) -> Iterator[ReadTask]:
+def _source_tasks(source: Source, options: InputOptions, report: ReadReport, stdin: BinaryIO, line_ranges: bool = False
+                  ) -> Iterator[ReadTask]:
     """The tasks of stdin, a line file or a Parquet file, read here."""
     if source.format == "parquet" and source.compression is not None:
         report.note("unreadable", (source.display, f"Parquet cannot be read through {source.compression} "
@@ -168,7 +177,7 @@ def _source_tasks(source: Source, options: InputOptions, report: ReadReport, std
                     yield RowsTask(source, rows, mtime_ns, rows.position - done)
                     done = rows.position
                 return
-            for task in _line_tasks(stream, status, source, options, position):
+            for task in _line_tasks(stream, status, source, options, position, line_ranges):
                 yield task
                 done += task.input_bytes
     except READ_ERRORS as error:
@@ -177,8 +186,26 @@ def _source_tasks(source: Source, options: InputOptions, report: ReadReport, std
         report.input_done += max(0, source.size - done)
 
 
+def line_range_bytes(size: int) -> int:
+    """The size of the ranges a line file of ``size`` bytes is cut into: :data:`LINE_RANGE_BYTES`, larger for a
+    large file (1/:data:`TASK_GROWTH` of it, up to :data:`LARGEST_TASK_BYTES`), as files tasks grow; it depends
+    on the size alone, so the tasks are the same whatever the number of workers."""
+    return max(LINE_RANGE_BYTES, min(LARGEST_TASK_BYTES, size // TASK_GROWTH))
+
+
+def line_ranges_of(source: Source, status: os.stat_result, head: bytes) -> Iterator[LineRangeTask]:
+    """A plain line file of ``status.st_size`` bytes cut into ranges (:func:`line_range_bytes`), none read here;
+    ``head``, its first bytes, tells about how many lines each holds (for the choice of kernel)."""
+    size, step = status.st_size, line_range_bytes(status.st_size)
+    newlines = max(1, head.count(NEWLINE))
+    for start in range(0, size, step):
+        end = min(size, start + step)
+        yield LineRangeTask(source, start, end, size, status.st_mtime_ns,
+                            max(1, (end - start) * newlines // max(1, len(head))))
+
+
 def _line_tasks(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
-                position: Position) -> Iterator[LinesTask]:
+                position: Position, line_ranges: bool = False) -> Iterator[LinesTask | LineRangeTask]:
     """The chunks of a line file (or stdin) as tasks; a binary file is one task with nothing but its note."""
     mtime_ns = status.st_mtime_ns if status is not None else 0
     head = stream.read(BINARY_SNIFF_BYTES)
@@ -189,6 +216,12 @@ def _line_tasks(stream: Any, status: os.stat_result | None, source: Source, opti
     # A plain file's lines stay where they are: the workers read their chunk's lines from the file themselves.
     in_place = (source.path != STDIN and source.compression is None and status is not None
                 and stat_module.S_ISREG(status.st_mode) and not is_url(source.path))  # an object is read once
+    if in_place and line_ranges and options.max_document_bytes is None:
+        # No line to skip (a line over a limit is skipped unread, by one reader), so the lines can be found where
+        # they are: by the workers, each in its own range of the file; nothing more is read here.
+        assert status is not None
+        yield from line_ranges_of(source, status, head)
+        return
     if in_place and options.max_document_bytes is None:  # no line to skip: only the newlines' places are needed
         chunks = in_place_chunks(stream, head)
     else:

@@ -7,6 +7,9 @@ documents. A task is a small picklable value:
 
 * :class:`FilesTask`: whole files, each one document (plain or compressed), read by the worker;
 * :class:`LinesTask`: a chunk of whole lines of one lines, JSON Lines or integer-set input;
+* :class:`LineRangeTask`: the lines that start in a range of bytes of a plain line file, found and counted by
+  the worker, which becomes a :class:`LinesTask` once the lines before the range are counted
+  (:func:`numbered_lines`);
 * :class:`RowsTask`: consecutive rows of one Parquet input (its text and id columns);
 * :class:`DocumentsTask`: documents already read (stdin read as one document).
 
@@ -17,12 +20,12 @@ whole run knows which id came first.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dedup_cli.inputs.blocks import parse_block
-from dedup_cli.inputs.chunks import LineChunk, chunk_lines
+from dedup_cli.inputs.chunks import LineChunk, chunk_lines, count_newlines, read_range
 from dedup_cli.inputs.columns import ColumnsBuilder, TextColumns, columns_of
 from dedup_cli.inputs.files import line_document, note_unreadable, read_files
 from dedup_cli.inputs.locations import Source
@@ -65,6 +68,45 @@ class LinesTask:
 
 
 @dataclass(frozen=True)
+class LineRangeTask:
+    """The lines of the plain line file ``source`` that start in its bytes ``start`` … ``end`` − 1, as
+    :func:`dedup_cli.inputs.chunks.read_range` finds them; ``size`` and ``mtime_ns`` are the file's when planned
+    (a file that changed since is reported, not read); ``lines``: about how many lines the range holds (from the
+    file's first bytes), for the choice of kernel. The process that plans it reads nothing of the range: the
+    worker reads and counts its lines, and numbers them once the ranges before it are counted
+    (:func:`numbered_lines`)."""
+
+    source: Source
+    start: int
+    end: int
+    size: int
+    mtime_ns: int
+    lines: int
+
+    @property
+    def input_bytes(self) -> int:
+        return self.end - self.start
+
+
+def numbered_lines(task: LineRangeTask, first_line_of: Callable[[int], int]) -> LinesTask:
+    """Read the lines of a range and number them: ``first_line_of`` is told how many newlines the range holds
+    (-1 when it could not be read) and gives the number of its first line, once the ranges of the file before it
+    are counted (0: one of them could not be read, so its lines cannot be numbered; it is not read)."""
+    try:
+        data = read_range(task.source.path, task.start, task.end, task.size, task.mtime_ns)
+    except (OSError, ValueError) as error:
+        first_line_of(-1)
+        damaged = ReadReport()
+        note_unreadable(damaged, task.source, error)
+        return LinesTask(task.source, LineChunk(b"", 1), task.mtime_ns, task.input_bytes,
+                         (("unreadable", damaged.unreadable[0]),))
+    first_line = first_line_of(count_newlines(data))
+    if first_line <= 0:
+        return LinesTask(task.source, LineChunk(b"", 1), task.mtime_ns, task.input_bytes)
+    return LinesTask(task.source, LineChunk(data, first_line), task.mtime_ns, task.input_bytes)
+
+
+@dataclass(frozen=True)
 class RowsTask:
     """Consecutive rows of the Parquet input ``source``."""
 
@@ -83,7 +125,7 @@ class DocumentsTask:
     input_bytes: int
 
 
-ReadTask = FilesTask | LinesTask | RowsTask | DocumentsTask
+ReadTask = FilesTask | LinesTask | LineRangeTask | RowsTask | DocumentsTask
 
 
 @dataclass
@@ -169,6 +211,8 @@ class TaskColumns:
 
 def read_task_columns(task: ReadTask, options: InputOptions) -> TaskColumns:
     """The documents of one task of text inputs (not integer sets) as columns, read as ``options`` say."""
+    if isinstance(task, LineRangeTask):
+        raise TypeError("a range of lines is read by numbered_lines, once the lines before it are counted")
     report = ReadReport(max_document_bytes=options.max_document_bytes)
     if isinstance(task, FilesTask):
         columns = read_files(task.ids, task.paths, options.max_document_bytes, report)
@@ -183,6 +227,8 @@ def read_task_columns(task: ReadTask, options: InputOptions) -> TaskColumns:
 
 def read_task(task: ReadTask, options: InputOptions) -> TaskDocuments:
     """The documents of one task, read as ``options`` say, and what reading them found."""
+    if isinstance(task, LineRangeTask):
+        raise TypeError("a range of lines is read by numbered_lines, once the lines before it are counted")
     read = TaskDocuments(report=ReadReport(max_document_bytes=options.max_document_bytes))
     if isinstance(task, FilesTask) or (isinstance(task, LinesTask) and task.source.format != "sets"):
         found = read_task_columns(task, options)
@@ -217,6 +263,8 @@ def task_documents(task: ReadTask) -> int:
         return len(task.ids)
     if isinstance(task, LinesTask):
         return task.chunk.newlines if task.chunk.offset >= 0 else task.chunk.data.count(b"\n")
+    if isinstance(task, LineRangeTask):
+        return task.lines
     if isinstance(task, RowsTask):
         return len(task.rows.texts)
     return len(task.documents)
@@ -226,7 +274,7 @@ def task_held_bytes(task: ReadTask) -> int:
     """The bytes of text a task holds in memory (none for whole files and line files read in place)."""
     if isinstance(task, LinesTask):
         return len(task.chunk.data)
-    if isinstance(task, FilesTask):
+    if isinstance(task, (FilesTask, LineRangeTask)):
         return 0
     return task_bytes(task)
 
@@ -235,4 +283,6 @@ def task_coming_bytes(task: ReadTask) -> int:
     """The bytes of a file read in place after a task's chunk: tasks still to come (none for other tasks)."""
     if isinstance(task, LinesTask) and task.chunk.offset >= 0:
         return max(0, task.source.size - task.chunk.offset - task.chunk.length)
+    if isinstance(task, LineRangeTask):
+        return task.size - task.end
     return 0

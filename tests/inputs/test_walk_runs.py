@@ -128,3 +128,19 @@ def _signs_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: dict[
         (folder / "a" / "02.txt").write_text("folder a file 2 says words " * 3)
         (folder / "d" / "00.txt").write_text("folder d file 0 says words ")
     assert results[1] == results[2] == results[3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(names=st.lists(st.tuples(st.text(st.sampled_from("aJsOnLqPrtTxXgGzZbB2.\u017f\u212a/é"), max_size=8),
+                                st.sampled_from(["", ".jsonl", ".JSONL", ".ndjson", ".parquet", ".gz", ".jsonl.gz",
+                                                 ".Parquet.BZ2", ".txt", ".zst", ".jsonl.xz", "jsonl"])),
+                      max_size=30))
+def test_the_walk_finds_the_files_that_are_not_plain_text_by_one_scan_of_their_names(
+        names: list[tuple[str, str]]) -> None:
+    """The known endings found in a batch's joined names are those a look at each name finds."""
+    paths = [f"/d/{stem}{ending}" for stem, ending in names]
+    expected = [position for position, path in enumerate(paths)
+                if discovery.format_and_compression(path) != ("text", None)]
+    found = [position for position in discovery._known_endings(paths)
+             if discovery.format_and_compression(paths[position]) != ("text", None)]
+    assert found == expected
