@@ -20,7 +20,7 @@ from dedup_cli.candidates.banding import resolve_banding
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine import local
 from dedup_cli.engine.dask import decisions, gather, tail
-from dedup_cli.engine.dask.candidates import candidate_pairs
+from dedup_cli.engine.dask.candidates import CandidateStats, candidate_pairs
 from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import bit_columns, read_documents, reduced_frame, with_reference
@@ -98,12 +98,12 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
                                              options.new_since if pairs_only else None, shuffle_method,
                                              start if pairs_only else None, options.only_across))
         if work is not None and scored_key is not None:
-            keep_frame(work, "scored", scored_key, scored.to_delayed(), {"stats": np.array(stats)})
+            keep_frame(work, "scored", scored_key, scored.to_delayed(), {"stats": stats.as_array()})
     else:
         assert work is not None and scored_key is not None
         progress.note(f"resuming: scored candidate pairs from {work.path}")
         scored = kept_frame(work, "scored", scored_key, kept_scores, progress_meta, frames.divisions)
-        stats = kept_scores["stats"].tolist()
+        stats = CandidateStats.of_array(kept_scores["stats"])
         profile["candidates_seconds"] = 0.0
     lap("scoring")
     progress.stage("exact checks and decisions", None)
@@ -128,18 +128,18 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     candidates, needed_count = dask.compute(scored.map_partitions(len).sum(), needed.map_partitions(len).sum())
     lap("decisions")
     word_bytes = 8 * len(bit_columns("s", bits, params.num_perm))
-    rounds, shares, band_keys, fingerprint_bytes, across, crossing_rows, crossing_row_bytes, codes, cut = stats
-    profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=rounds, shares=shares,
-                   band_keys=band_keys, fingerprint_bytes=fingerprint_bytes, fingerprint_bytes_across=across,
-                   crossing_rows=crossing_rows, crossing_bytes=crossing_rows * crossing_row_bytes, pair_codes=codes,
-                   pair_code_bytes=8 * codes, candidates=int(candidates),
+    profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=stats.rounds,
+                   shares=stats.shares, band_keys=stats.band_keys, fingerprint_bytes=stats.fingerprint_bytes,
+                   fingerprint_bytes_across=stats.fingerprint_bytes_across, crossing_rows=stats.crossing_rows,
+                   crossing_bytes=stats.crossing_rows * stats.crossing_row_bytes, pair_codes=stats.shuffled_codes,
+                   pair_code_bytes=8 * stats.shuffled_codes, candidates=int(candidates),
                    join_bytes=int(candidates) * (16 + 32 + word_bytes), in_order=float(frames.in_order),
                    needed_pairs=int(needed_count))
     verification = None if checked is None else Verification(np.empty(0), checked.checked,
                                                              checked.unverifiable_documents)
     common: dict[str, Any] = dict(
         bits=bits, threshold=threshold, banding=choice.banding, candidates=int(candidates),
-        oversized_buckets=int(cut), eligible=frames.eligible, verification=verification,
+        oversized_buckets=stats.oversized_buckets, eligible=frames.eligible, verification=verification,
         aliases=int(alias_documents.size), seconds=0.0, banding_choice=choice, documents=frames.documents,
         estimator=estimator_name(set_size_ratios(np.array([frames.max_shingle_count]), params.universe)),
         run_span=frames.run_span, against=options.against,
