@@ -541,6 +541,10 @@ def _deduplicated(collected: list[dd.DataFrame], shuffled: int, shuffle_method: 
     progress.stage("candidates, de-duplicating pairs", None)
     merged = dd.concat(collected) if len(collected) > 1 else collected[0]
     outputs = max(1, -(-shuffled // ROWS_PER_PARTITION))
-    deduplicated = merged.shuffle(on="code", npartitions=outputs, shuffle_method=shuffle_method)
+    if outputs == 1:
+        # Every code goes to one partition: gathering them there is the shuffle without its tasks and barrier.
+        deduplicated = merged.repartition(npartitions=1)
+    else:
+        deduplicated = merged.shuffle(on="code", npartitions=outputs, shuffle_method=shuffle_method)
     (codes,) = settled(deduplicated.map_partitions(unique_codes, meta=_CODE_META))
     return codes
