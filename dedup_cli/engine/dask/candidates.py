@@ -57,6 +57,7 @@ from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.params import SignatureParams
 from dedup_cli.primitives import sorted_unique
+from dedup_cli.storage.urls import is_url
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.pieces import StorePiece, frame_words, read_piece_signatures, read_piece_values, words_to_packed
 
@@ -304,8 +305,9 @@ class _Plan:
 
 
 def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
-    """Split by bands when the workers share one machine (each reads the pieces from its page cache), the store is
-    read from its pieces, and one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
+    """Split by bands when the workers share one machine and the store is local files read from its pieces (each
+    worker reads every piece, from the page cache: from object storage, each would fetch the whole store), and
+    one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
     :data:`SORT_BYTES` a document within a quarter of a worker's memory); else by documents, into shares."""
     documents = frames.documents
     info = get_client().scheduler_info()["workers"]
@@ -317,7 +319,8 @@ def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
     dtype = key_dtype(rows, value_dtype(frames.params.bits))
     one_machine = len({info[worker].get("host") for worker in workers}) == 1
     sortable = documents <= BAND_SPLIT_DOCUMENTS and (not all(limits) or SORT_BYTES * documents <= min(limits) // 4)
-    if frames.pieces is not None and len(workers) > 1 and one_machine and sortable:
+    local_files = frames.pieces is not None and not any(is_url(piece.path) for piece, _ in frames.pieces)
+    if frames.pieces is not None and len(workers) > 1 and one_machine and local_files and sortable:
         # A worker holds its bands' keys of every document while it sorts one of them: three times a key, as a
         # share does.
         per_worker = max(1, band_memory // max(1, frames.eligible * 3 * dtype.itemsize))
@@ -352,12 +355,12 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignaturePara
     keyed, reduced = [], []
     for index, (piece, first) in enumerate(pieces):
         if reduce_bits is not None and index in reduce:
-            keys, values = read_keys_and_values(piece, first, params, rows, first_band, last_band, dtype,
+            part, values = read_keys_and_values(piece, first, params, rows, first_band, last_band, dtype,
                                                 reduce_bits)
             reduced.append(values)
         else:
-            keys = read_partition_keys(piece, first, params, rows, first_band, last_band, dtype)
-        keyed.append(keys)
+            part = read_partition_keys(piece, first, params, rows, first_band, last_band, dtype)
+        keyed.append(part)
     docs = np.concatenate([part[0] for part in keyed])
     keys = np.concatenate([part[1] for part in keyed], axis=1)  # [band, document]: each band's keys contiguous
     del keyed
