@@ -93,7 +93,8 @@ def _bounds(piece: StorePiece) -> tuple[int, str | None, str | None, bool, int, 
     if frame.empty:
         return 0, None, None, True, 0, 0, 0, 0
     ids = frame["id"]
-    increasing = bool(len(ids) < 2 or (ids.iloc[1:].to_numpy() > ids.iloc[:-1].to_numpy()).all())
+    # Compared as Arrow strings (UTF-8 bytes order as code points do), not as a numpy array of Python strings.
+    increasing = bool(len(ids) < 2 or (ids.array[1:] > ids.array[:-1]).all())
     counts, runs = frame["shingle_count"].to_numpy(), frame["run"].to_numpy()
     return (len(frame), str(ids.iloc[0]), str(ids.iloc[-1]), increasing, int(np.count_nonzero(counts > 0)),
             int(counts.max()), int(runs.min()), int(runs.max()))
