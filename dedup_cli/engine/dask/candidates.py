@@ -321,9 +321,9 @@ def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
     sortable = documents <= BAND_SPLIT_DOCUMENTS and (not all(limits) or SORT_BYTES * documents <= min(limits) // 4)
     local_files = frames.pieces is not None and not any(is_url(piece.path) for piece, _ in frames.pieces)
     if frames.pieces is not None and len(workers) > 1 and one_machine and local_files and sortable:
-        # A worker holds its bands' keys of every document while it sorts one of them: three times a key, as a
-        # share does.
-        per_worker = max(1, band_memory // max(1, frames.eligible * 3 * dtype.itemsize))
+        # A worker holds its bands' keys of every document, as each of the local engine's workers holds its round's
+        # (the one band it sorts at a time needs SORT_BYTES a document beside them, checked above).
+        per_worker = max(1, band_memory // max(1, frames.eligible * dtype.itemsize))
         return _Plan(workers, True, [], [], dtype, per_worker * len(workers), 0)
     shares = _shares(frames, len(workers))
     placed = [workers[index % len(workers)] for index in range(len(shares))]
@@ -352,7 +352,11 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignaturePara
     here, and each band paired whole as the local engine pairs it (:func:`dedup_cli.candidates.buckets.
     band_pair_codes`). Returns the sorted distinct codes, the buckets cut, and with ``reduce_bits`` the b-bit
     values of the pieces numbered ``reduce``, made from the same reads."""
-    keyed, reduced = [], []
+    reduced = []
+    # [band, document], filled piece by piece (a concatenation would hold the keys twice): each band contiguous.
+    keys = np.empty((last_band - first_band, sum(piece.rows for piece, _ in pieces)), dtype)
+    docs = np.empty(keys.shape[1], np.int64)
+    filled = 0
     for index, (piece, first) in enumerate(pieces):
         if reduce_bits is not None and index in reduce:
             part, values = read_keys_and_values(piece, first, params, rows, first_band, last_band, dtype,
@@ -360,10 +364,11 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignaturePara
             reduced.append(values)
         else:
             part = read_partition_keys(piece, first, params, rows, first_band, last_band, dtype)
-        keyed.append(part)
-    docs = np.concatenate([part[0] for part in keyed])
-    keys = np.concatenate([part[1] for part in keyed], axis=1)  # [band, document]: each band's keys contiguous
-    del keyed
+        count = part[0].size
+        docs[filled : filled + count] = part[0]
+        keys[:, filled : filled + count] = part[1]
+        filled += count
+    docs, keys = docs[:filled], keys[:, :filled]
     codes = PairCodes()
     oversized = 0
     for band in range(last_band - first_band):
