@@ -20,7 +20,10 @@ all rows of some band agree), in rounds of a few bands:
 4. **Codes.** Pairs become codes first · documents + second; the codes of all rounds meet in one shuffle on the
    code (a pair found in several bands is kept once).
 
-With one share (one worker and a small store) step 2 and 3 vanish: the share pairs everything itself. Moved per
+Steps 1 to 3 run on the workers in :mod:`dedup_cli.engine.dask.shares`. With one share (one worker and a small
+store) step 2 and 3 vanish: the share pairs everything itself. On one machine (below :data:`BAND_SPLIT_DOCUMENTS`,
+a store of local files in id order) the workers split the bands instead: each reads every piece and pairs whole
+bands of its own as the local engine does, and nothing but the pair codes moves (docs/scaling.md). Moved per
 document and band: the fingerprint (about 1.1 bytes at two shares), and for the few rows of crossing buckets or
 chance fingerprint matches (about 1/64), 12 or 16 bytes; docs/scaling.md has the measured bytes.
 """
@@ -37,19 +40,9 @@ import pandas as pd
 from distributed import get_client
 
 from dedup_cli.candidates.buckets import PairCodes, band_keys, band_pair_codes, key_dtype
-from dedup_cli.candidates.crossing import (
-    BandBuckets,
-    absolute,
-    band_buckets,
-    fingerprint_bits,
-    fingerprints_of,
-    member,
-    owner_of,
-    shared_fingerprints,
-    slice_sets,
-)
-from dedup_cli.candidates.elias_fano import EliasFano
+from dedup_cli.candidates.crossing import fingerprint_bits
 from dedup_cli.engine.band_rounds import band_ranges
+from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import DocumentFrames, reduced_meta, reduced_values
@@ -126,24 +119,6 @@ class Candidates:
                               self.shuffled_codes, self.oversized_buckets)
 
 
-@dataclass
-class _ShareRound:
-    """What sorting each band of a round gave a share, on its worker."""
-
-    docs: np.ndarray  # int64[n], its eligible documents, ascending
-    buckets: list[BandBuckets]  # per band: rows by hash, its own pairs (with fingerprints) and cut buckets
-
-
-@dataclass
-class _Split:
-    """What a share does with its rows of one round once it knows which cross: its own pairs, and per owner and
-    band the crossing rows."""
-
-    codes: np.ndarray
-    oversized: int
-    rows: list[list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=list)  # [owner][band] (keys, docs)
-
-
 def partition_keys(partition: pd.DataFrame, params: SignatureParams, words: list[str], rows: int, first_band: int,
                    last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     """(docs int64[m], keys[last − first, m]): the band keys of a partition's eligible documents."""
@@ -183,96 +158,8 @@ def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: Sign
     return docs[eligible], keys
 
 
-def share_round(parts: list[tuple[np.ndarray, np.ndarray]], first_band: int, bits: int, slices: int,
-                max_bucket: int) -> tuple[_ShareRound, list[list[EliasFano]], np.ndarray]:
-    """A share's keys of one round sorted band by band into its own buckets, and per owner and band the coded set
-    of its fingerprints (and their sizes in bytes, per owner)."""
-    docs = np.concatenate([part[0] for part in parts])
-    bands = parts[0][1].shape[0] if parts else 0
-    # One band at a time: the share's keys of a band, sorted by hash (the rows are kept in that order).
-    buckets = [band_buckets(np.concatenate([part[1][band] for part in parts]), docs, first_band + band, bits,
-                            max_bucket) for band in range(bands)]
-    sets: list[list[EliasFano]] = [[] for _ in range(slices if slices > 1 else 0)]
-    for found in buckets:
-        for owner, coded in enumerate(slice_sets(found.prints, bits, slices) if slices > 1 else []):
-            sets[owner].append(coded)
-        found.prints = found.prints[:0]  # sent; the rows are found again from the keys
-    sizes = np.array([sum(coded.nbytes for coded in owned) for owned in sets], np.int64)
-    return _ShareRound(docs, buckets), sets, sizes
-
-
-def owner_answers(sets: list[list[EliasFano]]) -> list[list[np.ndarray]]:
-    """For one owner's range: per share and band, the fingerprints another share holds too."""
-    shares, bands = len(sets), len(sets[0]) if sets else 0
-    answers: list[list[np.ndarray]] = [[] for _ in range(shares)]
-    for band in range(bands):
-        for share, values in enumerate(shared_fingerprints([sets[s][band] for s in range(shares)])):
-            answers[share].append(values)
-    return answers
-
-
-def share_split(state: _ShareRound, answers: list[list[np.ndarray]], bits: int, documents: int
-                ) -> tuple[_Split, np.ndarray]:
-    """A share's own pairs of one round less those of crossing buckets, its crossing rows per owner, and how
-    many rows go to each owner."""
-    slices = len(answers)
-    codes = PairCodes()
-    oversized = 0
-    rows: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(slices)]
-    width = np.uint64(documents)
-    for band, found in enumerate(state.buckets):
-        crossing = absolute([answers[t][band] for t in range(slices)], bits)
-        inner = ~member(found.pair_prints, crossing)
-        codes.add(found.first[inner].astype(np.uint64) * width + found.second[inner].astype(np.uint64))
-        oversized += int(np.count_nonzero(~member(found.cut_prints, crossing)))
-        if not slices:
-            continue
-        # The crossing rows, found by binary search in the band's hash order, go to their owners as (hash,
-        # document): the hash is a bijection of the key, so the owner's buckets are the keys'.
-        sent = found.rows_of(crossing, bits)
-        hashes = found.hashes[sent]
-        sent_docs = state.docs[found.order[sent]]
-        owner = owner_of(fingerprints_of(hashes, bits), bits, slices)
-        for t in range(slices):
-            mine = owner == t
-            rows[t].append((hashes[mine], sent_docs[mine]))
-    counts = np.array([sum(part[0].size for part in owned) for owned in rows], np.int64)
-    return _Split(codes.unique(), oversized, rows), counts
-
-
-def owner_pairs(rows: list[list[tuple[np.ndarray, np.ndarray]]], max_bucket: int, documents: int
-                ) -> tuple[np.ndarray, int]:
-    """The pairs of the crossing buckets of one owner's range: per band, every share's rows (in share order, so
-    documents ascend) sorted by hash and paired; and the buckets cut."""
-    codes = PairCodes()
-    oversized = 0
-    for band in range(len(rows[0]) if rows else 0):
-        keys = np.concatenate([share[band][0] for share in rows])
-        docs = np.concatenate([share[band][1] for share in rows])
-        found, cut = band_pair_codes(keys, docs, max_bucket, documents)
-        codes.add(found)
-        oversized += cut
-    return codes.unique(), oversized
-
-
 def _codes_frame(codes: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"code": codes})
-
-
-def _split_codes(split: _Split) -> np.ndarray:
-    return split.codes
-
-
-def _split_oversized(split: _Split) -> int:
-    return split.oversized
-
-
-def _rows_for(split: _Split, owner: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    return split.rows[owner]
-
-
-def _sets_for(sets: list[list[EliasFano]], owner: int) -> list[EliasFano]:
-    return sets[owner]
 
 
 def unique_codes(frame: pd.DataFrame) -> pd.DataFrame:
@@ -432,33 +319,37 @@ def _document_split_round(frames: DocumentFrames, plan: _Plan, rows: int, first_
         with dask.annotate(workers=[worker], allow_other_workers=True):
             parts = _share_keys(frames, partitions, members, rows, first_band, last_band, plan.dtype, reduce_bits,
                                 graph)
-            state, found, size = dask.delayed(share_round, nout=3)(parts, first_band, bits, slices, max_bucket)
-            outgoing.append([dask.delayed(_sets_for)(found, owner) for owner in range(slices if slices > 1 else 0)])
+            state, found, size = dask.delayed(share_tasks.share_round, nout=3)(parts, first_band, bits, slices,
+                                                                               max_bucket)
+            outgoing.append([dask.delayed(share_tasks.sets_for)(found, owner)
+                             for owner in range(slices if slices > 1 else 0)])
         states.append(state)
         graph.fingerprint_sizes.append(size)
     splits, owned = [], []
     if slices == 1:
         with dask.annotate(workers=[plan.placed[0]], allow_other_workers=True):
-            splits.append(dask.delayed(share_split, nout=2)(states[0], [], bits, documents))
+            splits.append(dask.delayed(share_tasks.share_split, nout=2)(states[0], [], bits, documents))
     else:
         answers = []
         for owner in range(slices):
             with dask.annotate(workers=[plan.placed[owner]], allow_other_workers=True):
-                answers.append(dask.delayed(owner_answers)([sent[owner] for sent in outgoing]))
+                answers.append(dask.delayed(share_tasks.owner_answers)([sent[owner] for sent in outgoing]))
         rows_out = []
         for share in range(slices):
             with dask.annotate(workers=[plan.placed[share]], allow_other_workers=True):
-                split = dask.delayed(share_split, nout=2)(states[share], [answer[share] for answer in answers],
-                                                          bits, documents)
-                rows_out.append([dask.delayed(_rows_for)(split[0], owner) for owner in range(slices)])
+                split = dask.delayed(share_tasks.share_split, nout=2)(
+                    states[share], [answer[share] for answer in answers], bits, documents)
+                rows_out.append([dask.delayed(share_tasks.rows_for)(split[0], owner) for owner in range(slices)])
             splits.append(split)
         for owner in range(slices):
             with dask.annotate(workers=[plan.placed[owner]], allow_other_workers=True):
-                owned.append(dask.delayed(owner_pairs, nout=2)([sent[owner] for sent in rows_out], max_bucket,
-                                                               documents))
-    graph.code_parts = [dask.delayed(_codes_frame)(dask.delayed(_split_codes)(split[0])) for split in splits]
+                owned.append(dask.delayed(share_tasks.owner_pairs, nout=2)(
+                    [sent[owner] for sent in rows_out], max_bucket, documents))
+    graph.code_parts = [dask.delayed(_codes_frame)(dask.delayed(share_tasks.split_codes)(split[0]))
+                        for split in splits]
     graph.code_parts += [dask.delayed(_codes_frame)(pairs[0]) for pairs in owned]
-    graph.cut = [dask.delayed(_split_oversized)(split[0]) for split in splits] + [pairs[1] for pairs in owned]
+    graph.cut = [dask.delayed(share_tasks.split_oversized)(split[0]) for split in splits]
+    graph.cut += [pairs[1] for pairs in owned]
     graph.crossing_rows = [split[1] for split in splits]
     return graph
 
