@@ -188,7 +188,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.band_rounds"],
         ["engine.local", "engine.sign_workers", "engine.filter_stages", "engine.evaluation"],
         ["engine.local_sign", "engine.dask.cluster"], ["engine.dask.frames", "engine.dask.checkpoints"],
-        ["engine.dask.candidates"],
+        ["engine.dask.shares"], ["engine.dask.candidates"],
         ["engine.dask.joins"],
         ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],
         ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"], ["engine.engines"],

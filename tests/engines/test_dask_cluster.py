@@ -26,10 +26,11 @@ SAMPLES = REPO / "sample_corpora"
 
 
 def _kill_the_first_banding(marker: str) -> None:
-    """On a worker: the first task gathering a share's band keys after the marker is written kills its own process."""
+    """On a worker: the first task making band keys (of a share, or of a worker's bands) after the marker is written
+    kills its own process."""
     from dedup_cli.engine.dask import candidates
 
-    original = candidates.share_round
+    original = candidates._keys
 
     def killing(*arguments: object) -> object:
         if not os.path.exists(marker):
@@ -37,7 +38,7 @@ def _kill_the_first_banding(marker: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return original(*arguments)  # type: ignore[arg-type]
 
-    candidates.share_round = killing
+    candidates._keys = killing
 
 
 def test_a_worker_killed_mid_find_is_replaced_and_the_answer_is_the_same(client: Client, engine: EngineOptions,

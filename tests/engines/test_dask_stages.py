@@ -14,6 +14,7 @@ from helpers import REPO, StoreWriter
 import dedup_cli as dedup
 from dedup_cli.candidates.buckets import candidate_pairs as local_candidate_pairs
 from dedup_cli.engine.dask import candidates as dask_candidates
+from dedup_cli.engine.dask import shares as dask_shares
 from dedup_cli.engine.dask.frames import read_documents
 from dedup_cli.engine.dask.sign import plan_tasks
 from dedup_cli.inputs.locations import Source
@@ -86,37 +87,41 @@ def test_a_share_pairs_its_own_buckets_and_sends_the_crossing_ones_to_their_owne
     bits, slices = 16, 2
     states, sets = [], []
     for share in range(2):
-        state, found, sizes = dask_candidates.share_round([(docs[share], keys[share][None, :])], 0, bits, slices, 3)
+        state, found, sizes = dask_shares.share_round([(docs[share], keys[share][None, :])], 0, bits, slices, 3)
         states.append(state)
         sets.append(found)
         assert sizes.sum() == sum(found[t][0].nbytes for t in range(slices))
-    answers = [dask_candidates.owner_answers([sets[share][owner] for share in range(2)]) for owner in range(slices)]
-    splits = [dask_candidates.share_split(states[share], [answers[t][share] for t in range(slices)], bits, 10)
+    answers = [dask_shares.owner_answers([sets[share][owner] for share in range(2)]) for owner in range(slices)]
+    splits = [dask_shares.share_split(states[share], [answers[t][share] for t in range(slices)], bits, 10)
               for share in range(2)]
     # Each share keeps its inner bucket; the rows of key 5 (and nothing else) travel.
     assert splits[0][0].codes.tolist() == [0 * 10 + 3] and splits[1][0].codes.tolist() == [5 * 10 + 6]
     assert splits[0][1].sum() == 2 and splits[1][1].sum() == 2
-    owned = [dask_candidates.owner_pairs([split[0].rows[owner] for split in splits], 3, 10) for owner in range(2)]
+    owned = [dask_shares.owner_pairs([split[0].rows[owner] for split in splits], 3, 10) for owner in range(2)]
     crossing = sorted(code for codes, _ in owned for code in codes.tolist())
     assert crossing == [1 * 10 + 2, 1 * 10 + 4, 2 * 10 + 4]
     assert sum(cut for _, cut in owned) == 1
     # The same pairs as one share of all eight, and as the local engine's banding.
     local = local_candidate_pairs(np.concatenate(keys).astype(np.uint8)[:, None], 1, 1, max_bucket=3)
-    single = dask_candidates.share_round([(np.arange(8), np.concatenate(keys)[None, :])], 0, bits, 1, 3)
-    alone, _ = dask_candidates.share_split(single[0], [], bits, 10)
+    single = dask_shares.share_round([(np.arange(8), np.concatenate(keys)[None, :])], 0, bits, 1, 3)
+    alone, _ = dask_shares.share_split(single[0], [], bits, 10)
     assert alone.codes.tolist() == (local.first * 10 + local.second).tolist()
     assert sorted(splits[0][0].codes.tolist() + splits[1][0].codes.tolist() + crossing) == alone.codes.tolist()
 
 
-@pytest.mark.parametrize(("bands", "rows", "band_memory", "share_documents", "in_order"), [
-    (16, 3, 1 << 30, 5_000_000, True),   # one round, two shares (one per worker)
-    (16, 3, 5_000, 5_000_000, True),     # a band a round
-    (16, 3, 100_000, 700, True),         # several shares on each worker, a few bands a round
-    (6, 10, 1 << 30, 5_000_000, False),  # 80-bit bands: hashed 64-bit keys; rows sorted on the cluster first
+@pytest.mark.parametrize(("bands", "rows", "band_memory", "share_documents", "in_order", "split_bands"), [
+    (16, 3, 1 << 30, 5_000_000, True, False),   # one round, two shares (one per worker)
+    (16, 3, 5_000, 5_000_000, True, False),     # a band a round
+    (16, 3, 100_000, 700, True, False),         # several shares on each worker, a few bands a round
+    (6, 10, 1 << 30, 5_000_000, False, False),  # 80-bit bands: hashed 64-bit keys; rows sorted on the cluster first
+    (16, 3, 1 << 30, 5_000_000, True, True),    # split by bands: one round, eight bands a worker
+    (16, 3, 5_000, 5_000_000, True, True),      # split by bands: a band a worker a round
+    (5, 10, 1 << 30, 5_000_000, True, True),    # split by bands, hashed keys, an odd number of bands
+    (16, 3, 1 << 30, 5_000_000, False, True),   # out of order: split by documents whatever the size
 ])
 def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           bands: int, rows: int, band_memory: int, share_documents: int,
-                                          in_order: bool) -> None:
+                                          in_order: bool, split_bands: bool) -> None:
     # 3,000 random documents; 400 share their first 30 values, 50 of those have no shingle; buckets over 100 are
     # cut. 10 rows of 8 bits are 80-bit bands: hashed keys.
     generator = np.random.default_rng(8)
@@ -135,21 +140,34 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
     expected = local_candidate_pairs(values, bands, rows, counts > 0, 100)
     monkeypatch.setattr(dask_candidates, "ROWS_PER_PARTITION", 5_000)
     monkeypatch.setattr(dask_candidates, "SHARE_DOCUMENTS", share_documents)
+    monkeypatch.setattr(dask_candidates, "BAND_SPLIT_DOCUMENTS", 10_000 if split_bands else 0)
     frames = frames_of(path, 500)
     assert frames.in_order is in_order
     found = dask_candidates.candidate_pairs(frames, bands, rows, 100, band_memory)
     codes = np.sort(found.codes.compute()["code"].to_numpy())
+    assert found.oversized_buckets == expected.oversized_buckets > 0
+    expected_codes = expected.first.astype(np.uint64) * np.uint64(3_000) + expected.second.astype(np.uint64)
+    assert np.array_equal(codes, expected_codes)
+    assert found.band_keys == frames.eligible * bands
+    if split_bands and in_order:
+        # Nothing but the pairs moved; 5,000 bytes is under one band of every document, so a band a worker.
+        assert found.shares == 2 and found.fingerprint_bytes == found.crossing_rows == 0
+        assert found.rounds == (1 if band_memory > 10**6 else bands // 2)
+        return
     assert found.shares == 2 if share_documents > 3_000 else 2 < found.shares <= 6  # of about 700 documents
     # A worker's keys of a round stay within band_memory: 5,000 bytes is under one band (1,500 documents a
     # worker, 12 bytes a key while sorting), so a band a round; 100,000 bytes, a few bands.
     assert found.rounds == 1 if band_memory > 10**6 else found.rounds == bands if band_memory == 5_000 else \
         2 < found.rounds < bands
-    assert found.oversized_buckets == expected.oversized_buckets > 0
-    expected_codes = expected.first.astype(np.uint64) * np.uint64(3_000) + expected.second.astype(np.uint64)
-    assert np.array_equal(codes, expected_codes)
     # Only fingerprints and the rows of crossing buckets moved: far fewer than the band rows.
-    assert found.band_keys == frames.eligible * bands
     assert 0 < found.fingerprint_bytes < found.band_keys * 2 and found.crossing_rows < found.band_keys / 4
+
+
+def test_candidate_stats_round_trip_through_a_work_folder_array() -> None:
+    stats = dask_candidates.CandidateStats(2, 3, 4, 5, 6, 7, 12, 9, 1)
+    kept = stats.as_array()
+    assert kept.dtype == np.int64 and kept.tolist() == [2, 3, 4, 5, 6, 7, 12, 9, 1]
+    assert dask_candidates.CandidateStats.of_array(kept) == stats
 
 
 def test_sign_tasks_cut_files_in_order_and_parquet_by_row_groups() -> None:

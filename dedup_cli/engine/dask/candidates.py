@@ -20,14 +20,18 @@ all rows of some band agree), in rounds of a few bands:
 4. **Codes.** Pairs become codes first · documents + second; the codes of all rounds meet in one shuffle on the
    code (a pair found in several bands is kept once).
 
-With one share (one worker and a small store) step 2 and 3 vanish: the share pairs everything itself. Moved per
+Steps 1 to 3 run on the workers in :mod:`dedup_cli.engine.dask.shares`. With one share (one worker and a small
+store) step 2 and 3 vanish: the share pairs everything itself. On one machine (below :data:`BAND_SPLIT_DOCUMENTS`,
+a store of local files in id order) the workers split the bands instead: each reads every piece and pairs whole
+bands of its own as the local engine does, and nothing but the pair codes moves (docs/scaling.md). Moved per
 document and band: the fingerprint (about 1.1 bytes at two shares), and for the few rows of crossing buckets or
 chance fingerprint matches (about 1/64), 12 or 16 bytes; docs/scaling.md has the measured bytes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import dask
 import dask.dataframe as dd
@@ -36,19 +40,9 @@ import pandas as pd
 from distributed import get_client
 
 from dedup_cli.candidates.buckets import PairCodes, band_keys, band_pair_codes, key_dtype
-from dedup_cli.candidates.crossing import (
-    BandBuckets,
-    absolute,
-    band_buckets,
-    fingerprint_bits,
-    fingerprints_of,
-    member,
-    owner_of,
-    shared_fingerprints,
-    slice_sets,
-)
-from dedup_cli.candidates.elias_fano import EliasFano
+from dedup_cli.candidates.crossing import fingerprint_bits
 from dedup_cli.engine.band_rounds import band_ranges
+from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import DocumentFrames, reduced_meta, reduced_values
@@ -56,16 +50,46 @@ from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.params import SignatureParams
 from dedup_cli.primitives import sorted_unique
+from dedup_cli.storage.urls import is_url
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.pieces import StorePiece, frame_words, read_piece_signatures, read_piece_values, words_to_packed
 
 SHARE_DOCUMENTS = 5_000_000
 """Documents a share holds at most: a task sorts one band of them at a time (about 46 bytes a document, 230 MB),
 whatever the corpus size."""
+BAND_SPLIT_DOCUMENTS = 20_000_000
+"""Documents up to which workers on one machine split the bands rather than the documents: each reads every
+piece (from the page cache) and sorts whole bands, one at a time, so nothing but the pairs moves."""
+SORT_BYTES = 46
+"""Bytes a document while a task sorts one band (its key, position and packed sort word, and the pairs' scratch)."""
 ROWS_PER_PARTITION = 2_000_000
 """Pair codes per partition after the de-duplicating shuffle (each sorted whole in one task)."""
 
 _CODE_META = pd.DataFrame({"code": pd.Series([], dtype=np.uint64)})
+
+
+@dataclass(frozen=True)
+class CandidateStats:
+    """What finding the candidate pairs cost, as the profile reports it and a work folder keeps it."""
+
+    rounds: int
+    shares: int  # split by documents: shares; split by bands: workers
+    band_keys: int  # keys made: eligible documents × bands (none of them moved)
+    fingerprint_bytes: int  # Elias–Fano sets sent to the slices' owners
+    fingerprint_bytes_across: int  # of them, those sent to another worker
+    crossing_rows: int  # rows of crossing buckets (or chance fingerprint matches) sent to their owners
+    crossing_row_bytes: int  # bytes of one such row
+    shuffled_codes: int  # pair codes shuffled to be de-duplicated, 8 bytes each
+    oversized_buckets: int
+
+    def as_array(self) -> np.ndarray:
+        """int64[9], the fields in order (how a work folder keeps them)."""
+        return np.array([getattr(self, name.name) for name in fields(self)], np.int64)
+
+    @classmethod
+    def of_array(cls, kept: np.ndarray) -> CandidateStats:
+        """The stats :meth:`as_array` kept."""
+        return cls(*(int(value) for value in np.asarray(kept).tolist()))
 
 
 @dataclass
@@ -80,37 +104,19 @@ class Candidates:
     oversized_buckets: int
     rounds: int
     shares: int
-    band_keys: int  # keys made: eligible documents × bands (none of them moved)
-    fingerprint_bytes: int  # Elias–Fano sets sent to the slices' owners
-    fingerprint_bytes_across: int  # of them, those sent to another worker
-    crossing_rows: int  # rows of crossing buckets (or chance fingerprint matches) sent to their owners
+    band_keys: int
+    fingerprint_bytes: int
+    fingerprint_bytes_across: int
+    crossing_rows: int
     crossing_row_bytes: int
-    shuffled_codes: int  # pair codes shuffled to be de-duplicated, 8 bytes each
+    shuffled_codes: int
     reduced: dd.DataFrame | None = None  # with ``reduce_bits``: the b-bit values read with the keys, persisted
 
-    def stats(self) -> list[int]:
-        """What finding them cost, as kept with the scored pairs in a work folder: rounds, shares, band keys,
-        fingerprint bytes (to another worker), crossing rows and their bytes, shuffled codes, cut buckets."""
-        return [self.rounds, self.shares, self.band_keys, self.fingerprint_bytes, self.fingerprint_bytes_across,
-                self.crossing_rows, self.crossing_row_bytes, self.shuffled_codes, self.oversized_buckets]
-
-
-@dataclass
-class _ShareRound:
-    """What sorting each band of a round gave a share, on its worker."""
-
-    docs: np.ndarray  # int64[n], its eligible documents, ascending
-    buckets: list[BandBuckets]  # per band: rows by hash, its own pairs (with fingerprints) and cut buckets
-
-
-@dataclass
-class _Split:
-    """What a share does with its rows of one round once it knows which cross: its own pairs, and per owner and
-    band the crossing rows."""
-
-    codes: np.ndarray
-    oversized: int
-    rows: list[list[tuple[np.ndarray, np.ndarray]]] = field(default_factory=list)  # [owner][band] (keys, docs)
+    def stats(self) -> CandidateStats:
+        """What finding them cost (:class:`CandidateStats`)."""
+        return CandidateStats(self.rounds, self.shares, self.band_keys, self.fingerprint_bytes,
+                              self.fingerprint_bytes_across, self.crossing_rows, self.crossing_row_bytes,
+                              self.shuffled_codes, self.oversized_buckets)
 
 
 def partition_keys(partition: pd.DataFrame, params: SignatureParams, words: list[str], rows: int, first_band: int,
@@ -152,96 +158,8 @@ def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: Sign
     return docs[eligible], keys
 
 
-def share_round(parts: list[tuple[np.ndarray, np.ndarray]], first_band: int, bits: int, slices: int,
-                max_bucket: int) -> tuple[_ShareRound, list[list[EliasFano]], np.ndarray]:
-    """A share's keys of one round sorted band by band into its own buckets, and per owner and band the coded set
-    of its fingerprints (and their sizes in bytes, per owner)."""
-    docs = np.concatenate([part[0] for part in parts])
-    bands = parts[0][1].shape[0] if parts else 0
-    # One band at a time: the share's keys of a band, sorted by hash (the rows are kept in that order).
-    buckets = [band_buckets(np.concatenate([part[1][band] for part in parts]), docs, first_band + band, bits,
-                            max_bucket) for band in range(bands)]
-    sets: list[list[EliasFano]] = [[] for _ in range(slices if slices > 1 else 0)]
-    for found in buckets:
-        for owner, coded in enumerate(slice_sets(found.prints, bits, slices) if slices > 1 else []):
-            sets[owner].append(coded)
-        found.prints = found.prints[:0]  # sent; the rows are found again from the keys
-    sizes = np.array([sum(coded.nbytes for coded in owned) for owned in sets], np.int64)
-    return _ShareRound(docs, buckets), sets, sizes
-
-
-def owner_answers(sets: list[list[EliasFano]]) -> list[list[np.ndarray]]:
-    """For one owner's range: per share and band, the fingerprints another share holds too."""
-    shares, bands = len(sets), len(sets[0]) if sets else 0
-    answers: list[list[np.ndarray]] = [[] for _ in range(shares)]
-    for band in range(bands):
-        for share, values in enumerate(shared_fingerprints([sets[s][band] for s in range(shares)])):
-            answers[share].append(values)
-    return answers
-
-
-def share_split(state: _ShareRound, answers: list[list[np.ndarray]], bits: int, documents: int
-                ) -> tuple[_Split, np.ndarray]:
-    """A share's own pairs of one round less those of crossing buckets, its crossing rows per owner, and how
-    many rows go to each owner."""
-    slices = len(answers)
-    codes = PairCodes()
-    oversized = 0
-    rows: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(slices)]
-    width = np.uint64(documents)
-    for band, found in enumerate(state.buckets):
-        crossing = absolute([answers[t][band] for t in range(slices)], bits)
-        inner = ~member(found.pair_prints, crossing)
-        codes.add(found.first[inner].astype(np.uint64) * width + found.second[inner].astype(np.uint64))
-        oversized += int(np.count_nonzero(~member(found.cut_prints, crossing)))
-        if not slices:
-            continue
-        # The crossing rows, found by binary search in the band's hash order, go to their owners as (hash,
-        # document): the hash is a bijection of the key, so the owner's buckets are the keys'.
-        sent = found.rows_of(crossing, bits)
-        hashes = found.hashes[sent]
-        sent_docs = state.docs[found.order[sent]]
-        owner = owner_of(fingerprints_of(hashes, bits), bits, slices)
-        for t in range(slices):
-            mine = owner == t
-            rows[t].append((hashes[mine], sent_docs[mine]))
-    counts = np.array([sum(part[0].size for part in owned) for owned in rows], np.int64)
-    return _Split(codes.unique(), oversized, rows), counts
-
-
-def owner_pairs(rows: list[list[tuple[np.ndarray, np.ndarray]]], max_bucket: int, documents: int
-                ) -> tuple[np.ndarray, int]:
-    """The pairs of the crossing buckets of one owner's range: per band, every share's rows (in share order, so
-    documents ascend) sorted by hash and paired; and the buckets cut."""
-    codes = PairCodes()
-    oversized = 0
-    for band in range(len(rows[0]) if rows else 0):
-        keys = np.concatenate([share[band][0] for share in rows])
-        docs = np.concatenate([share[band][1] for share in rows])
-        found, cut = band_pair_codes(keys, docs, max_bucket, documents)
-        codes.add(found)
-        oversized += cut
-    return codes.unique(), oversized
-
-
 def _codes_frame(codes: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame({"code": codes})
-
-
-def _split_codes(split: _Split) -> np.ndarray:
-    return split.codes
-
-
-def _split_oversized(split: _Split) -> int:
-    return split.oversized
-
-
-def _rows_for(split: _Split, owner: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    return split.rows[owner]
-
-
-def _sets_for(sets: list[list[EliasFano]], owner: int) -> list[EliasFano]:
-    return sets[owner]
 
 
 def unique_codes(frame: pd.DataFrame) -> pd.DataFrame:
@@ -260,6 +178,208 @@ def _shares(frames: DocumentFrames, workers: int) -> list[list[int]]:
     return [share for share in shares if share]
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """How the rounds run: on which workers, split by bands or by documents, how many bands a round."""
+
+    workers: list[str]  # the cluster's workers, sorted
+    split_bands: bool  # every worker reads every piece and pairs whole bands of its own (nothing exchanged)
+    shares: list[list[int]]  # split by documents: the partitions of each share
+    placed: list[str]  # split by documents: the worker of each share
+    dtype: np.dtype  # of a band key
+    per_round: int  # bands a round
+    bits: int  # split by documents: fingerprint bits
+
+
+def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
+    """Split by bands when the workers share one machine and the store is local files read from its pieces (each
+    worker reads every piece, from the page cache: from object storage, each would fetch the whole store), and
+    one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
+    :data:`SORT_BYTES` a document within a quarter of a worker's memory); else by documents, into shares."""
+    documents = frames.documents
+    info = get_client().scheduler_info()["workers"]
+    workers = sorted(info)
+    # A round must fit beside everything else a worker holds: at most a quarter of its memory limit.
+    limits = [int(info[worker].get("memory_limit") or 0) for worker in workers]
+    if all(limits):
+        band_memory = min(band_memory, min(limits) // 4)
+    dtype = key_dtype(rows, value_dtype(frames.params.bits))
+    one_machine = len({info[worker].get("host") for worker in workers}) == 1
+    sortable = documents <= BAND_SPLIT_DOCUMENTS and (not all(limits) or SORT_BYTES * documents <= min(limits) // 4)
+    local_files = frames.pieces is not None and not any(is_url(piece.path) for piece, _ in frames.pieces)
+    if frames.pieces is not None and len(workers) > 1 and one_machine and local_files and sortable:
+        # A worker holds its bands' keys of every document, as each of the local engine's workers holds its round's
+        # (the one band it sorts at a time needs SORT_BYTES a document beside them, checked above).
+        per_worker = max(1, band_memory // max(1, frames.eligible * dtype.itemsize))
+        return _Plan(workers, True, [], [], dtype, per_worker * len(workers), 0)
+    shares = _shares(frames, len(workers))
+    placed = [workers[index % len(workers)] for index in range(len(shares))]
+    held = max(sum(frames.partition_documents(share) for share in shares[index::len(workers)])
+               for index in range(min(len(workers), len(shares))))
+    # A share's round holds its partitions' keys while it sorts them into hashes and positions: three times a key.
+    per_round = max(1, band_memory // max(1, held * 3 * dtype.itemsize))
+    return _Plan(workers, False, shares, placed, dtype, per_round, fingerprint_bits(documents, 8 * dtype.itemsize))
+
+
+@dataclass
+class _RoundGraph:
+    """The tasks of one round, not yet computed."""
+
+    code_parts: list[Any] = field(default_factory=list)  # delayed frames of pair codes
+    cut: list[Any] = field(default_factory=list)  # delayed counts of buckets cut
+    fingerprint_sizes: list[Any] = field(default_factory=list)  # per share: int64[owners], fingerprint bytes sent
+    crossing_rows: list[Any] = field(default_factory=list)  # per share: int64[owners], crossing rows sent
+    values: dict[int, Any] = field(default_factory=dict)  # partition → its b-bit values, when the round reads them
+
+
+def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignatureParams, rows: int, first_band: int,
+                     last_band: int, dtype: np.dtype, max_bucket: int, documents: int, reduce: list[int],
+                     reduce_bits: int | None) -> tuple[np.ndarray, int, list[pd.DataFrame]]:
+    """A worker's bands ``first_band`` … ``last_band`` − 1 of every document (split by bands): every piece read
+    here, and each band paired whole as the local engine pairs it (:func:`dedup_cli.candidates.buckets.
+    band_pair_codes`). Returns the sorted distinct codes, the buckets cut, and with ``reduce_bits`` the b-bit
+    values of the pieces numbered ``reduce``, made from the same reads."""
+    reduced = []
+    # [band, document], filled piece by piece (a concatenation would hold the keys twice): each band contiguous.
+    keys = np.empty((last_band - first_band, sum(piece.rows for piece, _ in pieces)), dtype)
+    docs = np.empty(keys.shape[1], np.int64)
+    filled = 0
+    for index, (piece, first) in enumerate(pieces):
+        if reduce_bits is not None and index in reduce:
+            part, values = read_keys_and_values(piece, first, params, rows, first_band, last_band, dtype,
+                                                reduce_bits)
+            reduced.append(values)
+        else:
+            part = read_partition_keys(piece, first, params, rows, first_band, last_band, dtype)
+        count = part[0].size
+        docs[filled : filled + count] = part[0]
+        keys[:, filled : filled + count] = part[1]
+        filled += count
+    docs, keys = docs[:filled], keys[:, :filled]
+    codes = PairCodes()
+    oversized = 0
+    for band in range(last_band - first_band):
+        found, cut = band_pair_codes(keys[band], docs, max_bucket, documents)
+        codes.add(found)
+        oversized += cut
+    return codes.unique(), oversized, reduced
+
+
+def _band_split_round(frames: DocumentFrames, plan: _Plan, rows: int, first_band: int, last_band: int,
+                      max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
+    """Split by bands: the round's bands cut into one consecutive range a worker, one task each."""
+    assert frames.pieces is not None
+    count = last_band - first_band
+    takers = min(len(plan.workers), count)
+    edges = [first_band + count * index // takers for index in range(takers + 1)]
+    partitions = len(frames.pieces)
+    graph = _RoundGraph()
+    for index in range(takers):
+        # Each worker also makes the b-bit values of a run of the pieces, from the reads it does anyway.
+        reduce = list(range(partitions * index // takers, partitions * (index + 1) // takers))
+        with dask.annotate(workers=[plan.workers[index]], allow_other_workers=True):
+            codes, cut, reduced = dask.delayed(band_share_pairs, nout=3)(
+                frames.pieces, frames.params, rows, edges[index], edges[index + 1], plan.dtype, max_bucket,
+                frames.documents, reduce, reduce_bits)
+        graph.code_parts.append(dask.delayed(_codes_frame)(codes))
+        graph.cut.append(cut)
+        if reduce_bits is not None:
+            graph.values.update({p: reduced[position] for position, p in enumerate(reduce)})
+    return graph
+
+
+def _share_keys(frames: DocumentFrames, partitions: list[Any] | None, members: list[int], rows: int,
+                first_band: int, last_band: int, dtype: np.dtype, reduce_bits: int | None, graph: _RoundGraph
+                ) -> list[Any]:
+    """Split by documents: the delayed keys of a share's partitions, read where the share runs (and with
+    ``reduce_bits`` their b-bit values from the same reads, into ``graph.values``)."""
+    params = frames.params
+    if frames.pieces is not None and reduce_bits is not None:
+        both = {p: dask.delayed(read_keys_and_values, nout=2)(*frames.pieces[p], params, rows, first_band,
+                                                              last_band, dtype, reduce_bits) for p in members}
+        graph.values.update({p: both[p][1] for p in members})
+        return [both[p][0] for p in members]
+    if frames.pieces is not None:
+        return [dask.delayed(read_partition_keys)(*frames.pieces[p], params, rows, first_band, last_band, dtype)
+                for p in members]
+    assert partitions is not None
+    return [dask.delayed(partition_keys)(partitions[p], params, frames.words, rows, first_band, last_band, dtype)
+            for p in members]
+
+
+def _document_split_round(frames: DocumentFrames, plan: _Plan, rows: int, first_band: int, last_band: int,
+                          max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
+    """Split by documents (steps 1 to 3 of the module docstring): every task of a share runs on its worker; what
+    goes to an owner is cut out there first, so that only the owner's part travels."""
+    documents, bits, slices = frames.documents, plan.bits, len(plan.shares)
+    graph = _RoundGraph()
+    states, outgoing = [], []
+    partitions = frames.values.to_delayed() if frames.pieces is None else None
+    for members, worker in zip(plan.shares, plan.placed, strict=True):
+        with dask.annotate(workers=[worker], allow_other_workers=True):
+            parts = _share_keys(frames, partitions, members, rows, first_band, last_band, plan.dtype, reduce_bits,
+                                graph)
+            state, found, size = dask.delayed(share_tasks.share_round, nout=3)(parts, first_band, bits, slices,
+                                                                               max_bucket)
+            outgoing.append([dask.delayed(share_tasks.sets_for)(found, owner)
+                             for owner in range(slices if slices > 1 else 0)])
+        states.append(state)
+        graph.fingerprint_sizes.append(size)
+    splits, owned = [], []
+    if slices == 1:
+        with dask.annotate(workers=[plan.placed[0]], allow_other_workers=True):
+            splits.append(dask.delayed(share_tasks.share_split, nout=2)(states[0], [], bits, documents))
+    else:
+        answers = []
+        for owner in range(slices):
+            with dask.annotate(workers=[plan.placed[owner]], allow_other_workers=True):
+                answers.append(dask.delayed(share_tasks.owner_answers)([sent[owner] for sent in outgoing]))
+        rows_out = []
+        for share in range(slices):
+            with dask.annotate(workers=[plan.placed[share]], allow_other_workers=True):
+                split = dask.delayed(share_tasks.share_split, nout=2)(
+                    states[share], [answer[share] for answer in answers], bits, documents)
+                rows_out.append([dask.delayed(share_tasks.rows_for)(split[0], owner) for owner in range(slices)])
+            splits.append(split)
+        for owner in range(slices):
+            with dask.annotate(workers=[plan.placed[owner]], allow_other_workers=True):
+                owned.append(dask.delayed(share_tasks.owner_pairs, nout=2)(
+                    [sent[owner] for sent in rows_out], max_bucket, documents))
+    graph.code_parts = [dask.delayed(_codes_frame)(dask.delayed(share_tasks.split_codes)(split[0]))
+                        for split in splits]
+    graph.code_parts += [dask.delayed(_codes_frame)(pairs[0]) for pairs in owned]
+    graph.cut = [dask.delayed(share_tasks.split_oversized)(split[0]) for split in splits]
+    graph.cut += [pairs[1] for pairs in owned]
+    graph.crossing_rows = [split[1] for split in splits]
+    return graph
+
+
+@dataclass
+class _RoundDone:
+    """A computed round: its codes (persisted on the workers), what it cost, and the b-bit values it read."""
+
+    kept: list[Any]
+    stats: np.ndarray  # int64[5]: buckets cut, fingerprint bytes, of them across workers, crossing rows, codes
+    values: list[Any] | None
+
+
+def _computed(graph: _RoundGraph, plan: _Plan) -> _RoundDone:
+    """One computation per round: its codes stay on the workers, and only then are the next round's keys made,
+    so at most one round's keys exist at a time."""
+    read_values = [graph.values[p] for p in sorted(graph.values)]  # every partition, in order
+    parts = graph.code_parts
+    *kept, round_cut, round_sizes, round_rows, made = settled(
+        *parts, *read_values, dask.delayed(sum)(graph.cut), dask.delayed(list)(graph.fingerprint_sizes),
+        dask.delayed(list)(graph.crossing_rows), dask.delayed(sum)([dask.delayed(len)(part) for part in parts]))
+    round_cut, round_sizes, round_rows, made = dask.compute(round_cut, round_sizes, round_rows, made)
+    fingerprint = int(sum(int(np.sum(per_owner)) for per_owner in round_sizes))
+    across = int(sum(size for sender, per_owner in enumerate(round_sizes)
+                     for owner, size in enumerate(per_owner.tolist()) if plan.placed[owner] != plan.placed[sender]))
+    crossing = int(sum(int(np.sum(counts)) for counts in round_rows))
+    return _RoundDone(kept[:len(parts)], np.array([int(round_cut), fingerprint, across, crossing, int(made)]),
+                      kept[len(parts):] if read_values else None)
+
+
 def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: int, band_memory: int,
                     shuffle_method: str | None = None, progress: Progress = silent, work: WorkDir | None = None,
                     reduce_bits: int | None = None) -> Candidates:
@@ -273,130 +393,57 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
     (:func:`dedup_cli.engine.dask.frames.reduced_frame`), made by the first round that reads the store's pieces
     from the same read as its keys (``Candidates.reduced``; None when no round read them).
     """
-    params, documents = frames.params, frames.documents
-    info = get_client().scheduler_info()["workers"]
-    workers = sorted(info)
-    # A round must fit beside everything else a worker holds: at most a quarter of its memory limit.
-    limits = [int(info[worker].get("memory_limit") or 0) for worker in workers]
-    if all(limits):
-        band_memory = min(band_memory, min(limits) // 4)
-    shares = _shares(frames, len(workers))
-    placed = [workers[index % len(workers)] for index in range(len(shares))]
-    dtype = key_dtype(rows, value_dtype(params.bits))
-    held = max(sum(frames.partition_documents(share) for share in shares[index::len(workers)])
-               for index in range(min(len(workers), len(shares))))
-    # A share's round holds its partitions' keys while it sorts them into hashes and positions: three times a key.
-    per_round = max(1, band_memory // max(1, held * 3 * dtype.itemsize))
-    bits = fingerprint_bits(documents, 8 * dtype.itemsize)
-    slices = len(shares)
-    partitions = frames.values.to_delayed() if frames.pieces is None else None
-    stats = dict(oversized=0, fingerprint=0, across=0, crossing=0)
+    plan = _plan(frames, rows, band_memory)
+    totals = np.zeros(5, np.int64)  # buckets cut, fingerprint bytes, of them across workers, crossing rows, codes
     collected: list[dd.DataFrame] = []
-    shuffled = 0
-    rounds = list(range(0, bands, per_round))
+    rounds = list(range(0, bands, plan.per_round))
     reused: list[tuple[int, int]] = []
-    reduced: list | None = None  # the b-bit values of each piece, once a round has read them
+    reduced: list[Any] | None = None  # the b-bit values of each piece, once a round has read them
     for number, first_band in enumerate(rounds, start=1):
-        last_band = min(bands, first_band + per_round)
+        last_band = min(bands, first_band + plan.per_round)
         key = None if work is None else work.key("candidates", engine="dask", bands=bands, rows=rows,
                                                   first_band=first_band, last_band=last_band, max_bucket=max_bucket)
         kept_round = None if work is None or key is None else work.load("candidates", key)
         if kept_round is not None:
             assert work is not None and key is not None
             collected.append(kept_frame(work, "candidates", key, kept_round, _CODE_META))
-            cut_kept, fingerprint_kept, across_kept, crossing_kept, made_kept = kept_round["stats"].tolist()
-            stats["oversized"] += cut_kept
-            stats["fingerprint"] += fingerprint_kept
-            stats["across"] += across_kept
-            stats["crossing"] += crossing_kept
-            shuffled += made_kept
+            totals += kept_round["stats"].astype(np.int64)
             reused.append((first_band, last_band))
             continue
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
-        # Every task of a share runs on its worker; what goes to an owner is cut out there first, so that only
-        # the owner's part travels.
-        states, sizes, outgoing = [], [], []
-        reading = reduce_bits is not None and reduced is None and frames.pieces is not None
-        values: dict[int, object] = {}
-        for members, worker in zip(shares, placed, strict=True):
-            with dask.annotate(workers=[worker], allow_other_workers=True):
-                if frames.pieces is not None and reading:
-                    both = {p: dask.delayed(read_keys_and_values, nout=2)(*frames.pieces[p], params, rows, first_band,
-                                                                          last_band, dtype, reduce_bits)
-                            for p in members}
-                    parts = [both[p][0] for p in members]
-                    values.update({p: both[p][1] for p in members})
-                elif frames.pieces is not None:
-                    parts = [dask.delayed(read_partition_keys)(*frames.pieces[p], params, rows, first_band,
-                                                               last_band, dtype) for p in members]
-                else:
-                    assert partitions is not None
-                    parts = [dask.delayed(partition_keys)(partitions[p], params, frames.words, rows, first_band,
-                                                          last_band, dtype) for p in members]
-                state, found, size = dask.delayed(share_round, nout=3)(parts, first_band, bits, slices, max_bucket)
-                outgoing.append([dask.delayed(_sets_for)(found, owner) for owner in range(slices if slices > 1
-                                                                                           else 0)])
-            states.append(state)
-            sizes.append(size)
-        splits, owned = [], []
-        if slices == 1:
-            with dask.annotate(workers=[placed[0]], allow_other_workers=True):
-                splits.append(dask.delayed(share_split, nout=2)(states[0], [], bits, documents))
-        else:
-            answers = []
-            for owner in range(slices):
-                with dask.annotate(workers=[placed[owner]], allow_other_workers=True):
-                    answers.append(dask.delayed(owner_answers)([sent[owner] for sent in outgoing]))
-            rows_out = []
-            for share in range(slices):
-                with dask.annotate(workers=[placed[share]], allow_other_workers=True):
-                    split = dask.delayed(share_split, nout=2)(states[share], [answer[share] for answer in answers],
-                                                              bits, documents)
-                    rows_out.append([dask.delayed(_rows_for)(split[0], owner) for owner in range(slices)])
-                splits.append(split)
-            for owner in range(slices):
-                with dask.annotate(workers=[placed[owner]], allow_other_workers=True):
-                    owned.append(dask.delayed(owner_pairs, nout=2)([sent[owner] for sent in rows_out], max_bucket,
-                                                                   documents))
-        code_parts = [dask.delayed(_codes_frame)(dask.delayed(_split_codes)(split[0])) for split in splits]
-        code_parts += [dask.delayed(_codes_frame)(pairs[0]) for pairs in owned]
-        cut = [dask.delayed(_split_oversized)(split[0]) for split in splits] + [pairs[1] for pairs in owned]
-        # One computation per round: its codes stay on the workers, and only then are the next round's keys made,
-        # so at most one round's keys exist at a time.
-        read_values = [values[p] for p in sorted(values)]  # every partition, in order
-        *kept, round_cut, round_sizes, round_rows, made = settled(
-            *code_parts, *read_values, dask.delayed(sum)(cut), dask.delayed(list)(sizes),
-            dask.delayed(list)([split[1] for split in splits]),
-            dask.delayed(sum)([dask.delayed(len)(part) for part in code_parts]))
-        if reading:
-            reduced, kept = kept[len(code_parts):], kept[:len(code_parts)]
-        round_cut, round_sizes, round_rows, made = dask.compute(round_cut, round_sizes, round_rows, made)
-        fingerprint = int(sum(int(np.sum(per_owner)) for per_owner in round_sizes))
-        across = int(sum(size for sender, per_owner in enumerate(round_sizes)
-                         for owner, size in enumerate(per_owner.tolist()) if placed[owner] != placed[sender]))
-        crossing = int(sum(int(np.sum(counts)) for counts in round_rows))
+        reading = reduce_bits if reduced is None and frames.pieces is not None else None
+        build = _band_split_round if plan.split_bands else _document_split_round
+        done = _computed(build(frames, plan, rows, first_band, last_band, max_bucket, reading), plan)
+        if done.values is not None:
+            reduced = done.values
         if work is not None and key is not None:
-            keep_frame(work, "candidates", key, kept, {"stats": np.array([int(round_cut), fingerprint, across,
-                                                                           crossing, int(made)])})
-        stats["oversized"] += int(round_cut)
-        stats["fingerprint"] += fingerprint
-        stats["across"] += across
-        stats["crossing"] += crossing
-        shuffled += int(made)
-        collected.append(dd.from_delayed(kept, meta=_CODE_META, verify_meta=False))
+            keep_frame(work, "candidates", key, done.kept, {"stats": done.stats})
+        totals += done.stats
+        collected.append(dd.from_delayed(done.kept, meta=_CODE_META, verify_meta=False))
     if reused:
         assert work is not None
         progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path}")
+    oversized, fingerprint, across, crossing, shuffled = (int(total) for total in totals)
+    codes = _deduplicated(collected, shuffled, shuffle_method, progress)
+    values_frame = None
+    if reduced is not None and reduce_bits is not None:
+        values_frame = dd.from_delayed(reduced, meta=reduced_meta(reduce_bits, frames.params.num_perm),
+                                       divisions=frames.divisions, verify_meta=False)
+    shares = len(plan.workers) if plan.split_bands else len(plan.shares)
+    return Candidates(codes, frames.documents, oversized, len(rounds), shares, frames.eligible * bands, fingerprint,
+                      across, crossing, plan.dtype.itemsize + 8, shuffled, values_frame)
+
+
+def _deduplicated(collected: list[dd.DataFrame], shuffled: int, shuffle_method: str | None,
+                  progress: Progress) -> dd.DataFrame:
+    """Step 4: the codes of every round in one shuffle on the code, each partition sorted and without repeats."""
     progress.stage("candidates, de-duplicating pairs", None)
     merged = dd.concat(collected) if len(collected) > 1 else collected[0]
     outputs = max(1, -(-shuffled // ROWS_PER_PARTITION))
-    deduplicated = merged.shuffle(on="code", npartitions=outputs, shuffle_method=shuffle_method)
+    if outputs == 1:
+        # Every code goes to one partition: gathering them there is the shuffle without its tasks and barrier.
+        deduplicated = merged.repartition(npartitions=1)
+    else:
+        deduplicated = merged.shuffle(on="code", npartitions=outputs, shuffle_method=shuffle_method)
     (codes,) = settled(deduplicated.map_partitions(unique_codes, meta=_CODE_META))
-    eligible_keys = frames.eligible * bands
-    values_frame = None
-    if reduced is not None and reduce_bits is not None:
-        values_frame = dd.from_delayed(reduced, meta=reduced_meta(reduce_bits, params.num_perm),
-                                       divisions=frames.divisions, verify_meta=False)
-    return Candidates(codes, documents, stats["oversized"], len(rounds), len(shares), eligible_keys,
-                      stats["fingerprint"], stats["across"], stats["crossing"], dtype.itemsize + 8, shuffled,
-                      values_frame)
+    return codes

@@ -23,7 +23,7 @@ import numpy as np
 
 from dedup_cli.engine import local
 from dedup_cli.engine.dask import decisions, gather, tail
-from dedup_cli.engine.dask.candidates import candidate_pairs
+from dedup_cli.engine.dask.candidates import CandidateStats, candidate_pairs
 from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import (
@@ -66,7 +66,7 @@ class Scores:
 
     scored: dd.DataFrame
     reduced: dd.DataFrame
-    stats: list[int]
+    stats: CandidateStats
 
 
 @dataclass
@@ -163,7 +163,7 @@ def scored_candidates(frames: DocumentFrames, plan: FindPlan, work: WorkDir | No
         assert work is not None and key is not None
         progress.note(f"resuming: scored candidate pairs from {work.path}")
         scored = kept_frame(work, "scored", key, kept_scores, scored_meta(), frames.divisions)
-        stats = kept_scores["stats"].tolist()
+        stats = CandidateStats.of_array(kept_scores["stats"])
         laps.profile["candidates_seconds"] = 0.0
         return Scores(scored, reduced, stats)
     pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
@@ -172,7 +172,7 @@ def scored_candidates(frames: DocumentFrames, plan: FindPlan, work: WorkDir | No
                                          options.new_since if pairs_only else None, shuffle_method,
                                          start if pairs_only else None, options.only_across))
     if work is not None and key is not None:
-        keep_frame(work, "scored", key, scored.to_delayed(), {"stats": np.array(stats)})
+        keep_frame(work, "scored", key, scored.to_delayed(), {"stats": stats.as_array()})
     return Scores(scored, reduced, stats)
 
 
@@ -200,19 +200,19 @@ def decided_candidates(scored: dd.DataFrame, frames: DocumentFrames, plan: FindP
     return Decisions(decided, alias_documents, checked)
 
 
-def _profile(profile: dict[str, float], frames: DocumentFrames, plan: FindPlan, stats: list[int], candidates: int,
+def _profile(profile: dict[str, float], frames: DocumentFrames, plan: FindPlan, stats: CandidateStats, candidates: int,
              needed_count: int) -> int:
     """Add to ``profile`` the rows and payload bytes the stages moved; the buckets cut."""
     params = frames.params
     word_bytes = 8 * len(bit_columns("s", int(plan.bits), params.num_perm))
-    rounds, shares, band_keys, fingerprint_bytes, across, crossing_rows, crossing_row_bytes, codes, cut = stats
-    profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=rounds, shares=shares,
-                   band_keys=band_keys, fingerprint_bytes=fingerprint_bytes, fingerprint_bytes_across=across,
-                   crossing_rows=crossing_rows, crossing_bytes=crossing_rows * crossing_row_bytes, pair_codes=codes,
-                   pair_code_bytes=8 * codes, candidates=int(candidates),
+    profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=stats.rounds,
+                   shares=stats.shares, band_keys=stats.band_keys, fingerprint_bytes=stats.fingerprint_bytes,
+                   fingerprint_bytes_across=stats.fingerprint_bytes_across, crossing_rows=stats.crossing_rows,
+                   crossing_bytes=stats.crossing_rows * stats.crossing_row_bytes, pair_codes=stats.shuffled_codes,
+                   pair_code_bytes=8 * stats.shuffled_codes, candidates=int(candidates),
                    join_bytes=int(candidates) * (16 + 32 + word_bytes), in_order=float(frames.in_order),
                    needed_pairs=int(needed_count))
-    return int(cut)
+    return int(stats.oversized_buckets)
 
 
 def concluded(needed: dd.DataFrame, needed_count: int, frames: DocumentFrames, reduced: dd.DataFrame,

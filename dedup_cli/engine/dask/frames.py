@@ -93,7 +93,8 @@ def _bounds(piece: StorePiece) -> tuple[int, str | None, str | None, bool, int, 
     if frame.empty:
         return 0, None, None, True, 0, 0, 0, 0
     ids = frame["id"]
-    increasing = bool(len(ids) < 2 or (ids.iloc[1:].to_numpy() > ids.iloc[:-1].to_numpy()).all())
+    # Compared as Arrow strings (UTF-8 bytes order as code points do), not as a numpy array of Python strings.
+    increasing = bool(len(ids) < 2 or (ids.array[1:] > ids.array[:-1]).all())
     counts, runs = frame["shingle_count"].to_numpy(), frame["run"].to_numpy()
     return (len(frame), str(ids.iloc[0]), str(ids.iloc[-1]), increasing, int(np.count_nonzero(counts > 0)),
             int(counts.max()), int(runs.min()), int(runs.max()))
@@ -287,16 +288,23 @@ def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
     """:func:`dedup_cli.minhash.packing.pack_values` of uint8[n, k] values, by shifts when ``bits`` divides 8.
 
     Value j occupies bits j·b … j·b + b − 1 (least significant first), so byte q holds values q·(8/b) …; the
-    general packer goes through one byte per bit, several times slower.
+    general packer goes through one byte per bit, several times slower. The 8/b values of an output byte are read
+    as one little-endian word, its bytes masked to their lowest b bits; the value in byte m of the word moves down
+    by m·(8 − b) bits to bits m·b …, and every other byte's bits land above the low byte or below bit 0.
     """
     if values.dtype != np.uint8 or 8 % bits or values.shape[1] % (8 // bits):
         return pack_values(values, bits)
     per_byte = 8 // bits
-    grouped = (values & np.uint8((1 << bits) - 1)).reshape(values.shape[0], -1, per_byte)
-    packed = np.zeros(grouped.shape[:2], dtype=np.uint8)
-    for m in range(per_byte):
-        packed |= grouped[:, :, m] << np.uint8(m * bits)
-    return packed
+    if per_byte == 1:
+        return np.ascontiguousarray(values)
+    words = np.ascontiguousarray(values).view(f"<u{per_byte}")
+    word = words.dtype.type
+    low = (1 << bits) - 1
+    masked = words & word(int.from_bytes(bytes([low]) * per_byte, "little"))
+    packed = masked.copy()
+    for m in range(1, per_byte):
+        packed |= masked >> word(m * (8 - bits))
+    return packed.astype(np.uint8)
 
 
 def reduce_bits(frame: pd.DataFrame, words: list[str], params: SignatureParams, bits: int) -> pd.DataFrame:

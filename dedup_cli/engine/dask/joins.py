@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 PAIR_CHUNK = 1 << 17
 """Pairs compared per numpy step: bounds the [pairs, words] temporaries."""
 
+SMALL_SHUFFLE_PAIRS = 1_000_000
+SMALL_SHUFFLE_PARTITIONS = 16
+"""Up to these many candidate pairs (codes before de-duplication) and document partitions, scoring's two shuffles
+run by tasks rather than peer to peer (unless the caller chose a method)."""
+
 SCORE_COLUMNS = ("first", "second", "matches", "estimate", "stderr", "ci_low", "ci_high")
 
 
@@ -134,6 +139,11 @@ def score_candidates(reduced: dd.DataFrame, candidates: Candidates, divisions: t
     read it). With ``reference_start`` (pairs only: a reference store's documents from there on), the pairs the
     local engine leaves out before scoring are left out here too (:func:`_pairs`, :func:`score_partition`).
     """
+    if shuffle_method is None and candidates.shuffled_codes <= SMALL_SHUFFLE_PAIRS \
+            and len(divisions) - 1 <= SMALL_SHUFFLE_PARTITIONS:
+        # Few pairs into few partitions: a shuffle by tasks (a handful of tiny ones) costs less than Dask's default
+        # peer-to-peer shuffle, whose fixed cost (a run on every worker, a barrier) is paid whatever the size.
+        shuffle_method = "tasks"
     pairs = candidates.codes.map_partitions(_pairs, candidates.documents, reference_start, only_across,
                                             meta=pd.DataFrame({"first": pd.Series([], dtype=np.int64),
                                                                "second": pd.Series([], dtype=np.int64)}))
