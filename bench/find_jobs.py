@@ -36,7 +36,7 @@ def measure(store: Path, tiny: Path, jobs: int, threshold: float, bits: int) -> 
     """One find in this process, after the same find of a one-document store (the start-up: imports, first
     calls), which is left out of the driver's CPU time."""
     import dedup_cli as dedup
-    from dedup_cli.store.pandas_probe import pandas_hidden
+    from dedup_cli.cli.pandas_hidden import pandas_hidden
 
     options = dedup.FindOptions(threshold=threshold, bits=bits, jobs=jobs)
     with pandas_hidden(True):  # as the command line runs it (pyarrow would import pandas, 0.5 s, otherwise)

@@ -298,7 +298,7 @@ def recall_table(bases_per_language: int) -> list[str]:
 SPEED = r"""
 import glob, json, os, sys, time
 from pathlib import Path
-from dedup_cli.engine.sign_stage import sign_texts
+from dedup_cli.engine.stages.sign import sign_texts
 from dedup_cli.kernel import compiled
 from dedup_cli.params import SignatureParams
 paths, repeat, tokenisations = json.loads(sys.stdin.read()), int(sys.argv[1]), sys.argv[2:]

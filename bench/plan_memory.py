@@ -39,7 +39,7 @@ BENCH = Path(__file__).resolve().parent
 _FIND = """
 import sys
 import dedup_cli as dedup
-from dedup_cli.store.pandas_probe import pandas_hidden
+from dedup_cli.cli.pandas_hidden import pandas_hidden
 with pandas_hidden(True):  # as the command line runs it
     result = dedup.find(sys.argv[1], dedup.FindOptions(threshold=float(sys.argv[3]), bits=2, jobs=int(sys.argv[2])))
 with open("/proc/self/status") as status:

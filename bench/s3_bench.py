@@ -67,7 +67,7 @@ def environment(endpoint: str) -> dict[str, str]:
 def upload(local: Path, url: str, env: dict[str, str]) -> float:
     """Copy a file or a folder into the bucket (s3fs, many PUTs at once); seconds."""
     os.environ.update({key: value for key, value in env.items() if key.startswith("AWS_")})
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     started = time.perf_counter()
     fs = objects.client(url)
@@ -83,7 +83,7 @@ def sign_and_find(inputs: str, store: str, out: str, env: dict[str, str], readin
 
 def read_back(url_or_path: str) -> bytes:
     if url_or_path.startswith("s3://"):
-        from dedup_cli.storage import objects
+        from dedup_cli.objectstore import objects
 
         return objects.read_bytes(url_or_path)
     return Path(url_or_path).read_bytes()
@@ -135,7 +135,7 @@ def requests(proxy: FaultProxy, env: dict[str, str]) -> list[dict[str, Any]]:
 
 def kills(corpus: Path, scratch: Path, count: int, env: dict[str, str], seed: int = 1) -> dict[str, Any]:
     """``count`` sign runs into a bucket killed at random moments; how many left a torn store."""
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
     from dedup_cli.store.store import open_store
 
     versions = []

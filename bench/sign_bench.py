@@ -218,8 +218,8 @@ def kernel_said(stderr: str) -> str:
 
 
 def kernel_rows(docs: Path, repeat: int) -> list[str]:
-    from dedup_cli.engine.sign_stage import sign_texts
-    from dedup_cli.inputs.planning import TASK_BYTES
+    from dedup_cli.engine.stages.sign import sign_texts
+    from dedup_cli.inputs.task_planning import TASK_BYTES
     from dedup_cli.kernel import compiled
     from dedup_cli.params import SignatureParams
 

@@ -23,8 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dedup_cli.engine.sign_stage import BATCH_BYTES, BATCH_DOCUMENTS
-from dedup_cli.engine.sign_stage import sign_batch
+from dedup_cli.engine.stages.sign import BATCH_BYTES, BATCH_DOCUMENTS, sign_batch
 from dedup_cli.inputs.records import Document
 from dedup_cli.minhash.kperm import HashFamily
 from dedup_cli.params import SignatureParams
@@ -59,7 +58,7 @@ def load_corpus(megabytes: float, shape: str) -> list[Document]:
 
 
 def batches(documents: list[Document]) -> list[list[Document]]:
-    """Cut like ``engine.sign_stage.batches``: at 1 MB or 4096 documents."""
+    """Cut like ``engine.stages.sign.batches``: at 1 MB or 4096 documents."""
     out: list[list[Document]] = [[]]
     size = 0
     for document in documents:

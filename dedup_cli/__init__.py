@@ -48,10 +48,10 @@ if TYPE_CHECKING:
     from dedup_cli.api.sign import SignReport, sign
     from dedup_cli.api.texts import find_duplicates, sign_texts
     from dedup_cli.candidates.banding import Banding, BandingChoice
-    from dedup_cli.engine.results import EvalResult, FindResult, Group, Member, Pair, Triple
+    from dedup_cli.engine.stages.results import EvalResult, FindResult, Group, Member, Pair, Triple
     from dedup_cli.errors import DedupError, DedupWarning, InputError, OptionError, StoreError, UsageError
     from dedup_cli.estimates.pairs import ScoredPairs
-    from dedup_cli.estimates.triples import ScoredTriples
+    from dedup_cli.estimates.triple_scores import ScoredTriples
     from dedup_cli.groups.components import Groups
     from dedup_cli.inputs.report import ReadReport
     from dedup_cli.options.engines import EngineOptions
@@ -77,17 +77,17 @@ _PUBLIC = {
     "find": "dedup_cli.api.find",
     "FindOptions": "dedup_cli.options.finding",
     "EngineOptions": "dedup_cli.options.engines",
-    "FindResult": "dedup_cli.engine.results",
-    "Group": "dedup_cli.engine.results",
-    "Pair": "dedup_cli.engine.results",
-    "Triple": "dedup_cli.engine.results",
-    "Member": "dedup_cli.engine.results",
+    "FindResult": "dedup_cli.engine.stages.results",
+    "Group": "dedup_cli.engine.stages.results",
+    "Pair": "dedup_cli.engine.stages.results",
+    "Triple": "dedup_cli.engine.stages.results",
+    "Member": "dedup_cli.engine.stages.results",
     "sign_texts": "dedup_cli.api.texts",
     "find_duplicates": "dedup_cli.api.texts",
     "Signatures": "dedup_cli.store.memory",
     "Groups": "dedup_cli.groups.components",
     "ScoredPairs": "dedup_cli.estimates.pairs",
-    "ScoredTriples": "dedup_cli.estimates.triples",
+    "ScoredTriples": "dedup_cli.estimates.triple_scores",
     "Banding": "dedup_cli.candidates.banding",
     "BandingChoice": "dedup_cli.candidates.banding",
     "Verification": "dedup_cli.verification",
@@ -100,7 +100,7 @@ _PUBLIC = {
     "EstimateResult": "dedup_cli.api.estimate",
     "evaluate": "dedup_cli.api.eval",
     "EvalOptions": "dedup_cli.options.evaluating",
-    "EvalResult": "dedup_cli.engine.results",
+    "EvalResult": "dedup_cli.engine.stages.results",
     "plot_evaluation": "dedup_cli.api.plot",
     "plan": "dedup_cli.api.plan",
     "PlanOptions": "dedup_cli.options.planning",

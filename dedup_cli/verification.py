@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.estimates.exact import pair_resemblances
 from dedup_cli.inputs.reread import reread_documents
 from dedup_cli.inputs.sets import reread_sets
 from dedup_cli.options.vocabulary import VERIFY_MODES
-from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.text.shingles import batch_shingles
 

@@ -23,11 +23,12 @@ import pyarrow.parquet as pq
 import pytest
 from numpy.typing import ArrayLike
 
+from dedup_cli.array_primitives import sorted_unique
+from dedup_cli.atomic_files import commit_file, fsync_path
 from dedup_cli.candidates.triangles import _forward_graph
 from dedup_cli.cli.main import message
-from dedup_cli.engine.results import FindResult
+from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.errors import DedupError, InputError, StoreError
-from dedup_cli.files import commit_file, fsync_path
 from dedup_cli.inputs.locations import display_name, parse_location
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document
@@ -35,7 +36,6 @@ from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.reread import reread_documents, reread_group
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
-from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.format import DocumentBatch, batch_table, store_schema
 from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.store import open_store

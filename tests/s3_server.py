@@ -57,8 +57,8 @@ def aws_environment(endpoint: str, access_key: str = ACCESS_KEY) -> dict[str, st
 def make_bucket(url: str) -> None:
     """Create the bucket of ``url`` (an ``s3://`` URL) with dedup's own client, as the AWS variables in the environment
     configure it: dedup never creates buckets itself."""
-    from dedup_cli.storage.objects import client, translated
-    from dedup_cli.storage.urls import split
+    from dedup_cli.objectstore.objects import client, translated
+    from dedup_cli.objectstore.urls import split
 
     with translated(url):
         client(url).call_s3("create_bucket", Bucket=split(url)[0])

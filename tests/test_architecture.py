@@ -133,10 +133,10 @@ def _violations(items: list[Import]) -> str:
 # step inside the tier, for modules of one package that build on each other. docs/architecture.md explains it.
 LAYERS: list[tuple[str, list[list[str]]]] = [
     ("foundations: nothing of dedup but each other", [
-        ["errors", "version", "primitives", "processes", "storage.urls", "candidates", "api", "corpus", "engine",
-         "engine.dask", "estimates", "evaluation", "groups", "inputs", "kernel", "minhash", "store", "text",
-         "cli", "options", "storage"],
-        ["storage.objects"], ["storage.streams"], ["files"],
+        ["errors", "version", "array_primitives", "processes", "objectstore.urls", "candidates", "api", "corpus",
+         "engine", "engine.dask", "engine.local", "engine.stages", "estimates", "evaluation", "groups", "inputs",
+         "kernel", "minhash", "store", "text", "cli", "options", "objectstore"],
+        ["objectstore.objects"], ["objectstore.object_streams"], ["atomic_files"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
@@ -154,43 +154,46 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("estimates: the estimators, and scoring pairs and triples with them", [
         ["estimates.guards", "estimates.exact"], ["estimates.two_way", "estimates.three_way"],
-        ["estimates.half_bit"], ["estimates.dense", "estimates.intervals"], ["estimates.pairs", "estimates.triples"],
+        ["estimates.half_bit"], ["estimates.dense", "estimates.intervals"],
+        ["estimates.pairs", "estimates.triple_scores"],
     ]),
     ("candidates: signatures → candidate pairs and triples", [
         ["candidates.banding", "candidates.buckets", "candidates.triangles", "candidates.allpairs",
          "candidates.match_bounds", "candidates.elias_fano"],
-        ["candidates.triples", "candidates.crossing"],
+        ["candidates.candidate_triples", "candidates.crossing"],
     ]),
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
-        ["inputs.streams", "inputs.blocks"], ["inputs.parquet", "inputs.chunks", "inputs.remote"],
+        ["inputs.byte_streams", "inputs.blocks"], ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote"],
         ["inputs.discovery", "inputs.reread"],
-        ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"], ["inputs.planning"],
-        ["inputs.reading"],
+        ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"],
+        ["inputs.task_planning"], ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [
-        ["store.format", "store.places", "store.pandas_probe"],
+        ["store.format", "store.places"],
         ["store.parts", "store.lock", "store.legacy", "store.manifest"], ["store.leases", "store.snapshot"],
         ["store.compaction", "store.memory", "store.numbering", "store.worker_parts"], ["store.runs"], ["store.store"],
-        ["store.pieces", "store.documents", "store.checkpoints"],
+        ["store.store_pieces", "store.documents", "store.checkpoints"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
     ]),
     ("corpus: the kept records of each input, written in its own format", [
-        ["corpus.decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"], ["corpus.parquet"],
-        ["corpus.sources"], ["corpus.pieces"],
+        ["corpus.record_decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"], ["corpus.parquet_filter"],
+        ["corpus.sources"], ["corpus.filter_pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
-        ["engine.forked", "engine.find_plan"],
-        ["engine.sign_stage", "engine.find_stages", "engine.results", "engine.extras", "engine.progress"],
-        ["engine.band_rounds"],
-        ["engine.local", "engine.sign_workers", "engine.filter_stages", "engine.evaluation"],
-        ["engine.local_sign", "engine.dask.cluster"], ["engine.dask.frames", "engine.dask.checkpoints"],
+        ["engine.local.forked", "engine.stages.plan"],
+        ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
+         "engine.progress"],
+        ["engine.local.band_rounds"],
+        ["engine.local.find", "engine.local.sign_workers", "engine.stages.filter", "engine.local.evaluation"],
+        ["engine.local.sign", "engine.dask.cluster"], ["engine.dask.frames", "engine.dask.kept_frames"],
         ["engine.dask.shares"], ["engine.dask.candidates"],
         ["engine.dask.joins"],
-        ["engine.dask.decisions", "engine.dask.gather", "engine.dask.components"], ["engine.dask.tail"],
+        ["engine.dask.pair_decisions", "engine.dask.end_gathered", "engine.dask.star_components"],
+        ["engine.dask.end_on_workers"],
         ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"], ["engine.engines"],
     ]),
     ("api: one module per command of the public API", [
@@ -199,7 +202,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("the public API", [["__init__"]]),
     ("cli: the command line, and how it words and writes what the API returns", [
-        ["cli.writers", "cli.removed", "cli.eval_report", "cli.plan_report", "cli.summaries"], ["cli.common"],
+        ["cli.writers", "cli.removed", "cli.eval_report", "cli.plan_report", "cli.summaries", "cli.pandas_hidden"],
+        ["cli.common"],
         ["cli.sign", "cli.find", "cli.filter", "cli.estimate", "cli.eval", "cli.plan", "cli.info"],
         ["cli.main"], ["__main__"],
     ]),
@@ -212,7 +216,7 @@ CONFINED = {
     "click": {"cli."},
     "tqdm": {"cli."},
     # The store, the input readers (Parquet text columns), the Parquet writers of filter and of find --format parquet.
-    "pyarrow": {"store.", "inputs.", "corpus.", "cli.writers", "engine.results"},  # FindResult.to_arrow, lazily
+    "pyarrow": {"store.", "inputs.", "corpus.", "cli.writers", "engine.stages.results"},  # FindResult.to_arrow, lazily
     # The compiled kernel (the fast extra); kernel.choice and kernel.tables decide and prepare without it.
     "numba": {"kernel.primitives", "kernel.sketch", "kernel.tokenise", "kernel.compiled"},
     # eval's pictures, an optional extra.
@@ -220,12 +224,12 @@ CONFINED = {
     # The optional Dask engine (the ``dask`` extra) and the store's pieces it reads as data frames.
     "dask": {"engine.dask."},
     "distributed": {"engine.dask."},
-    "pandas": {"engine.dask.", "store.pieces"},
+    "pandas": {"engine.dask.", "store.store_pieces"},
     # Object storage (the ``s3`` extra): one client, behind one module.
-    "s3fs": {"storage.objects"},
-    "fsspec": {"storage.objects", "storage.streams"},
-    "botocore": {"storage.objects"},
-    "aiobotocore": {"storage.objects"},
+    "s3fs": {"objectstore.objects"},
+    "fsspec": {"objectstore.objects", "objectstore.object_streams"},
+    "botocore": {"objectstore.objects"},
+    "aiobotocore": {"objectstore.objects"},
 }
 
 
@@ -268,7 +272,7 @@ def test_third_party_libraries_stay_in_their_modules(library: str) -> None:
     ("package", "forbidden"),
     [
         ("text.", {"candidates.", "estimates.", "groups.", "engine.", "api.", "cli."}),
-        ("candidates.", {"estimates.pairs", "estimates.triples", "groups.", "engine.", "api.", "cli."}),
+        ("candidates.", {"estimates.pairs", "estimates.triple_scores", "groups.", "engine.", "api.", "cli."}),
     ],
 )
 def test_data_flows_one_way(package: str, forbidden: set[str]) -> None:
@@ -336,8 +340,8 @@ def test_no_module_is_over_the_size_limit() -> None:
 def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
-    stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "evaluation.", "engine.find_stages",
-              "engine.sign_stage", "engine.filter_stages", "engine.evaluation", "engine.dask.")
+    stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "evaluation.", "engine.stages.find",
+              "engine.stages.sign", "engine.stages.filter", "engine.local.evaluation", "engine.dask.")
     offenders = []
     for name, path in _package_modules(PACKAGE_DIR).items():
         if not name.startswith(stages):
@@ -498,7 +502,7 @@ def _defines(path: Path, names: list[str]) -> bool:
 def dangling_references(text: str, package_dir: Path) -> list[str]:
     """The references in ``text`` to files, folders and names of the package that do not exist.
 
-    A path in backticks (``engine/results.py``, ``tests/cli/``) must exist in the repository, in ``tests/``, in
+    A path in backticks (``engine/stages/results.py``, ``tests/cli/``) must exist in the repository, in ``tests/``, in
     the package or in one of its packages (``dask/frames.py`` in an engine's context); a dotted name in backticks
     that starts with a module (``store.runs.write_task_part``, ``find_stages.score_in_chunks``, with or without
     ``dedup_cli.``) must name a module, or a name that module defines.

@@ -21,10 +21,10 @@ from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.exact import exact_resemblance
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import score_pairs
-from dedup_cli.estimates.triples import score_triples
+from dedup_cli.estimates.triple_scores import score_triples
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.finding import EstimateOptions
 from dedup_cli.options.vocabulary import default_store
-from dedup_cli.storage.urls import is_url
 from dedup_cli.store.format import MANIFEST_NAME
 from dedup_cli.store.memory import Signatures
 from dedup_cli.store.store import open_store

@@ -6,7 +6,7 @@ RMSE, variance (against Li & König 2010, eq. 11) and interval coverage of R̂_b
 the banding's measured S-curve, and precision and recall of ``find`` with and without exact checks, each with a
 confidence interval (docs/evaluation.md). With a truth file, precision and recall are counted against it instead.
 Options are checked against the store's manifest before the store is read; the stages run in this process
-(:mod:`dedup_cli.engine.evaluation`).
+(:mod:`dedup_cli.engine.local.evaluation`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from __future__ import annotations
 import os
 import time
 
-from dedup_cli.engine.evaluation import LocalPairs
-from dedup_cli.engine.evaluation import evaluate as run
+from dedup_cli.atomic_files import path_kind
+from dedup_cli.engine.local.evaluation import LocalPairs
+from dedup_cli.engine.local.evaluation import evaluate as run
 from dedup_cli.engine.progress import Progress, silent
-from dedup_cli.engine.results import EvalResult
+from dedup_cli.engine.stages.results import EvalResult
 from dedup_cli.errors import DedupError
-from dedup_cli.files import path_kind
 from dedup_cli.inputs.truth import read_truth
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.options.vocabulary import default_store

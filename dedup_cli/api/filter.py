@@ -23,22 +23,22 @@ import numpy as np
 
 from dedup_cli.api.find import find, open_reference
 from dedup_cli.api.sign import SignReport, sign
-from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.atomic_files import open_output, output_directory, path_kind, remove_others
 from dedup_cli.corpus.layout import MARKER, Layout, plan_layout, write_marker
+from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.engine.engines import Engine, check_sources, engine_for
-from dedup_cli.engine.filter_stages import find_decisions, pair_estimates
+from dedup_cli.engine.stages.filter import find_decisions, pair_estimates
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.files import open_output, output_directory, path_kind, remove_others
 from dedup_cli.inputs.discovery import plan_sources
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path
 from dedup_cli.inputs.members import read_members
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.objectstore.urls import absolute as absolute_path
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
 from dedup_cli.options.filtering import FilterOptions
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
-from dedup_cli.storage.urls import absolute as absolute_path
-from dedup_cli.storage.urls import is_url
 from dedup_cli.store.store import Store, open_store, stored_id_root
 
 Progress = Callable[[int], None]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dedup_cli.engine.engines import engine_for
 from dedup_cli.engine.progress import Progress, silent
-from dedup_cli.engine.results import FindResult
+from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.errors import OptionError, UsageError
 from dedup_cli.options.checks import literal
 from dedup_cli.options.finding import FindOptions

@@ -27,8 +27,8 @@ from dedup_cli.candidates.banding import (
     row_agreement_probability,
 )
 from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
-from dedup_cli.engine import forked
-from dedup_cli.engine.forked import useful_workers
+from dedup_cli.engine.local import forked
+from dedup_cli.engine.local.forked import useful_workers
 from dedup_cli.estimates.half_bit import (
     HALF_BIT,
     expected_xor_match,
@@ -61,7 +61,7 @@ NUMBERING_BYTES = 4 + 16 + 2 * 8 + 2 * 8
 # - per document to the end: its shingle count and run, eligibility, and its key slot while banding;
 DOCUMENT_BYTES = 8 + 8 + 1 + 8
 # - one round of band keys, at most ``options.vocabulary.BAND_MEMORY`` (band_memory's default), 4 or 8 bytes a key;
-#   with j processes, a wave of up to j rounds at once in anonymous shared memory (``engine.band_rounds``), each
+#   with j processes, a wave of up to j rounds at once in anonymous shared memory (``engine.local.band_rounds``), each
 #   page counted once however many processes map it;
 # - per document while bucketing one band, in each of the j processes that sort bands (at most one a band): the key
 #   and position packed and sorted, the order, the sorted keys and documents, run starts and lengths (mostly runs
@@ -166,7 +166,8 @@ class Plan:
 @dataclass(frozen=True)
 class _Processes:
     """How many processes ``find -j`` runs in each parallel stage for N documents and C candidates (as
-    ``engine.local`` decides it: a worker for enough items only, :func:`dedup_cli.engine.forked.useful_workers`)."""
+    ``engine.local.find`` decides it: a worker for enough items only,
+    :func:`dedup_cli.engine.local.forked.useful_workers`)."""
 
     candidate_stage: int  # j: the processes that key and sort bands
     scoring: int  # j_c: the processes that score the candidates

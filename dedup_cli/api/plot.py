@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli.atomic_files import open_output
 from dedup_cli.candidates.banding import candidate_probability
-from dedup_cli.engine.results import EvalResult
+from dedup_cli.engine.stages.results import EvalResult
 from dedup_cli.errors import DedupError
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.evaluation.accuracy import pair_variance
-from dedup_cli.files import open_output
 from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 INSTALL_HINT = "pip install 'dedup-cli[plot]'"

@@ -24,11 +24,11 @@ from dedup_cli.inputs.report import ReadReport
 from dedup_cli.kernel.background import compile_later
 from dedup_cli.kernel.cache import failure
 from dedup_cli.kernel.choice import COMPILE_FAILED, INTEGER_SETS, NOT_COMPILED, KernelChoice, numba_version
+from dedup_cli.objectstore.urls import absolute
 from dedup_cli.options.checks import literal
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.params import SignatureParams
-from dedup_cli.storage.urls import absolute
 from dedup_cli.store.manifest import RunInput, RunRecord
 from dedup_cli.store.runs import StoreRun
 from dedup_cli.store.snapshot import DocumentIndex

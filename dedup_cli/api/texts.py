@@ -14,10 +14,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from dedup_cli.engine import local
+from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
-from dedup_cli.engine.results import FindResult
-from dedup_cli.engine.sign_stage import sign_texts as sign_batch_texts
+from dedup_cli.engine.stages.results import FindResult
+from dedup_cli.engine.stages.sign import sign_texts as sign_batch_texts
 from dedup_cli.errors import OptionError, UsageError
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.kernel.background import compile_later
@@ -113,6 +113,6 @@ def find_duplicates(texts: Iterable[str] | Signatures, options: FindOptions | No
         raise OptionError("engine", options.engine.name, "texts in memory are searched by the local engine")
     params = signatures.params
     options.check_store(params.stored_bits, params.num_perm, "the signatures", params.input_kind)
-    result = local.find_documents(MemoryDocuments(signatures), options, progress)
+    result = local_find.find_documents(MemoryDocuments(signatures), options, progress)
     result.seconds = time.perf_counter() - started
     return result

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.primitives import mix64, sorted_unique
+from dedup_cli.array_primitives import mix64, sorted_unique
 
 # Pairs are accumulated as codes i·n + j and de-duplicated whenever this many have piled up (``plan`` models it).
 DEDUPLICATE_EVERY = 1 << 24

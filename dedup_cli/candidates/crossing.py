@@ -31,9 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dedup_cli.array_primitives import first_of_runs, mix32, mix64
 from dedup_cli.candidates.buckets import bucket_runs, run_pairs
 from dedup_cli.candidates.elias_fano import EliasFano, decode, encode
-from dedup_cli.primitives import first_of_runs, mix32, mix64
 
 SPARSITY_BITS = 6
 """Fingerprints have 2^6 = 64 times as many values as there are documents: a key alone in its bucket meets

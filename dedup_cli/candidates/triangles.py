@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dedup_cli.primitives import sorted_unique
+from dedup_cli.array_primitives import sorted_unique
 
 # Default wedges (open paths u–v, u–w) tested per batch in ``triangles``: about 100 bytes of temporaries a
 # wedge, so about 26 MB whatever the degree of the largest hub; larger batches are no faster.

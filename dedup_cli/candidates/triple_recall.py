@@ -1,7 +1,7 @@
 """How much per-pair recall the banding needs so that triples reach a recall (pure Python, no numpy).
 
 A triple with R ≥ R0 becomes a candidate only if each of its three pairs (each with R_ij ≥ R ≥ R0) is an LSH
-candidate and survives the pair margin (:func:`dedup_cli.candidates.triples.pair_margin`, z standard
+candidate and survives the pair margin (:func:`dedup_cli.candidates.candidate_triples.pair_margin`, z standard
 errors below R0). By the union bound 1 − triple_recall ≤ 3 · (1 − pair_recall + Φ(−z)), so
 pair_recall = 1 − ((1 − triple_recall)/3 − Φ(−z)); 0.99 and z = 3 give 0.998017.
 

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 import click
 
+from dedup_cli.atomic_files import OutputError, open_output
 from dedup_cli.errors import DedupError, DedupWarning, UsageError
-from dedup_cli.files import OutputError, open_output
 from dedup_cli.inputs.locations import display_name
 from dedup_cli.options.checks import memory_bytes
 from dedup_cli.options.engines import EngineOptions
@@ -185,7 +185,7 @@ def reports_errors(command: F) -> F:
 
 @contextmanager
 def output_stream(path: str | None, binary: bool = False) -> Iterator[Any]:
-    """stdout, or the output ``path`` written as :func:`dedup_cli.files.open_output` says (a file replaced
+    """stdout, or the output ``path`` written as :func:`dedup_cli.atomic_files.open_output` says (a file replaced
     atomically, a device or FIFO in place); flushed before the block ends, so that a closed pipe is seen here."""
     if path is None or path == "-":
         stream = sys.stdout.buffer if binary else sys.stdout

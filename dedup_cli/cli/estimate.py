@@ -8,9 +8,9 @@ from typing import Any
 import click
 
 from dedup_cli.cli.common import ESTIMATOR_BITS, echo_output, out_option, reports_errors
+from dedup_cli.cli.pandas_hidden import pandas_hidden
 from dedup_cli.options.finding import EstimateOptions
 from dedup_cli.options.vocabulary import DEFAULT_STORE, STORE_VARIABLE
-from dedup_cli.store.pandas_probe import pandas_hidden
 
 
 @click.command()
@@ -42,6 +42,6 @@ def estimate(arguments: tuple[str, ...], store: str | None, fmt: str, out: str |
     from dedup_cli.cli.summaries import estimate_lines
 
     store, ids = store_and_ids(store, arguments)
-    with pandas_hidden():  # signatures and re-read documents never need pandas (dedup_cli.store.pandas_probe)
+    with pandas_hidden():  # signatures and re-read documents never need pandas (dedup_cli.cli.pandas_hidden)
         record = api.estimate(ids, store, EstimateOptions(**given)).record()
     echo_output(json.dumps(record) if fmt == "json" else "\n".join(estimate_lines(record)), out)

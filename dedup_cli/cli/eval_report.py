@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from dedup_cli.candidates.banding import Banding
-from dedup_cli.engine.results import EvalResult
+from dedup_cli.engine.stages.results import EvalResult
 from dedup_cli.evaluation.accuracy import DomainAccuracy
 from dedup_cli.evaluation.retrieval import Retrieval
 from dedup_cli.evaluation.survey import Estimate

@@ -21,10 +21,10 @@ from dedup_cli.cli.common import (
     warn,
     write_records,
 )
+from dedup_cli.cli.pandas_hidden import pandas_hidden
 from dedup_cli.errors import UsageError
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.vocabulary import OUTPUT_FORMATS, OUTPUT_KINDS, default_store
-from dedup_cli.store.pandas_probe import pandas_hidden
 
 
 @click.command()
@@ -60,7 +60,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
     """
     import dedup_cli as api
     from dedup_cli.cli.summaries import find_store_line, find_summary, find_warnings
-    from dedup_cli.engine.results import fields_of, find_records
+    from dedup_cli.engine.stages.results import fields_of, find_records
 
     if kind == "triples" and given["ways"] != 3:
         raise UsageError("--output triples needs --ways 3")
@@ -68,7 +68,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
     options = FindOptions(group=group_method, engine=engine, **given)
     store = default_store(store)
     with StageBars(quiet) as stages:
-        with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.store.pandas_probe)
+        with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.cli.pandas_hidden)
             result = api.find(store, options, stages)
         totals = {"pairs": result.pair_count, "groups": result.group_count, "triples": result.triple_count}
         advance = stages.stage("writing", totals.get(kind), "records")

@@ -7,8 +7,8 @@ import json
 import click
 
 from dedup_cli.cli.common import echo_output, out_option, reports_errors
+from dedup_cli.cli.pandas_hidden import pandas_hidden
 from dedup_cli.options.vocabulary import default_store
-from dedup_cli.store.pandas_probe import pandas_hidden
 
 
 @click.command()
@@ -26,6 +26,6 @@ def info(store: str | None, out: str | None) -> None:
     """
     import dedup_cli as api
 
-    with pandas_hidden():  # reading a store never needs pandas (dedup_cli.store.pandas_probe)
+    with pandas_hidden():  # reading a store never needs pandas (dedup_cli.cli.pandas_hidden)
         found = api.info(default_store(store))
     echo_output(json.dumps(found.record(), indent=2), out)

@@ -1,6 +1,6 @@
 """The records ``filter --removed`` writes: one dict per dropped document, with stable fields.
 
-``find``'s own records are :func:`dedup_cli.engine.results.find_records`.
+``find``'s own records are :func:`dedup_cli.engine.stages.results.find_records`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dedup_cli.api.filter import FilterReport
-from dedup_cli.engine.results import round_value
+from dedup_cli.engine.stages.results import round_value
 
 REMOVED_FIELDS = ("id", "group", "representative", "similarity", "verified")
 

@@ -13,7 +13,7 @@ from dedup_cli.options.vocabulary import band_bits_label, bits_label
 if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
     from dedup_cli.api.filter import FilterReport
     from dedup_cli.api.sign import SignReport
-    from dedup_cli.engine.results import FindResult
+    from dedup_cli.engine.stages.results import FindResult
     from dedup_cli.inputs.report import ReadReport
 
 Flag = Callable[[str], str]

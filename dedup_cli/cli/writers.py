@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
-from dedup_cli.engine.results import FIELDS
+from dedup_cli.engine.stages.results import FIELDS
 from dedup_cli.inputs.decoding import tsv_field
 
 

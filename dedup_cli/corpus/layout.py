@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dedup_cli.atomic_files import open_output, path_kind
 from dedup_cli.errors import DedupError, UsageError
-from dedup_cli.files import open_output, path_kind
 from dedup_cli.inputs.locations import STDIN, Source, display_name
-from dedup_cli.storage.urls import absolute as absolute_path
-from dedup_cli.storage.urls import is_url
+from dedup_cli.objectstore.urls import absolute as absolute_path
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.version import __version__
 
 MARKER = ".dedup-filter.json"
@@ -53,7 +53,7 @@ def _is_directory(path: str) -> bool:
 def _holds_files(directory: str) -> tuple[bool, bool]:
     """(whether ``directory`` holds anything, whether it holds :data:`MARKER`)."""
     if is_url(directory):
-        from dedup_cli.storage import objects
+        from dedup_cli.objectstore import objects
 
         names = objects.names(directory)
         return bool(names) or objects.kind(directory) == "directory", MARKER in names

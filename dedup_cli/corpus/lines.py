@@ -16,12 +16,12 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.errors import InputError
+from dedup_cli.inputs.byte_streams import Prefixed, iter_raw_lines
 from dedup_cli.inputs.files import line_document
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import Prefixed, iter_raw_lines
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 

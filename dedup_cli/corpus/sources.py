@@ -2,7 +2,7 @@
 
 A whole file (one document) is hard-linked (or copied) unless it is dropped; it is read only when it is to be
 dropped, to check that its content is still the one signed. Line and Parquet files are filtered record by record
-(:mod:`dedup_cli.corpus.lines`, :mod:`dedup_cli.corpus.parquet`), and compressed lines are written compressed the
+(:mod:`dedup_cli.corpus.lines`, :mod:`dedup_cli.corpus.parquet_filter`), and compressed lines are written compressed the
 same way. A file the store never read (added since signing, or skipped by ``sign``) is copied whole.
 """
 
@@ -13,16 +13,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, BinaryIO
 
-from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.atomic_files import OutputError, open_input
 from dedup_cli.corpus.lines import filter_lines
-from dedup_cli.corpus.parquet import filter_parquet
+from dedup_cli.corpus.parquet_filter import filter_parquet
+from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.writers import compressed, link_or_copy, output_file
 from dedup_cli.errors import InputError
-from dedup_cli.files import OutputError, open_input
+from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, open_decompressed
 from dedup_cli.inputs.files import read_whole
 from dedup_cli.inputs.locations import STDIN, Source
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import READ_ERRORS, Counted, open_decompressed
 from dedup_cli.options.reading import InputOptions
 
 

@@ -18,8 +18,8 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
-from dedup_cli.files import WRITE_ERRNOS, OutputError, OutputStream, open_input, open_output
-from dedup_cli.storage.urls import is_url
+from dedup_cli.atomic_files import WRITE_ERRNOS, OutputError, OutputStream, open_input, open_output
+from dedup_cli.objectstore.urls import is_url
 
 
 class _KeepOpen(io.RawIOBase):
@@ -61,7 +61,7 @@ def compressed(stream: BinaryIO, compression: str | None) -> Iterator[BinaryIO]:
 @contextmanager
 def output_file(target: str | BinaryIO) -> Iterator[BinaryIO]:
     """``target`` itself when it is a stream, else the file at path ``target``, created (with its directory),
-    flushed and fsynced when the block ends; its write errors are :class:`~dedup_cli.files.OutputError`."""
+    flushed and fsynced when the block ends; its write errors are :class:`~dedup_cli.atomic_files.OutputError`."""
     if not isinstance(target, str):
         yield target
         return
@@ -85,7 +85,7 @@ def output_file(target: str | BinaryIO) -> Iterator[BinaryIO]:
 
 def link_or_copy(source: str, target: str | BinaryIO) -> None:
     """Put the file ``source`` at ``target``: a hard link where the file system allows one, else a copy (with the
-    modification time); into a stream, its bytes. Failures to write are :class:`~dedup_cli.files.OutputError`."""
+    modification time); into a stream, its bytes. Failures to write are :class:`~dedup_cli.atomic_files.OutputError`."""
     if not isinstance(target, str) or is_url(source) or is_url(target):  # bytes copied, through a stream
         with open_input(source) as handle, output_file(target) as out:
             shutil.copyfileobj(handle, out, 1 << 20)

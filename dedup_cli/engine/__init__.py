@@ -1,2 +1,3 @@
-"""Engines: the stages of sign and find as functions from arrays to arrays, and the local engine that runs
-them in this process (and its workers); a distributed engine maps the same stages over partitions."""
+"""Engines: the interface the commands call (:mod:`.engines`), the stages both engines run as functions from arrays
+to arrays (:mod:`.stages`), the local engine that runs them in this process and in workers forked from it
+(:mod:`.local`), and the Dask engine that maps them over partitions on a cluster (:mod:`.dask`)."""

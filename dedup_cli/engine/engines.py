@@ -1,10 +1,10 @@
 """Where the stages run: one interface, the local engine and the Dask engine behind it.
 
 The commands choose an engine with :func:`engine_for` and call its methods; they never branch on the engine
-themselves. Both engines run the same stage functions (:mod:`dedup_cli.engine.sign_stage`,
-:mod:`dedup_cli.engine.find_stages`, :mod:`dedup_cli.corpus.sources`): the local one in this process and its
+themselves. Both engines run the same stage functions (:mod:`dedup_cli.engine.stages.sign`,
+:mod:`dedup_cli.engine.stages.find`, :mod:`dedup_cli.corpus.sources`): the local one in this process and its
 pool of workers; the Dask one mapped over tasks, partitions and pieces on a cluster (:mod:`dedup_cli.engine.dask`),
-imported only when chosen. ``find`` on both follows one plan (:mod:`dedup_cli.engine.find_plan`).
+imported only when chosen. ``find`` on both follows one plan (:mod:`dedup_cli.engine.stages.plan`).
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
-from dedup_cli.engine.extras import require_dask
+from dedup_cli.engine.optional_engines import require_dask
 from dedup_cli.engine.progress import InputProgress, Progress, silent
 from dedup_cli.errors import UsageError
 from dedup_cli.inputs.locations import STDIN, FileRun, Source
 from dedup_cli.options.engines import EngineOptions
 
 if TYPE_CHECKING:
-    from dedup_cli.corpus.decisions import Decisions, SourceOutcome
-    from dedup_cli.engine.results import FindResult
-    from dedup_cli.engine.sign_stage import Signed
+    from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
+    from dedup_cli.engine.stages.results import FindResult
+    from dedup_cli.engine.stages.sign import Signed
     from dedup_cli.inputs.report import ReadReport
     from dedup_cli.kernel.choice import KernelChoice
     from dedup_cli.options.finding import FindOptions
@@ -89,20 +89,20 @@ class LocalEngine:
     def sign(self, sources: Iterable[Walked], stream: Any, run: StoreRun, index: DocumentIndex,
              params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
              progress: InputProgress, unchanged: Unchanged | None) -> Signed:
-        from dedup_cli.engine.local_sign import sign_locally
+        from dedup_cli.engine.local.sign import sign_locally
 
         return sign_locally(sources, stream, run, index, params, reading, workers, choice, read, progress, unchanged)
 
     def find(self, store: Store, options: FindOptions, progress: Progress = silent,
              reference: Store | None = None) -> FindResult:
-        from dedup_cli.engine import local
+        from dedup_cli.engine.local import find as local_find
 
-        return local.find([store] if reference is None else [store, reference], options, progress)
+        return local_find.find([store] if reference is None else [store, reference], options, progress)
 
     def filter_into_directory(self, sources: Sequence[Source], signed: Sequence[bool], targets: Sequence[str],
                               root: str, decisions: Decisions, reading: InputOptions, annotate: bool,
                               stdin: Any = None, progress: Advance | None = None) -> SourceOutcome:
-        from dedup_cli.corpus.decisions import SourceOutcome
+        from dedup_cli.corpus.record_decisions import SourceOutcome
         from dedup_cli.corpus.sources import filter_source
 
         total = SourceOutcome()
@@ -129,7 +129,7 @@ class DaskEngine:
              params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
              progress: InputProgress, unchanged: Unchanged | None) -> Signed:
         from dedup_cli.engine.dask.sign import sign_on_cluster
-        from dedup_cli.inputs.parquet import row_group_sizes
+        from dedup_cli.inputs.parquet_inputs import row_group_sizes
 
         # Every source is planned before a task starts: the total is known, and the kernel is decided once.
         planned = cast(list[Source], list(sources))  # from plan_inputs: a Source per file

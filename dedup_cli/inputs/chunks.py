@@ -4,7 +4,7 @@ A line file (lines, JSON Lines, integer sets; plain, compressed or stdin) is rea
 newline ending the line that crosses :data:`CHUNK_BYTES`, or after :data:`CHUNK_LINES` lines, whichever comes
 first. The cuts depend on the bytes alone (not on how reads return them), so a store is the same whoever
 reads the chunks. A line longer than ``max_document_bytes`` + 2 bytes is skipped as it is read and never held
-whole (:func:`dedup_cli.inputs.streams.iter_lines` does the same); without a limit one line is held whole,
+whole (:func:`dedup_cli.inputs.byte_streams.iter_lines` does the same); without a limit one line is held whole,
 however long. :func:`chunk_lines` splits a chunk into the lines, numbers and verdicts ``iter_lines`` gives.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli.inputs.byte_streams import READ_ERRORS, Position
 from dedup_cli.inputs.decoding import BOM
-from dedup_cli.inputs.streams import READ_ERRORS, Position
 
 CHUNK_BYTES = 1 << 20
 CHUNK_LINES = 4096
@@ -226,7 +226,7 @@ def _read_more(stream: Any, buffer: bytearray, low: int, high: int) -> tuple[int
 
 def chunk_lines(chunk: LineChunk, limit: int | None) -> Iterator[tuple[int, bytes | None, int]]:
     """(line number, the line without ``\\n``/``\\r\\n`` (and a byte-order mark opening line 1) or None when over
-    ``limit``, bytes consumed) for every line of ``chunk``: what :func:`dedup_cli.inputs.streams.iter_lines`
+    ``limit``, bytes consumed) for every line of ``chunk``: what :func:`dedup_cli.inputs.byte_streams.iter_lines`
     gives for the same lines, skipped ones included."""
     for number, consumed in chunk.skipped:
         yield number, None, consumed

@@ -27,14 +27,14 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from typing import BinaryIO, NamedTuple
 
+from dedup_cli.atomic_files import open_input
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.files import open_input
+from dedup_cli.inputs.byte_streams import COMPRESSION_SUFFIXES, READ_ERRORS
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME, FileRun, Source, display_name
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import COMPRESSION_SUFFIXES, READ_ERRORS
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
-from dedup_cli.storage.urls import is_url
 
 FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 _KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
@@ -300,7 +300,7 @@ def walk_sources(inputs: Sequence[str], options: InputOptions, report: ReadRepor
 
     Raised now: no input, stdin named twice or holding the file list, Parquet on stdin, an unreadable
     ``files_from``, a named input that does not exist, an input outside the id root. Raised when the walk reaches
-    it: a Parquet file without a named column (:func:`dedup_cli.inputs.parquet.check_columns`). Once the walk
+    it: a Parquet file without a named column (:func:`dedup_cli.inputs.parquet_inputs.check_columns`). Once the walk
     has ended, ``report.files_found`` and ``report.input_bytes`` (None when stdin is read) are set.
     """
     return _sources(walk_runs(inputs, options, report, stdin))
@@ -396,7 +396,7 @@ def _check_parquet(source: Source, options: InputOptions) -> None:
     """Stop the run when a Parquet file lacks a named column (one that cannot be read is reported later)."""
     import pyarrow.parquet as pq  # only with Parquet inputs: signing text starts without it
 
-    from dedup_cli.inputs.parquet import check_columns
+    from dedup_cli.inputs.parquet_inputs import check_columns
 
     try:
         with open_input(source.path) as handle:  # a local file, or an object (s3://)

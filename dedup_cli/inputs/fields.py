@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 from dedup_cli.errors import InputError
+from dedup_cli.inputs.byte_streams import READ_ERRORS
 from dedup_cli.inputs.decoding import clean, decode
 from dedup_cli.inputs.locations import STDIN, Location, parse_location
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.inputs.reread import is_change, reread_cells, reread_lines, unreadable
-from dedup_cli.inputs.streams import READ_ERRORS
 
 
 def _number(value: Any, field: str) -> float | str:

@@ -21,15 +21,15 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli.inputs.byte_streams import READ_ERRORS, compression, open_decompressed, read_capped
 from dedup_cli.inputs.columns import ColumnsBuilder, FileWheres, TextColumns
 from dedup_cli.inputs.decoding import BOM, clean, decode, json_record, whole_text
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path, record_location
 from dedup_cli.inputs.records import Document, IntegerSet, make_document
 from dedup_cli.inputs.remote import fetch_documents
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import READ_ERRORS, compression, open_decompressed, read_capped
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.reading import InputOptions
-from dedup_cli.storage.urls import is_url
 
 BINARY_SNIFF_BYTES = 8192
 

@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dedup_cli.atomic_files import open_input, rereadable
 from dedup_cli.errors import InputError
-from dedup_cli.files import open_input, rereadable
 from dedup_cli.inputs.decoding import tsv_unescape
 from dedup_cli.inputs.locations import display_name
 from dedup_cli.options.checks import literal

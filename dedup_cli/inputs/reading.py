@@ -6,7 +6,7 @@ non-blank line is one document), ``jsonl`` (each line is a JSON object whose ``t
 are found and named is :mod:`dedup_cli.inputs.discovery`; where each document came from is recorded as a
 location (:mod:`dedup_cli.inputs.locations`) so that it can be re-read.
 
-Reading is planned as tasks (:mod:`dedup_cli.inputs.planning`) that can be read anywhere
+Reading is planned as tasks (:mod:`dedup_cli.inputs.task_planning`) that can be read anywhere
 (:mod:`dedup_cli.inputs.tasks`); :func:`read_inputs` reads them here, one after the other, and ``sign`` hands
 them to its workers. Either way the run's report takes each task's findings in input order, and
 :func:`accept_documents` keeps the first document of each id.
@@ -23,9 +23,9 @@ import numpy as np
 from dedup_cli.inputs.columns import Wheres
 from dedup_cli.inputs.discovery import plan_sources, walk_runs
 from dedup_cli.inputs.locations import FileRun, Source
-from dedup_cli.inputs.planning import Unchanged, plan_tasks
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.task_planning import Unchanged, plan_tasks
 from dedup_cli.inputs.tasks import read_task
 from dedup_cli.options.reading import InputOptions
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.inputs.locations import display_name
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.storage.urls import is_url, normalised
+from dedup_cli.objectstore.urls import is_url, normalised
 
 
 def _relative(path: str, root: str) -> str:
@@ -53,7 +53,7 @@ def find_objects(named: Sequence[str], listed: Sequence[str], include: Sequence[
 
     ``matches(relative, patterns)`` is the glob test local files use.
     """
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     objects.require_s3(next(name for name in [*named, *listed] if is_url(name)))
     local = [name for name in [*named, *listed] if not is_url(name)]
@@ -104,11 +104,11 @@ def find_objects(named: Sequence[str], listed: Sequence[str], include: Sequence[
 def fetch_documents(paths: Sequence[str]) -> dict[str, tuple[bytes, os.stat_result] | OSError]:
     """The bytes and status of every object among ``paths``, fetched many at a time; local paths are not read
     here."""
-    from dedup_cli.storage import objects, streams
+    from dedup_cli.objectstore import object_streams, objects
 
     urls = [path for path in paths if is_url(path)]
     if not urls:
         return {}
-    fetched = streams.fetch(urls)
+    fetched = object_streams.fetch(urls)
     return {url: value if isinstance(value, OSError) else (value[0], objects.status_of(value[1]))
             for url, value in fetched.items()}

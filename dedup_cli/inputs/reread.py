@@ -3,7 +3,7 @@
 A document is read again with the same decoding as when it was signed; one that is gone (stdin, a missing file or
 object, a line that is gone), no longer decodes as it did, or whose content hash changed is None rather than
 guessed. A document that is there but cannot be read now (an I/O error, permission denied, a server that still
-fails after the retries of :mod:`dedup_cli.storage.objects`) is no change: it stops the run with one line naming
+fails after the retries of :mod:`dedup_cli.objectstore.objects`) is no change: it stops the run with one line naming
 it, since deciding its pairs by their estimate would give another answer than a run that could read it.
 """
 
@@ -17,14 +17,14 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from dedup_cli.atomic_files import open_input
 from dedup_cli.errors import InputError
-from dedup_cli.files import open_input
+from dedup_cli.inputs.byte_streams import READ_ERRORS, Prefixed, compression, iter_lines, open_decompressed, read_capped
 from dedup_cli.inputs.decoding import clean, decode, json_record, whole_text
 from dedup_cli.inputs.locations import STDIN, display_name, parse_location
-from dedup_cli.inputs.parquet import column_values
+from dedup_cli.inputs.parquet_inputs import column_values
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.inputs.remote import fetch_documents
-from dedup_cli.inputs.streams import READ_ERRORS, Prefixed, compression, iter_lines, open_decompressed, read_capped
 
 
 def reread_lines(path: str, numbers: set[int], field_name: str | None) -> dict[int, str]:

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dedup_cli.array_primitives import sorted_unique
+from dedup_cli.inputs.byte_streams import READ_ERRORS
 from dedup_cli.inputs.decoding import decode
 from dedup_cli.inputs.locations import STDIN, display_name, parse_location
 from dedup_cli.inputs.records import IntegerSet, set_hash
 from dedup_cli.inputs.reread import is_change, reread_lines, unreadable
-from dedup_cli.inputs.streams import READ_ERRORS
-from dedup_cli.primitives import sorted_unique
 
 
 def parse_set_line(line: str) -> tuple[str, np.ndarray]:

@@ -1,6 +1,6 @@
 """Reading tasks: the units of the inputs that a worker reads and turns into documents, wherever it runs.
 
-The process that plans a run (:mod:`dedup_cli.inputs.planning`) lists and stats the files and reads only what
+The process that plans a run (:mod:`dedup_cli.inputs.task_planning`) lists and stats the files and reads only what
 must be read in order: line files (cut into chunks of whole lines) and Parquet files (rows in batches). Workers
 do the rest, in parallel: open and read whole files, split and parse lines (JSON), turn Parquet cells into
 documents. A task is a small picklable value:
@@ -34,7 +34,7 @@ from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.reading import InputOptions
 
 if TYPE_CHECKING:
-    from dedup_cli.inputs.parquet import ParquetRows
+    from dedup_cli.inputs.parquet_inputs import ParquetRows
 
 Record = Document | IntegerSet
 
@@ -240,7 +240,7 @@ def read_task(task: ReadTask, options: InputOptions) -> TaskDocuments:
             read.add(_line_documents(task, chunk, options, read.report))
             _task_notes(task, read.report)
     elif isinstance(task, RowsTask):
-        from dedup_cli.inputs.parquet import row_documents  # only with Parquet inputs
+        from dedup_cli.inputs.parquet_inputs import row_documents  # only with Parquet inputs
 
         read.add(row_documents(task.rows, task.source, options, task.mtime_ns, read.report))
     else:

@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
+from dedup_cli.atomic_files import open_input, path_kind, rereadable
 from dedup_cli.errors import InputError
-from dedup_cli.files import open_input, path_kind, rereadable
 
 ID_FIELDS = ("id_a", "id_b")
 RESEMBLANCE_FIELDS = ("resemblance", "jaccard")

@@ -137,7 +137,7 @@ def compiling() -> bool:
 
 
 def _write_json(path: Path, content: dict[str, Any]) -> None:
-    from dedup_cli.files import atomic_write
+    from dedup_cli.atomic_files import atomic_write
 
     with atomic_write(path, binary=False) as stream:
         stream.write(json.dumps(content, indent=1) + "\n")

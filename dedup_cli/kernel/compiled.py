@@ -228,7 +228,7 @@ def sign_texts(texts: Sequence[str], params: SignatureParams) -> tuple[np.ndarra
     """Sign raw document texts (normalised as :mod:`dedup_cli.text.normalise` defines it).
 
     Returns (int64[n_docs] shingle counts, uint8[n_docs, params.signature_bytes] signatures), byte-identical
-    to :func:`dedup_cli.engine.sign_stage.sign_texts` with the numpy kernel.
+    to :func:`dedup_cli.engine.stages.sign.sign_texts` with the numpy kernel.
     """
     buffer, offsets, ascii_documents = encode_texts(texts)
     return sign_encoded(buffer, offsets, params, ascii_documents)

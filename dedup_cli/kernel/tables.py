@@ -3,7 +3,7 @@
 The compiled kernel (:mod:`dedup_cli.kernel.compiled`) is cached on disk by numba, and a cached function treats
 the globals it reads as constants frozen at compile time. So nothing it computes with is a global of another
 module: every constant, code-point table, key and hash family is built here, from the modules that define them
-for the numpy path (:mod:`dedup_cli.text`, :mod:`dedup_cli.minhash`, :mod:`dedup_cli.primitives`), and passed
+for the numpy path (:mod:`dedup_cli.text`, :mod:`dedup_cli.minhash`, :mod:`dedup_cli.array_primitives`), and passed
 at call time. A change there changes the arguments, never a stale compiled constant. Only numpy is imported.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli import primitives
+from dedup_cli import array_primitives
 from dedup_cli.minhash import oph
 from dedup_cli.minhash.kperm import HashFamily
 from dedup_cli.options.vocabulary import DEFAULT_TOKENISATION
@@ -92,7 +92,8 @@ def hash_constants() -> np.ndarray:
     """uint64[9]: the splitmix64 finaliser (3 shifts, 2 multipliers), then Horner's K and Q of word tokens, the
     position multiplier P of shingles and the offset C of character tokens."""
     return np.array([
-        primitives._SHIFT_30, primitives._SHIFT_27, primitives._SHIFT_31, primitives._MIX_1, primitives._MIX_2,
+        array_primitives._SHIFT_30, array_primitives._SHIFT_27, array_primitives._SHIFT_31, array_primitives._MIX_1,
+        array_primitives._MIX_2,
         tokens._CHUNK_START, tokens._CHUNK_MULTIPLIER, shingles._POSITION_MULTIPLIER, tokens._CHAR_OFFSET,
     ], dtype=np.uint64)
 

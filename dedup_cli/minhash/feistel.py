@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dedup_cli.primitives import mix64_inplace
+from dedup_cli.array_primitives import mix64_inplace
 
 
 def feistel(values: np.ndarray, round_keys: np.ndarray, half_bits: int, rows: np.ndarray | None = None,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.primitives import mix64_inplace
+from dedup_cli.array_primitives import mix64_inplace
 
 # Bounds the [k, chunk] buffer of the kernel to a few tens of MB whatever k and the document sizes are.
 _ELEMENTS_PER_CHUNK = 1 << 21

@@ -14,8 +14,8 @@ import sys
 
 import numpy as np
 
+from dedup_cli.array_primitives import mix64_inplace
 from dedup_cli.minhash.feistel import feistel
-from dedup_cli.primitives import mix64_inplace
 
 # Bounds the per-chunk temporaries of hashing the shingles to a few tens of MB whatever the document sizes are.
 _ELEMENTS_PER_CHUNK = 1 << 21

@@ -1,7 +1,7 @@
 """A work folder where ``find --work-dir`` keeps each completed stage, so a run killed part-way resumes there.
 
 Each stage's output is a set of named numpy arrays in one file, ``STAGE-KEY.npz``, written under a temporary name
-and renamed into place (:mod:`dedup_cli.files`), holding beside the arrays the SHA-256 of their bytes. KEY is a
+and renamed into place (:mod:`dedup_cli.atomic_files`), holding beside the arrays the SHA-256 of their bytes. KEY is a
 fingerprint of everything the output depends on: the store's snapshot (its manifest, or for a format 1 file its
 size, time and inode; and the reference store's with ``--against``), the version of dedup, the stage's own
 version (:data:`STAGE_VERSIONS`, raised whenever a stage's output would change), and the options that matter to
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli.atomic_files import atomic_write, path_kind
 from dedup_cli.errors import StoreError, UsageError
-from dedup_cli.files import atomic_write, path_kind
-from dedup_cli.storage.urls import is_url
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.store.store import Store
 from dedup_cli.version import __version__
 

@@ -27,11 +27,11 @@ import socket
 import threading
 import time
 
+from dedup_cli.atomic_files import process_alive
 from dedup_cli.errors import StoreError
-from dedup_cli.files import process_alive
-from dedup_cli.storage import objects
-from dedup_cli.storage.objects import ConditionFailed
-from dedup_cli.storage.urls import ObjectPath
+from dedup_cli.objectstore import objects
+from dedup_cli.objectstore.objects import ConditionFailed
+from dedup_cli.objectstore.urls import ObjectPath
 from dedup_cli.store.format import LOCK_NAME, MANIFEST_NAME
 from dedup_cli.store.manifest import Manifest, is_ours, listed_files, read_manifest_version, write_manifest
 

@@ -11,10 +11,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dedup_cli.atomic_files import atomic_write, unlink_quietly
 from dedup_cli.errors import StoreError
-from dedup_cli.files import atomic_write, unlink_quietly
+from dedup_cli.objectstore.urls import ObjectPath
 from dedup_cli.params import SignatureParams
-from dedup_cli.storage.urls import ObjectPath
 from dedup_cli.store.format import (
     FORMAT_VERSION,
     LIVE_ROW_RULE,
@@ -172,7 +172,7 @@ def read_manifest_version(path: Folder) -> tuple[bytes, str | None]:
     """The manifest's bytes and, in object storage, its version (the ETag a conditional commit names)."""
     try:
         if isinstance(path, ObjectPath):
-            from dedup_cli.storage import objects
+            from dedup_cli.objectstore import objects
 
             return objects.read_versioned(str(path / MANIFEST_NAME))
         return (path / MANIFEST_NAME).read_bytes(), None
@@ -194,10 +194,10 @@ def write_manifest(path: Folder, manifest: Manifest, version: str | None = None)
     Returns the new version (None locally).
 
     Raises:
-        dedup_cli.storage.objects.ConditionFailed: another run committed first (object storage).
+        dedup_cli.objectstore.objects.ConditionFailed: another run committed first (object storage).
     """
     if isinstance(path, ObjectPath):
-        from dedup_cli.storage import objects
+        from dedup_cli.objectstore import objects
 
         return objects.put(str(path / MANIFEST_NAME), manifest.to_json(), if_none_match=version is None,
                            if_match=version)

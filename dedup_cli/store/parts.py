@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from dedup_cli.files import fsync_path
-from dedup_cli.storage.urls import ObjectPath
+from dedup_cli.atomic_files import fsync_path
+from dedup_cli.objectstore.urls import ObjectPath
 from dedup_cli.store.places import Folder, ParquetSink, in_objects, new_name, remove, where_written
 
 PART_ROWS = 1 << 20

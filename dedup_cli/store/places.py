@@ -1,7 +1,7 @@
 """Where a store's files live: a local directory, or a prefix in object storage (``s3://bucket/sigs``).
 
 The store's code names its files as ``folder / name`` whatever the folder is (a ``Path``, or an
-:class:`~dedup_cli.storage.urls.ObjectPath`) and goes through these few functions for what differs: listing,
+:class:`~dedup_cli.objectstore.urls.ObjectPath`) and goes through these few functions for what differs: listing,
 deleting, reading, and writing a new file. A new file is written where no reader looks until a manifest lists it:
 locally under a temporary name (fsynced, then renamed by the commit), in object storage at its final name, which
 carries the writing run's random token so that two runs can never write the same object (a bucket has no rename,
@@ -20,8 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_cli.files import fsync_path, open_input, unlink_quietly
-from dedup_cli.storage.urls import ObjectPath, is_url
+from dedup_cli.atomic_files import fsync_path, open_input, unlink_quietly
+from dedup_cli.objectstore.urls import ObjectPath, is_url
 
 Folder = Path | ObjectPath
 """A store directory: a local path or an object storage prefix."""
@@ -51,7 +51,7 @@ def in_objects(folder: Folder) -> bool:
 def names(folder: Folder) -> list[str]:
     """The names of the files directly in ``folder``, sorted."""
     if isinstance(folder, ObjectPath):
-        from dedup_cli.storage import objects
+        from dedup_cli.objectstore import objects
 
         return sorted(objects.names(str(folder)))
     return sorted(os.listdir(folder))
@@ -60,7 +60,7 @@ def names(folder: Folder) -> list[str]:
 def remove(file: Folder) -> None:
     """Delete a file that may already be gone."""
     if isinstance(file, ObjectPath):
-        from dedup_cli.storage import objects
+        from dedup_cli.objectstore import objects
 
         objects.delete(str(file))
     else:
@@ -70,7 +70,7 @@ def remove(file: Folder) -> None:
 def remove_all(folder: Folder, files: Sequence[str]) -> None:
     """Delete the named files of ``folder`` (in object storage, a thousand a request)."""
     if isinstance(folder, ObjectPath):
-        from dedup_cli.storage import objects
+        from dedup_cli.objectstore import objects
 
         objects.delete_many([str(folder / name) for name in files])
         return
@@ -121,9 +121,9 @@ def new_file(file: Folder) -> Iterator[Any]:
     when the block ends), in object storage a stream whose upload completes when the block ends without an
     exception and is aborted otherwise."""
     if isinstance(file, ObjectPath):
-        from dedup_cli.storage import streams
+        from dedup_cli.objectstore import object_streams
 
-        with streams.writing(str(file)) as stream:
+        with object_streams.writing(str(file)) as stream:
             yield stream
         return
     try:

@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from dedup_cli.errors import StoreError
+from dedup_cli.objectstore.urls import ObjectPath
 from dedup_cli.params import SignatureParams
-from dedup_cli.storage.urls import ObjectPath
 from dedup_cli.store.compaction import compact_parts, compaction_due
 from dedup_cli.store.format import DocumentBatch, batch_table, part_schema, removal_schema
 from dedup_cli.store.leases import ObjectLock, UncertainCommit, commit_manifest

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from dedup_cli.atomic_files import path_kind
 from dedup_cli.errors import StoreError, UsageError
-from dedup_cli.files import path_kind
 from dedup_cli.inputs.locations import infer_id_root
+from dedup_cli.objectstore.objects import ConditionFailed, require_s3
+from dedup_cli.objectstore.urls import ObjectPath, is_url
 from dedup_cli.params import SignatureParams
-from dedup_cli.storage.objects import ConditionFailed, require_s3
-from dedup_cli.storage.urls import ObjectPath, is_url
 from dedup_cli.store.format import (
     FORMAT_VERSION,
     LEGACY_FORMAT_VERSION,

@@ -16,8 +16,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from dedup_cli.array_primitives import first_of_runs, mix64_inplace, sorted_unique
 from dedup_cli.options.vocabulary import CHAR_TOKENISATION, DEFAULT_TOKENISATION
-from dedup_cli.primitives import first_of_runs, mix64_inplace, sorted_unique
 from dedup_cli.text.normalise import check_unit
 from dedup_cli.text.tokens import char_hashes, check_tokenisation, token_streams
 

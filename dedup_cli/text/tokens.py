@@ -32,8 +32,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dedup_cli.array_primitives import mix64_inplace
 from dedup_cli.options.vocabulary import CHAR_TOKENISATION, DEFAULT_TOKENISATION
-from dedup_cli.primitives import mix64_inplace
 from dedup_cli.text import scripts
 from dedup_cli.text.normalise import case_folded_code_points, fold, space_code_points, word_code_points
 

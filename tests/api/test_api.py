@@ -11,11 +11,11 @@ import pytest
 from helpers import StoreWriter
 
 import dedup_cli as dedup
+from dedup_cli.atomic_files import atomic_write
 from dedup_cli.cli.main import flag, message
 from dedup_cli.errors import DedupError, OptionError, UsageError
 from dedup_cli.estimates import exact
 from dedup_cli.estimates.exact import pair_resemblances
-from dedup_cli.files import atomic_write
 from dedup_cli.minhash.feistel import feistel
 from dedup_cli.options.checks import literal
 from dedup_cli.options.finding import EstimateOptions, FindOptions

@@ -18,8 +18,8 @@ from helpers import REPO
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import EXIT_DUPLICATES, cli
-from dedup_cli.engine import sign_stage
-from dedup_cli.inputs import planning
+from dedup_cli.engine.stages import sign as sign_stage
+from dedup_cli.inputs import task_planning
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.store import open_store, read_store
 
@@ -172,7 +172,7 @@ def test_jobs_give_a_byte_identical_store(tmp_path: Path, monkeypatch: pytest.Mo
     corpus.mkdir()
     for index in range(120):
         (corpus / f"{index:03d}.txt").write_text(words(f"j{index % 40}w") + f" tail{index}")
-    monkeypatch.setattr(planning, "TASK_FILES", 16)  # many tasks, so the pool is used
+    monkeypatch.setattr(task_planning, "TASK_FILES", 16)  # many tasks, so the pool is used
     parts = {}
     for jobs in (1, 2):
         store = tmp_path / f"jobs{jobs}.parquet"
@@ -230,7 +230,7 @@ def test_a_dead_worker_fails_the_run_cleanly(tmp_path: Path, small_corpus: Path,
     before = snapshot(store)
     for index in range(40):
         (small_corpus / f"more{index}.txt").write_text(words(f"m{index}w"))
-    monkeypatch.setattr(planning, "TASK_FILES", 4)
+    monkeypatch.setattr(task_planning, "TASK_FILES", 4)
     monkeypatch.setattr(sign_stage, "sign_columns", _worker_dies)
     code, _, stderr = run("sign", str(small_corpus), "-o", str(store), "--jobs", "2")
     assert code == 1 and "a signing worker process died" in stderr and "Traceback" not in stderr

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from dedup_cli.cli.main import cli
 from dedup_cli.cli.writers import write_records
-from dedup_cli.engine.results import FIELDS
+from dedup_cli.engine.stages.results import FIELDS
 from dedup_cli.inputs.decoding import tsv_unescape
 from dedup_cli.inputs.members import read_members
 

@@ -19,7 +19,7 @@ from helpers import document_shingles, pair_codes_by_id, planted_families, raise
 import dedup_cli as dedup
 from dedup_cli.cli.eval_report import eval_record
 from dedup_cli.cli.main import cli
-from dedup_cli.engine.evaluation import SWEEP_THRESHOLDS
+from dedup_cli.engine.local.evaluation import SWEEP_THRESHOLDS
 from dedup_cli.errors import DedupError, InputError, OptionError
 from dedup_cli.estimates.exact import pair_resemblances
 from dedup_cli.estimates.intervals import confidence_interval_2way

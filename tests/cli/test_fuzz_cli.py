@@ -49,7 +49,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.cli.main import cli
-from dedup_cli.engine.results import FIELDS, RECORD_FIELDS
+from dedup_cli.engine.stages.results import FIELDS, RECORD_FIELDS
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import read_store
 

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 from helpers import REPO
 
+from dedup_cli.atomic_files import OutputError, open_output, output_target, rereadable
 from dedup_cli.cli.main import cli
-from dedup_cli.files import OutputError, open_output, output_target, rereadable
 
 BIBLE = REPO / "sample_corpora" / "bible-editions"
 LONG_NAME = "n" * 300

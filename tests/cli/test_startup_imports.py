@@ -23,16 +23,16 @@ WRITING = ["dedup_cli.store.runs", "dedup_cli.store.leases", "dedup_cli.store.lo
 
 UNUSED = {
     # find on a one-document store: no compute function runs, the output is JSON Lines, nothing is signed
-    "find": NEVER + WRITING + ["pyarrow.compute", "csv", "dedup_cli.engine.local_sign",
-                               "dedup_cli.engine.sign_stage", "dedup_cli.kernel.choice"],
+    "find": NEVER + WRITING + ["pyarrow.compute", "csv", "dedup_cli.engine.local.sign",
+                               "dedup_cli.engine.stages.sign", "dedup_cli.kernel.choice"],
     # info reads the shingle counts only
-    "info": NEVER + WRITING + ["pyarrow.compute", "dedup_cli.engine.local", "dedup_cli.engine.local_sign",
+    "info": NEVER + WRITING + ["pyarrow.compute", "dedup_cli.engine.local.find", "dedup_cli.engine.local.sign",
                                "dedup_cli.kernel.choice"],
     # estimate reads two documents' signatures; nothing is re-read without --exact
-    "estimate": NEVER + WRITING + ["dedup_cli.verification", "dedup_cli.engine.local",
-                                   "dedup_cli.engine.local_sign", "dedup_cli.kernel.choice"],
+    "estimate": NEVER + WRITING + ["dedup_cli.verification", "dedup_cli.engine.local.find",
+                                   "dedup_cli.engine.local.sign", "dedup_cli.kernel.choice"],
     # sign does not find
-    "sign": NEVER + ["dedup_cli.engine.local", "dedup_cli.engine.find_stages", "dedup_cli.engine.results"],
+    "sign": NEVER + ["dedup_cli.engine.local.find", "dedup_cli.engine.stages.find", "dedup_cli.engine.stages.results"],
 }
 
 
@@ -101,8 +101,8 @@ def test_sign_imports_only_what_it_uses(tmp_path: Path) -> None:
 def test_the_watch_sees_an_import(one_document_store: Path, tmp_path: Path) -> None:
     """The check above can fail: a module the command does import is reported."""
     arguments = ["find", str(one_document_store), "-t", "0.55", "-b", "2", "-q", "-o", str(tmp_path / "out")]
-    assert imported_after(arguments, ["dedup_cli.engine.find_stages", "pyarrow.parquet"]) == [
-        "dedup_cli.engine.find_stages", "pyarrow.parquet", "pyarrow.parquet.core"]
+    assert imported_after(arguments, ["dedup_cli.engine.stages.find", "pyarrow.parquet"]) == [
+        "dedup_cli.engine.stages.find", "pyarrow.parquet", "pyarrow.parquet.core"]
 
 
 def test_the_commands_are_imported_when_looked_up() -> None:

@@ -14,9 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dedup_cli.corpus import parquet as filtered_parquet
-from dedup_cli.corpus.decisions import Decisions, SourceOutcome
-from dedup_cli.corpus.pieces import (
+from dedup_cli.corpus import parquet_filter as filtered_parquet
+from dedup_cli.corpus.filter_pieces import (
     Piece,
     count_lines,
     filter_piece,
@@ -25,6 +24,7 @@ from dedup_cli.corpus.pieces import (
     line_ranges,
     row_group_runs,
 )
+from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.sources import filter_source
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.records import text_hash

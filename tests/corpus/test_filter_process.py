@@ -17,8 +17,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup_cli.corpus.decisions import Decisions
 from dedup_cli.corpus.lines import filter_lines
+from dedup_cli.corpus.record_decisions import Decisions
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.options.reading import InputOptions

@@ -6,7 +6,7 @@ import io
 import re
 
 from dedup_cli.cli.writers import write_records, write_records_parquet
-from dedup_cli.engine.results import RECORD_FIELDS, FindResult, find_records
+from dedup_cli.engine.stages.results import RECORD_FIELDS, FindResult, find_records
 
 FORMATS = ("jsonl", "tsv", "csv", "parquet")
 

@@ -11,7 +11,7 @@ from helpers import union_find_labels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli.engine.dask.components import connected_components, large_star, orient, small_star, symmetric
+from dedup_cli.engine.dask.star_components import connected_components, large_star, orient, small_star, symmetric
 from dedup_cli.groups.components import connected_components as local_components
 
 

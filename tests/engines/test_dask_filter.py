@@ -24,8 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 from dedup_cli.cli.main import cli
+from dedup_cli.engine.dask import end_on_workers
 from dedup_cli.engine.dask import filter as dask_filter
-from dedup_cli.engine.dask import tail
 from dedup_cli.options.engines import EngineOptions
 
 WORDS = 120
@@ -166,8 +166,8 @@ def test_decisions_streamed_from_the_cluster_against_a_reference(corpora: dict[s
     process chunk by chunk, here with --against: the same drops, representatives (of either store),
     similarities and bytes."""
     streamed = []
-    real = tail.conclude_on_cluster
-    monkeypatch.setattr(tail, "conclude_on_cluster", lambda *args: streamed.append(1) or real(*args))
+    real = end_on_workers.conclude_on_cluster
+    monkeypatch.setattr(end_on_workers, "conclude_on_cluster", lambda *args: streamed.append(1) or real(*args))
     summary = both(engine, tmp_path / "clean.jsonl", str(corpora["corpus"] / "a.jsonl"), "-s",
                    str(corpora["store"]), "--against", str(corpora["keyed.parquet"]), "--gather-limit", "120",
                    "--keep", "shortest", "--verify", "all", "-t", "0.8", removed="removed.csv")

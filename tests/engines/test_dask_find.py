@@ -18,9 +18,9 @@ from same_answers import assert_same_answers, without_time
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.cli.summaries import find_store_line, find_summary
-from dedup_cli.engine import extras
-from dedup_cli.engine.dask import tail
-from dedup_cli.engine.results import find_records
+from dedup_cli.engine import optional_engines
+from dedup_cli.engine.dask import end_on_workers
+from dedup_cli.engine.stages.results import find_records
 from dedup_cli.options.engines import EngineOptions
 
 SAMPLES = REPO / "sample_corpora"
@@ -136,8 +136,8 @@ def test_an_unreachable_scheduler_is_one_line(stores: dict[str, Path], monkeypat
 
 def test_without_the_extra_the_engine_says_how_to_install_it(stores: dict[str, Path], tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    real = extras.importlib.util.find_spec
-    monkeypatch.setattr(extras.importlib.util, "find_spec",
+    real = optional_engines.importlib.util.find_spec
+    monkeypatch.setattr(optional_engines.importlib.util, "find_spec",
                         lambda name, *rest: None if name == "distributed" else real(name, *rest))
     new = tmp_path / "new.parquet"
     for command in (["find", str(stores["sample"])], ["sign", str(SAMPLES / "licenses"), "-o", str(new)]):
@@ -157,7 +157,7 @@ def test_many_edges_end_per_component_on_the_workers(stores: dict[str, Path], en
                                                      options: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     # Nothing is gathered: components on the cluster, then output sorted there in chunks of 15 rows (the floor of
     # a chunk lowered, so that a small store's few hundred pairs make several).
-    monkeypatch.setattr(tail, "MIN_PAIRS_PER_PARTITION", 1)
+    monkeypatch.setattr(end_on_workers, "MIN_PAIRS_PER_PARTITION", 1)
     local = dedup.find(stores[store], dedup.FindOptions(**options))
     remote = dedup.find(stores[store], dedup.FindOptions(engine=engine, gather_limit=15, **options))
     assert remote.streamed is not None and len(list(remote.streamed.chunks("pairs"))) > 2

@@ -19,7 +19,7 @@ from same_answers import without_time
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
-from dedup_cli.engine.dask import tail
+from dedup_cli.engine.dask import end_on_workers
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.store.format import DocumentBatch
 
@@ -35,7 +35,7 @@ def three_results(stores: dict[str, Path], engine: EngineOptions) -> dict[str, d
     results = {"local": dedup.find(stores["sample"], dedup.FindOptions(**options)),
                "gathered": dedup.find(stores["sample"], dedup.FindOptions(engine=engine, **options))}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tail, "MIN_PAIRS_PER_PARTITION", 1)
+        patch.setattr(end_on_workers, "MIN_PAIRS_PER_PARTITION", 1)
         results["streamed"] = dedup.find(stores["sample"], dedup.FindOptions(engine=engine, gather_limit=10,
                                                                              **options))
     assert results["gathered"].streamed is None and results["streamed"].streamed is not None
@@ -80,7 +80,7 @@ def test_a_gather_limit_of_zero_streams_the_same_records_in_few_partitions(
     assert streamed.streamed is not None
     needed = streamed.profile["needed_pairs"]
     assert needed > 100  # a chunk per pair would be hundreds of partitions
-    assert streamed.streamed.partitions == -(-needed // tail.MIN_PAIRS_PER_PARTITION) == 1
+    assert streamed.streamed.partitions == -(-needed // end_on_workers.MIN_PAIRS_PER_PARTITION) == 1
     assert len(list(streamed.streamed.chunks("pairs"))) == len(list(streamed.streamed.chunks("groups"))) == 1
     for kind in KINDS:
         got = [tuple(item) for item in getattr(streamed, kind)()]

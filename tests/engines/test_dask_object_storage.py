@@ -21,7 +21,7 @@ BIBLE = SAMPLE_CORPORA / "bible-editions"
 
 def test_sign_and_find_on_a_cluster_against_a_bucket(bucket: str, engine: EngineOptions,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     fs = objects.client(bucket)
     for path in sorted(BIBLE.rglob("*.txt")):

@@ -22,8 +22,8 @@ from dedup_cli.minhash.packing import pack_values
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
-from dedup_cli.store.pieces import frame_words, store_pieces, words_to_packed
 from dedup_cli.store.store import create_store, open_store
+from dedup_cli.store.store_pieces import frame_words, store_pieces, words_to_packed
 
 PARAMS = SignatureParams(num_perm=64, bits=8)
 

@@ -1,4 +1,4 @@
-"""Both engines follow one plan (dedup_cli/engine/find_plan.py): the same decisions from the same store and options,
+"""Both engines follow one plan (dedup_cli/engine/stages/plan.py): the same decisions from the same store and options,
 the same fields in the keys of the stages they keep in a work folder (the Dask engine adds its divisions), one
 R0 − margin wherever find needs it, and kept stages reused by the next run of either engine, or recomputed when
 their key does not match (work of another version).
@@ -17,11 +17,13 @@ from distributed import Client
 from same_answers import assert_same_answers
 
 import dedup_cli as dedup
-from dedup_cli.candidates import triples
+from dedup_cli.candidates import candidate_triples
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
-from dedup_cli.engine import find_plan, find_stages, local
 from dedup_cli.engine.dask import find as dask_find
-from dedup_cli.engine.find_plan import FindPlan, plan_find
+from dedup_cli.engine.local import find as local_find
+from dedup_cli.engine.stages import find as find_stages
+from dedup_cli.engine.stages import plan as find_plan
+from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.checkpoints import WorkDir
@@ -61,11 +63,11 @@ def test_the_plan_decides_each_thing_once() -> None:
     # Triples ask more recall of each pair (the banding's target), and keep pairs down to R0 − margin.
     assert pairs.choice is not None and pairs.choice.recall_target == 0.99
     assert threes.choice is not None and threes.choice.recall_target == pair_recall_for_triples(0.99)
-    assert threes.triple_floor == threes.pair_floor == triples.pair_floor(0.5, 256, 2) < 0.5
+    assert threes.triple_floor == threes.pair_floor == candidate_triples.pair_floor(0.5, 256, 2) < 0.5
     assert pairs.triple_floor is None and everything.banding is None
     assert everything.depends_on("scored")["banding"] is None and everything.depends_on("scored")["method"] == "all"
     half = plan_find(dedup.FindOptions(bits=0.5), SignatureParams(num_perm=256, bits=1), 10, 10, None, 1, None)
-    assert half.pair_floor == triples.pair_floor(0.5, 128, 0.5)  # b = 1/2 compares k/2 XOR bits
+    assert half.pair_floor == candidate_triples.pair_floor(0.5, 128, 0.5)  # b = 1/2 compares k/2 XOR bits
     assert pairs.estimator == "b-bit, sparse limit (r ≈ 0)"
     dense = planned(max_shingle_count=params.universe // 100)
     assert dense.estimator == "b-bit with precise r = f/D (max r = 0.01)"
@@ -93,7 +95,7 @@ def both_plans(stores: dict[str, Path], options: dedup.FindOptions, engine: Engi
     """The local engine's plan, the Dask engine's (and its frames' divisions) for the same store and options."""
     chosen = opened(stores, options)
     with NumberedDocuments(chosen) as documents:
-        local_plan = local.plan_documents(documents, options)
+        local_plan = local_find.plan_documents(documents, options)
     remote = dataclasses.replace(options, engine=engine)
     frames = dask_find.read_frames(chosen[0], chosen[1] if len(chosen) > 1 else None, None)
     return local_plan, dask_find.plan_frames(frames, remote), frames.divisions
@@ -122,11 +124,11 @@ def test_the_triple_floor_is_one_number_in_every_place(stores: dict[str, Path], 
     the Dask engine gathers exactly the pairs the local engine keeps for triples with it."""
     options = find_options(stores, {"ways": 3, "bits": 2, "threshold": 0.4})
     with NumberedDocuments(opened(stores, options)) as documents:
-        plan = local.plan_documents(documents, options)
-    expected = 0.4 - triples.pair_margin(0.4, documents.params.num_perm, 2)
+        plan = local_find.plan_documents(documents, options)
+    expected = 0.4 - candidate_triples.pair_margin(0.4, documents.params.num_perm, 2)
     assert plan.pair_floor == plan.triple_floor == expected
     floors: dict[str, list[float | None]] = {"every pair": [], "triples": [], "scored": []}
-    every_pair, candidate_triples, conclude = (find_stages.every_pair_candidates, find_stages.candidate_triples,
+    every_pair, original_triples, conclude = (find_stages.every_pair_candidates, find_stages.candidate_triples,
                                                dask_find.conclude)
 
     def every_pair_spy(values: np.ndarray, bits: float, floor: float, *args: Any, **named: Any) -> Any:
@@ -135,7 +137,7 @@ def test_the_triple_floor_is_one_number_in_every_place(stores: dict[str, Path], 
 
     def triples_spy(*args: Any, floor: float | None = None, **named: Any) -> Any:
         floors["triples"].append(floor)
-        return candidate_triples(*args, floor=floor, **named)
+        return original_triples(*args, floor=floor, **named)
 
     gathered: list[int] = []
 
@@ -152,8 +154,8 @@ def test_the_triple_floor_is_one_number_in_every_place(stores: dict[str, Path], 
     assert floors["triples"] == [expected] * 3  # local lsh, local all, Dask gathered
     # The Dask engine gathered the accepted pairs and those at or above the floor: as many as the local engine's.
     with NumberedDocuments(opened(stores, options)) as documents:
-        scores, candidates = local.scored_candidates(documents, plan, None, None, None, Notes())
-        decisions = local.decided_candidates(candidates.store, scores.scored, plan, None, None, Notes())
+        scores, candidates = local_find.scored_candidates(documents, plan, None, None, None, Notes())
+        decisions = local_find.decided_candidates(candidates.store, scores.scored, plan, None, None, Notes())
     above = scores.scored.estimate >= expected
     assert np.count_nonzero(above & ~decisions.decided) > 0  # the floor matters here
     assert gathered == [int(np.count_nonzero(above | decisions.decided))]
@@ -182,7 +184,7 @@ def test_a_kept_stage_is_reused_by_the_next_run(stores: dict[str, Path], engine:
     assert sorted(path.name for path in work.iterdir()) == kept  # nothing new written
     store = open_store(stores["sample"])
     with NumberedDocuments([store]) as documents:
-        plan = local.plan_documents(documents, dataclasses.replace(options, engine=EngineOptions()))
+        plan = local_find.plan_documents(documents, dataclasses.replace(options, engine=EngineOptions()))
     extra = {} if on == "local" else {"divisions": dask_find.read_frames(store, None, None).divisions}
     for stage in find_plan.KEPT_STAGES:
         assert f"{stage}-{WorkDir(work, [store]).key(stage, **plan.depends_on(stage, **extra))}.npz" in kept

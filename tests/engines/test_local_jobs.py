@@ -21,7 +21,8 @@ from same_answers import assert_same_answers
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
-from dedup_cli.engine import band_rounds, find_stages, forked
+from dedup_cli.engine.local import band_rounds, forked
+from dedup_cli.engine.stages import find as find_stages
 from dedup_cli.errors import DedupError, OptionError
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch

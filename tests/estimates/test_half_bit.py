@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from dedup_cli.candidates.banding import required_num_perm, resolve_banding, row_agreement_probability
+from dedup_cli.candidates.candidate_triples import pair_margin
 from dedup_cli.candidates.match_bounds import min_xor_matches_for_threshold
-from dedup_cli.candidates.triples import pair_margin
 from dedup_cli.estimates.half_bit import (
     HALF_BIT,
     estimate_half_bit,

@@ -22,15 +22,15 @@ from hypothesis import strategies as st
 from dedup_cli.candidates import triangles as triangle_module
 from dedup_cli.candidates.banding import choose_banding
 from dedup_cli.candidates.buckets import candidate_pairs
+from dedup_cli.candidates.candidate_triples import candidate_triples, pair_margin
 from dedup_cli.candidates.triangles import WEDGE_BATCH, triangles
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
-from dedup_cli.candidates.triples import candidate_triples, pair_margin
-from dedup_cli.engine import find_plan
-from dedup_cli.engine.find_stages import find_triples
+from dedup_cli.engine.stages import plan as find_plan
+from dedup_cli.engine.stages.find import find_triples
 from dedup_cli.estimates import dense, intervals, three_way, two_way
-from dedup_cli.estimates import triples as triple_scoring
+from dedup_cli.estimates import triple_scores as triple_scoring
 from dedup_cli.estimates.pairs import score_pairs
-from dedup_cli.estimates.triples import ScoredTriples, score_triples
+from dedup_cli.estimates.triple_scores import ScoredTriples, score_triples
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
 from dedup_cli.minhash.packing import lowest_bits
 

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dedup_cli as dedup
-from dedup_cli.engine import local_sign
-from dedup_cli.inputs import blocks, discovery, planning
+from dedup_cli.engine.local import sign as local_sign
+from dedup_cli.inputs import blocks, discovery, task_planning
 from dedup_cli.inputs.chunks import LineChunk, chunk_lines
 from dedup_cli.inputs.columns import blank, blank_texts
 from dedup_cli.inputs.discovery import walk_files
@@ -218,7 +218,7 @@ def test_signing_starts_before_the_walk_ends(tmp_path: Path, monkeypatch: pytest
     corpus.mkdir()
     for index in range(60):
         (corpus / f"{index:02d}.txt").write_text(f"document {index} says a few words of its own " * 4)
-    monkeypatch.setattr(planning, "TASK_FILES", 4)  # 15 tasks; two workers hold at most 4 at a time
+    monkeypatch.setattr(task_planning, "TASK_FILES", 4)  # 15 tasks; two workers hold at most 4 at a time
     monkeypatch.setattr(discovery, "WALK_FILES", 4)  # the walk states the files four at a time
     events: list[str] = []
     real_status, real_take = discovery._status, local_sign.TasksDone.take

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from dedup_cli.cli.main import flag, message
 from dedup_cli.cli.summaries import read_warnings
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.inputs import decoding, files, parquet, streams
+from dedup_cli.inputs import byte_streams, decoding, files, parquet_inputs
 from dedup_cli.inputs.discovery import format_and_compression
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document, text_hash
@@ -172,7 +172,7 @@ def write_parquet(path: Path, columns: dict[str, list[Any]], row_group_size: int
 
 
 def test_parquet_rows_in_batches_across_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parquet, "PARQUET_BATCH_ROWS", 3)
+    monkeypatch.setattr(parquet_inputs, "PARQUET_BATCH_ROWS", 3)
     path = tmp_path / "docs.parquet"
     bodies = [f"document number {n}" for n in range(7)]
     write_parquet(path, {"key": list(range(100, 107)), "body": bodies, "other": [1.5] * 7})
@@ -471,7 +471,7 @@ def test_long_lines_are_skipped_in_chunks_and_numbering_continues(tmp_path: Path
         return line
 
     reader.readline = recording  # type: ignore[method-assign]
-    assert [(n, line) for n, line, _ in streams.iter_lines(reader, 1000)] == [(1, None), (2, b"next")]
+    assert [(n, line) for n, line, _ in byte_streams.iter_lines(reader, 1000)] == [(1, None), (2, b"next")]
     assert max(sizes) <= 1 << 20
 
 

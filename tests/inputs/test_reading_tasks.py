@@ -1,6 +1,6 @@
 """Reading as tasks: chunks of lines cut by the bytes alone and split as iter_lines splits, tasks that travel.
 
-The reference for lines is :func:`dedup_cli.inputs.streams.iter_lines` over the whole stream, what reading did
+The reference for lines is :func:`dedup_cli.inputs.byte_streams.iter_lines` over the whole stream, what reading did
 before it was cut into tasks: every line number, line (or None when over the limit) and byte count must be the
 same, whatever the blocks the stream returns and whether a chunk carries its lines or their place in the file.
 """
@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.inputs import chunks
+from dedup_cli.inputs.byte_streams import iter_lines
 from dedup_cli.inputs.chunks import LineChunk, chunk_lines, in_place_chunks, line_chunks
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import iter_lines
 from dedup_cli.inputs.tasks import FilesTask, LinesTask, read_task
 from dedup_cli.options.reading import InputOptions
 
@@ -155,8 +155,8 @@ def test_tasks_travel_small_and_read_the_same_anywhere(tmp_path: Path) -> None:
     report = ReadReport()
     documents = list(read_inputs([str(corpus)], InputOptions(), report))
     assert report.documents == 80 and [d.id for d in documents][:2] == ["00.txt", "01.txt"]
-    from dedup_cli.inputs.planning import plan_tasks
     from dedup_cli.inputs.reading import plan_inputs
+    from dedup_cli.inputs.task_planning import plan_tasks
 
     sources, stream = plan_inputs([str(corpus)], InputOptions(), ReadReport())
     tasks = list(plan_tasks(sources, InputOptions(), ReadReport(), stream))

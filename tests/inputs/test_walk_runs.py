@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dedup_cli as dedup
-from dedup_cli.inputs import discovery, planning
+from dedup_cli.inputs import discovery, task_planning
 from dedup_cli.inputs.locations import FileRun, Source
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.reading import InputOptions
@@ -69,16 +69,16 @@ def test_runs_give_the_files_and_tasks_of_a_source_per_file(tmp_path_factory: py
     options = InputOptions(**filters)
     whole, whole_report = walk(folder, options)  # every directory's files in one batch
     monkeypatch.setattr(discovery, "WALK_FILES", batch)
-    monkeypatch.setattr(planning, "TASK_FILES", task_files)
-    monkeypatch.setattr(planning, "TASK_BYTES", task_bytes)
+    monkeypatch.setattr(task_planning, "TASK_FILES", task_files)
+    monkeypatch.setattr(task_planning, "TASK_BYTES", task_bytes)
     batched, report = walk(folder, options)
     assert any(isinstance(item, FileRun) for item in batched)
     assert per_file(batched) == per_file(whole) and report == whole_report
     sources = per_file(batched)
     assert [source.id for source in sources] == sorted(source.id for source in sources)
     planned = [ReadReport(), ReadReport()]
-    from_runs = list(planning.plan_tasks(batched, options, planned[0], io.BytesIO()))
-    from_sources = list(planning.plan_tasks(sources, options, planned[1], io.BytesIO()))
+    from_runs = list(task_planning.plan_tasks(batched, options, planned[0], io.BytesIO()))
+    from_sources = list(task_planning.plan_tasks(sources, options, planned[1], io.BytesIO()))
     assert task_keys(from_runs) == task_keys(from_sources) and planned[0] == planned[1]
     unchanged = {source.id for source in sources[::3]}
     skipped = [ReadReport(), ReadReport()]
@@ -86,8 +86,8 @@ def test_runs_give_the_files_and_tasks_of_a_source_per_file(tmp_path_factory: py
     def known(identifier: str, location: str, status: os.stat_result) -> bool:
         return identifier in unchanged
 
-    from_runs = list(planning.plan_tasks(batched, options, skipped[0], io.BytesIO(), known))
-    from_sources = list(planning.plan_tasks(sources, options, skipped[1], io.BytesIO(), known))
+    from_runs = list(task_planning.plan_tasks(batched, options, skipped[0], io.BytesIO(), known))
+    from_sources = list(task_planning.plan_tasks(sources, options, skipped[1], io.BytesIO(), known))
     assert task_keys(from_runs) == task_keys(from_sources) and skipped[0] == skipped[1]
     assert skipped[0].unchanged > 0
 
@@ -112,7 +112,7 @@ def test_any_number_of_workers_signs_a_nested_folder_alike_incrementally(
 def _signs_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filters: dict[str, Any]) -> None:
     folder = nested_corpus(tmp_path)
     monkeypatch.setattr(discovery, "WALK_FILES", 3)
-    monkeypatch.setattr(planning, "TASK_FILES", 4)
+    monkeypatch.setattr(task_planning, "TASK_FILES", 4)
     results = {}
     for jobs in (1, 2, 3):
         store = tmp_path / f"store-{jobs}"

@@ -20,9 +20,10 @@ from helpers import REPO
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
-from dedup_cli.engine import sign_stage, sign_workers
-from dedup_cli.engine.sign_stage import sign_records, sign_task
-from dedup_cli.inputs import chunks, planning
+from dedup_cli.engine.local import sign_workers
+from dedup_cli.engine.stages import sign as sign_stage
+from dedup_cli.engine.stages.sign import sign_records, sign_task
+from dedup_cli.inputs import chunks, task_planning
 from dedup_cli.inputs.chunks import LineChunk
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.reading import read_inputs
@@ -186,7 +187,7 @@ def test_the_command_line_signs_and_finds_without_importing_pandas(tmp_path: Pat
 
 
 def test_pandas_hidden_hides_pandas_only_within() -> None:
-    from dedup_cli.store.pandas_probe import pandas_hidden
+    from dedup_cli.cli.pandas_hidden import pandas_hidden
 
     finders = list(sys.meta_path)
     with pandas_hidden():
@@ -203,7 +204,7 @@ def test_pandas_hidden_hides_pandas_only_within() -> None:
 def test_both_kernels_and_any_number_of_workers_write_the_same_store(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = mixed_corpus(tmp_path)
-    monkeypatch.setattr(planning, "TASK_FILES", 8)  # many tasks of each kind, so the workers share them
+    monkeypatch.setattr(task_planning, "TASK_FILES", 8)  # many tasks of each kind, so the workers share them
     monkeypatch.setattr(chunks, "CHUNK_LINES", 6)
     stores = {}
     for kernel, jobs in [("numpy", 1), ("numpy", 2), ("numba", 1), ("numba", 2)]:

@@ -1,6 +1,6 @@
 """The compiled signing kernel gives the numpy path's bytes.
 
-The reference is the numpy kernel of ``engine.sign_stage.sign_texts`` (shingles, minwise values, packing in
+The reference is the numpy kernel of ``engine.stages.sign.sign_texts`` (shingles, minwise values, packing in
 numpy), the path that writes stores without the ``fast`` extra. The kernel is compiled once and cached on disk
 beside its module, so these tests pay numba's compile only on the first run of a checkout.
 """
@@ -15,7 +15,7 @@ from helpers import SAMPLE_CORPORA, read_corpus, token_hashes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli.engine.sign_stage import sign_texts
+from dedup_cli.engine.stages.sign import sign_texts
 from dedup_cli.kernel import tables, tokenise
 from dedup_cli.params import SignatureParams
 from dedup_cli.text import shingles

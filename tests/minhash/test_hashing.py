@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dedup_cli.array_primitives import mix64
 from dedup_cli.minhash import kperm
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
-from dedup_cli.primitives import mix64
 
 
 def _brute_force(shingles: np.ndarray, family: HashFamily) -> np.ndarray:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from helpers import raises_worded
 
-from dedup_cli.engine.sign_stage import sign_batch
+from dedup_cli.array_primitives import mix64
+from dedup_cli.engine.stages.sign import sign_batch
 from dedup_cli.errors import UsageError
 from dedup_cli.estimates.three_way import estimate_3way, variance_3way
 from dedup_cli.estimates.two_way import estimate_2way, variance_2way
@@ -20,7 +21,6 @@ from dedup_cli.minhash.kperm import HashFamily
 from dedup_cli.minhash.oph import _BinOrders, _oph_keys, min_hash_values_oph
 from dedup_cli.minhash.packing import unpack_values
 from dedup_cli.params import SignatureParams
-from dedup_cli.primitives import mix64
 
 
 def reference_oph(shingles: np.ndarray, num_perm: int, seed: int) -> np.ndarray:

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dedup_cli as dedup
-from dedup_cli.engine.sign_workers import LineNumbering
-from dedup_cli.inputs import chunks, planning
+from dedup_cli.engine.local.sign_workers import LineNumbering
+from dedup_cli.inputs import chunks, task_planning
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import LineRangeTask, LinesTask, numbered_lines, task_documents
@@ -78,7 +78,7 @@ def test_the_store_and_every_report_are_the_same_whatever_the_ranges_and_jobs(
     path = tmp_path / "records.jsonl"
     data, bad = records_file(path)
     options = dedup.InputOptions(id_field=id_field)
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 1 << 30)  # one range: the lines numbered from 1 in order
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", 1 << 30)  # one range: the lines numbered from 1 in order
     expected_report = dedup.sign([str(path)], tmp_path / "expected", dedup.SignOptions(jobs=1, input=options))
     expected = contents(tmp_path / "expected")
     if id_field is None:  # every id is FILE:LINE
@@ -89,7 +89,7 @@ def test_the_store_and_every_report_are_the_same_whatever_the_ranges_and_jobs(
         assert [where for where, _ in expected_report.read.malformed] == [f"{path}:{n}"
                                                                           for n in sorted(bad + missing)]
         assert expected_report.read.duplicate_ids
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", range_bytes)
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", range_bytes)
     for jobs in (1, 2, 3):
         store = tmp_path / f"store-{jobs}"
         report = dedup.sign([str(path)], store, dedup.SignOptions(jobs=jobs, input=options))
@@ -113,7 +113,7 @@ def test_a_line_exactly_at_a_range_boundary_is_the_next_ranges(tmp_path: Path,
     # One byte earlier, line 3's first byte is still in the second range; one later, the first range takes it.
     assert chunks.read_range(str(path), 0, boundary - 1, size, mtime) == before
     assert chunks.read_range(str(path), 0, boundary + 1, size, mtime) == data[: boundary + len(lines[2]) + 1]
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", boundary)
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", boundary)
     report = dedup.sign([str(path)], tmp_path / "store", dedup.SignOptions(jobs=2, input=dedup.InputOptions(
         input_format="lines")))
     stored = dedup.read_store(tmp_path / "store")
@@ -185,9 +185,9 @@ def test_a_file_changed_after_it_was_planned_is_reported_once_and_not_half_numbe
     with open(path, "rb") as stream:
         head = stream.read(64)
     monkeypatch = pytest.MonkeyPatch()
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 300)
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", 300)
     try:
-        ranges = list(planning.line_ranges_of(source, os.stat(path), head))
+        ranges = list(task_planning.line_ranges_of(source, os.stat(path), head))
     finally:
         monkeypatch.undo()
     assert len(ranges) > 2 and ranges[-1].end == source.size and all(task_documents(r) >= 1 for r in ranges)
@@ -216,7 +216,7 @@ def test_the_driver_reads_nothing_of_a_plain_line_file(tmp_path: Path, monkeypat
     path.write_bytes(b"".join(json.dumps({"text": text(n)}).encode() + b"\n" for n in range(400)))
     with gzip.open(tmp_path / "records.jsonl.gz", "wb") as packed:
         packed.write(path.read_bytes())
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 1000)
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", 1000)
     opened: list[int] = []
     real_read = chunks.read_range
 
@@ -229,7 +229,7 @@ def test_the_driver_reads_nothing_of_a_plain_line_file(tmp_path: Path, monkeypat
 
     report = ReadReport()
     sources = plan_sources([str(path), str(tmp_path / "records.jsonl.gz")], InputOptions(), report, None)  # type: ignore[arg-type]
-    tasks = list(planning.plan_tasks(sources, InputOptions(), report, None, line_ranges=True))  # type: ignore[arg-type]
+    tasks = list(task_planning.plan_tasks(sources, InputOptions(), report, None, line_ranges=True))  # type: ignore[arg-type]
     ranges = [task for task in tasks if isinstance(task, LineRangeTask)]
     assert [(task.start, task.end) for task in ranges] == [(s, min(s + 1000, path.stat().st_size))
                                                            for s in range(0, path.stat().st_size, 1000)]
@@ -244,10 +244,10 @@ def test_integer_sets_cut_into_ranges_are_the_same_whatever_the_ranges_and_jobs(
     rows[17] = "s17\t12 not-a-number"  # malformed, its FILE:LINE reported alike
     path.write_text("\n".join(rows) + "\n")
     options = dedup.InputOptions(input_format="sets", universe=100)
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 1 << 30)
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", 1 << 30)
     expected_report = dedup.sign([str(path)], tmp_path / "expected", dedup.SignOptions(jobs=1, input=options))
     assert [where for where, _ in expected_report.read.malformed] == [f"{path}:18"]
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 13)
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", 13)
     for jobs in (1, 3):
         report = dedup.sign([str(path)], tmp_path / f"store-{jobs}", dedup.SignOptions(jobs=jobs, input=options))
         assert contents(tmp_path / f"store-{jobs}") == contents(tmp_path / "expected")
@@ -267,12 +267,12 @@ def test_a_worker_killed_in_a_range_names_it_and_nothing_is_stored(tmp_path: Pat
     from click.testing import CliRunner
 
     from dedup_cli.cli.main import cli
-    from dedup_cli.engine import sign_workers
+    from dedup_cli.engine.local import sign_workers
 
     path = tmp_path / "records.jsonl"
     records_file(path)
     store = tmp_path / "store"
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 500)
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", 500)
     monkeypatch.setattr(sign_workers, "numbered_lines", _dies_in_second_range)  # the forked workers inherit it
     result = CliRunner().invoke(cli, ["sign", str(path), "-o", str(store), "-j", "2", "-q"])
     lines = result.output.strip().splitlines()

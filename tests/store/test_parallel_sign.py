@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
-from dedup_cli.engine import local_sign, sign_workers
-from dedup_cli.inputs import chunks, planning
+from dedup_cli.engine.local import sign as local_sign
+from dedup_cli.engine.local import sign_workers
+from dedup_cli.inputs import chunks, task_planning
 from dedup_cli.store import parts as part_files
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
@@ -72,9 +73,9 @@ def corpus(root: Path, edit: int = 0) -> Path:
 
 @pytest.fixture
 def small_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(planning, "TASK_FILES", 4)
+    monkeypatch.setattr(task_planning, "TASK_FILES", 4)
     monkeypatch.setattr(chunks, "CHUNK_LINES", 6)
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 200)  # ranges of a line file cut through its lines
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", 200)  # ranges of a line file cut through its lines
     monkeypatch.setattr(part_files, "PART_ROWS", 9)  # parts roll, and rows read twice fall in several of them
     monkeypatch.setattr(local_sign, "MERGED_ROWS", 0)  # and stay apart
 
@@ -134,7 +135,7 @@ def test_whatever_the_tasks_the_store_holds_the_first_record_of_each_id(
     options = dedup.InputOptions(id_field="id")
     dedup.sign([str(folder / "first.jsonl")], expected, dedup.SignOptions(jobs=1, input=options))
     monkeypatch.setattr(chunks, "CHUNK_LINES", chunk)
-    monkeypatch.setattr(planning, "LINE_RANGE_BYTES", 31 * chunk)
+    monkeypatch.setattr(task_planning, "LINE_RANGE_BYTES", 31 * chunk)
     monkeypatch.setattr(part_files, "PART_ROWS", part_rows)
     monkeypatch.setattr(local_sign, "MERGED_ROWS", 1000 if joined else 0)
     report = dedup.sign([str(records)], folder / "store", dedup.SignOptions(jobs=jobs, input=options))

@@ -22,7 +22,7 @@ from helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli.primitives import mix64
+from dedup_cli.array_primitives import mix64
 from dedup_cli.text import normalise as normalisation
 from dedup_cli.text import shingles as shingling
 from dedup_cli.text.shingles import batch_shingles

@@ -7,7 +7,7 @@ from helpers import document_shingles, normalise, shingle_hashes, token_hashes
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dedup_cli.primitives import mix64
+from dedup_cli.array_primitives import mix64
 
 
 def test_normalise_folds_case_width_and_whitespace() -> None:

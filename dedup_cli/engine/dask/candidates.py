@@ -39,20 +39,26 @@ import numpy as np
 import pandas as pd
 from distributed import get_client
 
+from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.candidates.buckets import PairCodes, band_keys, band_pair_codes, key_dtype
 from dedup_cli.candidates.crossing import fingerprint_bits
-from dedup_cli.engine.band_rounds import band_ranges
 from dedup_cli.engine.dask import shares as share_tasks
-from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import DocumentFrames, reduced_meta, reduced_values
+from dedup_cli.engine.dask.kept_frames import keep_frame, kept_frame
+from dedup_cli.engine.local.band_rounds import band_ranges
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.params import SignatureParams
-from dedup_cli.primitives import sorted_unique
-from dedup_cli.storage.urls import is_url
 from dedup_cli.store.checkpoints import WorkDir
-from dedup_cli.store.pieces import StorePiece, frame_words, read_piece_signatures, read_piece_values, words_to_packed
+from dedup_cli.store.store_pieces import (
+    StorePiece,
+    frame_words,
+    read_piece_signatures,
+    read_piece_values,
+    words_to_packed,
+)
 
 SHARE_DOCUMENTS = 5_000_000
 """Documents a share holds at most: a task sorts one band of them at a time (about 46 bytes a document, 230 MB),

@@ -35,8 +35,8 @@ import dask
 from distributed import Client, LocalCluster, WorkerPlugin, futures_of, wait
 from distributed.scheduler import KilledWorker
 
+from dedup_cli.atomic_files import unlink_quietly
 from dedup_cli.errors import DedupError
-from dedup_cli.files import unlink_quietly
 from dedup_cli.options.checks import literal
 from dedup_cli.options.engines import EngineOptions
 from dedup_cli.processes import die_with_parent

@@ -3,7 +3,7 @@
 The decisions (one row per document to drop, from the Dask ``find``) are sent once to every worker. The inputs
 are cut into tasks of about :data:`TASK_BYTES`: runs of whole inputs, each filtered as the local engine filters it
 (:func:`dedup_cli.corpus.sources.filter_source`); an uncompressed line file larger than that by byte ranges cut at
-line ends, and a Parquet file by runs of row groups (:mod:`dedup_cli.corpus.pieces`), whose lines are first
+line ends, and a Parquet file by runs of row groups (:mod:`dedup_cli.corpus.filter_pieces`), whose lines are first
 counted so that each piece knows the number of its first line.
 
 - **A directory OUT**: every task writes under the scratch directory that replaces OUT when complete (a whole
@@ -29,8 +29,8 @@ from typing import Any, BinaryIO
 import numpy as np
 from distributed import Client, Future, as_completed
 
-from dedup_cli.corpus.decisions import Decisions, SourceOutcome
-from dedup_cli.corpus.pieces import (
+from dedup_cli.atomic_files import OutputError, unlink_quietly
+from dedup_cli.corpus.filter_pieces import (
     LINE_FORMATS,
     Piece,
     count_lines,
@@ -40,11 +40,11 @@ from dedup_cli.corpus.pieces import (
     line_ranges,
     row_group_runs,
 )
+from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.sources import filter_source
 from dedup_cli.corpus.writers import output_file
-from dedup_cli.files import OutputError, unlink_quietly
 from dedup_cli.inputs.locations import Source
-from dedup_cli.inputs.parquet import row_group_sizes
+from dedup_cli.inputs.parquet_inputs import row_group_sizes
 from dedup_cli.options.reading import InputOptions
 
 TASK_BYTES = 64 << 20

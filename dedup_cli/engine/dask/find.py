@@ -3,10 +3,10 @@
 read (pieces of the store, numbered by rank of id) → band keys per partition, candidates by a shuffle on the
 bucket a few bands at a time, de-duplicated by a shuffle on the pair → scores by two range joins → exact checks
 of the borderline pairs on the workers → decisions, aliases → the end of find (triples, groups, representatives)
-on the gathered edges when they are few (:mod:`.gather`), else per connected component on the workers
-(:mod:`.tail`). Every stage calls the local engine's functions on its part of the data, and documents are
+on the gathered edges when they are few (:mod:`.end_gathered`), else per connected component on the workers
+(:mod:`.end_on_workers`). Every stage calls the local engine's functions on its part of the data, and documents are
 numbered as the local engine numbers them, and every decision made before the first stage comes from the plan
-the local engine follows too (:mod:`dedup_cli.engine.find_plan`), so the result is the same (docs/scaling.md, "The
+the local engine follows too (:mod:`dedup_cli.engine.stages.plan`), so the result is the same (docs/scaling.md, "The
 Dask engine"). The steps (:func:`scored_candidates`, :func:`decided_candidates`, :func:`concluded`) are the local
 engine's, in the same order.
 """
@@ -21,10 +21,8 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 
-from dedup_cli.engine import local
-from dedup_cli.engine.dask import decisions, gather, tail
+from dedup_cli.engine.dask import end_gathered, end_on_workers, pair_decisions
 from dedup_cli.engine.dask.candidates import CandidateStats, candidate_pairs
-from dedup_cli.engine.dask.checkpoints import keep_frame, kept_frame
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import (
     DocumentFrames,
@@ -34,15 +32,17 @@ from dedup_cli.engine.dask.frames import (
     with_reference,
 )
 from dedup_cli.engine.dask.joins import score_candidates, scored_meta
-from dedup_cli.engine.filter_stages import member_details
-from dedup_cli.engine.find_plan import FindPlan, plan_find
-from dedup_cli.engine.find_stages import conclude, new_documents, store_runs
+from dedup_cli.engine.dask.kept_frames import keep_frame, kept_frame
+from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
-from dedup_cli.engine.results import FindResult
+from dedup_cli.engine.stages.filter import member_details
+from dedup_cli.engine.stages.find import conclude, new_documents, store_runs
+from dedup_cli.engine.stages.plan import FindPlan, plan_find
+from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.checkpoints import WorkDir
-from dedup_cli.store.pieces import store_pieces
 from dedup_cli.store.store import Store
+from dedup_cli.store.store_pieces import store_pieces
 from dedup_cli.verification import Verification
 
 
@@ -76,7 +76,7 @@ class Decisions:
 
     decided: dd.DataFrame
     aliases: np.ndarray
-    checked: decisions.Checked | None
+    checked: pair_decisions.Checked | None
 
     @property
     def verification(self) -> Verification | None:
@@ -95,7 +95,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     progress.stage("reading the store's pieces", None)
     frames = read_frames(store, reference, shuffle_method)
     if frames.documents == 0:
-        return local.find([store] if reference is None else [store, reference], options)
+        return local_find.find([store] if reference is None else [store, reference], options)
     laps.lap("read")
     plan = plan_frames(frames, options)
     work = None if options.work_dir is None else WorkDir(options.work_dir, [store] if reference is None
@@ -104,7 +104,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     laps.lap("scoring")
     progress.stage("exact checks and decisions", None)
     decided = decided_candidates(scores.scored, frames, plan, work, shuffle_method, progress)
-    needed = decided.decided.map_partitions(gather.needed, plan.triple_floor, meta=decided.decided._meta)
+    needed = decided.decided.map_partitions(end_gathered.needed, plan.triple_floor, meta=decided.decided._meta)
     candidates, needed_count = dask.compute(scores.scored.map_partitions(len).sum(),
                                             needed.map_partitions(len).sum())
     laps.lap("decisions")
@@ -132,7 +132,7 @@ def read_frames(store: Store, reference: Store | None, shuffle_method: str | Non
 
 
 def plan_frames(frames: DocumentFrames, options: FindOptions) -> FindPlan:
-    """The plan (:mod:`dedup_cli.engine.find_plan`) of a ``find`` of the documents of ``frames``."""
+    """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of the documents of ``frames``."""
     return plan_find(options, frames.params, frames.documents, frames.eligible, frames.reference_start,
                      frames.max_shingle_count, frames.run_span)
 
@@ -188,11 +188,11 @@ def decided_candidates(scored: dd.DataFrame, frames: DocumentFrames, plan: FindP
         decided_meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
         count = int(kept["checked"])
         return Decisions(kept_frame(work, "decisions", key, kept, decided_meta, frames.divisions), kept["aliases"],
-                         None if count < 0 else decisions.Checked(count, kept["unverifiable"].tolist()))
-    decided, checked = decisions.check_and_decide(scored, frames, plan.options.verify, plan.threshold,
+                         None if count < 0 else pair_decisions.Checked(count, kept["unverifiable"].tolist()))
+    decided, checked = pair_decisions.check_and_decide(scored, frames, plan.options.verify, plan.threshold,
                                                   shuffle_method)
-    alias_documents = decisions.aliases(decided, frames, shuffle_method)
-    (decided,) = settled(decisions.accept(decided, alias_documents))
+    alias_documents = pair_decisions.aliases(decided, frames, shuffle_method)
+    (decided,) = settled(pair_decisions.accept(decided, alias_documents))
     if work is not None and key is not None:
         keep_frame(work, "decisions", key, decided.to_delayed(), {
             "aliases": alias_documents, "checked": np.array(-1 if checked is None else checked.checked),
@@ -224,13 +224,14 @@ def concluded(needed: dd.DataFrame, needed_count: int, frames: DocumentFrames, r
     # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
     # component on the workers and the output streams from them in chunks no larger.
     if needed_count > plan.options.gather_limit:
-        return tail.conclude_on_cluster(needed, frames, reduced, alias_documents, plan, common, shuffle_method)
-    got = gather.gather(needed.compute(), frames.params, frames, reduced, bits)
+        return end_on_workers.conclude_on_cluster(needed, frames, reduced, alias_documents, plan, common,
+                                                  shuffle_method)
+    got = end_gathered.gather(needed.compute(), frames.params, frames, reduced, bits)
     start = frames.reference_start
     in_reference = None if start is None else got.docs >= start
     new = new_documents(store_runs(got.store), plan.options.new_since, in_reference)
     local_aliases = np.searchsorted(got.docs, alias_documents[np.isin(alias_documents, got.docs)])
-    done = conclude(got.store, got.values, gather.ratios(got.store), got.scored, got.exact, got.decided,
+    done = conclude(got.store, got.values, end_gathered.ratios(got.store), got.scored, got.exact, got.decided,
                     local_aliases, new, plan, in_reference)
     result = FindResult(store=got.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
                         grouping=done.groups, weakest=done.weakest, kept=done.kept,

@@ -34,7 +34,7 @@ import pandas as pd
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.minhash.packing import lowest_bits, pack_values, unpack_values
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.pieces import (
+from dedup_cli.store.store_pieces import (
     StorePiece,
     frame_words,
     packed_to_words,

@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from dedup_cli.engine.dask.frames import bit_columns
-from dedup_cli.engine.find_stages import set_size_ratios
+from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs, score_matches
 from dedup_cli.minhash.packing import unpack_values
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.pieces import frame_words, words_to_packed
+from dedup_cli.store.store_pieces import frame_words, words_to_packed
 
 if TYPE_CHECKING:
     from dedup_cli.engine.dask.candidates import Candidates

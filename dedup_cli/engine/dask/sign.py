@@ -4,7 +4,7 @@ The driver lists the inputs, takes the store's writer lock and reads its documen
 (:mod:`dedup_cli.api.sign`); it cuts the inputs into tasks of about :data:`TASK_BYTES` (runs of files in id
 order; a Parquet file larger than that by row groups) and gives each task the stored entries of its documents, so
 that unchanged files and records are skipped there without being signed. Each task reads with
-:func:`dedup_cli.inputs.reading.read_sources`, signs with :func:`dedup_cli.engine.sign_stage.sign_records` and
+:func:`dedup_cli.inputs.reading.read_sources`, signs with :func:`dedup_cli.engine.stages.sign.sign_records` and
 writes its rows as one part under a temporary name (:func:`dedup_cli.store.runs.write_task_part`). The driver then
 drops what the tasks could not know alone (an id already read by an earlier task; a record with an id field whose
 stored copy is unchanged), adopts the parts into the run and commits once: the manifest replace is still the only
@@ -29,7 +29,7 @@ from distributed import as_completed, get_client
 from distributed.scheduler import KilledWorker
 
 from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
-from dedup_cli.engine.sign_stage import Record, Signed, batches, hasher_for, sign_records
+from dedup_cli.engine.stages.sign import Record, Signed, batches, hasher_for, sign_records
 from dedup_cli.errors import DedupError
 from dedup_cli.inputs.locations import Source, where_read
 from dedup_cli.inputs.reading import read_sources

@@ -19,14 +19,14 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 from typing import Any, BinaryIO
 
+from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, Position, Prefixed, compression, open_decompressed
 from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, NEWLINE, LineChunk, in_place_chunks, line_chunks
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
 from dedup_cli.inputs.locations import STDIN, FileRun, Source, location_path
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.streams import READ_ERRORS, Counted, Position, Prefixed, compression, open_decompressed
 from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LineRangeTask, LinesTask, ReadTask, RowsTask
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.reading import InputOptions
-from dedup_cli.storage.urls import is_url
 
 Unchanged = Callable[[str, str, os.stat_result], bool]
 """Told (id, location, stat) of a whole text file before it is read; True skips it as already signed."""
@@ -170,7 +170,7 @@ def _source_tasks(source: Source, options: InputOptions, report: ReadReport, std
         with open_decompressed(source.path, source.compression) as (stream, status, position):
             mtime_ns = status.st_mtime_ns if status is not None else 0
             if source.format == "parquet":
-                from dedup_cli.inputs.parquet import open_parquet, parquet_rows  # only with Parquet inputs
+                from dedup_cli.inputs.parquet_inputs import open_parquet, parquet_rows  # only with Parquet inputs
 
                 parquet = open_parquet(stream, source, report)
                 for rows in [] if parquet is None else parquet_rows(parquet, source, options, TASK_FILES, TASK_BYTES):

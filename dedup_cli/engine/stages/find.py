@@ -2,7 +2,7 @@
 
 read → eligible documents and set-size ratios → candidate pairs (LSH banding or every pair) → scores →
 exact checks of the borderline pairs → accepted pairs (less the same-file aliases) → triples → groups →
-representatives. :mod:`dedup_cli.engine.local` runs them in order on the whole store in memory; a distributed
+representatives. :mod:`dedup_cli.engine.local.find` runs them in order on the whole store in memory; a distributed
 engine runs the per-document stages on partitions and the per-pair stages on shuffled pair lists, with the
 same functions (docs/architecture.md, "Engines").
 """
@@ -15,27 +15,27 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.candidates.allpairs import all_pairs
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.buckets import CandidateResult, bands_pair_codes, candidate_pairs
+from dedup_cli.candidates.candidate_triples import EstimatedPairs, candidate_triples
 from dedup_cli.candidates.match_bounds import min_matches_for_threshold, min_xor_matches_for_threshold
 from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
-from dedup_cli.candidates.triples import EstimatedPairs, candidate_triples
-from dedup_cli.engine import forked
-from dedup_cli.engine.find_plan import FindPlan
-from dedup_cli.engine.forked import chunk_bounds, forked_map, useful_workers
+from dedup_cli.engine.local import forked
+from dedup_cli.engine.local.forked import chunk_bounds, forked_map, useful_workers
+from dedup_cli.engine.stages.plan import FindPlan
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
-from dedup_cli.estimates.triples import ScoredTriples, score_triples
+from dedup_cli.estimates.triple_scores import ScoredTriples, score_triples
 from dedup_cli.groups.components import Groups, group_components
 from dedup_cli.groups.representatives import representatives, weakest_estimates
 from dedup_cli.groups.strict import strict_groups
 from dedup_cli.inputs.fields import field_values
 from dedup_cli.inputs.reread import same_file_aliases
-from dedup_cli.primitives import sorted_unique
-from dedup_cli.storage.urls import is_url
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
 
@@ -77,7 +77,7 @@ def every_pair_candidates(values: np.ndarray, bits: float, floor: float, r: np.n
     (int64[m] first, int64[m] second).
 
     The margin keeps the pairs a triple or an exact check may still need
-    (:func:`dedup_cli.candidates.triples.pair_margin`, at k = ``values.shape[1]``). With ``jobs`` > 1, forked
+    (:func:`dedup_cli.candidates.candidate_triples.pair_margin`, at k = ``values.shape[1]``). With ``jobs`` > 1, forked
     workers compare blocks of rows of the upper triangle (worker w the blocks w, w + jobs, …, which balances the
     shrinking rows), handed back in order: the same pairs. With b = 1/2 ``values`` are the XOR bits, compared as
     1-bit values.
@@ -197,8 +197,8 @@ def find_triples(
     """Triples with 3-way estimate R̂ ≥ R0, sorted by descending estimate, then by documents.
 
     The whole 3-way step after the candidate pairs: keep candidate pairs with R̂_ij ≥ R0 − margin, take the
-    triangles (:func:`dedup_cli.candidates.triples.candidate_triples`), score them
-    (:func:`dedup_cli.estimates.triples.score_triples`), keep R̂ ≥ R0. For ≥ 0.99 of triples with R ≥ R0 to
+    triangles (:func:`dedup_cli.candidates.candidate_triples.candidate_triples`), score them
+    (:func:`dedup_cli.estimates.triple_scores.score_triples`), keep R̂ ≥ R0. For ≥ 0.99 of triples with R ≥ R0 to
     become candidates, the banding must have been chosen with the per-pair recall of
     :func:`dedup_cli.candidates.triple_recall.pair_recall_for_triples`.
 

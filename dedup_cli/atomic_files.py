@@ -11,7 +11,7 @@ replaced and stays a link; a character or block device, a FIFO, a socket, or the
 (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``, what ``>(command)`` passes) is opened and written in
 place, as every Unix tool does, so ``-o /dev/null`` never replaces the device. An ``s3://`` URL names an object,
 written in one PUT or one multipart upload that the server makes visible only when it is complete: atomic by
-nature, like the rename (:mod:`dedup_cli.storage.objects`).
+nature, like the rename (:mod:`dedup_cli.objectstore.objects`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from dedup_cli.objectstore.urls import is_url
 from dedup_cli.processes import running
-from dedup_cli.storage.urls import is_url
 
 MAX_LINK_HOPS = 40
 """Symbolic links followed before a path is called a loop (ELOOP), as the kernel does."""
@@ -242,7 +242,7 @@ def path_kind(path: str | os.PathLike[str]) -> str | None:
         OSError: the path cannot be examined (a loop of links, a name too long, a component that is a file).
     """
     if is_url(path):
-        from dedup_cli.storage import objects
+        from dedup_cli.objectstore import objects
 
         return objects.kind(str(path))
     try:
@@ -383,11 +383,11 @@ def open_output(path: str | os.PathLike[str], binary: bool = True) -> Iterator[A
 @contextmanager
 def _object_output(url: str, binary: bool) -> Iterator[Any]:
     """A stream onto the object ``url``, complete when the block ends without an exception, else never written."""
-    from dedup_cli.storage import streams
+    from dedup_cli.objectstore import object_streams
 
     written = False
     try:
-        with streams.writing(url) as raw:
+        with object_streams.writing(url) as raw:
             if binary:
                 yield OutputStream(raw, url)
             else:
@@ -405,9 +405,9 @@ def _object_output(url: str, binary: bool) -> Iterator[Any]:
 def open_input(path: str | os.PathLike[str]) -> Any:
     """A binary file to read the input ``path`` from: a local file, or an object (read in large ranged GETs)."""
     if is_url(path):
-        from dedup_cli.storage import streams
+        from dedup_cli.objectstore import object_streams
 
-        return streams.open_read(str(path))
+        return object_streams.open_read(str(path))
     return open(path, "rb")  # noqa: SIM115 - the caller closes it
 
 
@@ -434,7 +434,7 @@ def output_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
 
 def remove_others(url: str, names: list[str]) -> None:
     """Delete the objects under the prefix ``url`` other than ``names`` (keys relative to it)."""
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     keep = {f"{url}/{name}" for name in names}
     objects.delete_many([item.url for item in objects.listing(url) if item.url not in keep])

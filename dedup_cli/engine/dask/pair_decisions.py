@@ -20,13 +20,13 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.dask.joins import attach, scored_meta
-from dedup_cli.engine.find_stages import decide, without
+from dedup_cli.engine.stages.find import decide, without
 from dedup_cli.inputs.reread import file_identity
 from dedup_cli.params import SignatureParams
-from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import pairs_to_verify, verify_pairs
 

@@ -1,10 +1,10 @@
 """The end of find when its edges are many: per connected component on the workers, and the output spilled in order.
 
 1. **Components** of the graph of the pairs the end of find needs (the accepted ones, and with ``ways=3`` those
-   within the triple margin) by large-star/small-star on the cluster (:mod:`.components`). Every triangle and
+   within the triple margin) by large-star/small-star on the cluster (:mod:`.star_components`). Every triangle and
    every group lies inside one component of that graph.
 2. The pairs and their documents (b-bit values, counts, runs, ids) are **shuffled by component**, so a partition
-   holds whole components; on each, :func:`dedup_cli.engine.find_stages.conclude` (the local engine's end of find)
+   holds whole components; on each, :func:`dedup_cli.engine.stages.find.conclude` (the local engine's end of find)
    runs on the partition's documents renumbered in id order. On a disjoint union of components it gives what it
    gives on each, and every stage in it depends only on the order of documents, so the union of the partitions'
    answers is the local engine's answer.
@@ -28,15 +28,15 @@ import numpy as np
 import pandas as pd
 
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.components import connected_components
 from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach
-from dedup_cli.engine.filter_stages import member_details
-from dedup_cli.engine.find_plan import FindPlan
-from dedup_cli.engine.find_stages import conclude, new_documents, set_size_ratios
-from dedup_cli.engine.results import FindResult, MemberDetails
+from dedup_cli.engine.dask.star_components import connected_components
+from dedup_cli.engine.stages.filter import member_details
+from dedup_cli.engine.stages.find import conclude, new_documents, set_size_ratios
+from dedup_cli.engine.stages.plan import FindPlan
+from dedup_cli.engine.stages.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
-from dedup_cli.estimates.triples import ScoredTriples
+from dedup_cli.estimates.triple_scores import ScoredTriples
 from dedup_cli.groups.components import Groups
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures

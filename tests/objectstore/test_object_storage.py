@@ -26,7 +26,7 @@ from helpers import REPO, bible_jsonl
 from s3_server import ACCESS_KEY, FaultProxy, Faults, S3Server
 
 from dedup_cli.cli.main import cli
-from dedup_cli.storage.urls import ObjectPath
+from dedup_cli.objectstore.urls import ObjectPath
 
 pytest.importorskip("s3fs", reason="object storage needs the s3 extra: pip install 'dedup-cli[s3]'")
 
@@ -47,7 +47,7 @@ def dedup(*args: str, environment: dict[str, str] | None = None, **options: obje
 
 
 def upload(local: Path, url: str) -> None:
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     fs = objects.client(url)
     for path in sorted(local.rglob("*")):
@@ -56,13 +56,13 @@ def upload(local: Path, url: str) -> None:
 
 
 def read(url: str) -> bytes:
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     return objects.read_bytes(url)
 
 
 def keys(url: str) -> list[str]:
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     return [item.url[len(url) + 1:] for item in objects.listing(url)]
 
@@ -196,7 +196,7 @@ def test_filter_mirrors_a_prefix_into_another_as_it_mirrors_a_folder(bucket: str
     remote = {key: read(f"{bucket}/clean/{key}") for key in keys(f"{bucket}/clean") if key != ".dedup-filter.json"}
     assert remote == local and len(local) == 8
     assert ".dedup-filter.json" in keys(f"{bucket}/clean")
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     objects.put(f"{bucket}/clean/stale.txt", b"left by an earlier output")
     code, _, stderr = invoke("filter", f"{bucket}/corpus/", "-s", f"{bucket}/sigs", "-o", f"{bucket}/clean/", "-t",
@@ -210,8 +210,8 @@ def test_filter_mirrors_a_prefix_into_another_as_it_mirrors_a_folder(bucket: str
 
 
 def test_an_output_object_is_replaced_whole_or_not_at_all(bucket: str) -> None:
-    from dedup_cli.files import open_output
-    from dedup_cli.storage import objects
+    from dedup_cli.atomic_files import open_output
+    from dedup_cli.objectstore import objects
 
     url = f"{bucket}/out/groups.jsonl"
     with open_output(url, binary=False) as stream:
@@ -305,13 +305,13 @@ def test_sign_killed_at_random_moments_leaves_the_store_old_or_new(bucket: str, 
     assert after.documents == 3008
     listed = {part.file for part in after.manifest.parts} | {"_dedup_manifest.json"}
     assert set(keys(store)) == listed  # nothing of the killed runs is left
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     assert objects.unfinished_uploads(store) == []
 
 
 def test_a_dead_holder_on_this_host_is_taken_over_and_a_live_one_on_another_is_not(bucket: str) -> None:
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     store = f"{bucket}/sigs"
     assert invoke("sign", str(BIBLE / "KJV"), "-o", store, "-q")[0] == 0

@@ -58,7 +58,7 @@ def pair_margin(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_
 def pair_floor(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_MARGIN_Z) -> float:
     """R0 − :func:`pair_margin`: the lowest 2-way estimate a pair may have and still be an edge of a candidate
     triple (arguments as :func:`pair_margin`'s). ``find`` computes it once, in its plan
-    (:mod:`dedup_cli.engine.find_plan`), for every stage that needs it."""
+    (:mod:`dedup_cli.engine.stages.plan`), for every stage that needs it."""
     return threshold - pair_margin(threshold, num_perm, bits, z)
 
 

@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_cli.corpus.decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.lines import ANNOTATION_FIELDS
+from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.decoding import decode
 from dedup_cli.inputs.locations import Source
-from dedup_cli.inputs.parquet import check_columns, column_values, row_identifier
+from dedup_cli.inputs.parquet_inputs import check_columns, column_values, row_identifier
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions

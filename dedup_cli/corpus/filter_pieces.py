@@ -6,7 +6,7 @@ into the bytes that filtering the input whole writes.
   before it counted by :func:`count_lines`). Lines are copied byte for byte, so the outputs of consecutive pieces,
   concatenated (:func:`join_lines`), are the output of the whole file.
 - A **Parquet piece** is a run of row groups. A whole file is filtered in batches of
-  :data:`~dedup_cli.corpus.parquet.PARQUET_FILTER_ROWS` rows counted from its first row, which run across row
+  :data:`~dedup_cli.corpus.parquet_filter.PARQUET_FILTER_ROWS` rows counted from its first row, which run across row
   groups, and each batch becomes one row group of the output; a piece filters the same batches, a batch that a
   piece boundary cuts in two becoming two fragments, and writes its fragments as an Arrow IPC stream with the
   number of the batch each belongs to. :func:`join_parquet` merges the fragments of each batch and writes one row
@@ -25,14 +25,14 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_cli.corpus import parquet as filtered_parquet
-from dedup_cli.corpus.decisions import Decisions, SourceOutcome
+from dedup_cli.atomic_files import OutputError
+from dedup_cli.corpus import parquet_filter as filtered_parquet
 from dedup_cli.corpus.lines import filter_lines
-from dedup_cli.corpus.parquet import filter_batch, output_schema, parquet_writer
+from dedup_cli.corpus.parquet_filter import filter_batch, output_schema, parquet_writer
+from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.sources import read_failure
-from dedup_cli.files import OutputError
+from dedup_cli.inputs.byte_streams import READ_ERRORS
 from dedup_cli.inputs.locations import Source
-from dedup_cli.inputs.streams import READ_ERRORS
 from dedup_cli.options.reading import InputOptions
 
 LINE_FORMATS = ("jsonl", "lines", "sets")

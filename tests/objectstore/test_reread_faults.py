@@ -33,7 +33,7 @@ def invoke(*args: str) -> tuple[int, str, str]:
 
 
 def upload(local: Path, url: str, pattern: str = "*.txt") -> None:
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     fs = objects.client(url)
     for path in sorted(local.rglob(pattern)):
@@ -99,7 +99,7 @@ def test_a_server_that_keeps_failing_is_one_line_naming_the_object(signed: tuple
 
 
 def test_only_a_document_that_is_gone_keeps_its_estimate(bucket: str, tmp_path: Path, proxy: FaultProxy) -> None:
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     upload(BIBLE, f"{bucket}/corpus")
     store = str(tmp_path / "sigs")

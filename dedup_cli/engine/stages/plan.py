@@ -7,16 +7,16 @@ how many are eligible, where a reference store's documents start, the largest sh
 - b, the bits the estimates use (``FindOptions.bits_for`` the stored bits);
 - the banding (:func:`find_banding`: for ``ways=3`` chosen for the per-pair recall that the triples need), or
   none for ``--candidates all``;
-- R0 − margin (:func:`dedup_cli.candidates.triples.pair_floor`), the lowest estimate a pair may have and still be
-  an edge of a candidate triple, or be kept by ``--candidates all`` for one: every stage that needs it reads it
-  from the plan (:meth:`FindPlan.triple_floor`);
+- R0 − margin (:func:`dedup_cli.candidates.candidate_triples.pair_floor`), the lowest estimate a pair may have and
+  still be an edge of a candidate triple, or be kept by ``--candidates all`` for one: every stage that needs it
+  reads it from the plan (:meth:`FindPlan.triple_floor`);
 - which estimator the 2-way estimates use (:func:`estimator_name`, for the summary);
 - what a stage kept in ``--work-dir`` depends on besides the stores (:meth:`FindPlan.depends_on`), the same
   fields for both engines, to which an engine adds what its kept files depend on alone (the Dask engine: the
   divisions its kept frames are read back with);
 - the fields of the ``FindResult`` that do not depend on how the stages ran (:meth:`FindPlan.result_fields`).
 
-The local engine (:mod:`dedup_cli.engine.local`) and the Dask engine (:mod:`dedup_cli.engine.dask.find`) take
+The local engine (:mod:`dedup_cli.engine.local.find`) and the Dask engine (:mod:`dedup_cli.engine.dask.find`) take
 every such decision from here, so that they cannot drift apart.
 """
 
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dedup_cli.candidates.banding import Banding, BandingChoice, resolve_banding
+from dedup_cli.candidates.candidate_triples import pair_floor
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
-from dedup_cli.candidates.triples import pair_floor
 from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.options.finding import FindOptions

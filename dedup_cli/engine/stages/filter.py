@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.engine.find_stages import set_size_ratios
-from dedup_cli.engine.results import FindResult, MemberDetails
+from dedup_cli.array_primitives import sorted_unique
+from dedup_cli.engine.stages.find import set_size_ratios
+from dedup_cli.engine.stages.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
 from dedup_cli.groups.components import Groups
 from dedup_cli.minhash.packing import estimator_values, unpack_values
-from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 
 
@@ -38,7 +38,7 @@ def member_decisions(result: FindResult, dropped_only: bool = True) -> MemberDec
     dropped, nor listed). ``dropped_only``: list only the dropped ones (what filtering needs without annotating).
     ``result`` may be one chunk of a streamed result: its groups are numbered from ``result.first_group``.
 
-    The same rule as ``find --output members`` (``dedup_cli.engine.results.member_records``).
+    The same rule as ``find --output members`` (``dedup_cli.engine.stages.results.member_records``).
     """
     groups = result.grouping
     sizes = np.diff(groups.offsets)

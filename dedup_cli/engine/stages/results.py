@@ -18,7 +18,7 @@ import numpy as np
 if TYPE_CHECKING:  # named in annotations only: find must not import eval's modules (truth, evaluation)
     from dedup_cli.candidates.banding import Banding, BandingChoice
     from dedup_cli.estimates.pairs import ScoredPairs
-    from dedup_cli.estimates.triples import ScoredTriples
+    from dedup_cli.estimates.triple_scores import ScoredTriples
     from dedup_cli.evaluation.accuracy import EstimatorAccuracy, StorageTradeoff
     from dedup_cli.evaluation.design import Stratum
     from dedup_cli.evaluation.retrieval import CurvePoint, Retrieval

@@ -15,13 +15,13 @@ import mmap
 
 import numpy as np
 
+from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.buckets import CandidateResult, PairCodes, band_keys, band_pair_codes, key_dtype
-from dedup_cli.engine.forked import forked_map
+from dedup_cli.engine.local.forked import forked_map
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.options.vocabulary import BAND_MEMORY
-from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.numbering import Documents
 

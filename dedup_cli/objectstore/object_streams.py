@@ -1,8 +1,8 @@
 """Objects read and written as streams, and many small objects fetched at once (the ``s3`` extra).
 
-Reads go through a block cache of :data:`~dedup_cli.storage.objects.READ_BLOCK` bytes, so that a Parquet reader's
+Reads go through a block cache of :data:`~dedup_cli.objectstore.objects.READ_BLOCK` bytes, so that a Parquet reader's
 many small reads of column chunks become a few large ranged GETs; writes are one PUT, or a multipart upload in
-:data:`~dedup_cli.storage.objects.WRITE_BLOCK` pieces, which the server makes visible at once, complete, when it is
+:data:`~dedup_cli.objectstore.objects.WRITE_BLOCK` pieces, which the server makes visible at once, complete, when it is
 completed (:func:`writing`): an object is replaced atomically by nature.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from dedup_cli.storage.objects import (
+from dedup_cli.objectstore.objects import (
     FETCH_CONCURRENCY,
     READ_BLOCK,
     WRITE_BLOCK,
@@ -28,7 +28,7 @@ from dedup_cli.storage.objects import (
     translate,
     translated,
 )
-from dedup_cli.storage.urls import split
+from dedup_cli.objectstore.urls import split
 
 
 def open_read(url: str, block_size: int = READ_BLOCK) -> Any:

@@ -27,7 +27,7 @@ def invoke(*arguments: str) -> tuple[int, str, BaseException | None]:
 
 
 def test_a_damaged_part_in_a_bucket_is_one_line_naming_it(bucket: str) -> None:
-    from dedup_cli.storage import objects
+    from dedup_cli.objectstore import objects
 
     store = f"{bucket}/store"
     assert invoke("sign", str(CORPUS), "-o", store, "-q")[0] == 0

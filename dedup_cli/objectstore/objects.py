@@ -17,7 +17,7 @@ credentials, an endpoint that cannot be reached, a server error after the retrie
 Reads go through a block cache of :data:`READ_BLOCK` bytes, so that a Parquet reader's many small reads of column
 chunks become a few large ranged GETs; writes are one PUT, or a multipart upload in :data:`WRITE_BLOCK` pieces,
 which the server makes visible at once, complete, when it is completed
-(:func:`dedup_cli.storage.streams.writing`).
+(:func:`dedup_cli.objectstore.object_streams.writing`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dedup_cli.errors import DedupError
-from dedup_cli.storage.urls import split, split_prefix
+from dedup_cli.objectstore.urls import split, split_prefix
 
 S3_EXTRA = "pip install 'dedup-cli[s3]'"
 MAX_ATTEMPTS = 6

@@ -1,7 +1,7 @@
 """The local engine's ``sign``: reading tasks read, signed and written in worker processes of this machine.
 
-The process that drives the run plans the tasks (:func:`dedup_cli.inputs.planning.plan_tasks`) and hands them
-out; ``jobs`` forked workers each read, parse and sign whole tasks (:func:`dedup_cli.engine.sign_stage.sign_task`)
+The process that drives the run plans the tasks (:func:`dedup_cli.inputs.task_planning.plan_tasks`) and hands them
+out; ``jobs`` forked workers each read, parse and sign whole tasks (:func:`dedup_cli.engine.stages.sign.sign_task`)
 and append the new and changed rows to a part of the store of their own
 (:class:`dedup_cli.store.worker_parts.RunParts`), so reading files, parsing JSON, signing and writing Parquet all
 use every core, and only file lists, ranges of files and raw bytes travel to the workers. A line file is handed
@@ -10,7 +10,7 @@ of its range, tells the driver the count and is told the number of its first lin
 the driver reads nothing of the file and does per-task work only. What comes back of a task is small and
 columnar: its reading report, the ids it read (one Arrow column and their 64-bit hashes), a few boolean arrays and
 where its rows went. The driver receives these in task order and does per-task work only
-(:mod:`dedup_cli.engine.local_sign`).
+(:mod:`dedup_cli.engine.local.sign`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.engine.sign_stage import sign_task
+from dedup_cli.engine.stages.sign import sign_task
 from dedup_cli.errors import DedupError
 from dedup_cli.inputs.columns import Wheres
 from dedup_cli.inputs.report import ReadReport

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.candidates.banding import Banding
-from dedup_cli.engine import find_stages as stages
-from dedup_cli.engine.find_plan import find_banding
 from dedup_cli.engine.progress import Progress, silent
-from dedup_cli.engine.results import EvalResult, EvalSample
+from dedup_cli.engine.stages import find as stages
+from dedup_cli.engine.stages.plan import find_banding
+from dedup_cli.engine.stages.results import EvalResult, EvalSample
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.evaluation.accuracy import (
@@ -45,7 +46,6 @@ from dedup_cli.inputs.truth import Truth
 from dedup_cli.minhash.packing import estimator_values, xor_bits
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.params import SignatureParams
-from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import pairs_to_verify
 
@@ -166,7 +166,7 @@ def _prefix_matches(left: np.ndarray, right: np.ndarray, bits: float, prefixes: 
 
 def _banding_for(options: EvalOptions, threshold: float, params: SignatureParams, documents: int) -> Banding:
     """The banding ``find`` would use at ``threshold`` on this store (chosen for its ``documents`` too): the one
-    its plan chooses (:func:`dedup_cli.engine.find_plan.find_banding`)."""
+    its plan chooses (:func:`dedup_cli.engine.stages.plan.find_banding`)."""
     return find_banding(options.find, threshold, params, documents).banding
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dedup_cli.files import input_status, open_input
+from dedup_cli.atomic_files import input_status, open_input
 from dedup_cli.inputs.decoding import BOM
 
 COMPRESSION_SUFFIXES = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}

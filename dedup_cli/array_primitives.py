@@ -1,6 +1,6 @@
 """Numpy primitives every stage shares: distinct sorted values and the splitmix64 mixer.
 
-The lowest layer of the package with :mod:`dedup_cli.errors` and :mod:`dedup_cli.files`: it imports numpy
+The lowest layer of the package with :mod:`dedup_cli.errors` and :mod:`dedup_cli.atomic_files`: it imports numpy
 and nothing of dedup, so the text, minhash, candidate and grouping stages can all use it.
 """
 

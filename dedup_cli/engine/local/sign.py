@@ -1,8 +1,8 @@
 """The local engine's ``sign``: reading tasks signed and written by a pool of worker processes while the driver
 walks the inputs; the driver then keeps the first document of each id and commits the workers' parts.
 
-The reading, signing and writing of one task is :func:`dedup_cli.engine.sign_workers.sign_and_write`, run by the
-pool of :mod:`dedup_cli.engine.sign_workers`. The driver's work per document is a few operations on whole
+The reading, signing and writing of one task is :func:`dedup_cli.engine.local.sign_workers.sign_and_write`, run by the
+pool of :mod:`dedup_cli.engine.local.sign_workers`. The driver's work per document is a few operations on whole
 arrays: the ids read twice are found in one sort of the 64-bit hashes of every id read
 (:func:`dedup_cli.store.worker_parts.later_copies`), and only the parts holding rows of such ids (rare) are rewritten
 without them before the commit. The Dask engine's counterpart is :mod:`dedup_cli.engine.dask.sign`.
@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli.engine.local.sign_workers import SignJob, TaskRows, sign_tasks
 from dedup_cli.engine.progress import InputProgress
-from dedup_cli.engine.sign_stage import Signed
-from dedup_cli.engine.sign_workers import SignJob, TaskRows, sign_tasks
+from dedup_cli.engine.stages.sign import Signed
 from dedup_cli.inputs.locations import FileRun, Source
-from dedup_cli.inputs.planning import plan_tasks
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.task_planning import plan_tasks
 from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams

@@ -2,7 +2,7 @@
 
 The accepted pairs (and with ``ways=3`` every scored pair within the triple margin of R0) come to the driver with
 the documents they touch, renumbered 0 … m − 1 in document order, which is id order. The local engine's
-:func:`dedup_cli.engine.find_stages.conclude` then finds the triples, groups, weakest links and representatives:
+:func:`dedup_cli.engine.stages.find.conclude` then finds the triples, groups, weakest links and representatives:
 every stage there depends only on the order of the documents, so the answer is the local engine's.
 """
 
@@ -15,12 +15,12 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS
-from dedup_cli.engine.find_stages import set_size_ratios
+from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.params import SignatureParams
-from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.snapshot import StoredSignatures
 
 

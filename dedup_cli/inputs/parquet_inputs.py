@@ -15,8 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dedup_cli.atomic_files import open_input
 from dedup_cli.errors import InputError
-from dedup_cli.files import open_input
 from dedup_cli.inputs.decoding import decode
 from dedup_cli.inputs.locations import Source, record_location
 from dedup_cli.inputs.records import Document, make_document

@@ -1,18 +1,18 @@
-"""The local engine's ``find``: the stages of :mod:`dedup_cli.engine.find_stages`, one after the other, here.
+"""The local engine's ``find``: the stages of :mod:`dedup_cli.engine.stages.find`, one after the other, here.
 
 The store is never held whole. Its documents are numbered by rank of id from the ``id`` and ``run`` columns
 (:class:`dedup_cli.store.documents.NumberedDocuments`, about 16 bytes a document kept), the candidate pairs come
-from the signatures streamed in rounds of bands (:mod:`dedup_cli.engine.band_rounds`), and only the documents of
+from the signatures streamed in rounds of bands (:mod:`dedup_cli.engine.local.band_rounds`), and only the documents of
 candidate pairs are then read whole (ids, locations, signatures) into a store of their own, numbered in the same
 order, on which scoring, exact checks, decisions and the end of find run: every stage there depends only on the
 order of the documents, so the answer is the one of reading everything (docs/scaling.md). ``--candidates all``
 compares every pair and so reads every eligible document.
 
 Every decision made before the first stage (b, the banding, R0 − margin, the kept stages' keys, the result's
-common fields) is the plan's (:mod:`dedup_cli.engine.find_plan`), the Dask engine's too; the steps here
+common fields) is the plan's (:mod:`dedup_cli.engine.stages.plan`), the Dask engine's too; the steps here
 (:func:`scored_candidates`, :func:`decided_candidates`, :func:`concluded`) are the ones it runs.
 
-The local engine's ``sign`` is :mod:`dedup_cli.engine.sign_workers`.
+The local engine's ``sign`` is :mod:`dedup_cli.engine.local.sign_workers`.
 """
 
 from __future__ import annotations
@@ -23,16 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.engine import find_stages as stages
-from dedup_cli.engine import forked
-from dedup_cli.engine.band_rounds import streamed_candidates
-from dedup_cli.engine.find_plan import FindPlan, plan_find
-from dedup_cli.engine.forked import forked_map, useful_workers
+from dedup_cli.array_primitives import sorted_unique
+from dedup_cli.engine.local import forked
+from dedup_cli.engine.local.band_rounds import streamed_candidates
+from dedup_cli.engine.local.forked import forked_map, useful_workers
 from dedup_cli.engine.progress import Progress, silent
-from dedup_cli.engine.results import FindResult
+from dedup_cli.engine.stages import find as stages
+from dedup_cli.engine.stages.plan import FindPlan, plan_find
+from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.options.finding import FindOptions
-from dedup_cli.primitives import sorted_unique
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.documents import Mapper, NumberedDocuments
 from dedup_cli.store.numbering import Documents
@@ -87,7 +87,7 @@ class Decisions:
 
 
 def plan_documents(documents: Documents, options: FindOptions) -> FindPlan:
-    """The plan (:mod:`dedup_cli.engine.find_plan`) of a ``find`` of numbered documents."""
+    """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of numbered documents."""
     counts, runs = documents.shingle_counts, documents.runs
     return plan_find(options, documents.params, documents.documents, int(np.count_nonzero(counts > 0)),
                      _reference_start(documents), int(counts.max()) if counts.size else 0,

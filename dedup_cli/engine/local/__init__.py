@@ -1,0 +1,1 @@
+"""The local engine: every stage in this machine's processes, forked from the driver."""
