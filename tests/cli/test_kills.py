@@ -96,9 +96,11 @@ COMMANDS = [
                          workers=2, result=written), id="filter"),
     # A local cluster: two worker processes forked by the driver on Linux, their command line the driver's (beside
     # them multiprocessing's resource tracker, whose command line is its own); the nannies run in the driver.
-    # Killed once the workers have had a moment to join and start computing.
-    pytest.param(Command(lambda p: ["find", str(p.store), "--engine", "dask", "--workers", "2", "-q"],
-                         workers=2, worker="dedup_cli", result=printed, prepare=signing, settle=1.0),
+    # Killed once the workers have had a moment to join and start computing (``--verify all`` re-reads every
+    # candidate pair's documents on the workers, so the run outlasts the moment).
+    pytest.param(Command(lambda p: ["find", str(p.store), "--engine", "dask", "--workers", "2", "--verify", "all",
+                                    "-q"],
+                         workers=2, worker="dedup_cli", result=printed, prepare=signing, settle=0.4),
                  id="find-dask", marks=needs_dask),
     # The same, killed while the workers are still starting (before Dask's own watch of their nanny is set up).
     pytest.param(Command(lambda p: ["find", str(p.store), "--engine", "dask", "--workers", "2", "-q"],

@@ -215,7 +215,7 @@ def test_a_worker_that_dies_ends_the_run_with_one_line(stores: dict[str, Path],
 
 KILLED_WORKER = """
 import os, signal, sys
-from dedup_cli.engine import band_rounds, forked
+from dedup_cli.engine.local import band_rounds, forked
 forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_PAIRS = 1
 def killed(*args):
     os.kill(os.getpid(), signal.SIGKILL)
@@ -240,7 +240,7 @@ def test_the_command_line_says_one_line_when_a_worker_dies(stores: dict[str, Pat
 
 SLEEPING_WORKERS = """
 import os, sys, time
-from dedup_cli.engine import band_rounds, forked
+from dedup_cli.engine.local import band_rounds, forked
 forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_PAIRS = 1
 def sleeping(*args):
     open(os.path.join(sys.argv[1], f"worker-{os.getpid()}"), "w").close()
