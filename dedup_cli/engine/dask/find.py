@@ -190,7 +190,7 @@ def decided_candidates(scored: dd.DataFrame, frames: DocumentFrames, plan: FindP
         return Decisions(kept_frame(work, "decisions", key, kept, decided_meta, frames.divisions), kept["aliases"],
                          None if count < 0 else pair_decisions.Checked(count, kept["unverifiable"].tolist()))
     decided, checked = pair_decisions.check_and_decide(scored, frames, plan.options.verify, plan.threshold,
-                                                  shuffle_method)
+                                                       shuffle_method)
     alias_documents = pair_decisions.aliases(decided, frames, shuffle_method)
     (decided,) = settled(pair_decisions.accept(decided, alias_documents))
     if work is not None and key is not None:
