@@ -95,18 +95,17 @@ class TaskRows:
     first_row: int
     input_bytes: int  # the task's share of the inputs on disk, for progress
     finished: list[WrittenFile] = field(default_factory=list)
-    paths_left_out: bool = False  # ``wheres`` name the files of the task without their paths (:meth:`sent`)
+    paths_left_out: bool = False  # ``wheres`` name the task's files without their paths (:meth:`sent`)
 
     def sent(self, task: ReadTask) -> TaskRows:
-        """These rows as a worker sends them: the paths of a task of whole files left out of ``wheres``, since the
-        driver has them in the task (10^5 paths would cost it a tenth of its CPU to receive)."""
+        """These rows as a worker sends them: a files task's paths left out of ``wheres`` (the driver has them)."""
         wheres = self.wheres
         if isinstance(task, FilesTask) and isinstance(wheres, FileWheres) and wheres.paths is task.paths:
             return dataclasses.replace(self, wheres=FileWheres((), wheres.positions), paths_left_out=True)
         return self
 
     def received(self, task: ReadTask) -> TaskRows:
-        """The rows a worker sent of ``task`` (:meth:`sent`), its paths back in ``wheres``."""
+        """The rows a worker sent of ``task``, its paths back in ``wheres``."""
         if self.paths_left_out and isinstance(task, FilesTask) and isinstance(self.wheres, FileWheres):
             self.wheres, self.paths_left_out = FileWheres(task.paths, self.wheres.positions), False
         return self
@@ -195,8 +194,7 @@ _job: SignJob | None = None
 def _work(tasks: Any, results: Any, lines: Any, parent: int, reading: Any, worker: int) -> None:
     """A worker process: sign the tasks it takes from ``tasks`` into its own parts, tell ``results``; ``lines``
     gives the first line of each range task it counted (:class:`LineNumbering`, in the driver); ``reading[worker]``
-    (memory shared with the driver) holds the index of the task it is reading (-1: none), which the driver names
-    if this process dies, at no message's cost."""
+    (shared memory) holds the task it reads (-1: none), which the driver names if it dies, for no message."""
     from dedup_cli.processes import die_with_parent
 
     die_with_parent(parent)
@@ -341,10 +339,8 @@ class WorkerPool:
         """Hand out every task, tell ``take`` each one's rows in order; the parts written."""
         job, jobs = self.job, self.jobs
         handed: dict[int, ReadTask] = {}  # tasks handed out and not yet told
-        # One poll object for the whole run (multiprocessing's wait builds and registers a selector per call: a
-        # fifth of the driver's CPU per task); each worker's pipe and its process's sentinel, by descriptor.
-        poller = select.poll()
-        owner: dict[int, int] = {}  # descriptor → its worker
+        # One poll object for the run (multiprocessing's wait builds a selector per call): pipes and sentinels.
+        poller, owner = select.poll(), {}  # owner: descriptor → its worker
         for worker, pipe in enumerate(self.pipes):
             for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
                 poller.register(descriptor, select.POLLIN)
