@@ -240,3 +240,24 @@ def test_a_sample_of_the_files_sizes_them_all_at_its_mean(tmp_path: Path) -> Non
     sampled = discovery.stat_run(run, read, 4)  # files 0, 4 and 8: mean 400
     assert sampled.sizes == [400] * 10 and sampled.statuses == [None] * 10 and read.input_bytes == 4000
     assert discovery.stat_run(exact, read) is exact and read.input_bytes == 4000
+
+
+def test_a_duplicate_id_is_reported_where_it_was_read_whatever_the_workers(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker sends a files task's rows without the task's paths; the driver puts them back, so the later copy
+    of an id (two names that display alike) is reported at its own file at any -j."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(12):
+        (folder / f"{number:02d}.txt").write_text(f"file {number} words " * 5)
+    with open(os.fsencode(folder) + b"/z-caf\xe9.txt", "wb") as handle:
+        handle.write(b"named with a byte that is not UTF-8")
+    (folder / "z-caf\\xe9.txt").write_text("named as the other one displays")
+    monkeypatch.setattr(planning, "TASK_FILES", 3)
+    seen = set()
+    for jobs in (1, 2, 3):
+        report = dedup.sign([str(folder)], tmp_path / f"store-{jobs}", dedup.SignOptions(jobs=jobs, kernel="numpy"))
+        (where, identifier), = report.read.duplicate_ids
+        assert identifier == "z-caf\\xe9.txt" and where.startswith(str(folder) + "/z-caf")
+        seen.add(where)
+    assert len(seen) == 1
