@@ -148,8 +148,8 @@ def test_the_walk_finds_the_files_that_are_not_plain_text_by_one_scan_of_their_n
 
 def _sampled(monkeypatch: pytest.MonkeyPatch, sampled: bool) -> None:
     """Plan with a ``stat`` of every third whole file after the first (or of every file, as incremental runs do)."""
-    monkeypatch.setattr(planning, "EXACT_STAT_FILES", 1 if sampled else 10**9)
-    monkeypatch.setattr(planning, "STAT_SAMPLE_EVERY", 3)
+    monkeypatch.setattr(task_planning, "EXACT_STAT_FILES", 1 if sampled else 10**9)
+    monkeypatch.setattr(task_planning, "STAT_SAMPLE_EVERY", 3)
 
 
 def readable_after_chmod(path: Path) -> bool:
@@ -174,7 +174,7 @@ def test_files_not_stated_when_planned_sign_alike_whatever_the_workers(tmp_path:
     unreadable = 1 + (not readable_after_chmod(locked))
     dangling = folder / "a" / "b" / "01b.txt"
     monkeypatch.setattr(discovery, "WALK_FILES", 3)
-    monkeypatch.setattr(planning, "TASK_FILES", 4)
+    monkeypatch.setattr(task_planning, "TASK_FILES", 4)
     results = {}
     try:
         for sampled, jobs in [(False, 1), (True, 1), (True, 2), (True, 3)]:
@@ -253,7 +253,7 @@ def test_a_duplicate_id_is_reported_where_it_was_read_whatever_the_workers(tmp_p
     with open(os.fsencode(folder) + b"/z-caf\xe9.txt", "wb") as handle:
         handle.write(b"named with a byte that is not UTF-8")
     (folder / "z-caf\\xe9.txt").write_text("named as the other one displays")
-    monkeypatch.setattr(planning, "TASK_FILES", 3)
+    monkeypatch.setattr(task_planning, "TASK_FILES", 3)
     seen = set()
     for jobs in (1, 2, 3):
         report = dedup.sign([str(folder)], tmp_path / f"store-{jobs}", dedup.SignOptions(jobs=jobs, kernel="numpy"))
