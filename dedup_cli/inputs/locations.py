@@ -129,10 +129,11 @@ class Source:
 class FileRun:
     """Whole text files found one after another in one directory, in id order, each one document: what the walk
     hands the local engine's planning in place of a :class:`Source` per file (lists, so that the driver's work
-    per file stays a few list operations). ``statuses``: ``os.stat`` of each (None when it failed: the file is
-    reported when read); ``sizes``: their sizes on disk (0 where the stat failed)."""
+    per file stays a few list operations). ``statuses``: ``os.stat`` of each (None when it failed, or was not
+    made: the file is reported when read); ``sizes``: their sizes on disk (0 where the stat failed); both None
+    until the files are stated (:func:`dedup_cli.inputs.discovery.stat_run`)."""
 
     ids: list[str]
     paths: list[str]
-    statuses: list[os.stat_result | None]
-    sizes: list[int]
+    statuses: list[os.stat_result | None] | None
+    sizes: list[int] | None

@@ -1,9 +1,9 @@
 """Reading tasks: the units of the inputs that a worker reads and turns into documents, wherever it runs.
 
-The process that plans a run (:mod:`dedup_cli.inputs.task_planning`) lists and stats the files and reads only what
-must be read in order: line files (cut into chunks of whole lines) and Parquet files (rows in batches). Workers
-do the rest, in parallel: open and read whole files, split and parse lines (JSON), turn Parquet cells into
-documents. A task is a small picklable value:
+The process that plans a run (:mod:`dedup_cli.inputs.task_planning`) lists the files (and ``stat`` s them, or a
+sample of them) and reads only what must be read in order: line files (cut into chunks of whole lines) and Parquet
+files (rows in batches). Workers do the rest, in parallel: open and read whole files, split and parse lines
+(JSON), turn Parquet cells into documents. A task is a small picklable value:
 
 * :class:`FilesTask`: whole files, each one document (plain or compressed), read by the worker;
 * :class:`LinesTask`: a chunk of whole lines of one lines, JSON Lines or integer-set input;

@@ -144,3 +144,120 @@ def test_the_walk_finds_the_files_that_are_not_plain_text_by_one_scan_of_their_n
     found = [position for position in discovery._known_endings(paths)
              if discovery.format_and_compression(paths[position]) != ("text", None)]
     assert found == expected
+
+
+def _sampled(monkeypatch: pytest.MonkeyPatch, sampled: bool) -> None:
+    """Plan with a ``stat`` of every third whole file after the first (or of every file, as incremental runs do)."""
+    monkeypatch.setattr(task_planning, "EXACT_STAT_FILES", 1 if sampled else 10**9)
+    monkeypatch.setattr(task_planning, "STAT_SAMPLE_EVERY", 3)
+
+
+def readable_after_chmod(path: Path) -> bool:
+    """Whether this process reads a file its mode forbids (root does)."""
+    path.chmod(0)
+    try:
+        path.read_bytes()
+        return True
+    except PermissionError:
+        return False
+
+
+def test_files_not_stated_when_planned_sign_alike_whatever_the_workers(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planning that states only a sample of the files gives the store and reports of the one that states
+    every file, at -j 1, 2 and 3: binary, empty, unreadable, symlinked, nested and oddly named files, then an
+    incremental run with a changed, an unchanged and a removed file (--prune)."""
+    folder = nested_corpus(tmp_path)
+    (folder / "a" / "b" / "link.txt").symlink_to(folder / "a" / "00.txt")  # a link to a file is read
+    locked = folder / "a" / "b" / "c" / "locked.txt"
+    locked.write_text("a file nobody may read")
+    unreadable = 1 + (not readable_after_chmod(locked))
+    dangling = folder / "a" / "b" / "01b.txt"
+    monkeypatch.setattr(discovery, "WALK_FILES", 3)
+    monkeypatch.setattr(task_planning, "TASK_FILES", 4)
+    results = {}
+    try:
+        for sampled, jobs in [(False, 1), (True, 1), (True, 2), (True, 3)]:
+            _sampled(monkeypatch, sampled)
+            store = tmp_path / f"store-{sampled}-{jobs}"
+            options = dedup.SignOptions(jobs=jobs, kernel="numpy", prune=True)
+            first = dedup.sign([str(folder)], store, options)
+            assert first.read.count("unreadable") == unreadable and first.read.count("binary") == 1
+            assert first.documents > 30 and first.read.input_bytes is not None
+            after_first = signed(store)
+            (folder / "a" / "02.txt").write_text("changed since the first run")
+            (folder / "d" / "00.txt").unlink()
+            dangling.unlink()  # an unreadable input would keep --prune from removing anything
+            locked.unlink()
+            second = dedup.sign([str(folder)], store, options)
+            assert not second.prune_skipped and second.read.count("unreadable") == 0
+            gone = 1 + (unreadable == 1)  # and the locked file, when this process could read it
+            assert second.run is not None and (second.run.changed, second.run.removed) == (1, gone)
+            assert second.unchanged == first.documents - 1 - gone and second.documents == 1
+            results[sampled, jobs] = ([*reported(first)[:5], *reported(first)[6:]], after_first,
+                                      reported(second), signed(store))
+            (folder / "a" / "02.txt").write_text("folder a file 2 says words " * 3)
+            (folder / "d" / "00.txt").write_text("folder d file 0 says words ")
+            dangling.symlink_to(folder / "nowhere")
+            locked.write_text("a file nobody may read")
+            locked.chmod(0)
+    finally:
+        if locked.exists():
+            locked.chmod(0o644)
+    assert results[False, 1] == results[True, 1] == results[True, 2] == results[True, 3]
+
+
+def test_the_bytes_read_are_the_files_sizes_whatever_the_sample(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files stated by a sample when planned: the bytes read (the summary's) are still the sum of the files'
+    sizes, and the progress, its total the sample's estimate, ends at that total."""
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    for number in range(40):
+        (folder / ("sub" if number % 5 == 0 else "") / f"{number:02d}.txt").write_text(
+            f"document {number} with words " * (1 + number * 7))
+    sizes = sum(path.stat().st_size for path in folder.rglob("*.txt"))
+    _sampled(monkeypatch, True)
+    for jobs in (1, 2):
+        totals: list[int | None] = []
+        advanced: list[int] = []
+        report = dedup.sign([str(folder)], tmp_path / f"store-{jobs}", dedup.SignOptions(jobs=jobs, kernel="numpy"),
+                            progress=advanced.append, on_start=totals.append)
+        assert report.read.bytes_read == sizes and report.documents == 40
+        assert len(totals) == 1 and totals[0] is not None and sum(advanced) == totals[0]
+        assert totals[0] != sizes  # an estimate: the files differ in size, and most were not stated
+
+
+def test_a_sample_of_the_files_sizes_them_all_at_its_mean(tmp_path: Path) -> None:
+    paths = []
+    for number in range(10):
+        paths.append(str(tmp_path / f"{number}.txt"))
+        Path(paths[-1]).write_bytes(b"x" * (number * 100))
+    run = FileRun([f"{number}.txt" for number in range(10)], paths, None, None)
+    every, read = ReadReport(input_bytes=0), ReadReport(input_bytes=0)
+    exact = discovery.stat_run(run, every)
+    assert exact.sizes == [number * 100 for number in range(10)] and every.input_bytes == 4500
+    sampled = discovery.stat_run(run, read, 4)  # files 0, 4 and 8: mean 400
+    assert sampled.sizes == [400] * 10 and sampled.statuses == [None] * 10 and read.input_bytes == 4000
+    assert discovery.stat_run(exact, read) is exact and read.input_bytes == 4000
+
+
+def test_a_duplicate_id_is_reported_where_it_was_read_whatever_the_workers(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker sends a files task's rows without the task's paths; the driver puts them back, so the later copy
+    of an id (two names that display alike) is reported at its own file at any -j."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for number in range(12):
+        (folder / f"{number:02d}.txt").write_text(f"file {number} words " * 5)
+    with open(os.fsencode(folder) + b"/z-caf\xe9.txt", "wb") as handle:
+        handle.write(b"named with a byte that is not UTF-8")
+    (folder / "z-caf\\xe9.txt").write_text("named as the other one displays")
+    monkeypatch.setattr(task_planning, "TASK_FILES", 3)
+    seen = set()
+    for jobs in (1, 2, 3):
+        report = dedup.sign([str(folder)], tmp_path / f"store-{jobs}", dedup.SignOptions(jobs=jobs, kernel="numpy"))
+        (where, identifier), = report.read.duplicate_ids
+        assert identifier == "z-caf\\xe9.txt" and where.startswith(str(folder) + "/z-caf")
+        seen.add(where)
+    assert len(seen) == 1

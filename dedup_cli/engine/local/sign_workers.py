@@ -15,7 +15,9 @@ where its rows went. The driver receives these in task order and does per-task w
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import select
 import signal
 import sys
 from collections import deque
@@ -27,7 +29,7 @@ import numpy as np
 
 from dedup_cli.engine.stages.sign import sign_task
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.columns import Wheres
+from dedup_cli.inputs.columns import FileWheres, Wheres
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import (
     DocumentsTask,
@@ -93,6 +95,20 @@ class TaskRows:
     first_row: int
     input_bytes: int  # the task's share of the inputs on disk, for progress
     finished: list[WrittenFile] = field(default_factory=list)
+    paths_left_out: bool = False  # ``wheres`` name the task's files without their paths (:meth:`sent`)
+
+    def sent(self, task: ReadTask) -> TaskRows:
+        """These rows as a worker sends them: a files task's paths left out of ``wheres`` (the driver has them)."""
+        wheres = self.wheres
+        if isinstance(task, FilesTask) and isinstance(wheres, FileWheres) and wheres.paths is task.paths:
+            return dataclasses.replace(self, wheres=FileWheres((), wheres.positions), paths_left_out=True)
+        return self
+
+    def received(self, task: ReadTask) -> TaskRows:
+        """The rows a worker sent of ``task``, its paths back in ``wheres``."""
+        if self.paths_left_out and isinstance(task, FilesTask) and isinstance(self.wheres, FileWheres):
+            self.wheres, self.paths_left_out = FileWheres(task.paths, self.wheres.positions), False
+        return self
 
 
 @dataclass
@@ -175,9 +191,10 @@ def task_input(task: ReadTask) -> str:
 _job: SignJob | None = None
 
 
-def _work(tasks: Any, results: Any, lines: Any, parent: int) -> None:
+def _work(tasks: Any, results: Any, lines: Any, parent: int, reading: Any, worker: int) -> None:
     """A worker process: sign the tasks it takes from ``tasks`` into its own parts, tell ``results``; ``lines``
-    gives the first line of each range task it counted (:class:`LineNumbering`, in the driver)."""
+    gives the first line of each range task it counted (:class:`LineNumbering`, in the driver); ``reading[worker]``
+    (shared memory) holds the task it reads (-1: none), which the driver names if it dies, for no message."""
     from dedup_cli.processes import die_with_parent
 
     die_with_parent(parent)
@@ -189,13 +206,14 @@ def _work(tasks: Any, results: Any, lines: Any, parent: int) -> None:
     try:
         while (item := tasks.get()) is not None:
             index, task, kernel, number = item
-            results.send(("start", index))
+            reading[worker] = index
 
             def first_line_of(newlines: int, index: int = index) -> int:
                 results.send(("lines", (index, newlines)))
                 return int(lines.recv())
 
-            results.send(("task", sign_and_write(job, parts, index, task, kernel, number, first_line_of)))
+            results.send(("task", sign_and_write(job, parts, index, task, kernel, number, first_line_of).sent(task)))
+            reading[worker] = -1
         results.send(("done", parts.close()))
     except BaseException as error:  # told to the driver, which ends the run with it
         parts.discard()
@@ -277,12 +295,14 @@ class WorkerPool:
         self.pipes: list[Any] = []
         self.lines: list[Any] = []  # to each worker: the first lines of the ranges it counts
         self.processes: list[Any] = []
+        self.reading = context.RawArray("q", [-1] * jobs)  # worker → the task it is reading (-1: none)
         _job = job
         try:
-            for _ in range(jobs):
+            for worker in range(jobs):
                 receiving, sending = context.Pipe(duplex=False)
                 lines_in, lines_out = context.Pipe(duplex=False)
-                process = context.Process(target=_work, args=(self.tasks, sending, lines_in, os.getpid()),
+                process = context.Process(target=_work, args=(self.tasks, sending, lines_in, os.getpid(), self.reading,
+                                                                    worker),
                                           daemon=True)
                 process.start()
                 sending.close()
@@ -317,11 +337,14 @@ class WorkerPool:
 
     def run(self, planner: TaskPlanner, take: Callable[[TaskRows], None]) -> list[WrittenFile]:
         """Hand out every task, tell ``take`` each one's rows in order; the parts written."""
-        from multiprocessing.connection import wait
-
         job, jobs = self.job, self.jobs
         handed: dict[int, ReadTask] = {}  # tasks handed out and not yet told
-        reading: dict[int, int] = {}  # worker → the task it is reading
+        # One poll object for the run (multiprocessing's wait builds a selector per call): pipes and sentinels.
+        poller, owner = select.poll(), {}  # owner: descriptor → its worker
+        for worker, pipe in enumerate(self.pipes):
+            for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
+                poller.register(descriptor, select.POLLIN)
+                owner[descriptor] = worker
         arrived: dict[int, TaskRows] = {}
         numbering = LineNumbering()
         counting: dict[int, int] = {}  # range task → the worker waiting for its first line
@@ -342,23 +365,20 @@ class WorkerPool:
                 self.tasks.put((index, task, planner.kernel(task), job.run.reserve_part()))
                 index += 1
             while True:
-                waiting = [pipe for worker, pipe in enumerate(self.pipes) if worker not in finished]
-                ready = wait(waiting + [self.processes[w].sentinel for w in range(jobs) if w not in finished],
-                             timeout=0 if planner.undecided() else None)
-                if ready or not planner.undecided():
+                polled = [descriptor for descriptor, _ in poller.poll(0 if planner.undecided() else None)]
+                if polled or not planner.undecided():
                     break
                 planner.ahead(len(planner.planned) + 1)  # plan ahead while the workers sign
+            ready = {owner[descriptor] for descriptor in polled}
             for worker, pipe in enumerate(self.pipes):
-                if worker in finished or not (pipe in ready or self.processes[worker].sentinel in ready):
+                if worker in finished or worker not in ready:
                     continue
                 message: Any
-                try:
-                    kind, message = pipe.recv() if pipe.poll() else ("died", None)
+                try:  # a pipe that polled ready holds a message, or has ended (EOFError)
+                    kind, message = pipe.recv() if pipe.fileno() in polled or pipe.poll() else ("died", None)
                 except (EOFError, OSError):
                     kind, message = "died", None
-                if kind == "start":
-                    reading[worker] = message
-                elif kind == "lines":
+                if kind == "lines":
                     counted, newlines = message
                     counting[counted] = worker
                     for resolved, first_line in numbering.count(counted, newlines, handed, next_told).items():
@@ -367,17 +387,18 @@ class WorkerPool:
                         except OSError:  # the worker died since it asked: its sentinel tells, and ends the run
                             pass
                 elif kind == "task":
-                    reading.pop(worker, None)
                     written.extend(message.finished)
-                    arrived[message.index] = message
+                    arrived[message.index] = message.received(handed[message.index])
                 elif kind == "done":
                     finished.add(worker)
+                    for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
+                        poller.unregister(descriptor)
                     if message is not None:
                         written.append(message)
                 elif kind == "error":
                     raise message
                 else:
-                    self._died(worker, handed.get(reading.get(worker, -1)))
+                    self._died(worker, handed.get(self.reading[worker]))
             while next_told in arrived:
                 take(arrived.pop(next_told))
                 handed.pop(next_told)
