@@ -138,3 +138,51 @@ def test_a_local_cluster_of_forked_workers_started_by_the_engine(stores: dict[st
                             capture_output=True, timeout=300)
     assert local.returncode == remote.returncode == 0, remote.stderr
     assert remote.stdout == local.stdout and local.stdout.count(b"\n") > 10
+
+
+def test_workers_are_forked_only_from_a_process_without_other_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dedup_cli.engine.dask import cluster
+
+    monkeypatch.setattr(cluster, "WORKER_START", "fork")
+    monkeypatch.setattr(cluster.threading, "active_count", lambda: 1)
+    assert cluster.worker_start() == "fork"
+    monkeypatch.setattr(cluster.threading, "active_count", lambda: 2)  # e.g. what an earlier cluster left running
+    assert cluster.worker_start() == "spawn"
+    monkeypatch.setattr(cluster, "WORKER_START", "spawn")
+    assert cluster.worker_start() == "spawn"
+
+
+TWO_FINDS = """
+import json, sys, threading
+import dedup_cli as dedup
+from dedup_cli.engine.dask import cluster
+from dedup_cli.options.engines import EngineOptions
+
+
+def main():
+    options = dedup.FindOptions(bits=2, engine=EngineOptions(name="dask", workers=2, memory_limit="1GiB"))
+    runs = []
+    for _ in range(2):
+        start = cluster.worker_start()
+        result = dedup.find(sys.argv[1], options)
+        runs.append([start, sorted((pair.id_a, pair.id_b) for pair in result.pairs())])
+    print(json.dumps(runs))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_two_finds_on_local_clusters_in_one_process(stores: dict[str, Path], tmp_path: Path) -> None:
+    # The second cluster of a process starts its workers beside the threads the first left (its client's loop):
+    # forked there, a worker hung in its first peer-to-peer shuffle, so they are spawned.
+    script = tmp_path / "two_finds.py"
+    script.write_text(TWO_FINDS)
+    done = subprocess.run([sys.executable, str(script), str(stores["sample"])], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (first_start, first), (second_start, second) = json.loads(done.stdout)
+    if sys.platform.startswith("linux"):
+        assert (first_start, second_start) == ("fork", "spawn")
+    assert first == second and len(first) > 10

@@ -26,6 +26,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +51,23 @@ CLOSE_SECONDS = 20
 WORKER_START = "fork" if sys.platform.startswith("linux") else "spawn"
 """How a local cluster's worker processes start: forked on Linux; spawned elsewhere, where forking a process with
 threads is unsafe (macOS) or impossible (Windows)."""
+
+
+
+def worker_start() -> str:
+    """How this process starts a local cluster's workers now: :data:`WORKER_START`, except that a process already
+    running other threads spawns them.
+
+    A child forked while another thread of its parent holds a lock inherits the lock held by no thread, and hangs
+    the first time it takes it. The first cluster of a process forks from its one thread; closing a cluster leaves
+    threads behind (Dask's offload thread), and a second ``find`` of a 10^7-document store in the same process,
+    its workers forked beside that thread, hung in its first peer-to-peer shuffle. Spawned workers import their
+    modules again (about a second of CPU each), as Dask's own default has them do.
+    """
+    if WORKER_START == "fork" and threading.active_count() > 1:
+        return "spawn"
+    return WORKER_START
+
 
 _forking_pid = 0  # the process forking now (set just before each fork)
 _forks_end_with_parent = False  # whether this process has started a local cluster, whose workers it forks
@@ -206,7 +224,7 @@ def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Itera
             # The scheduler serves HTTP (health, metrics) even without a dashboard, by default on port 8787: on
             # port 0 instead, so that two runs on one machine never meet there (Dask warns, and moves the second)
             _workers_end_with_this_process()
-            with dask.config.set({"distributed.worker.multiprocessing-method": WORKER_START}):
+            with dask.config.set({"distributed.worker.multiprocessing-method": worker_start()}):
                 cluster = LocalCluster(n_workers=options.cluster_workers, threads_per_worker=1, processes=True,
                                        memory_limit=options.memory_limit, host="127.0.0.1", dashboard_address=None,
                                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
