@@ -62,12 +62,13 @@ def keep_freed_memory() -> None:
     """Let this process's malloc reuse freed blocks of up to :data:`KEEP_FREED_BYTES` instead of returning them
     to the system after each task (glibc only; elsewhere nothing changes)."""
     import ctypes
-    import ctypes.util
 
     if sys.platform != "linux":
         return
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        # The program's own symbols (dlopen of NULL), glibc's among them; find_library would run ldconfig in a
+        # subprocess in every worker.
+        libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
     except (OSError, AttributeError):
         return
