@@ -7,6 +7,7 @@ interval on the variance of Theorem 3 of Li, König & Gui 2010. See docs/estimat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from statistics import NormalDist
 
 import numpy as np
@@ -71,10 +72,7 @@ def confidence_interval_2way(
     Returns:
         (low, high), float64[...] within [0, 1].
     """
-    low, high = wilson_interval(matches, k, level)
-    r_low = np.clip(as_float(estimate_2way(low, r1, r2, bits)), 0.0, 1.0)
-    r_high = np.clip(as_float(estimate_2way(high, r1, r2, bits)), 0.0, 1.0)
-    return as_result(r_low), as_result(r_high)
+    return _mapped_wilson(matches, k, level, lambda p: estimate_2way(p, r1, r2, bits))
 
 
 def confidence_interval_half_bit(
@@ -100,9 +98,16 @@ def confidence_interval_half_bit(
     Returns:
         (low, high), float64[...] within [0, 1].
     """
+    return _mapped_wilson(matches, k, level, lambda p: estimate_half_bit(p, r1, r2))
+
+
+def _mapped_wilson(matches: ArrayLike, k: ArrayLike, level: float,
+                   estimator: Callable[[FloatArray], ArrayLike]) -> tuple[FloatArray, FloatArray]:
+    """The Wilson interval of a binomial match fraction mapped through a non-decreasing ``estimator`` of R, and
+    clipped to [0, 1]: the interval of both 2-way estimators (b-bit and b = 1/2)."""
     low, high = wilson_interval(matches, k, level)
-    r_low = np.clip(as_float(estimate_half_bit(low, r1, r2)), 0.0, 1.0)
-    r_high = np.clip(as_float(estimate_half_bit(high, r1, r2)), 0.0, 1.0)
+    r_low = np.clip(as_float(estimator(low)), 0.0, 1.0)
+    r_high = np.clip(as_float(estimator(high)), 0.0, 1.0)
     return as_result(r_low), as_result(r_high)
 
 
