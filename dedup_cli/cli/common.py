@@ -267,9 +267,10 @@ tuning_options = option_group(
                  help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
                       "less means more rounds (a tuning knob; the output is the same).  [default: 1GiB]"),
     click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
-                 help="With --engine dask: the most pairs the driver holds at once; past it the end of find runs on "
-                      "the workers and the records stream in chunks of this many, 16384 at least (a tuning knob; the "
-                      "output is the same)."),
+                 help="With --engine dask: the most pairs the driver holds at once: up to it the candidate pairs are "
+                      "decided in the driver (their checks run on the workers); past it the decisions, then the end of "
+                      "find, run on the workers and the records stream in chunks of this many, 16384 at least (a "
+                      "tuning knob; the output is the same)."),
 )
 
 

@@ -8,6 +8,8 @@ both results and compared.
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -95,6 +97,30 @@ def test_against_a_reference_store_the_records_are_the_local_engines(stores: dic
         assert (remote.streamed is not None) == (gather_limit is not None)
         assert_same_answers(local, remote)
         assert remote.reference_documents == local.reference_documents
+
+
+def test_decisions_in_the_driver_or_on_the_workers_are_the_local_engines(engine: EngineOptions,
+                                                                        tmp_path: Path) -> None:
+    """Scored pairs within --gather-limit are decided in the driver (exact checks and file checks as tasks on the
+    workers); beyond it by shuffles on the workers, the end gathered or not: the same records, checks and
+    aliases (a file under a second name, by a symbolic and a hard link) every way."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLES / "licenses", corpus)
+    first = sorted(corpus.glob("*.txt"))[0]
+    (corpus / "zz-symbolic.txt").symlink_to(first)
+    os.link(first, corpus / "zz-hard.txt")
+    store = tmp_path / "store.parquet"
+    dedup.sign([str(corpus)], store, dedup.SignOptions(input=dedup.InputOptions(exclude=("SOURCE",))))
+    options = {"threshold": 0.3, "verify": "all", "bits": 2}
+    local = dedup.find(store, dedup.FindOptions(**options))
+    assert local.aliases == 2 and local.verification is not None and local.verification.checked > 0
+    in_driver = dedup.find(store, dedup.FindOptions(engine=engine, **options))
+    needed = int(in_driver.profile["needed_pairs"])
+    assert in_driver.profile["decisions_in_driver"] == 1.0 and needed < in_driver.candidates
+    on_workers = dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=needed, **options))
+    assert on_workers.profile["decisions_in_driver"] == 0.0 and on_workers.streamed is None
+    for remote in (in_driver, on_workers):
+        assert_same_answers(local, remote)
 
 
 def test_against_through_the_command_line(stores: dict[str, Path], engine: EngineOptions, tmp_path: Path) -> None:

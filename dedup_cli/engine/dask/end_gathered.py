@@ -62,13 +62,14 @@ def rows_of(frame: dd.DataFrame, divisions: tuple[int, ...], docs: np.ndarray) -
 
 
 def documents_of(params: SignatureParams, frames: DocumentFrames, reduced: dd.DataFrame, bits: int,
-                 docs: np.ndarray) -> tuple[StoredSignatures, np.ndarray]:
-    """The documents ``docs`` (ascending) as a store of their own, and their b-bit values uint[m, k].
+                 docs: np.ndarray, names: pd.DataFrame | None = None) -> tuple[StoredSignatures, np.ndarray]:
+    """The documents ``docs`` (ascending) as a store of their own, and their b-bit values uint[m, k]; ``names``:
+    the names (index: doc) of these documents and maybe others, read already.
 
     The store holds no stored signatures (the end of find needs only the b-bit values), so the driver holds
     about 100 bytes and k·b/8 per document, not the B-bit signatures."""
     reduced_rows = rows_of(reduced, frames.divisions, docs)
-    names = rows_of(frames.names, frames.divisions, docs)
+    names = rows_of(frames.names, frames.divisions, docs) if names is None else names.loc[docs]
     bit_values = unpack_bits(reduced_rows, "s", bits, params.num_perm)
     store = StoredSignatures(
         params=params, ids=[str(x) for x in names["id"].tolist()], paths=[str(x) for x in names["path"].tolist()],
@@ -80,13 +81,14 @@ def documents_of(params: SignatureParams, frames: DocumentFrames, reduced: dd.Da
 
 
 def gather(pairs: pd.DataFrame, params: SignatureParams, frames: DocumentFrames, reduced: dd.DataFrame,
-           bits: int) -> Gathered:
-    """``pairs`` (gathered rows of the decided frame) and the documents they touch, renumbered."""
+           bits: int, names: pd.DataFrame | None = None) -> Gathered:
+    """``pairs`` (gathered rows of the decided frame) and the documents they touch, renumbered (``names``: as
+    :func:`documents_of` takes them)."""
     pairs = pairs.reset_index(drop=True)  # the index repeats the second document
     pairs = pairs.sort_values(["first", "second"], kind="stable")
     first, second = pairs["first"].to_numpy(dtype=np.int64), pairs["second"].to_numpy(dtype=np.int64)
     docs = sorted_unique(np.concatenate([first, second]))
-    store, values = documents_of(params, frames, reduced, bits, docs)
+    store, values = documents_of(params, frames, reduced, bits, docs, names)
     columns = {name: pairs[name].to_numpy() for name in SCORE_COLUMNS}
     columns["first"], columns["second"] = np.searchsorted(docs, first), np.searchsorted(docs, second)
     scored = ScoredPairs(**{name: np.asarray(columns[name]) for name in SCORE_COLUMNS})

@@ -4,7 +4,9 @@ read (pieces of the store, numbered by rank of id) → band keys per partition, 
 bucket a few bands at a time, de-duplicated by a shuffle on the pair → scores by two range joins → exact checks
 of the borderline pairs on the workers → decisions, aliases → the end of find (triples, groups, representatives)
 on the gathered edges when they are few (:mod:`.end_gathered`), else per connected component on the workers
-(:mod:`.end_on_workers`). Every stage calls the local engine's functions on its part of the data, and documents are
+(:mod:`.end_on_workers`). When the scored pairs themselves are few (``--gather-limit``), they are gathered before
+the decisions, which then run in the driver on them with their checks as tasks on the workers
+(:func:`dedup_cli.engine.dask.pair_decisions.decide_gathered`), instead of by shuffles. Every stage calls the local engine's functions on its part of the data, and documents are
 numbered as the local engine numbers them, and every decision made before the first stage comes from the plan
 the local engine follows too (:mod:`dedup_cli.engine.stages.plan`), so the result is the same (docs/scaling.md, "The
 Dask engine"). The steps (:func:`scored_candidates`, :func:`decided_candidates`, :func:`concluded`) are the local
@@ -20,6 +22,7 @@ from typing import Any
 import dask
 import dask.dataframe as dd
 import numpy as np
+import pandas as pd
 
 from dedup_cli.engine.dask import end_gathered, end_on_workers, pair_decisions
 from dedup_cli.engine.dask.candidates import CandidateStats, candidate_pairs
@@ -80,8 +83,12 @@ class Decisions:
 
     @property
     def verification(self) -> Verification | None:
-        checked = self.checked
-        return None if checked is None else Verification(np.empty(0), checked.checked, checked.unverifiable_documents)
+        return _verification(self.checked)
+
+
+def _verification(checked: pair_decisions.Checked | None) -> Verification | None:
+    """The result's account of exact checks done on the cluster (their values stay with the pairs)."""
+    return None if checked is None else Verification(np.empty(0), checked.checked, checked.unverifiable_documents)
 
 
 def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
@@ -103,16 +110,30 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     scores = scored_candidates(frames, plan, work, shuffle_method, progress, laps)
     laps.lap("scoring")
     progress.stage("exact checks and decisions", None)
-    decided = decided_candidates(scores.scored, frames, plan, work, shuffle_method, progress)
-    needed = decided.decided.map_partitions(end_gathered.needed, plan.triple_floor, meta=decided.decided._meta)
-    candidates, needed_count = dask.compute(scores.scored.map_partitions(len).sum(),
-                                            needed.map_partitions(len).sum())
-    laps.lap("decisions")
-    cut = _profile(laps.profile, frames, plan, scores.stats, int(candidates), int(needed_count))
-    common = plan.result_fields(int(candidates), cut, decided.verification, decided.aliases.size)
-    progress.stage("groups", None)
-    result = concluded(needed, int(needed_count), frames, scores.reduced, decided.aliases, plan, common,
-                       shuffle_method)
+    candidates = int(scores.scored.map_partitions(len).sum().compute())
+    if candidates <= options.gather_limit:
+        # Few enough pairs for the driver: the decisions and the end of find run here on them, with the exact
+        # checks and file checks as tasks on the workers, and no shuffle.
+        gathered = gathered_decisions(scores.scored, frames, plan, work, progress)
+        needed_pairs = end_gathered.needed(gathered.decided, plan.triple_floor)
+        laps.lap("decisions")
+        laps.profile["decisions_in_driver"] = 1.0
+        cut = _profile(laps.profile, frames, plan, scores.stats, candidates, len(needed_pairs))
+        common = plan.result_fields(candidates, cut, _verification(gathered.checked), gathered.aliases.size)
+        progress.stage("groups", None)
+        result = concluded_gathered(needed_pairs, frames, scores.reduced, gathered.aliases, plan, common,
+                                    gathered.names)
+    else:
+        decided = decided_candidates(scores.scored, frames, plan, work, shuffle_method, progress)
+        needed = decided.decided.map_partitions(end_gathered.needed, plan.triple_floor, meta=decided.decided._meta)
+        needed_count = int(needed.map_partitions(len).sum().compute())
+        laps.lap("decisions")
+        laps.profile["decisions_in_driver"] = 0.0
+        cut = _profile(laps.profile, frames, plan, scores.stats, candidates, needed_count)
+        common = plan.result_fields(candidates, cut, decided.verification, decided.aliases.size)
+        progress.stage("groups", None)
+        result = concluded(needed, needed_count, frames, scores.reduced, decided.aliases, plan, common,
+                           shuffle_method)
     laps.lap("end")
     if work is not None:
         work.finish(options.keep_work)
@@ -200,6 +221,34 @@ def decided_candidates(scored: dd.DataFrame, frames: DocumentFrames, plan: FindP
     return Decisions(decided, alias_documents, checked)
 
 
+def gathered_decisions(scored: dd.DataFrame, frames: DocumentFrames, plan: FindPlan, work: WorkDir | None,
+                       progress: Progress) -> pair_decisions.GatheredDecisions:
+    """The decisions stage on the scored pairs gathered into the driver (:func:`dedup_cli.engine.dask.
+    pair_decisions.decide_gathered`), kept by an earlier run in ``work`` or computed and kept there, partitioned
+    as the scored pairs are, so that a run that decides on the workers resumes from it too, and the reverse."""
+    key = plan.key(work, "decisions", divisions=frames.divisions)
+    kept = None if work is None or key is None else work.load("decisions", key)
+    if kept is not None:
+        assert work is not None and key is not None
+        progress.note(f"resuming: exact checks and decisions from {work.path}")
+        decided_meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
+        count = int(kept["checked"])
+        return pair_decisions.GatheredDecisions(
+            kept_frame(work, "decisions", key, kept, decided_meta, frames.divisions).compute(), None,
+            kept["aliases"], None if count < 0 else pair_decisions.Checked(count, kept["unverifiable"].tolist()))
+    gathered = pair_decisions.decide_gathered(scored.compute(), frames, plan.options.verify, plan.threshold)
+    if work is not None and key is not None:
+        checked = gathered.checked
+        decided = gathered.decided
+        cuts = np.searchsorted(decided.index.to_numpy(), np.asarray(frames.divisions[1:-1], np.int64), side="left")
+        parts = [decided.iloc[start:stop] for start, stop in zip(np.r_[0, cuts], np.r_[cuts, len(decided)],
+                                                                 strict=True)]
+        keep_frame(work, "decisions", key, [dask.delayed(part) for part in parts], {
+            "aliases": gathered.aliases, "checked": np.array(-1 if checked is None else checked.checked),
+            "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
+    return gathered
+
+
 def _profile(profile: dict[str, float], frames: DocumentFrames, plan: FindPlan, stats: CandidateStats, candidates: int,
              needed_count: int) -> int:
     """Add to ``profile`` the rows and payload bytes the stages moved; the buckets cut."""
@@ -220,13 +269,21 @@ def concluded(needed: dd.DataFrame, needed_count: int, frames: DocumentFrames, r
               ) -> FindResult:
     """The end of find on the ``needed`` pairs: gathered into this process when they are few, else per connected
     component on the workers."""
-    bits = int(plan.bits)
     # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
     # component on the workers and the output streams from them in chunks no larger.
     if needed_count > plan.options.gather_limit:
         return end_on_workers.conclude_on_cluster(needed, frames, reduced, alias_documents, plan, common,
                                                   shuffle_method)
-    got = end_gathered.gather(needed.compute(), frames.params, frames, reduced, bits)
+    return concluded_gathered(needed.compute(), frames, reduced, alias_documents, plan, common)
+
+
+def concluded_gathered(needed: pd.DataFrame, frames: DocumentFrames, reduced: dd.DataFrame,
+                       alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any],
+                       names: pd.DataFrame | None = None) -> FindResult:
+    """The end of find on the ``needed`` pairs gathered into this process (``names``: their documents' names,
+    when read already), by the local engine's :func:`dedup_cli.engine.stages.find.conclude`."""
+    bits = int(plan.bits)
+    got = end_gathered.gather(needed, frames.params, frames, reduced, bits, names)
     start = frames.reference_start
     in_reference = None if start is None else got.docs >= start
     new = new_documents(store_runs(got.store), plan.options.new_since, in_reference)

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.minhash.packing import lowest_bits, pack_values, unpack_values
+from dedup_cli.minhash.packing import pack_values, unpack_values
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.store_pieces import (
     StorePiece,
@@ -285,12 +285,14 @@ def bit_columns(prefix: str, bits: int, num_perm: int) -> list[str]:
 
 
 def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
-    """:func:`dedup_cli.minhash.packing.pack_values` of uint8[n, k] values, by shifts when ``bits`` divides 8.
+    """:func:`dedup_cli.minhash.packing.pack_values` of uint8[n, k] values (their lowest ``bits`` bits), by shifts
+    when ``bits`` divides 8.
 
     Value j occupies bits j·b … j·b + b − 1 (least significant first), so byte q holds values q·(8/b) …; the
     general packer goes through one byte per bit, several times slower. The 8/b values of an output byte are read
-    as one little-endian word, its bytes masked to their lowest b bits; the value in byte m of the word moves down
-    by m·(8 − b) bits to bits m·b …, and every other byte's bits land above the low byte or below bit 0.
+    as one little-endian word, each byte masked to its lowest b bits, and folded in log2(8/b) steps: the step of
+    2^s·(8 − b) bits moves each run of 2^s packed values next to the run below it, so after the last step the low
+    byte holds all 8/b values in order; what lands above it is cut off by the final narrowing.
     """
     if values.dtype != np.uint8 or 8 % bits or values.shape[1] % (8 // bits):
         return pack_values(values, bits)
@@ -300,10 +302,11 @@ def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
     words = np.ascontiguousarray(values).view(f"<u{per_byte}")
     word = words.dtype.type
     low = (1 << bits) - 1
-    masked = words & word(int.from_bytes(bytes([low]) * per_byte, "little"))
-    packed = masked.copy()
-    for m in range(1, per_byte):
-        packed |= masked >> word(m * (8 - bits))
+    packed = words & word(int.from_bytes(bytes([low]) * per_byte, "little"))
+    step, packed_values = 8 - bits, 1
+    while packed_values < per_byte:
+        packed |= packed >> word(step)
+        step, packed_values = 2 * step, 2 * packed_values
     return packed.astype(np.uint8)
 
 
@@ -326,7 +329,7 @@ def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, ind
                    params: SignatureParams, bits: int) -> pd.DataFrame:
     """Documents' stored signatures (``packed``), counts and runs as the frame :func:`reduce_bits` makes."""
     values = unpack_values(packed, params.bits, params.num_perm)
-    reduced = packed_to_words(pack_bits(lowest_bits(values, bits), bits))
+    reduced = packed_to_words(pack_bits(values, bits))  # pack_bits keeps the lowest bits itself
     columns: dict[str, np.ndarray] = {"shingle_count": counts, "run": runs}
     columns.update({name: reduced[:, i] for i, name in enumerate(bit_columns("s", bits, params.num_perm))})
     return pd.DataFrame(columns, index=index)

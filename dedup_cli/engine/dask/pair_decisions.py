@@ -9,11 +9,19 @@ partitions, whose divisions they share.
 **Aliases** (one file under two names, never a duplicate): the documents of the accepted pairs are stat-ed where
 they are and grouped by (device, inode) with one shuffle; in each group every document but the first is an alias,
 as :func:`dedup_cli.inputs.reread.same_file_aliases` decides for the local engine.
+
+**Gathered** (:func:`decide_gathered`): when the scored pairs are few enough for the driver (``--gather-limit``),
+they come to it whole with their documents' names, found partition by partition without a shuffle, and the same
+functions run on chunks of them: the exact checks and the file checks as tasks on the workers (which see the
+files), the rest (selecting, deciding, grouping by file) vectorised here. Five shuffles over every document
+partition, each with its barrier, become a few tasks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from distributed import get_client
 
 import dask
 import dask.dataframe as dd
@@ -22,13 +30,22 @@ import pandas as pd
 
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.cluster import settled
+from dedup_cli.engine.dask.end_gathered import rows_of
 from dedup_cli.engine.dask.frames import DocumentFrames
 from dedup_cli.engine.dask.joins import attach, scored_meta
+from dedup_cli.engine.local.forked import chunk_bounds
 from dedup_cli.engine.stages.find import decide, without
 from dedup_cli.inputs.reread import file_identity
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import pairs_to_verify, verify_pairs
+
+CHUNK_PAIRS = 4096
+"""Borderline pairs a gathered exact-check task re-reads at least (fewer tasks when they are fewer)."""
+CHUNK_FILES = 65536
+"""Documents a gathered file-check task stats at most."""
+TASKS_PER_WORKER = 4
+"""Gathered check tasks a worker gets at most, so that a slow one leaves the others work."""
 
 _PAIR_META = pd.DataFrame({"first": pd.Series([], dtype=np.int64), "second": pd.Series([], dtype=np.int64)})
 
@@ -176,3 +193,79 @@ def accept(decided: dd.DataFrame, alias_documents: np.ndarray) -> dd.DataFrame:
         return frame
 
     return decided.map_partitions(drop, meta=decided._meta)
+
+
+@dataclass
+class GatheredDecisions:
+    """The decisions stage run in the driver: the scored pairs with ``exact`` and ``decided`` columns (index: the
+    second document, in partition order), their documents' names (index: doc) when they were read, the aliases
+    left out, and the exact checks done (None with ``--verify none``)."""
+
+    decided: pd.DataFrame
+    names: pd.DataFrame | None
+    aliases: np.ndarray
+    checked: Checked | None
+
+
+def _tasks(items: int, per_task: int) -> int:
+    """How many tasks share ``items``: at most :data:`TASKS_PER_WORKER` a worker, at least ``per_task`` items each
+    (one task at least)."""
+    workers = max(1, len(get_client().scheduler_info()["workers"]))
+    return max(1, min(TASKS_PER_WORKER * workers, -(-items // per_task)))
+
+
+def _with_names(pairs: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
+    """Borderline pairs (``first``, ``second``) as :func:`check_and_decide` joins them: index the second document,
+    the names of the first as ``a_…`` columns and of the second as ``b_…``."""
+    first, second = pairs["first"].to_numpy(dtype=np.int64), pairs["second"].to_numpy(dtype=np.int64)
+    rows_a, rows_b = np.searchsorted(names.index.to_numpy(), first), np.searchsorted(names.index.to_numpy(), second)
+    columns: dict[str, object] = {"first": first}
+    for prefix, rows in (("a_", rows_a), ("b_", rows_b)):
+        columns.update({prefix + name: names[name].to_numpy()[rows] for name in ("id", "path", "content_hash")})
+    return pd.DataFrame(columns, index=pd.Index(second, name="second"))
+
+
+def _exact_gathered(scored: pd.DataFrame, names: pd.DataFrame, mode: str, threshold: float,
+                    params: SignatureParams) -> tuple[pd.DataFrame, Checked]:
+    """The exact resemblances of the borderline pairs of ``scored`` (a frame of ``first`` and ``exact``, index
+    second), re-read by tasks on the workers, and what was checked."""
+    wanted = _with_names(_borderline(scored, mode, threshold), names)
+    bounds = chunk_bounds(len(wanted), _tasks(len(wanted), CHUNK_PAIRS)) if len(wanted) else []
+    steps = [dask.delayed(verify_partition, nout=2)(wanted.iloc[start:stop], params) for start, stop in bounds]
+    done = dask.compute(*steps)
+    exact = (pd.concat([frame for frame, _ in done]) if done
+             else pd.DataFrame({"first": pd.Series([], dtype=np.int64), "exact": pd.Series([], dtype=np.float64)}))
+    unverifiable = sorted(set().union(*[missing for _, missing in done]))
+    return exact, Checked(int(np.count_nonzero(~np.isnan(exact["exact"].to_numpy()))), unverifiable)
+
+
+def _aliases_gathered(decided: pd.DataFrame, names: pd.DataFrame, reference_start: int | None) -> np.ndarray:
+    """:func:`aliases` of gathered pairs: their documents stat-ed by tasks on the workers, grouped here."""
+    docs = _decided_documents(decided, reference_start)["doc"].to_numpy(dtype=np.int64)
+    if docs.size == 0:
+        return np.empty(0, np.int64)
+    located = pd.DataFrame({"path": names["path"].to_numpy()[np.searchsorted(names.index.to_numpy(), docs)]},
+                           index=pd.Index(docs, name="doc"))
+    bounds = chunk_bounds(docs.size, _tasks(docs.size, CHUNK_FILES))
+    keys = pd.concat(dask.compute(*[dask.delayed(_file_keys)(located.iloc[start:stop]) for start, stop in bounds]))
+    return np.sort(_later_of_each_file(keys)["doc"].to_numpy(dtype=np.int64))
+
+
+def decide_gathered(scored: pd.DataFrame, frames: DocumentFrames, mode: str, threshold: float) -> GatheredDecisions:
+    """:func:`check_and_decide`, :func:`aliases` and :func:`accept` of the scored pairs gathered into the driver
+    (a frame of :func:`dedup_cli.engine.dask.joins.scored_meta`, index the second document): the same decisions
+    from the same functions, without a shuffle."""
+    docs = sorted_unique(np.concatenate([scored["first"].to_numpy(dtype=np.int64),
+                                         scored.index.to_numpy(dtype=np.int64)]))
+    names = rows_of(frames.names, frames.divisions, docs)
+    checked = None
+    if mode == "none":
+        exact = pd.DataFrame({"first": pd.Series([], dtype=np.int64), "exact": pd.Series([], dtype=np.float64)})
+    else:
+        exact, checked = _exact_gathered(scored, names, mode, threshold, frames.params)
+    decided = _with_exact(scored, exact, threshold)
+    alias_documents = _aliases_gathered(decided, names, frames.reference_start)
+    if alias_documents.size:
+        decided["decided"] = decided["decided"].to_numpy() & without(alias_documents, decided["first"].to_numpy(),
+                                                                     decided.index.to_numpy())
+    return GatheredDecisions(decided, names, alias_documents, checked)
