@@ -19,8 +19,10 @@ from dedup_cli.array_primitives import mix64, sorted_unique
 DEDUPLICATE_EVERY = 1 << 24
 
 
-def band_keys(values: np.ndarray, bands: int, rows: int, dtype: np.dtype | type = np.uint64) -> np.ndarray:
-    """One key per band and document: uint64[bands, n_docs] (or ``dtype``, wide enough for a packed band).
+def band_keys(values: np.ndarray, bands: int, rows: int, dtype: np.dtype | type = np.uint64,
+              out: np.ndarray | None = None) -> np.ndarray:
+    """One key per band and document: uint64[bands, n_docs] (or ``dtype``, wide enough for a packed band),
+    written into ``out`` when given (a [bands, n_docs] array or view of that dtype).
 
     ``values`` is uint[n_docs, k]. A band whose rows fit in 64 bits is packed exactly, row r in bits
     [r·w, (r+1)·w) of the key; wider bands are combined with a multiply-and-mix hash (collisions have
@@ -31,9 +33,16 @@ def band_keys(values: np.ndarray, bands: int, rows: int, dtype: np.dtype | type 
         raise ValueError(f"bands {bands} × rows {rows} exceeds the {k} values per signature")
     value_bits = values.dtype.itemsize * 8
     if rows * value_bits in (16, 32, 64) and sys.byteorder == "little":
-        # The packed key of a band is its rows' bytes read as one little-endian integer: a view, no shifts.
-        block = np.ascontiguousarray(values[:, : bands * rows])
-        return block.view(f"<u{rows * value_bits // 8}").T.astype(dtype)
+        # The packed key of a band is its rows' bytes read as one little-endian integer: a view, no shifts, and
+        # one strided copy into the [band, document] layout (a view needs only the values' rows contiguous).
+        block = values[:, : bands * rows]
+        if block.strides[-1] != block.itemsize:
+            block = np.ascontiguousarray(block)
+        packed = block.view(f"<u{rows * value_bits // 8}").T
+        if out is None:
+            return packed.astype(dtype)
+        out[...] = packed
+        return out
     keys = np.empty((bands, n_docs), dtype=np.uint64)
     for band in range(bands):
         # Widen one band at a time: widening all k columns at once would cost 8 bytes per value.
@@ -46,7 +55,11 @@ def band_keys(values: np.ndarray, bands: int, rows: int, dtype: np.dtype | type 
             for row in range(rows):
                 key = mix64(key * np.uint64(0x9E3779B97F4A7C15) + block[:, row])
         keys[band] = key
-    return keys if np.dtype(dtype) == np.uint64 else keys.astype(dtype)
+    keys = keys if np.dtype(dtype) == np.uint64 else keys.astype(dtype)
+    if out is None:
+        return keys
+    out[...] = keys
+    return out
 
 
 def bucket_runs(sorted_keys: np.ndarray, max_bucket: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -83,15 +96,6 @@ def run_pairs(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.n
     return first, first + step
 
 
-def bucket_pairs(
-    sorted_docs: np.ndarray, sorted_keys: np.ndarray, max_bucket: int
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """All pairs within runs of equal keys; runs longer than ``max_bucket`` are cut to it."""
-    starts, lengths, cut = bucket_runs(sorted_keys, max_bucket)
-    first, second = run_pairs(starts, lengths)
-    return sorted_docs[first], sorted_docs[second], int(np.count_nonzero(cut))
-
-
 def key_dtype(rows: int, value_dtype: np.dtype) -> np.dtype:
     """The narrowest dtype that holds a band key exactly: uint32 when ``rows`` values at their dtype's stride
     (how :func:`band_keys` packs them) fit in 32 bits, else uint64 (packed up to 64 bits, hashed beyond)."""
@@ -99,16 +103,21 @@ def key_dtype(rows: int, value_dtype: np.dtype) -> np.dtype:
 
 
 def bucket_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(order int64[n], keys[order]): positions sorted by key, equal keys in position order.
+    """(order, keys[order]): positions sorted by key, equal keys in position order.
 
     32-bit keys are sorted together with their positions as one uint64 each (key above, position below): one
-    sort of plain integers instead of a stable argsort, about twice as fast.
+    sort of plain integers instead of a stable argsort, about twice as fast; both results are then strided views
+    of that one sorted array (little-endian: the position is the lower half), so nothing of the size of the keys
+    is copied out of it.
     """
     n = keys.size
-    if keys.dtype == np.uint32 and n < (1 << 32):
-        packed = (keys.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+    if keys.dtype == np.uint32 and n < (1 << 32) and sys.byteorder == "little":
+        packed = np.empty(n, np.uint64)
+        halves = packed.view(np.uint32)
+        halves[1::2] = keys
+        halves[0::2] = np.arange(n, dtype=np.uint32)
         packed.sort()
-        return (packed & np.uint64(0xFFFFFFFF)).astype(np.int64), (packed >> np.uint64(32)).astype(np.uint32)
+        return halves[0::2], halves[1::2]
     order = np.argsort(keys, kind="stable")
     return order, keys[order]
 
@@ -116,15 +125,19 @@ def bucket_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def band_pair_codes(keys: np.ndarray, docs: np.ndarray, max_bucket: int, documents: int
                     ) -> tuple[np.ndarray, int]:
     """The candidate pairs of one band as codes first · documents + second (first < second), and the buckets
-    cut to ``max_bucket``.
+    cut to ``max_bucket``: every pair within each run of equal keys, runs longer than ``max_bucket`` cut to it.
 
     Args:
         keys: the band's key of each document (any unsigned dtype).
         docs: int64[n], the documents, ascending (so a bucket lists its members in document order).
     """
     order, sorted_keys = bucket_order(keys)
-    first, second, cut = bucket_pairs(docs[order], sorted_keys, max_bucket)
-    return first.astype(np.uint64) * np.uint64(documents) + second.astype(np.uint64), cut
+    starts, lengths, cut = bucket_runs(sorted_keys, max_bucket)
+    first, second = run_pairs(starts, lengths)
+    # Only the members of buckets are looked up: most documents are alone in theirs (a few hundredths of a pair
+    # a document), so the documents are never gathered in key order whole.
+    codes = docs[order[first]].astype(np.uint64) * np.uint64(documents) + docs[order[second]].astype(np.uint64)
+    return codes, int(np.count_nonzero(cut))
 
 
 class PairCodes:

@@ -11,7 +11,7 @@ rule of docs/store-format.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,6 +136,23 @@ def read_piece_values(piece: StorePiece, params: SignatureParams) -> tuple[np.nd
     runs = (np.zeros(table.num_rows, np.int64) if piece.legacy
             else table.column("run").to_numpy().astype(np.int64, copy=False))
     return counts, runs, packed_signatures(table.column("signature"), params, folder)
+
+
+def read_piece_batches(piece: StorePiece, params: SignatureParams, runs: bool = False
+                       ) -> Iterator[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
+    """(shingle counts int64[n], runs int64[n] or None, packed signatures uint8[n, S]) of each record batch of a
+    piece's rows in file order: views of Arrow's buffers batch by batch, where :func:`read_piece_values` joins the
+    batches into one copy (``runs``: read them too, 0 throughout a format 1 file)."""
+    stored = ["shingle_count", "signature"] + (["run"] if runs and not piece.legacy else [])
+    table = _piece_table(piece, stored)
+    folder = folder_of(piece.path.rsplit("/", 1)[0])
+    for batch in table.to_batches():
+        counts = batch.column("shingle_count").to_numpy().astype(np.int64, copy=False)
+        batch_runs = None
+        if runs:
+            batch_runs = (np.zeros(batch.num_rows, np.int64) if piece.legacy
+                          else batch.column("run").to_numpy().astype(np.int64, copy=False))
+        yield counts, batch_runs, packed_signatures(batch.column("signature"), params, folder)
 
 
 def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParams | None = None) -> pd.DataFrame:

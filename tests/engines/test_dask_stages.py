@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from distributed import Client
+from helpers import REPO, StoreWriter
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from helpers import REPO, StoreWriter
 
 import dedup_cli as dedup
 from dedup_cli.candidates.buckets import candidate_pairs as local_candidate_pairs
@@ -166,7 +166,8 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
 
 
 @settings(max_examples=60, deadline=None)
-@given(bits=st.sampled_from([1, 2, 4, 8]), rows=st.integers(0, 5), words=st.integers(1, 6), seed=st.integers(0, 2**32 - 1))
+@given(bits=st.sampled_from([1, 2, 4, 8]), rows=st.integers(0, 5), words=st.integers(1, 6),
+       seed=st.integers(0, 2**32 - 1))
 def test_packing_by_shifts_is_the_general_packer(bits: int, rows: int, words: int, seed: int) -> None:
     # Whole values (any bits above the lowest b) in, every width that divides 8, and k = 8·words.
     values = np.random.default_rng(seed).integers(0, 256, (rows, 8 * words), dtype=np.uint8)

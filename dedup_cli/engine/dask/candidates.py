@@ -55,6 +55,7 @@ from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.store_pieces import (
     StorePiece,
     frame_words,
+    read_piece_batches,
     read_piece_signatures,
     read_piece_values,
     words_to_packed,
@@ -246,21 +247,33 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignaturePara
     band_pair_codes`). Returns the sorted distinct codes, the buckets cut, and with ``reduce_bits`` the b-bit
     values of the pieces numbered ``reduce``, made from the same reads."""
     reduced = []
-    # [band, document], filled piece by piece (a concatenation would hold the keys twice): each band contiguous.
+    # [band, document], filled record batch by record batch from Arrow's buffers (joining a piece's batches, or
+    # concatenating the pieces, would copy every signature or key once more): each band contiguous.
     keys = np.empty((last_band - first_band, sum(piece.rows for piece, _ in pieces)), dtype)
     docs = np.empty(keys.shape[1], np.int64)
     filled = 0
     for index, (piece, first) in enumerate(pieces):
-        if reduce_bits is not None and index in reduce:
-            part, values = read_keys_and_values(piece, first, params, rows, first_band, last_band, dtype,
-                                                reduce_bits)
-            reduced.append(values)
-        else:
-            part = read_partition_keys(piece, first, params, rows, first_band, last_band, dtype)
-        count = part[0].size
-        docs[filled : filled + count] = part[0]
-        keys[:, filled : filled + count] = part[1]
-        filled += count
+        reducing = reduce_bits is not None and index in reduce
+        values_of_piece = []
+        for counts, runs, packed in read_piece_batches(piece, params, runs=reducing):
+            eligible = counts > 0  # a document with no shingle resembles nothing
+            count = int(np.count_nonzero(eligible))
+            all_eligible = count == counts.size
+            values = unpack_values(packed if all_eligible else packed[eligible], params.bits, params.num_perm)
+            band_keys(values[:, first_band * rows : last_band * rows], last_band - first_band, rows, dtype,
+                      out=keys[:, filled : filled + count])
+            batch_docs = np.arange(first, first + counts.size, dtype=np.int64)
+            docs[filled : filled + count] = batch_docs if all_eligible else batch_docs[eligible]
+            filled += count
+            if reducing:
+                assert reduce_bits is not None and runs is not None
+                values_of_piece.append(reduced_values(counts, runs, packed, pd.Index(
+                    np.arange(first, first + counts.size, dtype=np.int64), name="doc"), params, reduce_bits))
+            first += counts.size
+        if reducing:
+            assert reduce_bits is not None
+            reduced.append(values_of_piece[0] if len(values_of_piece) == 1 else pd.concat(
+                [reduced_meta(reduce_bits, params.num_perm), *values_of_piece]))
     docs, keys = docs[:filled], keys[:, :filled]
     codes = PairCodes()
     oversized = 0

@@ -6,11 +6,13 @@ of the borderline pairs on the workers → decisions, aliases → the end of fin
 on the gathered edges when they are few (:mod:`.end_gathered`), else per connected component on the workers
 (:mod:`.end_on_workers`). When the scored pairs themselves are few (``--gather-limit``), they are gathered before
 the decisions, which then run in the driver on them with their checks as tasks on the workers
-(:func:`dedup_cli.engine.dask.pair_decisions.decide_gathered`), instead of by shuffles. Every stage calls the local engine's functions on its part of the data, and documents are
-numbered as the local engine numbers them, and every decision made before the first stage comes from the plan
-the local engine follows too (:mod:`dedup_cli.engine.stages.plan`), so the result is the same (docs/scaling.md, "The
-Dask engine"). The steps (:func:`scored_candidates`, :func:`decided_candidates`, :func:`concluded`) are the local
-engine's, in the same order.
+(:func:`dedup_cli.engine.dask.pair_decisions.decide_gathered`), instead of by shuffles.
+
+Every stage calls the local engine's functions on its part of the data, and documents are numbered as the local
+engine numbers them, and every decision made before the first stage comes from the plan the local engine follows too
+(:mod:`dedup_cli.engine.stages.plan`), so the result is the same (docs/scaling.md, "The Dask engine"). The steps
+(:func:`scored_candidates`, :func:`decided_candidates`, :func:`concluded`) are the local engine's, in the same
+order.
 """
 
 from __future__ import annotations

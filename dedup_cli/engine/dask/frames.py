@@ -45,6 +45,8 @@ from dedup_cli.store.store_pieces import (
 )
 
 VALUE_COLUMNS = ("shingle_count", "run")
+REDUCE_ROWS = 16_384
+"""Signatures reduced to their b-bit values at a time (4 MB of values at k = 256 and 8 bits)."""
 NAME_COLUMNS = ("id", "path", "content_hash", "mtime_ns")
 _STRING = "str"  # pandas' Arrow-backed strings, what read_piece gives
 
@@ -328,10 +330,15 @@ def reduce_piece(piece: StorePiece, first: int, params: SignatureParams, bits: i
 def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, index: pd.Index,
                    params: SignatureParams, bits: int) -> pd.DataFrame:
     """Documents' stored signatures (``packed``), counts and runs as the frame :func:`reduce_bits` makes."""
-    values = unpack_values(packed, params.bits, params.num_perm)
-    reduced = packed_to_words(pack_bits(values, bits))  # pack_bits keeps the lowest bits itself
+    names = bit_columns("s", bits, params.num_perm)
+    reduced = np.empty((counts.size, len(names)), np.uint64)
+    # A block of rows at a time: the temporaries (several bytes a value) stay small enough for malloc to hand the
+    # same memory back block after block, where a piece's worth would be mapped, faulted in and unmapped anew.
+    for start in range(0, counts.size, REDUCE_ROWS):
+        values = unpack_values(packed[start : start + REDUCE_ROWS], params.bits, params.num_perm)
+        reduced[start : start + REDUCE_ROWS] = packed_to_words(pack_bits(values, bits))  # lowest bits kept there
     columns: dict[str, np.ndarray] = {"shingle_count": counts, "run": runs}
-    columns.update({name: reduced[:, i] for i, name in enumerate(bit_columns("s", bits, params.num_perm))})
+    columns.update({name: reduced[:, i] for i, name in enumerate(names)})
     return pd.DataFrame(columns, index=index)
 
 

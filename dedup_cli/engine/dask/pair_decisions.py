@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from distributed import get_client
-
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from distributed import get_client
 
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.cluster import settled

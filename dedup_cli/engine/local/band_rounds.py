@@ -116,13 +116,14 @@ def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: 
             where = slot[docs]
             taken = where >= 0
             if taken.any():
-                values = unpack_values(packed[taken], params.bits, params.num_perm)
+                # A row group of eligible documents only (the usual case) is read in place, not copied out first.
+                values = unpack_values(packed if taken.all() else packed[taken], params.bits, params.num_perm)
                 block = values[:, first_band * rows : last_band * rows]
                 columns = where[taken]
                 if columns[-1] - columns[0] == columns.size - 1 and bool(np.all(np.diff(columns) == 1)):
                     # A run of consecutive documents (a row group of a store in id order): rows of contiguous
                     # writes, several times faster than scattering the same keys column by column.
-                    keys[:, columns[0] : columns[-1] + 1] = band_keys(block, count, rows, dtype)
+                    band_keys(block, count, rows, dtype, out=keys[:, columns[0] : columns[-1] + 1])
                 else:
                     keys[:, columns] = band_keys(block, count, rows, dtype)
             groups += 1
