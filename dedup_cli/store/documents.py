@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from dedup_cli.errors import StoreError
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.format import one_line, open_parquet, packed_signatures
+from dedup_cli.store.format import int64_array, integers, one_line, open_parquet, packed_signatures
 from dedup_cli.store.manifest import Manifest
 from dedup_cli.store.places import Folder, in_objects
 from dedup_cli.store.snapshot import SIGNATURE_COLUMNS, StoredSignatures, live_rows, open_part, stored_signatures
@@ -93,7 +93,7 @@ def _read(file: _File, group: int, columns: Sequence[str], path: Folder) -> pa.T
     except (pa.ArrowException, OSError, KeyError) as error:
         raise StoreError(f"{path} is damaged ({one_line(error)}); sign the corpus again") from error
     if file.legacy and "run" in columns:
-        table = table.append_column("run", pa.array(np.zeros(table.num_rows, np.int64)))
+        table = table.append_column("run", int64_array(np.zeros(table.num_rows, np.int64)))
     return table.replace_schema_metadata(None)
 
 
@@ -157,14 +157,14 @@ class NumberedDocuments:
     def _number(self, store: Store, first_doc: int) -> tuple[_Numbered, np.ndarray, np.ndarray]:
         files = _open_files(store)
         try:
-            counts = _column(files, "shingle_count", store.path).to_numpy().astype(np.int64)
-            row_runs = _column(files, "run", store.path).to_numpy().astype(np.int64)
+            counts = integers(_column(files, "shingle_count", store.path))
+            run_column = _column(files, "run", store.path)
+            row_runs = integers(run_column)
             rows = counts.size
             if files and files[0].legacy:
                 keep = np.arange(rows, dtype=np.int64)
             else:
-                keep = live_rows(_column(files, "id", store.path), pa.chunked_array([pa.array(row_runs)]),
-                                 _removals(store))
+                keep = live_rows(_column(files, "id", store.path), run_column, _removals(store))
         except BaseException:
             for file in files:
                 file.handle.close()
@@ -256,7 +256,7 @@ class NumberedDocuments:
         def read(task: tuple[_File, int, np.ndarray | None, Folder]) -> pa.Table:
             file, group, taken, path = task
             table = _read(file, group, columns, path)
-            return table if taken is None else table.take(pa.array(taken, pa.int64()))
+            return table if taken is None else table.take(int64_array(taken))
 
         tables: list[pa.Table] = list((mapper or map)(read, reads))
         if not tables:
@@ -270,7 +270,7 @@ class NumberedDocuments:
         if not np.array_equal(arrived, np.arange(docs.size)):
             inverse = np.empty(docs.size, np.int64)
             inverse[arrived] = np.arange(docs.size, dtype=np.int64)
-            table = table.take(pa.array(inverse, pa.int64()))
+            table = table.take(int64_array(inverse))
         return stored_signatures(table, self.params, self._stores[0].store.path)
 
 

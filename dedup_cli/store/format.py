@@ -169,6 +169,30 @@ def column_problem(schema: pa.Schema, removal: bool = False, legacy: bool = Fals
     return None
 
 
+def integers(column: pa.ChunkedArray | pa.Array, dtype: np.dtype | type = np.int64) -> np.ndarray:
+    """``dtype``[n] (int64 unless told) of an integer column without nulls, read from Arrow's buffers
+    (``to_numpy`` imports pandas, a fifth of a second, the first time it is called in a process)."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = []
+    for chunk in chunks:
+        if chunk.null_count or not pa.types.is_integer(chunk.type):
+            parts.append(chunk.to_numpy(zero_copy_only=False).astype(dtype))  # not a column a store writes
+            continue
+        stored = np.dtype(chunk.type.to_pandas_dtype())
+        parts.append(np.frombuffer(chunk.buffers()[1], dtype=stored, count=len(chunk),
+                                   offset=chunk.offset * stored.itemsize))
+    if not parts:
+        return np.empty(0, dtype)
+    # A copy, owned and writable (the buffers are Arrow's, read-only).
+    return np.concatenate(parts).astype(dtype, copy=False) if len(parts) > 1 else parts[0].astype(dtype)
+
+
+def int64_array(values: np.ndarray) -> pa.Array:
+    """``values`` as an Arrow int64 array over the same memory (``pa.array`` of a numpy array imports pandas)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(values)])
+
+
 def packed_signatures(column: pa.ChunkedArray | pa.Array, params: SignatureParams, path: object) -> np.ndarray:
     """uint8[n, signature_bytes], a view of the Arrow buffer."""
     if isinstance(column, pa.ChunkedArray):

@@ -23,6 +23,7 @@ from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import (
     REMOVAL_NAME,
     column_problem,
+    integers,
     one_line,
     packed_signatures,
     part_schema,
@@ -329,10 +330,10 @@ def index_of_rows(table: pa.Table, keep: np.ndarray) -> DocumentIndex:
     taken = table.take(pa.array(keep, pa.int64())) if keep.size != table.num_rows else table
     columns = {name: taken.column(name).combine_chunks() for name in taken.column_names}
     return DocumentIndex(
-        sizes=columns["size"].to_numpy(),
-        mtimes_ns=columns["mtime_ns"].to_numpy(),
-        content_hashes=columns["content_hash"].to_numpy(),
-        runs=columns["run"].to_numpy(),
+        sizes=integers(columns["size"]),
+        mtimes_ns=integers(columns["mtime_ns"]),
+        content_hashes=integers(columns["content_hash"], np.uint64),
+        runs=integers(columns["run"]),
         id_array=columns["id"],
         path_array=columns["path"],
     )
@@ -344,9 +345,9 @@ def stored_signatures(table: pa.Table, params: SignatureParams, path: Folder) ->
         params=params,
         ids=table.column("id").to_pylist(),
         paths=table.column("path").to_pylist(),
-        shingle_counts=table.column("shingle_count").to_numpy().astype(np.int64),
+        shingle_counts=integers(table.column("shingle_count")),
         packed=packed_signatures(table.column("signature"), params, path),
-        content_hashes=table.column("content_hash").to_numpy(),
-        runs=table.column("run").to_numpy().astype(np.int64),
-        mtimes_ns=table.column("mtime_ns").to_numpy().astype(np.int64),
+        content_hashes=integers(table.column("content_hash"), np.uint64),
+        runs=integers(table.column("run")),
+        mtimes_ns=integers(table.column("mtime_ns")),
     )

@@ -73,6 +73,20 @@ def one_document_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return store
 
 
+def test_the_library_find_that_reads_candidates_never_imports_pandas(small_store: Path) -> None:
+    # The library's find, without the command line's hiding of pandas: numbering the documents, banding, reading
+    # the candidates' documents and exact checks in this process read Arrow's buffers directly, where to_numpy and
+    # pa.array of a numpy array would import pandas (a fifth of a second) to recognise its objects.
+    script = ("import sys\n"
+              "import dedup_cli as dedup\n"
+              f"result = dedup.find({str(small_store)!r}, dedup.FindOptions(threshold=0.1, jobs=1, verify='all'))\n"
+              "print(result.pair_count, result.verification.checked, 'pandas' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["1", "1", "False"]  # the pair was found, scored and re-read
+
+
 def test_find_on_one_document_imports_only_what_it_uses(one_document_store: Path, tmp_path: Path) -> None:
     arguments = ["find", str(one_document_store), "-t", "0.55", "-b", "2", "-q", "-o", str(tmp_path / "out")]
     assert imported_after(arguments, UNUSED["find"]) == []
