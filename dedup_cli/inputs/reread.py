@@ -140,7 +140,10 @@ def reread_group(path: str, kind: str, name: str | None, numbers: set[int],
 
 
 def file_identity(location: str) -> tuple[int, int] | None:
-    """(device, inode) of the file a whole-file location names, or None (a record, stdin, a file not found)."""
+    """(device, inode) of the file a whole-file location names, or None (a record, stdin, a file not found, or
+    no location: a document signed from memory)."""
+    if not location:
+        return None
     where = parse_location(location)
     if where.kind != "file" or where.path == STDIN:
         return None

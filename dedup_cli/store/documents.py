@@ -97,11 +97,12 @@ def _read(file: _File, group: int, columns: Sequence[str], path: Folder) -> pa.T
     return table.replace_schema_metadata(None)
 
 
-def _column(files: list[_File], name: str, path: Folder) -> pa.ChunkedArray:
-    chunks = [_read(file, group, [name], path).column(name) for file in files
-              for group in range(file.group_rows.size)]
-    return pa.chunked_array([chunk for column in chunks for chunk in column.chunks],
-                            type=chunks[0].type if chunks else pa.int64())
+def _columns(files: list[_File], names: Sequence[str], path: Folder) -> dict[str, pa.ChunkedArray]:
+    """Some columns of every row group, read together (one read of each row group for all of them)."""
+    tables = [_read(file, group, names, path) for file in files for group in range(file.group_rows.size)]
+    return {name: pa.chunked_array([chunk for table in tables for chunk in table.column(name).chunks],
+                                   type=tables[0].column(name).type if tables else pa.int64())
+            for name in names}
 
 
 def _removals(store: Store) -> pa.Table | None:
@@ -157,19 +158,21 @@ class NumberedDocuments:
     def _number(self, store: Store, first_doc: int) -> tuple[_Numbered, np.ndarray, np.ndarray]:
         files = _open_files(store)
         try:
-            counts = integers(_column(files, "shingle_count", store.path))
-            run_column = _column(files, "run", store.path)
-            row_runs = integers(run_column)
+            legacy = bool(files) and files[0].legacy
+            columns = _columns(files, ["shingle_count", "run"] + ([] if legacy else ["id"]), store.path)
+            counts = integers(columns["shingle_count"])
+            row_runs = integers(columns["run"])
             rows = counts.size
-            if files and files[0].legacy:
+            if legacy:
                 keep = np.arange(rows, dtype=np.int64)
             else:
-                keep = live_rows(_column(files, "id", store.path), run_column, _removals(store))
+                keep = live_rows(columns["id"], columns["run"], _removals(store))
         except BaseException:
             for file in files:
                 file.handle.close()
             raise
-        in_order = keep.size == rows and bool(np.array_equal(keep, np.arange(rows)))
+        # Every row, in row order (positions, all distinct): ascending is enough, and needs no array of positions.
+        in_order = keep.size == rows and bool(np.all(keep[1:] > keep[:-1]))
         doc_of_row = None
         if not in_order:
             doc_of_row = np.full(rows, -1, np.int64)

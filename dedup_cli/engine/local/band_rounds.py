@@ -59,8 +59,11 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
     params = documents.params
     bands, rows = banding.bands, banding.rows
     keyed = np.flatnonzero(eligible)
-    slot = np.full(documents.documents, -1, np.int64)
-    slot[keyed] = np.arange(keyed.size, dtype=np.int64)
+    # A document's column in the keys: its place among the eligible; None when every document is (the usual case).
+    slot = None
+    if keyed.size != documents.documents:
+        slot = np.full(documents.documents, -1, np.int64)
+        slot[keyed] = np.arange(keyed.size, dtype=np.int64)
     dtype = key_dtype(rows, value_dtype(params.bits))
     rounds = band_rounds(bands, keyed.size, dtype.itemsize, round_bytes)
     codes = PairCodes()
@@ -98,7 +101,7 @@ def _wave_title(numbers: list[int], first_band: int, last_band: int, rounds: int
     return f"candidates, bands {first_band + 1}–{last_band} ({which} of {rounds})"
 
 
-def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: np.ndarray, keyed: np.ndarray,
+def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: np.ndarray | None, keyed: np.ndarray,
           dtype: np.dtype, max_bucket: int, jobs: int, progress: Progress, title: str
           ) -> list[tuple[np.ndarray, int]]:
     """The pairs of some consecutive rounds at once: (sorted distinct codes uint64[m], buckets cut) of each."""
@@ -113,13 +116,14 @@ def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: 
         """Fill this reader's share of the keys (every band of the wave); the row groups it read."""
         groups = 0
         for docs, packed in documents.signatures(part, readers):
-            where = slot[docs]
-            taken = where >= 0
-            if taken.any():
+            where = docs if slot is None else slot[docs]
+            taken = None if slot is None else where >= 0
+            if taken is None or taken.any():
                 # A row group of eligible documents only (the usual case) is read in place, not copied out first.
-                values = unpack_values(packed if taken.all() else packed[taken], params.bits, params.num_perm)
+                every = taken is None or bool(taken.all())
+                values = unpack_values(packed if every else packed[taken], params.bits, params.num_perm)
                 block = values[:, first_band * rows : last_band * rows]
-                columns = where[taken]
+                columns = where if every else where[taken]
                 if columns[-1] - columns[0] == columns.size - 1 and bool(np.all(np.diff(columns) == 1)):
                     # A run of consecutive documents (a row group of a store in id order): rows of contiguous
                     # writes, several times faster than scattering the same keys column by column.
