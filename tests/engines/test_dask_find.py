@@ -21,6 +21,7 @@ import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.cli.summaries import find_store_line, find_summary
 from dedup_cli.engine import optional_engines
+from dedup_cli.engine.dask import candidates as dask_candidates
 from dedup_cli.engine.dask import end_on_workers
 from dedup_cli.engine.stages.results import find_records
 from dedup_cli.options.engines import EngineOptions
@@ -120,6 +121,27 @@ def test_decisions_in_the_driver_or_on_the_workers_are_the_local_engines(engine:
     on_workers = dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=needed, **options))
     assert on_workers.profile["decisions_in_driver"] == 0.0 and on_workers.streamed is None
     for remote in (in_driver, on_workers):
+        assert_same_answers(local, remote)
+
+
+@pytest.mark.parametrize(("store", "options"), [
+    ("sample", {"ways": 3, "bits": 2}),
+    ("grown", {"new_since": 1, "threshold": 0.4}),
+    ("grown", {"against": "reference", "only_across": True, "bits": 2}),
+], ids=["triples", "new-since", "only-across"])
+def test_scores_with_or_without_shuffles_are_the_local_engines(stores: dict[str, Path], engine: EngineOptions,
+                                                               store: str, options: dict,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codes in one partition are scored without a shuffle; in several (partitions of 20 codes here), by two
+    range joins: the same scores either way, the pairs the local engine leaves out left out too."""
+    if "against" in options:
+        options = {**options, "against": str(stores[options["against"]])}
+    local = dedup.find(stores[store], dedup.FindOptions(**options))
+    assert local.candidates > 40
+    unshuffled = dedup.find(stores[store], dedup.FindOptions(engine=engine, **options))
+    monkeypatch.setattr(dask_candidates, "ROWS_PER_PARTITION", 20)
+    shuffled = dedup.find(stores[store], dedup.FindOptions(engine=engine, **options))
+    for remote in (unshuffled, shuffled):
         assert_same_answers(local, remote)
 
 

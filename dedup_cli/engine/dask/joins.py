@@ -6,6 +6,13 @@ partition. Scoring sends each candidate pair to its first document's range, then
 signature to its second's: per candidate 16 + 16 + ⌈k·b/8⌉ bytes shuffled (96 at k = 256, b = 2), against the
 stored ⌈k·B/8⌉ bytes a document (256 at B = 8) that stay where they are.
 
+When every candidate pair is in one partition (at most 2·10^6 codes, which one task sorts anyway), no shuffle
+runs: that task cuts the pairs by the range of their second document and lists the documents each range must
+give; each document partition gives those rows of its b-bit values (a task each), one task joins them, and each
+range's pairs are scored against them in a task of its own. On a machine or a cluster, that is a few tasks a
+partition and the candidates' documents' values moved once to each worker, where two shuffles each cost a run on
+every worker and a barrier.
+
 The match count k·Ê_b (Li & König 2010, Sec. 2) comes from the packed b-bit words by XOR and popcount; the
 estimate, its standard error and interval from :func:`dedup_cli.estimates.pairs.score_matches`, the function the
 local engine's :func:`dedup_cli.estimates.pairs.score_pairs` ends with, so both give the same floats.
@@ -15,10 +22,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.frames import bit_columns
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs, score_matches
@@ -139,6 +148,9 @@ def score_candidates(reduced: dd.DataFrame, candidates: Candidates, divisions: t
     read it). With ``reference_start`` (pairs only: a reference store's documents from there on), the pairs the
     local engine leaves out before scoring are left out here too (:func:`_pairs`, :func:`score_partition`).
     """
+    if candidates.codes.npartitions == 1:
+        return _score_without_shuffles(reduced, candidates, divisions, bits, params, new_since, reference_start,
+                                       only_across)
     if shuffle_method is None and candidates.shuffled_codes <= SMALL_SHUFFLE_PAIRS \
             and len(divisions) - 1 <= SMALL_SHUFFLE_PARTITIONS:
         # Few pairs into few partitions: a shuffle by tasks (a handful of tiny ones) costs less than Dask's default
@@ -151,3 +163,59 @@ def score_candidates(reduced: dd.DataFrame, candidates: Candidates, divisions: t
     both = attach(with_first, "second", reduced, "b_", divisions, shuffle_method)
     return both.map_partitions(score_partition, bits, params.num_perm, params.universe, new_since,
                                reference_start=reference_start, meta=scored_meta())
+
+
+def _ranges_of_pairs(codes: pd.DataFrame, documents: int, reference_start: int | None, only_across: bool,
+                     divisions: tuple[int, ...]) -> tuple[list[np.ndarray], list[pd.DataFrame]]:
+    """The pairs of one partition of codes cut by the document range (partition) of their second document, each
+    ordered by (second, first), and per range the documents of any pair that lie in it (ascending)."""
+    pairs = _pairs(codes, documents, reference_start, only_across)
+    first, second = pairs["first"].to_numpy(dtype=np.int64), pairs["second"].to_numpy(dtype=np.int64)
+    order = np.lexsort((first, second))
+    first, second = first[order], second[order]
+    bounds = np.asarray(divisions[1:-1], dtype=np.int64)
+    docs = sorted_unique(np.concatenate([first, second]))
+    doc_ranges = np.split(docs, np.searchsorted(docs, bounds, side="left"))
+    cuts = np.searchsorted(second, bounds, side="left")
+    pair_ranges = [pd.DataFrame({"first": part_first, "second": part_second})
+                   for part_first, part_second in zip(np.split(first, cuts), np.split(second, cuts), strict=True)]
+    return doc_ranges, pair_ranges
+
+
+def _rows(frame: pd.DataFrame, docs: np.ndarray) -> pd.DataFrame:
+    return frame.loc[docs]
+
+
+def _joined(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(parts)
+
+
+def _score_range(pairs: pd.DataFrame, values: pd.DataFrame, bits: int, num_perm: int, universe: int,
+                 new_since: int | None, reference_start: int | None) -> pd.DataFrame:
+    """:func:`score_partition` of one range's pairs, each given both documents' rows of ``values`` (index: doc,
+    ascending) as ``a_…`` and ``b_…`` columns, as the two joins give them."""
+    index = values.index.to_numpy(dtype=np.int64)
+    first, second = pairs["first"].to_numpy(dtype=np.int64), pairs["second"].to_numpy(dtype=np.int64)
+    rows_a, rows_b = np.searchsorted(index, first), np.searchsorted(index, second)
+    columns: dict[str, np.ndarray] = {"first": first}
+    for name in values.columns:
+        column = values[name].to_numpy()
+        columns[f"a_{name}"], columns[f"b_{name}"] = column[rows_a], column[rows_b]
+    frame = pd.DataFrame(columns, index=pd.Index(second, name="second"))
+    return score_partition(frame, bits, num_perm, universe, new_since, reference_start=reference_start)
+
+
+def _score_without_shuffles(reduced: dd.DataFrame, candidates: Candidates, divisions: tuple[int, ...], bits: int,
+                            params: SignatureParams, new_since: int | None, reference_start: int | None,
+                            only_across: bool) -> dd.DataFrame:
+    """:func:`score_candidates` of codes that are one partition (the module docstring): no shuffle."""
+    (codes,) = candidates.codes.to_delayed()
+    partitions = len(divisions) - 1
+    ranges = dask.delayed(_ranges_of_pairs, nout=2)(codes, candidates.documents, reference_start, only_across,
+                                                    divisions)
+    doc_ranges, pair_ranges = ranges[0], ranges[1]
+    rows = [dask.delayed(_rows)(part, doc_ranges[index]) for index, part in enumerate(reduced.to_delayed())]
+    values = dask.delayed(_joined)(rows)
+    scored = [dask.delayed(_score_range)(pair_ranges[index], values, bits, params.num_perm, params.universe,
+                                         new_since, reference_start) for index in range(partitions)]
+    return dd.from_delayed(scored, meta=scored_meta(), divisions=divisions, verify_meta=False)
