@@ -64,13 +64,14 @@ DOCUMENT_BYTES = 8 + 8 + 1 + 8
 #   with j processes, a wave of up to j rounds at once in anonymous shared memory (``engine.local.band_rounds``), each
 #   page counted once however many processes map it;
 # - per document while bucketing one band, in each of the j processes that sort bands (at most one a band): the key
-#   and position packed and sorted, the order, the sorted keys and documents, run starts and lengths (mostly runs
-#   of one) and two masks;
-SORT_TEMPORARY_BYTES = 8 + 8 + 4 + 8 + 8 + 8 + 2
+#   and position packed into one word and sorted in place (the order and sorted keys are views of it), the
+#   positions before packing, and two masks (runs of equal keys are few: most buckets hold one document);
+SORT_TEMPORARY_BYTES = 8 + 4 + 2
 # - per document of the row group that each of the j processes decodes while keying the signatures: the column
-#   as read and decompressed, the packed copy and its rows taken (4·S), and its values unpacked and the band block
-#   made contiguous (2·k·v). A store written by ``dedup`` holds at most GROUP_ROWS rows a row group
-#   (``store.compaction``'s; sign writes smaller ones, which cost less: the estimate assumes the largest);
+#   as read and decompressed (2·S), and its values unpacked (k·v; a view at 8 bits, counted all the same); the
+#   keys are written from them into the round's array in place. A store written by ``dedup`` holds at most
+#   GROUP_ROWS rows a row group (``store.compaction``'s; sign writes smaller ones, which cost less: the estimate
+#   assumes the largest);
 GROUP_ROWS = 1 << 16
 # - per band collision (a pair sharing a bucket in one band, before de-duplication): its code in the
 #   pending list, the concatenated copy and the sorted copy of ``primitives.sorted_unique``;
@@ -221,7 +222,7 @@ def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: 
         # Each of the j processes decodes a row group: the largest dedup writes, or an equal share of the documents.
         "row_groups": ("a row group being decoded (transient)" if banders == 1 else "a row group decoded in each of "
                        "j workers (transient)", banders * min(math.ceil(n / banders), GROUP_ROWS)
-                       * (4 * signature_bytes + 2 * k * value_bytes), "j·min(N/j, 2^16)·(4·S + 2·k·v)"),
+                       * (2 * signature_bytes + k * value_bytes), "j·min(N/j, 2^16)·(2·S + k·v)"),
         # A round's bands are shared among the processes, a band to each at least: more processes than bands idle.
         "sort": ("sorting one band (transient)" if banders == 1 else "sorting one band in each of j processes "
                  "(transient)", min(banders, bands) * SORT_TEMPORARY_BYTES * n,

@@ -30,15 +30,15 @@ def _kill_the_first_banding(marker: str) -> None:
     kills its own process."""
     from dedup_cli.engine.dask import candidates
 
-    original = candidates._keys
+    original = candidates.band_keys
 
-    def killing(*arguments: object) -> object:
+    def killing(*arguments: object, **named: object) -> object:
         if not os.path.exists(marker):
             Path(marker).write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
-        return original(*arguments)  # type: ignore[arg-type]
+        return original(*arguments, **named)  # type: ignore[arg-type]
 
-    candidates._keys = killing
+    candidates.band_keys = killing
 
 
 def test_a_worker_killed_mid_find_is_replaced_and_the_answer_is_the_same(client: Client, engine: EngineOptions,

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
 from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
+from dedup_cli.engine.dask.frames import DocumentFrames, rows_of, unpack_bits
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
@@ -43,22 +42,6 @@ def needed(frame: pd.DataFrame, floor: float | None) -> pd.DataFrame:
     if floor is not None:
         keep = keep | (frame["estimate"].to_numpy() >= floor)
     return frame[keep]
-
-
-def _take(frame: pd.DataFrame, docs: np.ndarray) -> pd.DataFrame:
-    return frame.loc[docs]
-
-
-def rows_of(frame: dd.DataFrame, divisions: tuple[int, ...], docs: np.ndarray) -> pd.DataFrame:
-    """The rows of ``docs`` (int64, ascending) of a frame indexed by document with ``divisions``, in that order;
-    each partition is asked only for its own documents."""
-    cuts = np.searchsorted(docs, np.asarray(divisions[1:-1], dtype=np.int64), side="left")
-    pieces = np.split(docs, cuts)
-    parts = [dask.delayed(_take)(part, wanted) for part, wanted in zip(frame.to_delayed(), pieces, strict=True)
-             if wanted.size]
-    if not parts:
-        return frame._meta
-    return pd.concat(dask.compute(*parts))
 
 
 def documents_of(params: SignatureParams, frames: DocumentFrames, reduced: dd.DataFrame, bits: int,

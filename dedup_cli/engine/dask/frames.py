@@ -364,3 +364,20 @@ def unpack_bits(frame: pd.DataFrame, prefix: str, bits: int, num_perm: int) -> n
     """The b-bit values uint[n, k] of a frame's packed ``prefix`` columns."""
     columns = bit_columns(prefix, bits, num_perm)
     return unpack_values(words_to_packed(frame_words(frame, columns), (num_perm * bits + 7) // 8), bits, num_perm)
+
+
+def take_rows(frame: pd.DataFrame, docs: np.ndarray) -> pd.DataFrame:
+    """The rows of ``docs`` of a partition indexed by document."""
+    return frame.loc[docs]
+
+
+def rows_of(frame: dd.DataFrame, divisions: tuple[int, ...], docs: np.ndarray) -> pd.DataFrame:
+    """The rows of ``docs`` (int64, ascending) of a frame indexed by document with ``divisions``, in that order;
+    each partition is asked only for its own documents."""
+    cuts = np.searchsorted(docs, np.asarray(divisions[1:-1], dtype=np.int64), side="left")
+    pieces = np.split(docs, cuts)
+    parts = [dask.delayed(take_rows)(part, wanted) for part, wanted in zip(frame.to_delayed(), pieces, strict=True)
+             if wanted.size]
+    if not parts:
+        return frame._meta
+    return pd.concat(dask.compute(*parts))

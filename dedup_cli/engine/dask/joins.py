@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.engine.dask.frames import bit_columns
+from dedup_cli.engine.dask.frames import bit_columns, take_rows
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs, score_matches
 from dedup_cli.minhash.packing import unpack_values
@@ -182,10 +182,6 @@ def _ranges_of_pairs(codes: pd.DataFrame, documents: int, reference_start: int |
     return doc_ranges, pair_ranges
 
 
-def _rows(frame: pd.DataFrame, docs: np.ndarray) -> pd.DataFrame:
-    return frame.loc[docs]
-
-
 def _joined(parts: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(parts)
 
@@ -214,7 +210,7 @@ def _score_without_shuffles(reduced: dd.DataFrame, candidates: Candidates, divis
     ranges = dask.delayed(_ranges_of_pairs, nout=2)(codes, candidates.documents, reference_start, only_across,
                                                     divisions)
     doc_ranges, pair_ranges = ranges[0], ranges[1]
-    rows = [dask.delayed(_rows)(part, doc_ranges[index]) for index, part in enumerate(reduced.to_delayed())]
+    rows = [dask.delayed(take_rows)(part, doc_ranges[index]) for index, part in enumerate(reduced.to_delayed())]
     values = dask.delayed(_joined)(rows)
     scored = [dask.delayed(_score_range)(pair_ranges[index], values, bits, params.num_perm, params.universe,
                                          new_since, reference_start) for index in range(partitions)]

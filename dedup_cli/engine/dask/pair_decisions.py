@@ -29,8 +29,7 @@ from distributed import get_client
 
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.end_gathered import rows_of
-from dedup_cli.engine.dask.frames import DocumentFrames
+from dedup_cli.engine.dask.frames import DocumentFrames, rows_of
 from dedup_cli.engine.dask.joins import attach, scored_meta
 from dedup_cli.engine.local.forked import chunk_bounds
 from dedup_cli.engine.stages.find import decide, without
