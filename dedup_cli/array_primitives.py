@@ -1,4 +1,4 @@
-"""Numpy primitives every stage shares: distinct sorted values and the splitmix64 mixer.
+"""Numpy primitives every stage shares: distinct sorted values, the splitmix64 mixer, and large arrays in huge pages.
 
 The lowest layer of the package with :mod:`dedup_cli.errors` and :mod:`dedup_cli.atomic_files`: it imports numpy
 and nothing of dedup, so the text, minhash, candidate and grouping stages can all use it.
@@ -6,12 +6,40 @@ and nothing of dedup, so the text, minhash, candidate and grouping stages can al
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
 _SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
 _SHIFT_16, _SHIFT_13 = np.uint32(16), np.uint32(13)
 _MIX32_1, _MIX32_2 = np.uint32(0x85EBCA6B), np.uint32(0xC2B2AE35)
 _MIX_1, _MIX_2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+HUGE_PAGE_BYTES = 32 << 20
+"""Arrays from this size on are mapped in huge pages where the system offers them (:func:`large_empty`)."""
+
+
+def large_empty(shape: int | tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
+    """``np.empty(shape, dtype)``; from :data:`HUGE_PAGE_BYTES` on, a private anonymous mapping that asks for
+    transparent huge pages (Linux's ``MADV_HUGEPAGE``), unmapped when the array is freed.
+
+    Filling fresh memory faults it in a page at a time: a band's keys of 10^7 documents are 234,000 pages of 4 KB,
+    and on a virtual machine each fault is dear (a 960 MB array filled in 2.1 s here, 0.17 s in 2 MB pages).
+    Elsewhere, or below the size, or where the system refuses, it is ``np.empty``.
+    """
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    size = count * dtype.itemsize
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if size < HUGE_PAGE_BYTES or advice is None:
+        return np.empty(shape, dtype)
+    try:
+        memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        memory.madvise(advice)
+    except (OSError, ValueError, AttributeError):
+        return np.empty(shape, dtype)
+    return np.frombuffer(memory, dtype, count).reshape(shape)
 
 
 def first_of_runs(ordered: np.ndarray) -> np.ndarray:

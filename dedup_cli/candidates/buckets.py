@@ -13,10 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.array_primitives import mix64, sorted_unique
+from dedup_cli.array_primitives import large_empty, mix64, sorted_unique
 
 # Pairs are accumulated as codes i·n + j and de-duplicated whenever this many have piled up (``plan`` models it).
 DEDUPLICATE_EVERY = 1 << 24
+# Documents whose band keys are written at a time (:func:`band_keys` into ``out``): 4096 rows of a 256-byte
+# signature are 1 MB, a block that stays in the cache while its rows are read band by band.
+TRANSPOSE_ROWS = 4096
 
 
 def band_keys(values: np.ndarray, bands: int, rows: int, dtype: np.dtype | type = np.uint64,
@@ -38,10 +41,13 @@ def band_keys(values: np.ndarray, bands: int, rows: int, dtype: np.dtype | type 
         block = values[:, : bands * rows]
         if block.strides[-1] != block.itemsize:
             block = np.ascontiguousarray(block)
-        packed = block.view(f"<u{rows * value_bits // 8}").T
+        packed = block.view(f"<u{rows * value_bits // 8}")
         if out is None:
-            return packed.astype(dtype)
-        out[...] = packed
+            return packed.T.astype(dtype)
+        # Transposed a block of documents at a time: a block's rows stay in the cache while each band reads its
+        # column of them (the whole array band after band would stream every row in from memory once a band).
+        for start in range(0, n_docs, TRANSPOSE_ROWS):
+            out[:, start : start + TRANSPOSE_ROWS] = packed[start : start + TRANSPOSE_ROWS].T
         return out
     keys = np.empty((bands, n_docs), dtype=np.uint64)
     for band in range(bands):
@@ -102,36 +108,52 @@ def key_dtype(rows: int, value_dtype: np.dtype) -> np.dtype:
     return np.dtype(np.uint32 if rows * np.dtype(value_dtype).itemsize * 8 <= 32 else np.uint64)
 
 
-def bucket_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+class SortBuffers:
+    """What sorting a band allocates, kept for the next band of the same process: the packed sort words (in huge
+    pages where offered, :func:`dedup_cli.array_primitives.large_empty`) and the positions 0 … n − 1. A band of
+    10^7 documents would otherwise fault in 120 MB of fresh memory, and on some machines that costs more than the
+    sort itself."""
+
+    def __init__(self, size: int) -> None:
+        self.packed = large_empty(size, np.uint64)
+        self.positions = np.arange(size, dtype=np.uint32)
+
+
+def bucket_order(keys: np.ndarray, buffers: SortBuffers | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(order, keys[order]): positions sorted by key, equal keys in position order.
 
     32-bit keys are sorted together with their positions as one uint64 each (key above, position below): one
     sort of plain integers instead of a stable argsort, about twice as fast; both results are then strided views
     of that one sorted array (little-endian: the position is the lower half), so nothing of the size of the keys
-    is copied out of it.
+    is copied out of it. With ``buffers`` (at least as large as the keys) that array is theirs: the views are
+    valid until the next band sorted with them.
     """
     n = keys.size
     if keys.dtype == np.uint32 and n < (1 << 32) and sys.byteorder == "little":
-        packed = np.empty(n, np.uint64)
+        if buffers is not None and buffers.positions.size >= n:
+            packed, positions = buffers.packed[:n], buffers.positions[:n]
+        else:
+            packed, positions = np.empty(n, np.uint64), np.arange(n, dtype=np.uint32)
         halves = packed.view(np.uint32)
         halves[1::2] = keys
-        halves[0::2] = np.arange(n, dtype=np.uint32)
+        halves[0::2] = positions
         packed.sort()
         return halves[0::2], halves[1::2]
     order = np.argsort(keys, kind="stable")
     return order, keys[order]
 
 
-def band_pair_codes(keys: np.ndarray, docs: np.ndarray, max_bucket: int, documents: int
-                    ) -> tuple[np.ndarray, int]:
+def band_pair_codes(keys: np.ndarray, docs: np.ndarray, max_bucket: int, documents: int,
+                    buffers: SortBuffers | None = None) -> tuple[np.ndarray, int]:
     """The candidate pairs of one band as codes first · documents + second (first < second), and the buckets
     cut to ``max_bucket``: every pair within each run of equal keys, runs longer than ``max_bucket`` cut to it.
 
     Args:
         keys: the band's key of each document (any unsigned dtype).
         docs: int64[n], the documents, ascending (so a bucket lists its members in document order).
+        buffers: what a process sorting band after band reuses (:class:`SortBuffers`).
     """
-    order, sorted_keys = bucket_order(keys)
+    order, sorted_keys = bucket_order(keys, buffers)
     starts, lengths, cut = bucket_runs(sorted_keys, max_bucket)
     first, second = run_pairs(starts, lengths)
     # Only the members of buckets are looked up: most documents are alone in theirs (a few hundredths of a pair

@@ -352,3 +352,62 @@ def test_band_keys_are_the_rows_shifted_into_place(kind: tuple[type, int], docum
     assert np.array_equal(band_keys(values, bands, rows), expected)
     if rows * width <= 32:
         assert np.array_equal(band_keys(values, bands, rows, np.uint32), expected.astype(np.uint32))
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=4), seed=st.integers(0, 2**32 - 1),
+       wide=st.booleans())
+def test_band_pairs_with_reused_sort_buffers_are_those_without(sizes: list[int], seed: int, wide: bool) -> None:
+    # Bands of several sizes sorted one after another with one set of buffers (as a worker sorts its bands), and
+    # keys written into an array in blocks of 7 documents (a block size that divides nothing here): the same
+    # codes and cut buckets as fresh arrays give, and as a plain stable argsort.
+    rng = np.random.default_rng(seed)
+    buffers = buckets.SortBuffers(max(sizes))
+    for n in sizes:
+        keys = rng.integers(0, 40, n).astype(np.uint64 if wide else np.uint32)  # many collisions, some cut
+        docs = np.sort(rng.choice(10 * n + 1, n, replace=False)).astype(np.int64)
+        with_buffers = buckets.band_pair_codes(keys, docs, 30, 10 * n + 1, buffers)
+        fresh = buckets.band_pair_codes(keys, docs, 30, 10 * n + 1)
+        order = np.argsort(keys, kind="stable")
+        first, second, cut = _pairs_by_argsort(keys[order], docs[order], 30)
+        assert np.array_equal(with_buffers[0], fresh[0]) and with_buffers[1] == fresh[1] == cut
+        assert np.array_equal(np.sort(with_buffers[0]), np.sort(first.astype(np.uint64) * np.uint64(10 * n + 1)
+                                                                + second.astype(np.uint64)))
+
+
+def _pairs_by_argsort(sorted_keys: np.ndarray, sorted_docs: np.ndarray, max_bucket: int
+                      ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every pair within each run of equal keys (its first ``max_bucket`` members), by a loop over the runs."""
+    first, second, cut, start = [], [], 0, 0
+    for end in range(1, sorted_keys.size + 1):
+        if end == sorted_keys.size or sorted_keys[end] != sorted_keys[start]:
+            members = sorted_docs[start:end][:max_bucket]
+            cut += int(end - start > max_bucket)
+            for i, j in itertools.combinations(range(members.size), 2):
+                first.append(members[i])
+                second.append(members[j])
+            start = end
+    return np.array(first, np.int64), np.array(second, np.int64), cut
+
+
+@pytest.mark.parametrize("rows_at_a_time", [1, 7, 4096])
+def test_band_keys_written_in_blocks_are_the_returned_keys(rows_at_a_time: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(buckets, "TRANSPOSE_ROWS", rows_at_a_time)
+    values = np.random.default_rng(3).integers(0, 256, (1000, 64), dtype=np.uint8)
+    out = np.zeros((12, 1000), np.uint32)
+    assert buckets.band_keys(values[:, 8:56], 12, 4, np.uint32, out=out) is out
+    assert np.array_equal(out, buckets.band_keys(values[:, 8:56], 12, 4, np.uint32))
+    assert np.array_equal(out[3], values[:, 20:24].copy().view("<u4")[:, 0])  # band 3: values 12…15 of the slice
+
+
+def test_large_arrays_come_from_huge_page_mappings_and_behave_as_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dedup_cli import array_primitives
+
+    monkeypatch.setattr(array_primitives, "HUGE_PAGE_BYTES", 1 << 12)
+    small = array_primitives.large_empty(10, np.int64)
+    large = array_primitives.large_empty((3, 4096), np.uint32)
+    assert small.shape == (10,) and large.shape == (3, 4096) and large.dtype == np.uint32
+    assert large.flags.c_contiguous and large.flags.writeable
+    large[:] = 7
+    assert int(large.sum()) == 7 * 3 * 4096

@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 from distributed import get_client
 
-from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.candidates.buckets import PairCodes, band_keys, band_pair_codes, key_dtype
+from dedup_cli.array_primitives import large_empty, sorted_unique
+from dedup_cli.candidates.buckets import PairCodes, SortBuffers, band_keys, band_pair_codes, key_dtype
 from dedup_cli.candidates.crossing import fingerprint_bits
 from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
@@ -249,8 +249,8 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignaturePara
     reduced = []
     # [band, document], filled record batch by record batch from Arrow's buffers (joining a piece's batches, or
     # concatenating the pieces, would copy every signature or key once more): each band contiguous.
-    keys = np.empty((last_band - first_band, sum(piece.rows for piece, _ in pieces)), dtype)
-    docs = np.empty(keys.shape[1], np.int64)
+    keys = large_empty((last_band - first_band, sum(piece.rows for piece, _ in pieces)), dtype)
+    docs = large_empty(keys.shape[1], np.int64)
     filled = 0
     for index, (piece, first) in enumerate(pieces):
         reducing = reduce_bits is not None and index in reduce
@@ -277,8 +277,9 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignaturePara
     docs, keys = docs[:filled], keys[:, :filled]
     codes = PairCodes()
     oversized = 0
+    buffers = SortBuffers(filled)
     for band in range(last_band - first_band):
-        found, cut = band_pair_codes(keys[band], docs, max_bucket, documents)
+        found, cut = band_pair_codes(keys[band], docs, max_bucket, documents, buffers)
         codes.add(found)
         oversized += cut
     return codes.unique(), oversized, reduced

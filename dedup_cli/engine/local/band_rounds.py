@@ -15,9 +15,16 @@ import mmap
 
 import numpy as np
 
-from dedup_cli.array_primitives import sorted_unique
+from dedup_cli.array_primitives import large_empty, sorted_unique
 from dedup_cli.candidates.banding import Banding
-from dedup_cli.candidates.buckets import CandidateResult, PairCodes, band_keys, band_pair_codes, key_dtype
+from dedup_cli.candidates.buckets import (
+    CandidateResult,
+    PairCodes,
+    SortBuffers,
+    band_keys,
+    band_pair_codes,
+    key_dtype,
+)
 from dedup_cli.engine.local.forked import forked_map
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
@@ -145,8 +152,9 @@ def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: 
     def pair(share: tuple[int, list[int]]) -> tuple[np.ndarray, int]:
         """The distinct codes and buckets cut of some bands of one round."""
         found, cut = PairCodes(), 0
+        buffers = SortBuffers(keyed.size) if len(share[1]) > 1 else None
         for band in share[1]:
-            band_codes, band_cut = band_pair_codes(keys[band], keyed, max_bucket, documents.documents)
+            band_codes, band_cut = band_pair_codes(keys[band], keyed, max_bucket, documents.documents, buffers)
             found.add(band_codes)
             cut += band_cut
             if jobs <= 1:
@@ -170,7 +178,7 @@ def _keys_array(bands: int, documents: int, dtype: np.dtype, shared: bool) -> np
     """An uninitialised dtype[bands, documents]; ``shared``: in anonymous shared memory, so that what forked
     workers write into it the driver (and the other workers) see."""
     if not shared or bands * documents == 0:
-        return np.empty((bands, documents), dtype)
+        return large_empty((bands, documents), dtype)
     memory = mmap.mmap(-1, bands * documents * dtype.itemsize)  # MAP_SHARED | MAP_ANONYMOUS
     return np.frombuffer(memory, dtype).reshape(bands, documents)
 
