@@ -42,6 +42,17 @@ def large_empty(shape: int | tuple[int, ...], dtype: np.dtype | type) -> np.ndar
     return np.frombuffer(memory, dtype, count).reshape(shape)
 
 
+def shared_empty(shape: int | tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
+    """An uninitialised array in anonymous shared memory (``MAP_SHARED | MAP_ANONYMOUS``): what processes forked
+    after it write into it, the others (their parent among them) see."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape))
+    if count == 0:
+        return np.empty(shape, dtype)
+    memory = mmap.mmap(-1, count * dtype.itemsize)  # MAP_SHARED | MAP_ANONYMOUS
+    return np.frombuffer(memory, dtype, count).reshape(shape)
+
+
 def first_of_runs(ordered: np.ndarray) -> np.ndarray:
     """bool[n]: True where a sorted array's value differs from the one before (and at position 0)."""
     first = np.ones(ordered.size, dtype=bool)

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dedup_cli.array_primitives import shared_empty
 from dedup_cli.errors import StoreError
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import int64_array, integers, one_line, open_parquet, packed_signatures
@@ -34,7 +35,7 @@ from dedup_cli.store.snapshot import SIGNATURE_COLUMNS, StoredSignatures, live_r
 from dedup_cli.store.store import READ_ATTEMPTS, Store
 
 # Runs a function over tasks, giving back the results in order: ``map``, or one that runs them in worker processes.
-Mapper = Callable[[Callable[[Any], pa.Table], Sequence[Any]], Iterable[pa.Table]]
+Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
 
 
 @dataclass
@@ -118,6 +119,36 @@ def _removals(store: Store) -> pa.Table | None:
     return pa.concat_tables(tables)
 
 
+def _numbers_in_workers(files: list[_File], path: Folder, mapper: Mapper) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(shingle counts, runs, whether the ids ascend throughout) of every row of ``files``, each row group read by
+    ``mapper``'s workers, which write the counts and runs into shared memory and check their ids' order; the
+    driver compares only the ids where row groups meet."""
+    import pyarrow.compute as pc  # imported here, before the workers are forked, and not by a one-row store
+
+    tasks = [(file, group, file.first_row + int(file.group_rows[:group].sum()))
+             for file in files for group in range(file.group_rows.size)]
+    rows = sum(int(file.group_rows.sum()) for file in files)
+    counts, runs = shared_empty(rows, np.int64), shared_empty(rows, np.int64)
+
+    def read(task: tuple[_File, int, int]) -> tuple[bool, str | None, str | None]:
+        file, group, start = task
+        table = _read(file, group, ["shingle_count", "run", "id"], path)
+        stop = start + table.num_rows
+        counts[start:stop] = integers(table.column("shingle_count"))
+        runs[start:stop] = integers(table.column("run"))
+        ids = table.column("id")
+        if table.num_rows == 0:
+            return True, None, None
+        ascending = table.num_rows == 1 or bool(pc.all(pc.less(ids.slice(0, table.num_rows - 1), ids.slice(1))).as_py())
+        return ascending, ids[0].as_py(), ids[-1].as_py()
+
+    found = [result for result in mapper(read, tasks) if result[1] is not None]
+    # Python compares str by code point, which is the UTF-8 byte order Arrow's ``less`` compares in.
+    in_order = all(ascending for ascending, _, _ in found) and all(
+        str(before[2]) < str(after[1]) for before, after in zip(found[:-1], found[1:], strict=True))
+    return counts, runs, in_order
+
+
 class NumberedDocuments:
     """The live documents of one or more stores of the same parameters, numbered by (store, id) (see the
     module docstring). Use as a context manager, or call :meth:`close`.
@@ -130,7 +161,9 @@ class NumberedDocuments:
         store_starts: int64[stores + 1], the number of each store's first document, then ``documents``.
     """
 
-    def __init__(self, stores: Sequence[Store]) -> None:
+    def __init__(self, stores: Sequence[Store], mapper: Mapper | None = None) -> None:
+        """``mapper``: how to read the row groups of a store of local files for numbering (in worker processes
+        forked from this one, :meth:`stored` says how); None: here."""
         self.params: SignatureParams = stores[0].params
         self._stores: list[_Numbered] = []
         counts, runs = [], []
@@ -138,7 +171,7 @@ class NumberedDocuments:
         try:
             for store in stores:
                 try:
-                    numbered, store_counts, store_runs = self._number(store, first_doc)
+                    numbered, store_counts, store_runs = self._number(store, first_doc, mapper)
                 except FileNotFoundError as missing:  # a removal file deleted by a compaction: read again
                     store.refresh()
                     raise StoreError(f"{store.path} changed while it was read ({missing.filename}); run again") \
@@ -151,33 +184,42 @@ class NumberedDocuments:
             self.close()
             raise
         self.documents = first_doc
-        self.shingle_counts = np.concatenate(counts) if counts else np.empty(0, np.int64)
-        self.runs = np.concatenate(runs) if runs else np.empty(0, np.int64)
+        self.shingle_counts = counts[0] if len(counts) == 1 else np.concatenate(counts) if counts else \
+            np.empty(0, np.int64)
+        self.runs = runs[0] if len(runs) == 1 else np.concatenate(runs) if runs else np.empty(0, np.int64)
         self.store_starts = np.array([s.first_doc for s in self._stores] + [first_doc], np.int64)
 
-    def _number(self, store: Store, first_doc: int) -> tuple[_Numbered, np.ndarray, np.ndarray]:
+    def _number(self, store: Store, first_doc: int, mapper: Mapper | None
+                ) -> tuple[_Numbered, np.ndarray, np.ndarray]:
         files = _open_files(store)
         try:
             legacy = bool(files) and files[0].legacy
-            columns = _columns(files, ["shingle_count", "run"] + ([] if legacy else ["id"]), store.path)
-            counts = integers(columns["shingle_count"])
-            row_runs = integers(columns["run"])
-            rows = counts.size
-            if legacy:
-                keep = np.arange(rows, dtype=np.int64)
+            removals = None if legacy else _removals(store)
+            groups = sum(file.group_rows.size for file in files)
+            if mapper is not None and not legacy and removals is None and groups > 1 and not in_objects(store.path):
+                counts, row_runs, in_order = _numbers_in_workers(files, store.path, mapper)
+                keep = None if in_order else live_rows(_columns(files, ["id"], store.path)["id"],
+                                                       pa.chunked_array([int64_array(row_runs)]), None)
             else:
-                keep = live_rows(columns["id"], columns["run"], _removals(store))
+                columns = _columns(files, ["shingle_count", "run"] + ([] if legacy else ["id"]), store.path)
+                counts = integers(columns["shingle_count"])
+                row_runs = integers(columns["run"])
+                keep = np.arange(counts.size, dtype=np.int64) if legacy else live_rows(columns["id"],
+                                                                                      columns["run"], removals)
         except BaseException:
             for file in files:
                 file.handle.close()
             raise
+        rows = counts.size
         # Every row, in row order (positions, all distinct): ascending is enough, and needs no array of positions.
-        in_order = keep.size == rows and bool(np.all(keep[1:] > keep[:-1]))
+        in_order = keep is None or (keep.size == rows and bool(np.all(keep[1:] > keep[:-1])))
         doc_of_row = None
         if not in_order:
+            assert keep is not None
             doc_of_row = np.full(rows, -1, np.int64)
             doc_of_row[keep] = np.arange(keep.size, dtype=np.int64)
-        numbered = _Numbered(store, files, first_doc, int(keep.size), None if in_order else keep, doc_of_row)
+        documents = rows if keep is None else int(keep.size)
+        numbered = _Numbered(store, files, first_doc, documents, None if in_order else keep, doc_of_row)
         return numbered, counts[keep] if not in_order else counts, row_runs[keep] if not in_order else row_runs
 
     def __enter__(self) -> NumberedDocuments:

@@ -11,11 +11,9 @@ instead of the 8·bands bytes a document that keying every band at once would ta
 
 from __future__ import annotations
 
-import mmap
-
 import numpy as np
 
-from dedup_cli.array_primitives import large_empty, sorted_unique
+from dedup_cli.array_primitives import large_empty, shared_empty, sorted_unique
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.buckets import (
     CandidateResult,
@@ -179,8 +177,7 @@ def _keys_array(bands: int, documents: int, dtype: np.dtype, shared: bool) -> np
     workers write into it the driver (and the other workers) see."""
     if not shared or bands * documents == 0:
         return large_empty((bands, documents), dtype)
-    memory = mmap.mmap(-1, bands * documents * dtype.itemsize)  # MAP_SHARED | MAP_ANONYMOUS
-    return np.frombuffer(memory, dtype).reshape(bands, documents)
+    return shared_empty((bands, documents), dtype)
 
 
 def band_ranges(rounds: list[tuple[int, int]]) -> str:

@@ -54,8 +54,20 @@ def find(stores: Sequence[Store], options: FindOptions, progress: Progress = sil
         progress: told each stage as it begins, and its steps.
     """
     progress.stage("numbering the documents", None)
-    with NumberedDocuments(stores) as documents:
+    with NumberedDocuments(stores, _numbering(options.workers)) as documents:
         return find_documents(documents, options, progress, stores)
+
+
+def _numbering(jobs: int) -> Mapper | None:
+    """How numbering reads a store's row groups: in up to ``jobs`` forked workers (one row group a task), each
+    checking its ids' order and writing counts and runs into shared memory; None (here) with one job."""
+    if jobs <= 1:
+        return None
+
+    def mapped(read: Callable[[Any], Any], groups: Sequence[Any]) -> Iterator[Any]:
+        return forked_map(read, groups, min(jobs, len(groups)), "numbering the documents")
+
+    return mapped
 
 
 @dataclass
