@@ -272,12 +272,14 @@ class NumberedDocuments:
                     first += rows
 
     def stored(self, docs: np.ndarray, columns: Sequence[str] = SIGNATURE_COLUMNS,
-               mapper: Mapper | None = None) -> StoredSignatures:
+               mapper: Mapper | None = None, forked: bool = False) -> StoredSignatures:
         """The documents ``docs`` (int64, ascending, unique) as a store of their own, in that order: ids,
         locations, counts, signatures, content hashes, runs and times, read from the row groups that hold them.
 
         ``mapper(read, groups)``: the tables ``read(group)`` of the row groups in order, however it computes them
-        (in worker processes when :attr:`reads_in_workers`); the built-in ``map`` by default."""
+        (in worker processes when :attr:`reads_in_workers`); the built-in ``map`` by default. ``forked``: the
+        mapper's workers are forked from this process, so they write the signatures and numbers into shared
+        memory and send back only the ids and locations (:meth:`_stored_in_shared_memory`)."""
         reads: list[tuple[_File, int, np.ndarray | None, Folder]] = []
         order: list[np.ndarray] = []
         for numbered in self._stores:
@@ -298,6 +300,9 @@ class NumberedDocuments:
                                   numbered.store.path))
             order.append(by_row + low)
 
+        if forked and reads and tuple(columns) == SIGNATURE_COLUMNS:
+            return self._stored_in_shared_memory(docs, reads, np.concatenate(order), mapper or map)
+
         def read(task: tuple[_File, int, np.ndarray | None, Folder]) -> pa.Table:
             file, group, taken, path = task
             table = _read(file, group, columns, path)
@@ -317,6 +322,46 @@ class NumberedDocuments:
             inverse[arrived] = np.arange(docs.size, dtype=np.int64)
             table = table.take(int64_array(inverse))
         return stored_signatures(table, self.params, self._stores[0].store.path)
+
+
+    def _stored_in_shared_memory(self, docs: np.ndarray, reads: list[tuple[_File, int, np.ndarray | None, Folder]],
+                                 arrived: np.ndarray, mapper: Mapper) -> StoredSignatures:
+        """:meth:`stored` with forked readers: each writes its rows' signatures, counts, runs, hashes and times
+        into arrays in shared memory at its rows' place, and sends back a table of their ids and locations
+        alone (the signatures are most of the bytes: pickled through a pipe, they cost the driver as much as
+        reading them)."""
+        sizes = [int(file.group_rows[group]) if taken is None else taken.size for file, group, taken, _ in reads]
+        starts = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        rows = int(starts[-1])
+        packed = shared_empty((rows, self.params.signature_bytes), np.uint8)
+        numbers = {name: shared_empty(rows, np.uint64 if name == "content_hash" else np.int64)
+                   for name in ("shingle_count", "run", "content_hash", "mtime_ns")}
+        params = self.params
+
+        def read(task: tuple[tuple[_File, int, np.ndarray | None, Folder], int]) -> pa.Table:
+            (file, group, taken, path), start = task
+            table = _read(file, group, SIGNATURE_COLUMNS, path)
+            if taken is not None:
+                table = table.take(int64_array(taken))
+            stop = start + table.num_rows
+            packed[start:stop] = packed_signatures(table.column("signature"), params, path)
+            for name, column in numbers.items():
+                column[start:stop] = integers(table.column(name), column.dtype)
+            return table.select(["id", "path"])
+
+        names = pa.concat_tables(list(mapper(read, list(zip(reads, starts[:-1].tolist(), strict=True)))))
+        # The rows came in row order; put them back in document order (nothing to do when the rows are in id
+        # order already, one sorted part or a format 1 file).
+        if not np.array_equal(arrived, np.arange(docs.size)):
+            inverse = np.empty(docs.size, np.int64)
+            inverse[arrived] = np.arange(docs.size, dtype=np.int64)
+            names = names.take(int64_array(inverse))
+            packed = packed[inverse]
+            numbers = {name: column[inverse] for name, column in numbers.items()}
+        return StoredSignatures(params=params, ids=names.column("id").to_pylist(),
+                                paths=names.column("path").to_pylist(), shingle_counts=numbers["shingle_count"],
+                                packed=packed, content_hashes=numbers["content_hash"], runs=numbers["run"],
+                                mtimes_ns=numbers["mtime_ns"])
 
 
 def _empty(params: SignatureParams, columns: Sequence[str]) -> pa.Table:

@@ -109,6 +109,8 @@ class MemoryDocuments:
             stop = min(start + SIGNATURE_BLOCK, self.documents)
             yield np.arange(start, stop, dtype=np.int64), packed[start:stop]
 
-    def stored(self, docs: np.ndarray, columns: Sequence[str] = (), mapper: Any = None) -> StoredSignatures:
-        """The documents ``docs`` (ascending) as a store of their own, in that order (every column)."""
+    def stored(self, docs: np.ndarray, columns: Sequence[str] = (), mapper: Any = None,
+               forked: bool = False) -> StoredSignatures:
+        """The documents ``docs`` (ascending) as a store of their own, in that order (every column; nothing is
+        read, so no worker runs)."""
         return self.signatures_in_memory.stored(docs)

@@ -45,7 +45,9 @@ class Documents(Protocol):
         blocks ``part``, ``part + parts``, …: one reader's share)."""
         ...
 
-    def stored(self, docs: np.ndarray, columns: Sequence[str] = ..., mapper: Any = None) -> StoredSignatures:
+    def stored(self, docs: np.ndarray, columns: Sequence[str] = ..., mapper: Any = None,
+               forked: bool = False) -> StoredSignatures:
         """The documents ``docs`` (int64, ascending, unique) as a store of their own, in that order (``mapper``:
-        how a store on disk reads its row groups, ``map`` or in worker processes)."""
+        how a store on disk reads its row groups, ``map`` or in worker processes; ``forked``: processes forked
+        from this one, which may write into its shared memory)."""
         ...

@@ -76,3 +76,25 @@ def test_numbering_in_workers_is_numbering_here(layout: str, mapper: Callable[..
         assert workers.stored(everything).ids == here.stored(everything).ids == sorted(here.stored(everything).ids)
         for (docs_w, packed_w), (docs_h, packed_h) in zip(workers.signatures(), here.signatures(), strict=True):
             assert np.array_equal(docs_w, docs_h) and np.array_equal(packed_w, packed_h)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS), ids=list(LAYOUTS))
+def test_documents_read_by_forked_workers_into_shared_memory_are_those_read_here(layout: str,
+                                                                                tmp_path: Path) -> None:
+    # Some documents of each row group, every document, and none: the same store, column by column.
+    groups, again, _ = LAYOUTS[layout]
+    path = tmp_path / "store"
+    with create_store(path, PARAMS).begin_run(PARAMS) as run:
+        for ids in groups:
+            run.write(batch(ids, 1))
+    if again:
+        with open_store(path).begin_run(PARAMS) as run:
+            run.write(batch(["d003", "d010", "d999"], 2))
+    with NumberedDocuments([open_store(path)]) as numbered:
+        for docs in (np.arange(numbered.documents)[::3], np.arange(numbered.documents), np.arange(0)):
+            here = numbered.stored(docs)
+            shared = numbered.stored(docs, mapper=forked, forked=True)
+            assert shared.ids == here.ids and shared.paths == here.paths
+            for name in ("shingle_counts", "packed", "content_hashes", "runs", "mtimes_ns"):
+                assert np.array_equal(getattr(shared, name), getattr(here, name)), name
+                assert getattr(shared, name).dtype == getattr(here, name).dtype, name

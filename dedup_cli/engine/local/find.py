@@ -159,7 +159,8 @@ def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarra
 def read_candidates(documents: Documents, docs: np.ndarray, plan: FindPlan, progress: Progress) -> Candidates:
     """The documents ``docs`` (the candidates') read whole, with their b-bit values and r."""
     progress.stage("reading the candidates' documents", None)
-    store = documents.stored(docs, mapper=_reader(documents, docs, plan.options.workers))
+    mapper = _reader(documents, docs, plan.options.workers)
+    store = documents.stored(docs, mapper=mapper, forked=mapper is not None)
     return Candidates(store, store.values(plan.bits),
                       stages.set_size_ratios(store.shingle_counts, documents.params.universe))
 
@@ -215,7 +216,8 @@ def _candidates(documents: Documents, plan: FindPlan, progress: Progress, work: 
     eligible = documents.shingle_counts > 0  # a document with no shingle resembles nothing
     if plan.banding is None:  # --candidates all
         keyed = np.flatnonzero(eligible)
-        everything = documents.stored(keyed, mapper=_reader(documents, keyed, options.workers))
+        mapper = _reader(documents, keyed, options.workers)
+        everything = documents.stored(keyed, mapper=mapper, forked=mapper is not None)
         advance = progress.stage("comparing every pair", int(keyed.size), "documents")
         ratios = stages.set_size_ratios(everything.shingle_counts, documents.params.universe)
         first, second = stages.every_pair_candidates(everything.values(bits), bits, plan.pair_floor, ratios,
