@@ -331,15 +331,18 @@ def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, ind
                    params: SignatureParams, bits: int) -> pd.DataFrame:
     """Documents' stored signatures (``packed``), counts and runs as the frame :func:`reduce_bits` makes."""
     names = bit_columns("s", bits, params.num_perm)
-    reduced = np.empty((counts.size, len(names)), np.uint64)
+    # Filled in place, then the frame's one block of words as it is (transposed, as pandas keeps a block): a frame
+    # made column by column would copy every word into a block of its own making.
+    reduced = np.empty((len(names), counts.size), np.uint64).T
     # A block of rows at a time: the temporaries (several bytes a value) stay small enough for malloc to hand the
     # same memory back block after block, where a piece's worth would be mapped, faulted in and unmapped anew.
     for start in range(0, counts.size, REDUCE_ROWS):
         values = unpack_values(packed[start : start + REDUCE_ROWS], params.bits, params.num_perm)
         reduced[start : start + REDUCE_ROWS] = packed_to_words(pack_bits(values, bits))  # lowest bits kept there
-    columns: dict[str, np.ndarray] = {"shingle_count": counts, "run": runs}
-    columns.update({name: reduced[:, i] for i, name in enumerate(names)})
-    return pd.DataFrame(columns, index=index)
+    frame = pd.DataFrame(reduced, index=index, columns=names, copy=False)
+    frame.insert(0, "run", np.asarray(runs, np.int64))
+    frame.insert(0, "shingle_count", np.asarray(counts, np.int64))
+    return frame
 
 
 def reduced_frame(frames: DocumentFrames, bits: int) -> dd.DataFrame:
