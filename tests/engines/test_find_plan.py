@@ -190,6 +190,28 @@ def test_a_kept_stage_is_reused_by_the_next_run(stores: dict[str, Path], engine:
         assert f"{stage}-{WorkDir(work, [store]).key(stage, **plan.depends_on(stage, **extra))}.npz" in kept
 
 
+@pytest.mark.parametrize("first_limit", ["on the workers", "in the driver"])
+def test_decisions_kept_one_way_are_resumed_the_other(stores: dict[str, Path], engine: EngineOptions,
+                                                      tmp_path: Path, first_limit: str) -> None:
+    """The Dask engine's decisions kept by a run that decided on the workers (scored pairs past --gather-limit)
+    are read back by one that decides in the driver, and the reverse: one format, partitioned alike."""
+    work = tmp_path / "work"
+    options = dedup.FindOptions(engine=engine, ways=3, bits=2, verify="all", threshold=0.4, work_dir=str(work),
+                                keep_work=True)
+    clean = dedup.find(stores["sample"], dataclasses.replace(options, work_dir=None, keep_work=False))
+    needed = int(clean.profile["needed_pairs"])
+    assert clean.profile["decisions_in_driver"] == 1.0 and needed < clean.candidates
+    limits = {"on the workers": needed, "in the driver": options.gather_limit}
+    first = dedup.find(stores["sample"], dataclasses.replace(options, gather_limit=limits[first_limit]))
+    other = "in the driver" if first_limit == "on the workers" else "on the workers"
+    notes = Notes()
+    resumed = dedup.find(stores["sample"], dataclasses.replace(options, gather_limit=limits[other]), progress=notes)
+    assert f"resuming: exact checks and decisions from {work}" in notes.notes
+    assert resumed.profile["decisions_in_driver"] == (1.0 if other == "in the driver" else 0.0)
+    for result in (first, resumed):
+        assert_same_answers(clean, result)
+
+
 @pytest.mark.parametrize("on", ["local", "dask"])
 def test_work_kept_under_other_keys_is_recomputed_not_read(stores: dict[str, Path], engine: EngineOptions,
                                                            tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

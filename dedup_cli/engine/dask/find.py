@@ -204,22 +204,14 @@ def decided_candidates(scored: dd.DataFrame, frames: DocumentFrames, plan: FindP
     """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): exact checks of the
     borderline pairs on the workers, the decisions, and the aliases left out."""
     key = plan.key(work, "decisions", divisions=frames.divisions)
-    kept = None if work is None or key is None else work.load("decisions", key)
+    kept = _kept_decisions(work, key, frames, progress)
     if kept is not None:
-        assert work is not None and key is not None
-        progress.note(f"resuming: exact checks and decisions from {work.path}")
-        decided_meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
-        count = int(kept["checked"])
-        return Decisions(kept_frame(work, "decisions", key, kept, decided_meta, frames.divisions), kept["aliases"],
-                         None if count < 0 else pair_decisions.Checked(count, kept["unverifiable"].tolist()))
+        return Decisions(*kept)
     decided, checked = pair_decisions.check_and_decide(scored, frames, plan.options.verify, plan.threshold,
                                                        shuffle_method)
     alias_documents = pair_decisions.aliases(decided, frames, shuffle_method)
     (decided,) = settled(pair_decisions.accept(decided, alias_documents))
-    if work is not None and key is not None:
-        keep_frame(work, "decisions", key, decided.to_delayed(), {
-            "aliases": alias_documents, "checked": np.array(-1 if checked is None else checked.checked),
-            "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
+    _keep_decisions(work, key, decided.to_delayed(), alias_documents, checked)
     return Decisions(decided, alias_documents, checked)
 
 
@@ -229,26 +221,42 @@ def gathered_decisions(scored: dd.DataFrame, frames: DocumentFrames, plan: FindP
     pair_decisions.decide_gathered`), kept by an earlier run in ``work`` or computed and kept there, partitioned
     as the scored pairs are, so that a run that decides on the workers resumes from it too, and the reverse."""
     key = plan.key(work, "decisions", divisions=frames.divisions)
-    kept = None if work is None or key is None else work.load("decisions", key)
+    kept = _kept_decisions(work, key, frames, progress)
     if kept is not None:
-        assert work is not None and key is not None
-        progress.note(f"resuming: exact checks and decisions from {work.path}")
-        decided_meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
-        count = int(kept["checked"])
-        return pair_decisions.GatheredDecisions(
-            kept_frame(work, "decisions", key, kept, decided_meta, frames.divisions).compute(), None,
-            kept["aliases"], None if count < 0 else pair_decisions.Checked(count, kept["unverifiable"].tolist()))
+        decided, alias_documents, checked = kept
+        return pair_decisions.GatheredDecisions(decided.compute(), None, alias_documents, checked)
     gathered = pair_decisions.decide_gathered(scored.compute(), frames, plan.options.verify, plan.threshold)
-    if work is not None and key is not None:
-        checked = gathered.checked
-        decided = gathered.decided
-        cuts = np.searchsorted(decided.index.to_numpy(), np.asarray(frames.divisions[1:-1], np.int64), side="left")
-        parts = [decided.iloc[start:stop] for start, stop in zip(np.r_[0, cuts], np.r_[cuts, len(decided)],
-                                                                 strict=True)]
-        keep_frame(work, "decisions", key, [dask.delayed(part) for part in parts], {
-            "aliases": gathered.aliases, "checked": np.array(-1 if checked is None else checked.checked),
-            "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
+    decided = gathered.decided
+    cuts = np.searchsorted(decided.index.to_numpy(), np.asarray(frames.divisions[1:-1], np.int64), side="left")
+    parts = [decided.iloc[start:stop] for start, stop in zip(np.r_[0, cuts], np.r_[cuts, len(decided)], strict=True)]
+    _keep_decisions(work, key, [dask.delayed(part) for part in parts], gathered.aliases, gathered.checked)
     return gathered
+
+
+def _kept_decisions(work: WorkDir | None, key: str | None, frames: DocumentFrames, progress: Progress
+                    ) -> tuple[dd.DataFrame, np.ndarray, pair_decisions.Checked | None] | None:
+    """The decisions stage an earlier run kept in ``work`` under ``key`` (the decided pairs as a frame with the
+    frames' divisions, the aliases, the exact checks), or None."""
+    kept = None if work is None or key is None else work.load("decisions", key)
+    if kept is None:
+        return None
+    assert work is not None and key is not None
+    progress.note(f"resuming: exact checks and decisions from {work.path}")
+    decided_meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
+    count = int(kept["checked"])
+    return (kept_frame(work, "decisions", key, kept, decided_meta, frames.divisions), kept["aliases"],
+            None if count < 0 else pair_decisions.Checked(count, kept["unverifiable"].tolist()))
+
+
+def _keep_decisions(work: WorkDir | None, key: str | None, parts: list[Any], alias_documents: np.ndarray,
+                    checked: pair_decisions.Checked | None) -> None:
+    """Keep the decisions stage in ``work`` (if any): the decided pairs' partitions ``parts`` (delayed frames),
+    the aliases and the exact checks."""
+    if work is None or key is None:
+        return
+    keep_frame(work, "decisions", key, parts, {
+        "aliases": alias_documents, "checked": np.array(-1 if checked is None else checked.checked),
+        "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
 
 
 def _profile(profile: dict[str, float], frames: DocumentFrames, plan: FindPlan, stats: CandidateStats, candidates: int,
