@@ -214,7 +214,7 @@ def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
     one_machine = len({info[worker].get("host") for worker in workers}) == 1
     sortable = documents <= BAND_SPLIT_DOCUMENTS and (not all(limits) or SORT_BYTES * documents <= min(limits) // 4)
     local_files = frames.pieces is not None and not any(is_url(piece.path) for piece, _ in frames.pieces)
-    if frames.pieces is not None and len(workers) > 1 and one_machine and local_files and sortable:
+    if frames.pieces is not None and one_machine and local_files and sortable:
         # A worker holds its bands' keys of every document, as each of the local engine's workers holds its round's
         # (the one band it sorts at a time needs SORT_BYTES a document beside them, checked above).
         per_worker = max(1, band_memory // max(1, frames.eligible * dtype.itemsize))
