@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import select
 import signal
 import sys
@@ -105,11 +106,57 @@ class TaskRows:
             return dataclasses.replace(self, wheres=FileWheres((), wheres.positions), paths_left_out=True)
         return self
 
-    def received(self, task: ReadTask) -> TaskRows:
-        """The rows a worker sent of ``task``, its paths back in ``wheres``."""
-        if self.paths_left_out and isinstance(task, FilesTask) and isinstance(self.wheres, FileWheres):
-            self.wheres, self.paths_left_out = FileWheres(task.paths, self.wheres.positions), False
+    def received(self, paths: tuple[str, ...]) -> TaskRows:
+        """The rows a worker sent of a files task of ``paths``, its paths back in ``wheres``."""
+        if self.paths_left_out and isinstance(self.wheres, FileWheres):
+            self.wheres, self.paths_left_out = FileWheres(paths, self.wheres.positions), False
         return self
+
+
+@dataclass
+class WorkerRows:
+    """The rows of every task one worker signed, sent to the driver once, when the worker ends, rather than a
+    message of arrays per task (whose unpickling was most of the driver's cost per task): the tasks' ids, hashes
+    and flags end to end, one array each, and a few values per task. Each task's rows are views of them again
+    (:meth:`unpacked`)."""
+
+    ids: ReadIds
+    empty: np.ndarray
+    fresh: np.ndarray
+    blank: np.ndarray
+    # per task: index, report, wheres (None: a files task's positions 0 … n − 1, its paths left out), documents,
+    # part, first row, input bytes, whether its paths were left out
+    tasks: list[tuple[int, ReadReport, Wheres | None, int, str | None, int, int, bool]]
+
+    @classmethod
+    def of(cls, rows: list[TaskRows]) -> WorkerRows:
+        tasks = []
+        for task in rows:
+            wheres: Wheres | None = task.wheres
+            if (task.paths_left_out and isinstance(wheres, FileWheres)
+                    and np.array_equal(wheres.positions, np.arange(len(wheres.positions)))):
+                wheres = None
+            tasks.append((task.index, task.report, wheres, len(task.ids), task.part, task.first_row,
+                          task.input_bytes, task.paths_left_out))
+        return cls(ReadIds.joined([task.ids for task in rows]), _joined([task.empty for task in rows]),
+                   _joined([task.fresh for task in rows]), _joined([task.blank for task in rows]), tasks)
+
+    def unpacked(self) -> Iterator[TaskRows]:
+        """The rows of each task, in the order the worker signed them (the ``finished`` parts told already)."""
+        start = fresh_start = 0
+        for index, report, wheres, count, part, first_row, input_bytes, paths_left_out in self.tasks:
+            end = start + count
+            fresh = self.fresh[start:end]
+            fresh_end = fresh_start + int(np.count_nonzero(fresh))
+            yield TaskRows(index, report, ReadIds(self.ids.ids.slice(start, count), self.ids.hashes[start:end]),
+                           FileWheres((), np.arange(count)) if wheres is None else wheres, self.empty[start:end],
+                           fresh, self.blank[fresh_start:fresh_end], part, first_row, input_bytes, [],
+                           paths_left_out)
+            start, fresh_start = end, fresh_end
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.empty(0, np.bool_)
 
 
 @dataclass
@@ -187,15 +234,79 @@ def task_input(task: ReadTask) -> str:
     return literal(task.source.display)
 
 
+# A task's slot on the board (:class:`TaskBoard`): a files task of a few hundred files takes tens of KB pickled;
+# a larger one (thousands of long paths, a stream's chunk of text) is handed to its worker through its pipe.
+BOARD_SLOT_BYTES = 256 << 10
+
+
+class TaskBoard:
+    """Tasks handed out by index, through memory shared with the forked workers: no pickling thread, no write
+    to a pipe per task. The driver posts task i (pickled) into slot i mod ``slots`` and counts it on a
+    semaphore; a worker waits on the semaphore, takes the next index from a shared counter and reads its slot.
+    Slot i mod ``slots`` is posted again only once task i was done (the driver keeps at most ``slots`` tasks
+    handed out and not yet done), so a slot is never written while read. A task whose pickle is larger than a
+    slot is marked so (length -1): its worker asks the driver for it, which sends it through that worker's pipe.
+    Once every task is posted, the count of tasks is set and each worker is given one more index, at or past it:
+    the end."""
+
+    def __init__(self, context: Any, slots: int, slot_bytes: int) -> None:
+        import mmap
+
+        self.slots = slots
+        self.slot_bytes = slot_bytes
+        self.memory = mmap.mmap(-1, slots * slot_bytes)  # anonymous and shared: forked workers see it
+        self.lengths = context.RawArray("q", slots)  # slot → the length of the task's pickle (-1: ask for it)
+        self.taken = context.RawValue("q", 0)  # the next index to take
+        self.count = context.RawValue("q", 1 << 62)  # the number of tasks, once all are posted
+        self.lock = context.Lock()
+        self.posted = context.Semaphore(0)
+
+    def post(self, index: int, pickled: bytes | memoryview) -> bool:
+        """Post task ``index`` (driver); False when too large for its slot (its worker will ask for it)."""
+        slot = index % self.slots
+        fits = len(pickled) <= self.slot_bytes
+        if fits:
+            start = slot * self.slot_bytes
+            self.memory[start:start + len(pickled)] = pickled
+        self.lengths[slot] = len(pickled) if fits else -1
+        self.posted.release()
+        return fits
+
+    def end(self, count: int, workers: int) -> None:
+        """Tell the ``workers`` that there are ``count`` tasks in all (driver)."""
+        self.count.value = count
+        for _ in range(workers):
+            self.posted.release()
+
+    def take(self) -> tuple[int, bytes | None] | None:
+        """The next task's index and pickle (None: ask the driver for it), or None once all are taken (worker)."""
+        self.posted.acquire()
+        with self.lock:
+            index = self.taken.value
+            self.taken.value = index + 1
+        if index >= self.count.value:
+            return None
+        slot = index % self.slots
+        length = self.lengths[slot]
+        if length < 0:
+            return index, None
+        start = slot * self.slot_bytes
+        return index, self.memory[start:start + length]
+
+    def close(self) -> None:
+        self.memory.close()
+
+
 # What forked workers inherit rather than receive: the run's shared settings (with the store's index, its id
 # look-up built once before the fork).
 _job: SignJob | None = None
 
 
-def _work(tasks: Any, results: Any, lines: Any, parent: int, reading: Any, worker: int) -> None:
-    """A worker process: sign the tasks it takes from ``tasks`` into its own parts, tell ``results``; ``lines``
-    gives the first line of each range task it counted (:class:`LineNumbering`, in the driver); ``reading[worker]``
-    (shared memory) holds the task it reads (-1: none), which the driver names if it dies, for no message."""
+def _work(board: TaskBoard, results: Any, lines: Any, parent: int, reading: Any, worker: int) -> None:
+    """A worker process: sign the tasks it takes from ``board`` into its own parts, tell ``results``; ``lines``
+    gives the first line of each range task it counted (:class:`LineNumbering`, in the driver) and the tasks too
+    large for the board; ``reading[worker]`` (shared memory) holds the task it reads (-1: none), which the driver
+    names if it dies, for no message."""
     from dedup_cli.processes import die_with_parent
 
     die_with_parent(parent)
@@ -204,18 +315,25 @@ def _work(tasks: Any, results: Any, lines: Any, parent: int, reading: Any, worke
     job = _job
     assert job is not None
     parts = RunParts(job.run.path, job.params, job.run.number, job.run.token)
+    signed: list[TaskRows] = []  # sent once, at the end (:class:`WorkerRows`)
     try:
-        while (item := tasks.get()) is not None:
-            index, task, kernel, number = item
+        while (taken := board.take()) is not None:
+            index, pickled = taken
             reading[worker] = index
+            if pickled is None:  # too large for the board: from the driver, through this worker's pipe
+                results.send(("ask", index))
+                pickled = lines.recv_bytes()
+            _, task, kernel, number = pickle.loads(pickled)
 
             def first_line_of(newlines: int, index: int = index) -> int:
                 results.send(("lines", (index, newlines)))
                 return int(lines.recv())
 
-            results.send(("task", sign_and_write(job, parts, index, task, kernel, number, first_line_of).sent(task)))
+            rows = sign_and_write(job, parts, index, task, kernel, number, first_line_of).sent(task)
+            signed.append(rows)
+            results.send(("task", (index, rows.input_bytes, rows.finished)))
             reading[worker] = -1
-        results.send(("done", parts.close()))
+        results.send(("done", (parts.close(), WorkerRows.of(signed))))
     except BaseException as error:  # told to the driver, which ends the run with it
         parts.discard()
         try:
@@ -232,9 +350,10 @@ HELD_AHEAD_BYTES = 16 << 20
 
 
 def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: KernelChoice,
-               take: Callable[[TaskRows], None]) -> list[WrittenFile]:
-    """Sign and write tasks with ``jobs`` worker processes once there is more than one task; ``take`` is told
-    what each task did, in task order. Returns the parts written, closed (each run's parts are adopted by the
+               take: Callable[[TaskRows], None], signed: Callable[[int], None]) -> list[WrittenFile]:
+    """Sign and write tasks with ``jobs`` worker processes once there is more than one task; ``signed`` is told
+    the input bytes of each task as it is done (for progress), ``take`` what each task did, in task order (with
+    workers, once they have all ended). Returns the parts written, closed (each run's parts are adopted by the
     caller once it knows which rows to keep).
 
     ``choice`` gives each task's kernel (and records which ran). The workers start at once; while they sign, this
@@ -262,8 +381,10 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
                 def first_line_of(newlines: int, index: int = index, current: dict[int, ReadTask] = current) -> int:
                     return numbering.count(index, newlines, current, index)[index]
 
-                take(sign_and_write(job, parts, index, task, planner.kernel(task), job.run.reserve_part(),
-                                    first_line_of))
+                rows = sign_and_write(job, parts, index, task, planner.kernel(task), job.run.reserve_part(),
+                                      first_line_of)
+                signed(rows.input_bytes)
+                take(rows)
                 index += 1
             parts.close()
         except BaseException:
@@ -274,12 +395,13 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
     # cache) in parallel with the others and with the planning, rather than the driver for 0.5-0.8 s before any
     # worker starts.
     with WorkerPool(job, jobs) as pool:
-        return pool.run(planner, take)
+        return pool.run(planner, take, signed)
 
 
 class WorkerPool:
-    """``jobs`` forked worker processes, each with a pipe back to this one; tasks go out through one queue, so an
-    idle worker takes the next. Leaving the ``with`` block ends every worker (killed unless it finished)."""
+    """``jobs`` forked worker processes, each with a pipe back to this one; tasks are handed out by index through
+    shared memory (:class:`TaskBoard`), so an idle worker takes the next. Leaving the ``with`` block ends every
+    worker (killed unless it finished)."""
 
     def __init__(self, job: SignJob, jobs: int) -> None:
         global _job
@@ -292,7 +414,9 @@ class WorkerPool:
         context = multiprocessing.get_context("fork")
         self.job = job
         self.jobs = jobs
-        self.tasks = context.Queue()
+        # Tasks handed out and not yet done: at most two per worker, so memory stays bounded; each has a slot.
+        self.in_flight = 2 * jobs
+        self.board = TaskBoard(context, self.in_flight, BOARD_SLOT_BYTES)
         self.pipes: list[Any] = []
         self.lines: list[Any] = []  # to each worker: the first lines of the ranges it counts
         self.processes: list[Any] = []
@@ -302,7 +426,7 @@ class WorkerPool:
             for worker in range(jobs):
                 receiving, sending = context.Pipe(duplex=False)
                 lines_in, lines_out = context.Pipe(duplex=False)
-                process = context.Process(target=_work, args=(self.tasks, sending, lines_in, os.getpid(), self.reading,
+                process = context.Process(target=_work, args=(self.board, sending, lines_in, os.getpid(), self.reading,
                                                                     worker),
                                           daemon=True)
                 process.start()
@@ -332,21 +456,27 @@ class WorkerPool:
             process.join()
         for pipe in self.pipes + self.lines:
             pipe.close()
-        self.tasks.cancel_join_thread()
-        self.tasks.close()
+        self.board.close()
         self.processes, self.pipes, self.lines = [], [], []
 
-    def run(self, planner: TaskPlanner, take: Callable[[TaskRows], None]) -> list[WrittenFile]:
-        """Hand out every task, tell ``take`` each one's rows in order; the parts written."""
+    def run(self, planner: TaskPlanner, take: Callable[[TaskRows], None], signed: Callable[[int], None]
+            ) -> list[WrittenFile]:
+        """Hand out every task, tell ``signed`` each one's input bytes as it is done and ``take`` each one's rows
+        in order once the workers end; the parts written."""
         job, jobs = self.job, self.jobs
+        from multiprocessing.reduction import ForkingPickler
+
         handed: dict[int, ReadTask] = {}  # tasks handed out and not yet told
+        oversized: dict[int, bytes | memoryview] = {}  # tasks too large for the board, until their worker asks
         # One poll object for the run (multiprocessing's wait builds a selector per call): pipes and sentinels.
         poller, owner = select.poll(), {}  # owner: descriptor → its worker
         for worker, pipe in enumerate(self.pipes):
             for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
                 poller.register(descriptor, select.POLLIN)
                 owner[descriptor] = worker
-        arrived: dict[int, TaskRows] = {}
+        arrived: set[int] = set()  # tasks done, not yet told
+        paths: dict[int, tuple[str, ...]] = {}  # files task → its paths, which its worker leaves out of its rows
+        rows: list[WorkerRows] = []
         numbering = LineNumbering()
         counting: dict[int, int] = {}  # range task → the worker waiting for its first line
         next_told = 0
@@ -355,15 +485,16 @@ class WorkerPool:
         written: list[WrittenFile] = []
         finished: set[int] = set()
         while len(finished) < jobs:
-            while not exhausted and len(handed) < 2 * jobs:
+            while not exhausted and len(handed) < self.in_flight:
                 task = planner.next()
                 if task is None:
                     exhausted = True
-                    for _ in range(jobs):
-                        self.tasks.put(None)
+                    self.board.end(index, jobs)
                     break
                 handed[index] = task
-                self.tasks.put((index, task, planner.kernel(task), job.run.reserve_part()))
+                pickled = ForkingPickler.dumps((index, task, planner.kernel(task), job.run.reserve_part()))
+                if not self.board.post(index, pickled):
+                    oversized[index] = pickled
                 index += 1
             while True:
                 polled = [descriptor for descriptor, _ in poller.poll(0 if planner.undecided() else None)]
@@ -379,7 +510,12 @@ class WorkerPool:
                     kind, message = pipe.recv() if pipe.fileno() in polled or pipe.poll() else ("died", None)
                 except (EOFError, OSError):
                     kind, message = "died", None
-                if kind == "lines":
+                if kind == "ask":
+                    try:
+                        self.lines[worker].send_bytes(oversized.pop(message))
+                    except OSError:  # the worker died since it asked: its sentinel tells, and ends the run
+                        pass
+                elif kind == "lines":
                     counted, newlines = message
                     counting[counted] = worker
                     for resolved, first_line in numbering.count(counted, newlines, handed, next_told).items():
@@ -388,22 +524,31 @@ class WorkerPool:
                         except OSError:  # the worker died since it asked: its sentinel tells, and ends the run
                             pass
                 elif kind == "task":
-                    written.extend(message.finished)
-                    arrived[message.index] = message.received(handed[message.index])
+                    done, input_bytes, closed = message
+                    written.extend(closed)
+                    arrived.add(done)
+                    signed(input_bytes)
                 elif kind == "done":
                     finished.add(worker)
                     for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
                         poller.unregister(descriptor)
-                    if message is not None:
-                        written.append(message)
+                    closed, worker_rows = message
+                    if closed is not None:
+                        written.append(closed)
+                    rows.append(worker_rows)
                 elif kind == "error":
                     raise message
                 else:
                     self._died(worker, handed.get(self.reading[worker]))
             while next_told in arrived:
-                take(arrived.pop(next_told))
-                handed.pop(next_told)
+                arrived.remove(next_told)
+                task = handed.pop(next_told)
+                if isinstance(task, FilesTask):
+                    paths[next_told] = task.paths
                 next_told += 1
+        for task_rows in sorted((task_rows for worker_rows in rows for task_rows in worker_rows.unpacked()),
+                                key=lambda task_rows: task_rows.index):
+            take(task_rows.received(paths.pop(task_rows.index, ())))
         return written
 
     def _died(self, worker: int, task: ReadTask | None) -> None:
