@@ -254,7 +254,7 @@ class TaskBoard:
 
         self.slots = slots
         self.slot_bytes = slot_bytes
-        self.memory = mmap.mmap(-1, slots * slot_bytes)  # anonymous and shared: forked workers see it
+        self.memory = mmap.mmap(-1, max(1, slots * slot_bytes))  # anonymous and shared: forked workers see it
         self.lengths = context.RawArray("q", slots)  # slot → the length of the task's pickle (-1: ask for it)
         self.taken = context.RawValue("q", 0)  # the next index to take
         self.count = context.RawValue("q", 1 << 62)  # the number of tasks, once all are posted
