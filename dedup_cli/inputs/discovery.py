@@ -120,18 +120,29 @@ def _kind(entry: os.DirEntry[str]) -> str | None:
     return None if entry.is_symlink() else "d"
 
 
-def _listed(entries: list[os.DirEntry[str]]) -> tuple[list[str], list[str]]:
-    """(the names of the files, of the directories to walk) among a directory's ``entries``, as :func:`_kind`
-    sorts them; with a method call or two per entry rather than a function call (a third of the walk's time)."""
+def _aside(entries: list[os.DirEntry[str]], entry: os.DirEntry[str]) -> bool:
+    entries.append(entry)
+    return False
+
+
+def _listed(directory: str) -> tuple[list[str], list[str]]:
+    """(the names of the files, of the directories to walk) in ``directory``, as :func:`_kind` sorts them: in one
+    pass over its listing that keeps only the names and the few directories' entries, each other entry (a name and
+    a path) dropped as soon as it is read, with a method call or two per entry rather than a function call (holding
+    every entry first took a third more time: 47 ms against 36 ms for 10^5 files, most of it faulting in the memory
+    of 10^5 names and paths at once). Raises OSError when the directory cannot be read."""
+    directories: list[os.DirEntry[str]] = []
     try:
-        names = [entry.name for entry in entries if not entry.is_dir()]  # is_dir: from the entry type, mostly
-    except OSError:  # an entry of unknown type whose stat failed: a file, as _kind says
-        kinds = [(entry.name, _kind(entry)) for entry in entries]
+        with os.scandir(directory) as listing:
+            # is_dir: from the listing's entry type, mostly; a directory's entry is kept aside
+            names = [entry.name for entry in listing if not entry.is_dir() or _aside(directories, entry)]
+    except OSError:  # maybe an entry of unknown type whose stat failed (a file, as _kind says): once more, slowly
+        with os.scandir(directory) as listing:
+            kinds = [(entry.name, _kind(entry)) for entry in listing]
         return ([name for name, kind in kinds if kind == "f"], [name for name, kind in kinds if kind == "d"])
     if "\0." in "\0" + "\0".join(names):  # a hidden file
         names = [name for name in names if name[0] != "."]
-    subdirectories = [] if len(names) == len(entries) else [
-        entry.name for entry in entries if entry.name[0] != "." and entry.is_dir() and not entry.is_symlink()]
+    subdirectories = [entry.name for entry in directories if entry.name[0] != "." and not entry.is_symlink()]
     return names, subdirectories
 
 
@@ -152,12 +163,10 @@ def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | No
     and the walk yields the first files before it has listed the rest. ``wanted`` (None: every file) filters the
     files by their displayed relative path."""
     try:
-        with os.scandir(directory) as listing:
-            entries = list(listing)
+        names, subdirectories = _listed(directory)
     except OSError as error:
         unreadable(error)
         return
-    names, subdirectories = _listed(entries)
     base = directory if directory.endswith("/") else directory + "/"
     shown_prefix = display_name(prefix)
     if not subdirectories and _displayable(names):  # the usual directory: its files, sorted by name

@@ -16,6 +16,7 @@ where its rows went. The driver receives these in task order and does per-task w
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import pickle
 import select
@@ -23,6 +24,7 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,6 +236,20 @@ def task_input(task: ReadTask) -> str:
     return literal(task.source.display)
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside: while the driver walks and hands out tasks it makes objects by the
+    hundred thousand (a directory's entries, its names, the tasks) and little cyclic garbage, and each collection
+    would look through them again (a few percent of its CPU). Collection resumes, as it was, on leaving."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 # A task's slot on the board (:class:`TaskBoard`): a files task of a few hundred files takes tens of KB pickled;
 # a larger one (thousands of long paths, a stream's chunk of text) is handed to its worker through its pipe.
 BOARD_SLOT_BYTES = 256 << 10
@@ -367,7 +383,9 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
     """
     text = job.params.input_kind == "text"
     planner = TaskPlanner(tasks, choice if text else None)
-    if jobs <= 1 or not planner.ahead(2):  # one task: a pool would only add start-up time
+    with collector_paused():
+        several = jobs > 1 and planner.ahead(2)  # the walk's first listing
+    if not several:  # one task: a pool would only add start-up time
         if jobs <= 1:
             keep_freed_memory()
         planner.settle()  # one process: the kernel first
@@ -463,6 +481,11 @@ class WorkerPool:
             ) -> list[WrittenFile]:
         """Hand out every task, tell ``signed`` each one's input bytes as it is done and ``take`` each one's rows
         in order once the workers end; the parts written."""
+        with collector_paused():  # the workers, forked already, collect as before
+            return self._run(planner, take, signed)
+
+    def _run(self, planner: TaskPlanner, take: Callable[[TaskRows], None], signed: Callable[[int], None]
+             ) -> list[WrittenFile]:
         job, jobs = self.job, self.jobs
         from multiprocessing.reduction import ForkingPickler
 
