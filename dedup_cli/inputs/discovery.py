@@ -171,7 +171,7 @@ def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | No
     shown_prefix = display_name(prefix)
     if not subdirectories and _displayable(names):  # the usual directory: its files, sorted by name
         names.sort()
-        yield from _batches(names, prefix, shown_prefix, base, wanted)
+        yield from _batches(names, prefix, shown_prefix, base, wanted, displayable=True)
         return
     children = sorted([(display_name(prefix + name), prefix + name, name, False) for name in names]
                       + [(display_name(prefix + name + "/"), prefix + name + "/", name, True)
@@ -187,13 +187,14 @@ def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | No
     yield from _batches(files, prefix, shown_prefix, base, wanted)
 
 
-def _batches(names: list[str], prefix: str, shown_prefix: str, base: str, wanted: Callable[[str], bool] | None
-             ) -> Iterator[FoundFiles]:
-    """The files ``names`` of one directory (in order) as batches of at most :data:`WALK_FILES`, filtered."""
+def _batches(names: list[str], prefix: str, shown_prefix: str, base: str, wanted: Callable[[str], bool] | None,
+             displayable: bool = False) -> Iterator[FoundFiles]:
+    """The files ``names`` of one directory (in order) as batches of at most :data:`WALK_FILES`, filtered;
+    ``displayable``: every name is known to be its own displayed name."""
     for start in range(0, len(names), WALK_FILES):
         batch = names[start:start + WALK_FILES]
         relatives = [prefix + name for name in batch] if prefix else batch
-        shown = relatives if shown_prefix == prefix and _displayable(batch) else [
+        shown = relatives if shown_prefix == prefix and (displayable or _displayable(batch)) else [
             display_name(relative) for relative in relatives]
         if wanted is not None:
             kept = [position for position, name in enumerate(shown) if wanted(name)]

@@ -7,10 +7,11 @@ and append the new and changed rows to a part of the store of their own
 use every core, and only file lists, ranges of files and raw bytes travel to the workers. A line file is handed
 out as ranges of its bytes (:class:`dedup_cli.inputs.tasks.LineRangeTask`): each worker finds and counts the lines
 of its range, tells the driver the count and is told the number of its first line (:class:`LineNumbering`), so
-the driver reads nothing of the file and does per-task work only. What comes back of a task is small and
-columnar: its reading report, the ids it read (one Arrow column and their 64-bit hashes), a few boolean arrays and
-where its rows went. The driver receives these in task order and does per-task work only
-(:mod:`dedup_cli.engine.local.sign`).
+the driver reads nothing of the file and does per-task work only. Tasks go out by index through shared memory
+(:class:`TaskBoard`); per task, only its index, input bytes and closed parts come back at once. What a task did is
+small and columnar: its reading report, the ids it read (one Arrow column and their 64-bit hashes), a few boolean
+arrays and where its rows went; each worker sends those of all its tasks once, at its end (:class:`WorkerRows`),
+and the driver takes them in task order (:mod:`dedup_cli.engine.local.sign`).
 """
 
 from __future__ import annotations
