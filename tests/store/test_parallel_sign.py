@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.local import sign as local_sign
-from dedup_cli.engine.local import sign_workers
+from dedup_cli.engine.local import sign_workers, task_board, task_rows
 from dedup_cli.inputs import chunks, task_planning
 from dedup_cli.store import parts as part_files
 
@@ -254,14 +254,14 @@ def test_tasks_handed_out_through_the_board_or_the_pipes_sign_alike(tmp_path: Pa
     options = dedup.SignOptions(jobs=1, prune=True, input=dedup.InputOptions(id_field="id"))
     alone = dedup.sign([str(folder)], tmp_path / "alone", options)
     posted: list[bool] = []
-    real_post = sign_workers.TaskBoard.post
+    real_post = task_board.TaskBoard.post
 
-    def post(board: sign_workers.TaskBoard, index: int, pickled: Any) -> bool:
+    def post(board: task_board.TaskBoard, index: int, pickled: Any) -> bool:
         posted.append(real_post(board, index, pickled))
         return posted[-1]
 
     monkeypatch.setattr(sign_workers, "BOARD_SLOT_BYTES", slot_bytes)
-    monkeypatch.setattr(sign_workers.TaskBoard, "post", post)
+    monkeypatch.setattr(task_board.TaskBoard, "post", post)
     for jobs in (2, 3):
         posted.clear()
         report = dedup.sign([str(folder)], tmp_path / f"store-{jobs}", dataclasses.replace(options, jobs=jobs))
@@ -284,12 +284,12 @@ def test_a_workers_rows_sent_at_its_end_are_each_tasks_rows() -> None:
         ids = [f"t{index}-{n}" for n in range(count)]
         report = ReadReport()
         report.note("malformed", (f"f{index}", "bad"))
-        wheres: Any = (FileWheres((), np.arange(count)) if index % 2 == 0 else
-                       FileWheres((), rng.permutation(count)) if index == 1 else LineWheres("x.jsonl", np.arange(count) + 7))
-        rows.append(sign_workers.TaskRows(10 + index, report, ReadIds.of(ids), wheres, rng.random(count) < 0.3, fresh,
+        wheres: Any = (FileWheres((), np.arange(count)) if index % 2 == 0 else FileWheres((), rng.permutation(count))
+                       if index == 1 else LineWheres("x.jsonl", np.arange(count) + 7))
+        rows.append(task_rows.TaskRows(10 + index, report, ReadIds.of(ids), wheres, rng.random(count) < 0.3, fresh,
                                           rng.random(int(fresh.sum())) < 0.5, f"part-{index}" if fresh.any() else None,
                                           index * 2, 100 * index, [], isinstance(wheres, FileWheres)))
-    sent = pickle.loads(pickle.dumps(sign_workers.WorkerRows.of(rows)))
+    sent = pickle.loads(pickle.dumps(task_rows.WorkerRows.of(rows)))
     for original, back in zip(rows, sent.unpacked(), strict=True):
         assert back.ids.ids.to_pylist() == original.ids.ids.to_pylist()
         assert back.ids.hashes.tolist() == original.ids.hashes.tolist()
@@ -307,3 +307,24 @@ def test_a_workers_rows_sent_at_its_end_are_each_tasks_rows() -> None:
         else:
             assert list(back.wheres[n] for n in range(len(back.wheres))) == [
                 original.wheres[n] for n in range(len(original.wheres))]
+
+
+@pytest.mark.usefixtures("small_tasks")
+def test_the_driver_collects_garbage_again_after_a_run_even_one_that_failed(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cyclic collection is paused while the driver walks and hands out tasks, and only then."""
+    folder = corpus(tmp_path)
+    assert gc.isenabled()
+    dedup.sign([str(folder / "docs")], tmp_path / "store", dedup.SignOptions(jobs=2))
+    assert gc.isenabled()
+    monkeypatch.setattr(sign_workers, "sign_task", _killed)
+    with pytest.raises(dedup.DedupError, match="worker process died"):
+        dedup.sign([str(folder / "docs")], tmp_path / "other", dedup.SignOptions(jobs=2))
+    assert gc.isenabled()
+    gc.disable()  # and a caller's choice to collect nothing stays
+    try:
+        monkeypatch.setattr(sign_workers, "sign_task", real_sign_task)
+        dedup.sign([str(folder / "docs")], tmp_path / "third", dedup.SignOptions(jobs=2))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.engine.local.sign_workers import SignJob, TaskRows, sign_tasks
+from dedup_cli.engine.local.sign_workers import SignJob, sign_tasks
+from dedup_cli.engine.local.task_rows import TaskRows
 from dedup_cli.engine.progress import InputProgress
 from dedup_cli.engine.stages.sign import Signed
 from dedup_cli.inputs.locations import FileRun, Source

@@ -16,8 +16,6 @@ and the driver takes them in task order (:mod:`dedup_cli.engine.local.sign`).
 
 from __future__ import annotations
 
-import dataclasses
-import gc
 import os
 import pickle
 import select
@@ -25,16 +23,16 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dedup_cli.engine.local.task_board import BOARD_SLOT_BYTES, TaskBoard, collector_paused
+from dedup_cli.engine.local.task_rows import TaskRows, WorkerRows
 from dedup_cli.engine.stages.sign import sign_task
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.columns import FileWheres, Wheres
-from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import (
     DocumentsTask,
     FilesTask,
@@ -79,87 +77,6 @@ def keep_freed_memory() -> None:
     trim_threshold, mmap_threshold = -1, -3  # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD (malloc.h)
     mallopt(mmap_threshold, KEEP_FREED_BYTES // 2)
     mallopt(trim_threshold, KEEP_FREED_BYTES)
-
-
-@dataclass
-class TaskRows:
-    """What signing one task did: its reading report, the ids it read (``ids``, in order), and aligned with
-    them ``wheres`` (for messages), ``empty`` (bool: empty or white space only) and ``fresh`` (bool: new or
-    changed since the store signed it: only these were signed and written); ``blank`` (bool, one per fresh
-    document: no shingle); the part its fresh rows were appended to (None: none was fresh) and the row of the
-    first of them there; ``input_bytes``, for progress; ``finished``: parts the worker closed before writing them."""
-
-    index: int
-    report: ReadReport
-    ids: ReadIds
-    wheres: Wheres
-    empty: np.ndarray
-    fresh: np.ndarray
-    blank: np.ndarray
-    part: str | None
-    first_row: int
-    input_bytes: int  # the task's share of the inputs on disk, for progress
-    finished: list[WrittenFile] = field(default_factory=list)
-    paths_left_out: bool = False  # ``wheres`` name the task's files without their paths (:meth:`sent`)
-
-    def sent(self, task: ReadTask) -> TaskRows:
-        """These rows as a worker sends them: a files task's paths left out of ``wheres`` (the driver has them)."""
-        wheres = self.wheres
-        if isinstance(task, FilesTask) and isinstance(wheres, FileWheres) and wheres.paths is task.paths:
-            return dataclasses.replace(self, wheres=FileWheres((), wheres.positions), paths_left_out=True)
-        return self
-
-    def received(self, paths: tuple[str, ...]) -> TaskRows:
-        """The rows a worker sent of a files task of ``paths``, its paths back in ``wheres``."""
-        if self.paths_left_out and isinstance(self.wheres, FileWheres):
-            self.wheres, self.paths_left_out = FileWheres(paths, self.wheres.positions), False
-        return self
-
-
-@dataclass
-class WorkerRows:
-    """The rows of every task one worker signed, sent to the driver once, when the worker ends, rather than a
-    message of arrays per task (whose unpickling was most of the driver's cost per task): the tasks' ids, hashes
-    and flags end to end, one array each, and a few values per task. Each task's rows are views of them again
-    (:meth:`unpacked`)."""
-
-    ids: ReadIds
-    empty: np.ndarray
-    fresh: np.ndarray
-    blank: np.ndarray
-    # per task: index, report, wheres (None: a files task's positions 0 … n − 1, its paths left out), documents,
-    # part, first row, input bytes, whether its paths were left out
-    tasks: list[tuple[int, ReadReport, Wheres | None, int, str | None, int, int, bool]]
-
-    @classmethod
-    def of(cls, rows: list[TaskRows]) -> WorkerRows:
-        tasks = []
-        for task in rows:
-            wheres: Wheres | None = task.wheres
-            if (task.paths_left_out and isinstance(wheres, FileWheres)
-                    and np.array_equal(wheres.positions, np.arange(len(wheres.positions)))):
-                wheres = None
-            tasks.append((task.index, task.report, wheres, len(task.ids), task.part, task.first_row,
-                          task.input_bytes, task.paths_left_out))
-        return cls(ReadIds.joined([task.ids for task in rows]), _joined([task.empty for task in rows]),
-                   _joined([task.fresh for task in rows]), _joined([task.blank for task in rows]), tasks)
-
-    def unpacked(self) -> Iterator[TaskRows]:
-        """The rows of each task, in the order the worker signed them (the ``finished`` parts told already)."""
-        start = fresh_start = 0
-        for index, report, wheres, count, part, first_row, input_bytes, paths_left_out in self.tasks:
-            end = start + count
-            fresh = self.fresh[start:end]
-            fresh_end = fresh_start + int(np.count_nonzero(fresh))
-            yield TaskRows(index, report, ReadIds(self.ids.ids.slice(start, count), self.ids.hashes[start:end]),
-                           FileWheres((), np.arange(count)) if wheres is None else wheres, self.empty[start:end],
-                           fresh, self.blank[fresh_start:fresh_end], part, first_row, input_bytes, [],
-                           paths_left_out)
-            start, fresh_start = end, fresh_end
-
-
-def _joined(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.empty(0, np.bool_)
 
 
 @dataclass
@@ -235,83 +152,6 @@ def task_input(task: ReadTask) -> str:
     if isinstance(task, DocumentsTask):
         return literal(task.wheres[0]) if task.wheres else "standard input"
     return literal(task.source.display)
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside: while the driver walks and hands out tasks it makes objects by the
-    hundred thousand (a directory's entries, its names, the tasks) and little cyclic garbage, and each collection
-    would look through them again (a few percent of its CPU). Collection resumes, as it was, on leaving."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-# A task's slot on the board (:class:`TaskBoard`): a files task of a few hundred files takes tens of KB pickled;
-# a larger one (thousands of long paths, a stream's chunk of text) is handed to its worker through its pipe.
-BOARD_SLOT_BYTES = 256 << 10
-
-
-class TaskBoard:
-    """Tasks handed out by index, through memory shared with the forked workers: no pickling thread, no write
-    to a pipe per task. The driver posts task i (pickled) into slot i mod ``slots`` and counts it on a
-    semaphore; a worker waits on the semaphore, takes the next index from a shared counter and reads its slot.
-    Slot i mod ``slots`` is posted again only once task i was done (the driver keeps at most ``slots`` tasks
-    handed out and not yet done), so a slot is never written while read. A task whose pickle is larger than a
-    slot is marked so (length -1): its worker asks the driver for it, which sends it through that worker's pipe.
-    Once every task is posted, the count of tasks is set and each worker is given one more index, at or past it:
-    the end."""
-
-    def __init__(self, context: Any, slots: int, slot_bytes: int) -> None:
-        import mmap
-
-        self.slots = slots
-        self.slot_bytes = slot_bytes
-        self.memory = mmap.mmap(-1, max(1, slots * slot_bytes))  # anonymous and shared: forked workers see it
-        self.lengths = context.RawArray("q", slots)  # slot → the length of the task's pickle (-1: ask for it)
-        self.taken = context.RawValue("q", 0)  # the next index to take
-        self.count = context.RawValue("q", 1 << 62)  # the number of tasks, once all are posted
-        self.lock = context.Lock()
-        self.posted = context.Semaphore(0)
-
-    def post(self, index: int, pickled: bytes | memoryview) -> bool:
-        """Post task ``index`` (driver); False when too large for its slot (its worker will ask for it)."""
-        slot = index % self.slots
-        fits = len(pickled) <= self.slot_bytes
-        if fits:
-            start = slot * self.slot_bytes
-            self.memory[start:start + len(pickled)] = pickled
-        self.lengths[slot] = len(pickled) if fits else -1
-        self.posted.release()
-        return fits
-
-    def end(self, count: int, workers: int) -> None:
-        """Tell the ``workers`` that there are ``count`` tasks in all (driver)."""
-        self.count.value = count
-        for _ in range(workers):
-            self.posted.release()
-
-    def take(self) -> tuple[int, bytes | None] | None:
-        """The next task's index and pickle (None: ask the driver for it), or None once all are taken (worker)."""
-        self.posted.acquire()
-        with self.lock:
-            index = self.taken.value
-            self.taken.value = index + 1
-        if index >= self.count.value:
-            return None
-        slot = index % self.slots
-        length = self.lengths[slot]
-        if length < 0:
-            return index, None
-        start = slot * self.slot_bytes
-        return index, self.memory[start:start + length]
-
-    def close(self) -> None:
-        self.memory.close()
 
 
 # What forked workers inherit rather than receive: the run's shared settings (with the store's index, its id
@@ -413,7 +253,7 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
     # The compiled kernel is not loaded here even when it is chosen already: each worker loads it (from numba's
     # cache) in parallel with the others and with the planning, rather than the driver for 0.5-0.8 s before any
     # worker starts.
-    with WorkerPool(job, jobs) as pool:
+    with WorkerPool(job, jobs) as pool, collector_paused():  # the workers, forked already, collect as before
         return pool.run(planner, take, signed)
 
 
@@ -482,11 +322,6 @@ class WorkerPool:
             ) -> list[WrittenFile]:
         """Hand out every task, tell ``signed`` each one's input bytes as it is done and ``take`` each one's rows
         in order once the workers end; the parts written."""
-        with collector_paused():  # the workers, forked already, collect as before
-            return self._run(planner, take, signed)
-
-    def _run(self, planner: TaskPlanner, take: Callable[[TaskRows], None], signed: Callable[[int], None]
-             ) -> list[WrittenFile]:
         job, jobs = self.job, self.jobs
         from multiprocessing.reduction import ForkingPickler
 
@@ -535,18 +370,14 @@ class WorkerPool:
                 except (EOFError, OSError):
                     kind, message = "died", None
                 if kind == "ask":
-                    try:
+                    with suppress(OSError):  # a worker that died since it asked: its sentinel tells, ending the run
                         self.lines[worker].send_bytes(oversized.pop(message))
-                    except OSError:  # the worker died since it asked: its sentinel tells, and ends the run
-                        pass
                 elif kind == "lines":
                     counted, newlines = message
                     counting[counted] = worker
                     for resolved, first_line in numbering.count(counted, newlines, handed, next_told).items():
-                        try:
+                        with suppress(OSError):  # the worker died since it asked: its sentinel tells, ending the run
                             self.lines[counting.pop(resolved)].send(first_line)
-                        except OSError:  # the worker died since it asked: its sentinel tells, and ends the run
-                            pass
                 elif kind == "task":
                     done, input_bytes, closed = message
                     written.extend(closed)
