@@ -172,3 +172,15 @@ def test_a_chunk_of_stdin_carries_its_lines() -> None:
     chunk = LineChunk(b"x\ny\n", 5)
     assert chunk.with_data("-") is chunk
     assert list(chunk_lines(chunk, None)) == [(5, b"x", 2), (6, b"y", 2)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(st.text(alphabet=st.sampled_from(["a", "é", "\0", "/", " ", "\udcff"]), max_size=4),
+                      max_size=6),
+       other=st.lists(st.text(max_size=3), max_size=6))
+def test_a_files_task_pickled_is_the_same_task(names: list[str], other: list[str]) -> None:
+    """A files task travels as two strings, NUL between the names, unless a name holds a NUL (then as the names
+    themselves): either way it unpickles to the same ids and paths, empty names and no names included."""
+    paths = [f"/d/{name}" for name in names] if len(other) % 2 else other
+    task = FilesTask(tuple(names), tuple(paths), 7)
+    assert pickle.loads(pickle.dumps(task)) == task
