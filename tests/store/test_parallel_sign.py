@@ -328,3 +328,17 @@ def test_the_driver_collects_garbage_again_after_a_run_even_one_that_failed(tmp_
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("rows_held", [1, 10])
+@pytest.mark.usefixtures("small_tasks")
+def test_workers_that_send_their_rows_as_they_go_sign_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            rows_held: int) -> None:
+    """A worker sends its tasks' rows when it ends, or sooner once it holds ``ROWS_HELD`` of them: with every task's
+    rows sent at once, or a few tasks' together, the store and the reports are those of one process."""
+    folder = corpus(tmp_path)
+    options = dedup.SignOptions(jobs=1, prune=True, input=dedup.InputOptions(id_field="id"))
+    alone = dedup.sign([str(folder)], tmp_path / "alone", options)
+    monkeypatch.setattr(sign_workers, "ROWS_HELD", rows_held)
+    many = dedup.sign([str(folder)], tmp_path / "many", dataclasses.replace(options, jobs=3))
+    assert said(many) == said(alone) and contents(tmp_path / "many") == contents(tmp_path / "alone")

@@ -22,7 +22,7 @@ import select
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from dedup_cli.engine.local.task_board import BOARD_SLOT_BYTES, TaskBoard, collector_paused
-from dedup_cli.engine.local.task_rows import TaskRows, WorkerRows
+from dedup_cli.engine.local.task_rows import LineNumbering, TaskRows, WorkerRows
 from dedup_cli.engine.stages.sign import sign_task
 from dedup_cli.errors import DedupError
 from dedup_cli.inputs.tasks import (
@@ -89,42 +89,6 @@ class SignJob:
     run: StoreRun
 
 
-class LineNumbering:
-    """The number of the first line of each :class:`LineRangeTask`: one more than the newlines of the ranges of its
-    file before it. Told each range's newlines as its worker counts them, in any order; resolves the ranges in
-    task order (per-task work: the driver never sees a line)."""
-
-    def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
-        self.next = 0  # the first task not resolved yet
-        self.line = 1  # the number of the next line of the file being resolved
-        self.unreadable = False  # a range of that file could not be read: those after it are not numbered
-
-    def count(self, index: int, newlines: int, tasks: Mapping[int, ReadTask], done: int) -> dict[int, int]:
-        """Tell that range task ``index`` holds ``newlines`` newlines (-1: it could not be read); returns the first
-        line of each range task now resolved (0: after one that could not be read, so not to be numbered).
-        ``tasks``: the tasks handed out and not yet done, by index; the ``done`` tasks before them are all done
-        (none of them is a range waiting for its first line)."""
-        self.counts[index] = newlines
-        self.next = max(self.next, done)
-        resolved: dict[int, int] = {}
-        while self.next in tasks:
-            task = tasks[self.next]
-            if isinstance(task, LineRangeTask):
-                counted = self.counts.pop(self.next, None)
-                if counted is None:
-                    break
-                if task.start == 0:  # a file's first range
-                    self.line, self.unreadable = 1, False
-                resolved[self.next] = 0 if self.unreadable else self.line
-                if counted < 0:
-                    self.unreadable = True
-                else:
-                    self.line += counted
-            self.next += 1
-        return resolved
-
-
 def sign_and_write(job: SignJob, parts: RunParts, index: int, task: ReadTask, kernel: str, number: int,
                    first_line_of: Callable[[int], int] | None = None) -> TaskRows:
     """Read and sign one task, append its new and changed rows to ``parts``: the unit of work of a worker.
@@ -154,6 +118,10 @@ def task_input(task: ReadTask) -> str:
     return literal(task.source.display)
 
 
+# A worker sends the rows of its tasks (:class:`WorkerRows`) when it ends, or sooner once they are this many.
+ROWS_HELD = 1 << 20
+
+
 # What forked workers inherit rather than receive: the run's shared settings (with the store's index, its id
 # look-up built once before the fork).
 _job: SignJob | None = None
@@ -172,7 +140,8 @@ def _work(board: TaskBoard, results: Any, lines: Any, parent: int, reading: Any,
     job = _job
     assert job is not None
     parts = RunParts(job.run.path, job.params, job.run.number, job.run.token)
-    signed: list[TaskRows] = []  # sent once, at the end (:class:`WorkerRows`)
+    signed: list[TaskRows] = []  # sent at the end, or with a task once they hold ROWS_HELD rows (WorkerRows)
+    held = 0
     try:
         while (taken := board.take()) is not None:
             index, pickled = taken
@@ -188,7 +157,11 @@ def _work(board: TaskBoard, results: Any, lines: Any, parent: int, reading: Any,
 
             rows = sign_and_write(job, parts, index, task, kernel, number, first_line_of).sent(task)
             signed.append(rows)
-            results.send(("task", (index, rows.input_bytes, rows.finished)))
+            held += len(rows.ids)
+            sent = None
+            if held >= ROWS_HELD:  # sent sooner, so that a worker holds at most about this many
+                sent, signed, held = WorkerRows.of(signed), [], 0
+            results.send(("task", (index, rows.input_bytes, rows.finished, sent)))
             reading[worker] = -1
         results.send(("done", (parts.close(), WorkerRows.of(signed))))
     except BaseException as error:  # told to the driver, which ends the run with it
@@ -379,8 +352,9 @@ class WorkerPool:
                         with suppress(OSError):  # the worker died since it asked: its sentinel tells, ending the run
                             self.lines[counting.pop(resolved)].send(first_line)
                 elif kind == "task":
-                    done, input_bytes, closed = message
+                    done, input_bytes, closed, sent = message
                     written.extend(closed)
+                    rows.extend([sent] if sent is not None else [])
                     arrived.add(done)
                     signed(input_bytes)
                 elif kind == "done":

@@ -1,17 +1,18 @@
 """What signing a task did, as a worker of the local engine's ``sign`` tells its driver: :class:`TaskRows` per
-task, and :class:`WorkerRows`, the rows of all of a worker's tasks sent once, at its end."""
+task, and :class:`WorkerRows`, the rows of a worker's tasks sent together, at its end; and the numbers of the
+first lines of the ranges of line files, from the newlines their workers counted (:class:`LineNumbering`)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dedup_cli.inputs.columns import FileWheres, Wheres
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.tasks import FilesTask, ReadTask
+from dedup_cli.inputs.tasks import FilesTask, LineRangeTask, ReadTask
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.worker_parts import ReadIds
 
@@ -53,10 +54,10 @@ class TaskRows:
 
 @dataclass
 class WorkerRows:
-    """The rows of every task one worker signed, sent to the driver once, when the worker ends, rather than a
-    message of arrays per task (whose unpickling was most of the driver's cost per task): the tasks' ids, hashes
-    and flags end to end, one array each, and a few values per task. Each task's rows are views of them again
-    (:meth:`unpacked`)."""
+    """The rows of the tasks one worker signed, sent to the driver together (when the worker ends, or once they
+    hold :data:`dedup_cli.engine.local.sign_workers.ROWS_HELD` rows) rather than a message of arrays per task
+    (whose unpickling was most of the driver's cost per task): the tasks' ids, hashes and flags end to end, one
+    array each, and a few values per task. Each task's rows are views of them again (:meth:`unpacked`)."""
 
     ids: ReadIds
     empty: np.ndarray
@@ -95,3 +96,39 @@ class WorkerRows:
 
 def _joined(arrays: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.empty(0, np.bool_)
+
+
+class LineNumbering:
+    """The number of the first line of each :class:`LineRangeTask`: one more than the newlines of the ranges of its
+    file before it. Told each range's newlines as its worker counts them, in any order; resolves the ranges in
+    task order (per-task work: the driver never sees a line)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.next = 0  # the first task not resolved yet
+        self.line = 1  # the number of the next line of the file being resolved
+        self.unreadable = False  # a range of that file could not be read: those after it are not numbered
+
+    def count(self, index: int, newlines: int, tasks: Mapping[int, ReadTask], done: int) -> dict[int, int]:
+        """Tell that range task ``index`` holds ``newlines`` newlines (-1: it could not be read); returns the first
+        line of each range task now resolved (0: after one that could not be read, so not to be numbered).
+        ``tasks``: the tasks handed out and not yet done, by index; the ``done`` tasks before them are all done
+        (none of them is a range waiting for its first line)."""
+        self.counts[index] = newlines
+        self.next = max(self.next, done)
+        resolved: dict[int, int] = {}
+        while self.next in tasks:
+            task = tasks[self.next]
+            if isinstance(task, LineRangeTask):
+                counted = self.counts.pop(self.next, None)
+                if counted is None:
+                    break
+                if task.start == 0:  # a file's first range
+                    self.line, self.unreadable = 1, False
+                resolved[self.next] = 0 if self.unreadable else self.line
+                if counted < 0:
+                    self.unreadable = True
+                else:
+                    self.line += counted
+            self.next += 1
+        return resolved
