@@ -417,7 +417,9 @@ def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOpti
         start = 0
         for position in [*others, len(paths)]:
             if position > start:
-                if statuses is None:
+                if statuses is None and start == 0 and position == len(paths):  # the whole batch: no copy
+                    yield FileRun(ids, paths, None, None)
+                elif statuses is None:
                     yield FileRun(ids[start:position], paths[start:position], None, None)
                 else:  # listed with their status (objects in object storage)
                     sizes = [0 if status is None else status.st_size for status in statuses[start:position]]
