@@ -296,8 +296,6 @@ class WorkerPool:
         """Hand out every task, tell ``signed`` each one's input bytes as it is done and ``take`` each one's rows
         in order once the workers end; the parts written."""
         job, jobs = self.job, self.jobs
-        from multiprocessing.reduction import ForkingPickler
-
         handed: dict[int, ReadTask] = {}  # tasks handed out and not yet told
         oversized: dict[int, bytes | memoryview] = {}  # tasks too large for the board, until their worker asks
         # One poll object for the run (multiprocessing's wait builds a selector per call): pipes and sentinels.
@@ -324,7 +322,9 @@ class WorkerPool:
                     self.board.end(index, jobs)
                     break
                 handed[index] = task
-                pickled = ForkingPickler.dumps((index, task, planner.kernel(task), job.run.reserve_part()))
+                # Plain pickle (no pipe or socket is in a task): its C path, with no Pickler and buffer per task.
+                item = (index, task, planner.kernel(task), job.run.reserve_part())
+                pickled = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
                 if not self.board.post(index, pickled):
                     oversized[index] = pickled
                 index += 1
