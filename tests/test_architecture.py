@@ -184,7 +184,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["corpus.sources"], ["corpus.filter_pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
-        ["engine.local.forked", "engine.stages.plan"],
+        ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
          "engine.progress"],
         ["engine.local.band_rounds"],

@@ -41,9 +41,9 @@ Record = Document | IntegerSet
 
 @dataclass(frozen=True)
 class FilesTask:
-    """Whole files to read, each one document: their ids and paths (two tuples of strings, so that a task of
-    thousands of files travels to a worker in a few hundred microseconds); ``input_bytes``: their size on disk
-    (for progress)."""
+    """Whole files to read, each one document: their ids and paths; ``input_bytes``: their size on disk (for
+    progress). Pickled, the ids and the paths are each one string, NUL between them (:meth:`__reduce__`), so that
+    a task of hundreds of files is a copy of two strings rather than a pickle opcode per name."""
 
     ids: tuple[str, ...]
     paths: tuple[str, ...]
@@ -52,6 +52,22 @@ class FilesTask:
     @classmethod
     def of(cls, sources: list[Source], input_bytes: int) -> FilesTask:
         return cls(tuple(source.id for source in sources), tuple(source.path for source in sources), input_bytes)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _files_task, (_nul_joined(self.ids), _nul_joined(self.paths), self.input_bytes)
+
+
+def _nul_joined(names: tuple[str, ...]) -> str | tuple[str, ...]:
+    """``names`` as one string, NUL between them, unless one holds a NUL (no file's name can; an object's key
+    might) or there are none: then the names themselves."""
+    joined = "\0".join(names)
+    return joined if joined.count("\0") == len(names) - 1 else names
+
+
+def _files_task(ids: str | tuple[str, ...], paths: str | tuple[str, ...], input_bytes: int) -> FilesTask:
+    """A :class:`FilesTask` unpickled (:func:`_nul_joined`)."""
+    return FilesTask(tuple(ids.split("\0")) if isinstance(ids, str) else ids,
+                     tuple(paths.split("\0")) if isinstance(paths, str) else paths, input_bytes)
 
 
 @dataclass(frozen=True)

@@ -221,18 +221,18 @@ def test_signing_starts_before_the_walk_ends(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(task_planning, "TASK_FILES", 4)  # 15 tasks; two workers hold at most 4 at a time
     monkeypatch.setattr(discovery, "WALK_FILES", 4)  # the walk states the files four at a time
     events: list[str] = []
-    real_status, real_take = discovery._status, local_sign.TasksDone.take
+    real_status, real_signed = discovery._status, local_sign.TasksDone.signed
 
     def walking(path: str) -> os.stat_result | None:
         events.append("walked")
         return real_status(path)
 
-    def signed(done: local_sign.TasksDone, rows: Any) -> None:
+    def signed(done: local_sign.TasksDone, input_bytes: int) -> None:
         events.append("signed")
-        real_take(done, rows)
+        real_signed(done, input_bytes)
 
     monkeypatch.setattr(discovery, "_status", walking)
-    monkeypatch.setattr(local_sign.TasksDone, "take", signed)
+    monkeypatch.setattr(local_sign.TasksDone, "signed", signed)
     totals: list[int | None] = []
     report = dedup.sign([str(corpus)], tmp_path / "s.parquet", dedup.SignOptions(jobs=2, kernel="numpy"),
                         on_start=totals.append)

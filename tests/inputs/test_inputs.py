@@ -25,7 +25,7 @@ from dedup_cli.cli.main import flag, message
 from dedup_cli.cli.summaries import read_warnings
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.inputs import byte_streams, decoding, files, parquet_inputs
-from dedup_cli.inputs.discovery import format_and_compression
+from dedup_cli.inputs.discovery import format_and_compression, walk_files
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document, text_hash
 from dedup_cli.inputs.report import ReadReport
@@ -642,3 +642,43 @@ def test_jsonl_and_lines_round_trip_any_text(tmp_path_factory: pytest.TempPathFa
     expected = [decoding.clean(t)[0] for t in items]
     assert [d.text for d in documents] == expected and report.skipped == 0
     assert_round_trips(documents)
+
+
+def test_an_entry_whose_type_cannot_be_told_is_a_file_and_the_rest_are_walked(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk reads a directory's listing once, keeping only names; an entry whose type the listing does not give
+    and whose stat fails (is_dir raises) makes it list the directory again entry by entry: that entry is a file
+    (then reported unreadable when read), and the others, subdirectories and hidden files, are as always."""
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "gone.txt").write_text("g")
+    (tmp_path / ".hidden.txt").write_text("h")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.txt").write_text("b")
+    (tmp_path / "sub" / "c.txt").write_text("c")
+    real_scandir = os.scandir
+
+    class Unknown:
+        def __init__(self, entry: os.DirEntry[str]) -> None:
+            self.entry, self.name, self.path = entry, entry.name, entry.path
+
+        def is_dir(self, follow_symlinks: bool = True) -> bool:
+            if self.name == "gone.txt":
+                raise FileNotFoundError(2, "No such file or directory", self.path)
+            return self.entry.is_dir()
+
+        def is_symlink(self) -> bool:
+            return self.entry.is_symlink()
+
+    class Listing:
+        def __init__(self, path: Any) -> None:
+            self.listing = real_scandir(path)
+
+        def __enter__(self) -> Any:
+            return (Unknown(entry) for entry in self.listing)
+
+        def __exit__(self, *exception: object) -> None:
+            self.listing.close()
+
+    monkeypatch.setattr(os, "scandir", Listing)
+    found = [file.id for file in walk_files([str(tmp_path)], [], [], [], ReadReport(), str(tmp_path))]
+    assert found == ["a.txt", "gone.txt", "sub/b.txt", "sub/c.txt"]

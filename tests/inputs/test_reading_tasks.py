@@ -172,3 +172,40 @@ def test_a_chunk_of_stdin_carries_its_lines() -> None:
     chunk = LineChunk(b"x\ny\n", 5)
     assert chunk.with_data("-") is chunk
     assert list(chunk_lines(chunk, None)) == [(5, b"x", 2), (6, b"y", 2)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(st.text(alphabet=st.sampled_from(["a", "é", "\0", "/", " ", "\udcff"]), max_size=4),
+                      max_size=6),
+       other=st.lists(st.text(max_size=3), max_size=6))
+def test_a_files_task_pickled_is_the_same_task(names: list[str], other: list[str]) -> None:
+    """A files task travels as two strings, NUL between the names, unless a name holds a NUL (then as the names
+    themselves): either way it unpickles to the same ids and paths, empty names and no names included."""
+    paths = [f"/d/{name}" for name in names] if len(other) % 2 else other
+    task = FilesTask(tuple(names), tuple(paths), 7)
+    assert pickle.loads(pickle.dumps(task)) == task
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3000), st.booleans()), min_size=1, max_size=6),
+       task_files=st.integers(1, 9), task_bytes=st.integers(1, 5000))
+def test_files_of_one_size_are_cut_as_their_running_sizes_say(runs: list[tuple[int, int, bool]], task_files: int,
+                                                              task_bytes: int) -> None:
+    """Runs whose files all have one size (a sample's mean) are cut without a list of their running sizes: into
+    the same tasks as with that list, whatever came before them."""
+    from dedup_cli.inputs import task_planning
+
+    def tasks(uniform_ends: Any) -> list[tuple[tuple[str, ...], int]]:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(task_planning, "TASK_FILES", task_files)
+            patch.setattr(task_planning, "TASK_BYTES", task_bytes)
+            patch.setattr(task_planning, "_UniformEnds", uniform_ends)
+            ahead, found, number = task_planning._FilesAhead(), [], 0
+            for count, size, mixed in runs:
+                names = [f"f{number + n}" for n in range(count)]
+                sizes = [size + (n % 3 if mixed else 0) for n in range(count)]
+                found += [(task.paths, task.input_bytes) for task in ahead.add(names, names, sizes)]
+                number += count
+            return found + [(task.paths, task.input_bytes) for task in ahead.flush()]
+
+    assert tasks(task_planning._UniformEnds) == tasks(lambda size, count: [size * (k + 1) for k in range(count)])

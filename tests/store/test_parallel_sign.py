@@ -4,14 +4,17 @@ the number of workers, the cut of the inputs into tasks and the size of the part
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
+import pickle
 import signal
 import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -20,7 +23,7 @@ from hypothesis import strategies as st
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.local import sign as local_sign
-from dedup_cli.engine.local import sign_workers
+from dedup_cli.engine.local import sign_workers, task_board, task_rows
 from dedup_cli.inputs import chunks, task_planning
 from dedup_cli.store import parts as part_files
 
@@ -237,3 +240,105 @@ def test_the_driver_cuts_a_line_file_in_place_as_a_reader_of_its_lines_does(
     assert [chunk.offset for chunk in placed] == [sum(length for _, length, _ in expected[:n])
                                                  for n in range(len(expected))]
     assert all(chunk.position == chunk.offset + chunk.length for chunk in placed)
+
+
+@pytest.mark.parametrize("slot_bytes", [0, 400, sign_workers.BOARD_SLOT_BYTES])
+@pytest.mark.usefixtures("small_tasks")
+def test_tasks_handed_out_through_the_board_or_the_pipes_sign_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    slot_bytes: int) -> None:
+    """Tasks go to the workers by index through a few slots of shared memory, and those too large for a slot
+    through the worker's pipe when it asks: with no task fitting, some, or all, and many more tasks than slots
+    (one file each), the store and the reports are those of one process."""
+    folder = corpus(tmp_path)
+    monkeypatch.setattr(task_planning, "TASK_FILES", 1)
+    options = dedup.SignOptions(jobs=1, prune=True, input=dedup.InputOptions(id_field="id"))
+    alone = dedup.sign([str(folder)], tmp_path / "alone", options)
+    posted: list[bool] = []
+    real_post = task_board.TaskBoard.post
+
+    def post(board: task_board.TaskBoard, index: int, pickled: Any) -> bool:
+        posted.append(real_post(board, index, pickled))
+        return posted[-1]
+
+    monkeypatch.setattr(sign_workers, "BOARD_SLOT_BYTES", slot_bytes)
+    monkeypatch.setattr(task_board.TaskBoard, "post", post)
+    for jobs in (2, 3):
+        posted.clear()
+        report = dedup.sign([str(folder)], tmp_path / f"store-{jobs}", dataclasses.replace(options, jobs=jobs))
+        assert said(report) == said(alone) and contents(tmp_path / f"store-{jobs}") == contents(tmp_path / "alone")
+        assert len(posted) > 5 * 2 * jobs  # many more tasks than the board's slots
+        fitted = {0: [False], 400: [False, True]}.get(slot_bytes, [True])  # 400: files tasks, not ranges
+        assert sorted(set(posted)) == fitted
+
+
+def test_a_workers_rows_sent_at_its_end_are_each_tasks_rows() -> None:
+    """What a worker sends once at its end, the arrays of its tasks end to end, unpacks into each task's rows."""
+    from dedup_cli.inputs.columns import FileWheres, LineWheres
+    from dedup_cli.inputs.report import ReadReport
+    from dedup_cli.store.worker_parts import ReadIds
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for index, count in enumerate([3, 0, 5, 1, 4]):
+        fresh = rng.random(count) < 0.5
+        ids = [f"t{index}-{n}" for n in range(count)]
+        report = ReadReport()
+        report.note("malformed", (f"f{index}", "bad"))
+        wheres: Any = (FileWheres((), np.arange(count)) if index % 2 == 0 else FileWheres((), rng.permutation(count))
+                       if index == 1 else LineWheres("x.jsonl", np.arange(count) + 7))
+        rows.append(task_rows.TaskRows(10 + index, report, ReadIds.of(ids), wheres, rng.random(count) < 0.3, fresh,
+                                          rng.random(int(fresh.sum())) < 0.5, f"part-{index}" if fresh.any() else None,
+                                          index * 2, 100 * index, [], isinstance(wheres, FileWheres)))
+    sent = pickle.loads(pickle.dumps(task_rows.WorkerRows.of(rows)))
+    for original, back in zip(rows, sent.unpacked(), strict=True):
+        assert back.ids.ids.to_pylist() == original.ids.ids.to_pylist()
+        assert back.ids.hashes.tolist() == original.ids.hashes.tolist()
+        for name in ("empty", "fresh", "blank"):
+            assert getattr(back, name).tolist() == getattr(original, name).tolist()
+        assert (back.index, back.part, back.first_row, back.input_bytes, back.paths_left_out, back.report) == (
+            original.index, original.part, original.first_row, original.input_bytes, original.paths_left_out,
+            original.report)
+        assert type(back.wheres) is type(original.wheres)
+        if isinstance(original.wheres, FileWheres):
+            assert back.wheres.positions.tolist() == original.wheres.positions.tolist()
+            named = back.received(tuple(f"/d/{n}" for n in range(len(original.ids))))
+            assert [named.wheres[n] for n in range(len(named.wheres))] == [
+                f"/d/{p}" for p in original.wheres.positions.tolist()]
+        else:
+            assert list(back.wheres[n] for n in range(len(back.wheres))) == [
+                original.wheres[n] for n in range(len(original.wheres))]
+
+
+@pytest.mark.usefixtures("small_tasks")
+def test_the_driver_collects_garbage_again_after_a_run_even_one_that_failed(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cyclic collection is paused while the driver walks and hands out tasks, and only then."""
+    folder = corpus(tmp_path)
+    assert gc.isenabled()
+    dedup.sign([str(folder / "docs")], tmp_path / "store", dedup.SignOptions(jobs=2))
+    assert gc.isenabled()
+    monkeypatch.setattr(sign_workers, "sign_task", _killed)
+    with pytest.raises(dedup.DedupError, match="worker process died"):
+        dedup.sign([str(folder / "docs")], tmp_path / "other", dedup.SignOptions(jobs=2))
+    assert gc.isenabled()
+    gc.disable()  # and a caller's choice to collect nothing stays
+    try:
+        monkeypatch.setattr(sign_workers, "sign_task", real_sign_task)
+        dedup.sign([str(folder / "docs")], tmp_path / "third", dedup.SignOptions(jobs=2))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("rows_held", [1, 10])
+@pytest.mark.usefixtures("small_tasks")
+def test_workers_that_send_their_rows_as_they_go_sign_alike(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            rows_held: int) -> None:
+    """A worker sends its tasks' rows when it ends, or sooner once it holds ``ROWS_HELD`` of them: with every task's
+    rows sent at once, or a few tasks' together, the store and the reports are those of one process."""
+    folder = corpus(tmp_path)
+    options = dedup.SignOptions(jobs=1, prune=True, input=dedup.InputOptions(id_field="id"))
+    alone = dedup.sign([str(folder)], tmp_path / "alone", options)
+    monkeypatch.setattr(sign_workers, "ROWS_HELD", rows_held)
+    many = dedup.sign([str(folder)], tmp_path / "many", dataclasses.replace(options, jobs=3))
+    assert said(many) == said(alone) and contents(tmp_path / "many") == contents(tmp_path / "alone")

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.engine.local.sign_workers import SignJob, TaskRows, sign_tasks
+from dedup_cli.engine.local.sign_workers import SignJob, sign_tasks
+from dedup_cli.engine.local.task_rows import TaskRows
 from dedup_cli.engine.progress import InputProgress
 from dedup_cli.engine.stages.sign import Signed
 from dedup_cli.inputs.locations import FileRun, Source
@@ -37,7 +38,8 @@ two), while joining them costs the driver a few milliseconds."""
 
 
 class TasksDone:
-    """What the tasks of a run did, told in task order: progress as they come, the rest once all are done."""
+    """What the tasks of a run did: progress as each is done, their rows in task order, the rest once all are
+    done."""
 
     def __init__(self, read: ReadReport, progress: Callable[[int], None] | None) -> None:
         self.read = read
@@ -47,7 +49,9 @@ class TasksDone:
 
     def take(self, rows: TaskRows) -> None:
         self.tasks.append(rows)
-        self.read.input_done += rows.input_bytes
+
+    def signed(self, input_bytes: int) -> None:
+        self.read.input_done += input_bytes
         if self.progress is not None and self.read.input_done > self.done:
             self.progress(self.read.input_done - self.done)
             self.done = self.read.input_done
@@ -119,7 +123,8 @@ def sign_locally(sources: Iterable[Source | FileRun], stream: Any, run: StoreRun
     tasks = plan_tasks(progress.walked(sources, read), reading, read, stream, unchanged=unchanged, line_ranges=True)
     done = TasksDone(read, progress.advance)
     try:
-        parts = sign_tasks(iter(tasks), SignJob(params, reading, index, run), workers, choice, done.take)
+        parts = sign_tasks(iter(tasks), SignJob(params, reading, index, run), workers, choice, done.take,
+                           done.signed)
     finally:
         close = getattr(tasks, "close", None)
         if close is not None:

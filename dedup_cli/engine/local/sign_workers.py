@@ -7,30 +7,32 @@ and append the new and changed rows to a part of the store of their own
 use every core, and only file lists, ranges of files and raw bytes travel to the workers. A line file is handed
 out as ranges of its bytes (:class:`dedup_cli.inputs.tasks.LineRangeTask`): each worker finds and counts the lines
 of its range, tells the driver the count and is told the number of its first line (:class:`LineNumbering`), so
-the driver reads nothing of the file and does per-task work only. What comes back of a task is small and
-columnar: its reading report, the ids it read (one Arrow column and their 64-bit hashes), a few boolean arrays and
-where its rows went. The driver receives these in task order and does per-task work only
-(:mod:`dedup_cli.engine.local.sign`).
+the driver reads nothing of the file and does per-task work only. Tasks go out by index through shared memory
+(:class:`TaskBoard`); per task, only its index, input bytes and closed parts come back at once. What a task did is
+small and columnar: its reading report, the ids it read (one Arrow column and their 64-bit hashes), a few boolean
+arrays and where its rows went; each worker sends those of all its tasks once, at its end (:class:`WorkerRows`),
+and the driver takes them in task order (:mod:`dedup_cli.engine.local.sign`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
+import pickle
 import select
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from dedup_cli.engine.local.task_board import BOARD_SLOT_BYTES, TaskBoard, collector_paused
+from dedup_cli.engine.local.task_rows import LineNumbering, TaskRows, WorkerRows
 from dedup_cli.engine.stages.sign import sign_task
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.columns import FileWheres, Wheres
-from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import (
     DocumentsTask,
     FilesTask,
@@ -78,41 +80,6 @@ def keep_freed_memory() -> None:
 
 
 @dataclass
-class TaskRows:
-    """What signing one task did: its reading report, the ids it read (``ids``, in order), and aligned with
-    them ``wheres`` (for messages), ``empty`` (bool: empty or white space only) and ``fresh`` (bool: new or
-    changed since the store signed it: only these were signed and written); ``blank`` (bool, one per fresh
-    document: no shingle); the part its fresh rows were appended to (None: none was fresh) and the row of the
-    first of them there; ``input_bytes``, for progress; ``finished``: parts the worker closed before writing them."""
-
-    index: int
-    report: ReadReport
-    ids: ReadIds
-    wheres: Wheres
-    empty: np.ndarray
-    fresh: np.ndarray
-    blank: np.ndarray
-    part: str | None
-    first_row: int
-    input_bytes: int  # the task's share of the inputs on disk, for progress
-    finished: list[WrittenFile] = field(default_factory=list)
-    paths_left_out: bool = False  # ``wheres`` name the task's files without their paths (:meth:`sent`)
-
-    def sent(self, task: ReadTask) -> TaskRows:
-        """These rows as a worker sends them: a files task's paths left out of ``wheres`` (the driver has them)."""
-        wheres = self.wheres
-        if isinstance(task, FilesTask) and isinstance(wheres, FileWheres) and wheres.paths is task.paths:
-            return dataclasses.replace(self, wheres=FileWheres((), wheres.positions), paths_left_out=True)
-        return self
-
-    def received(self, task: ReadTask) -> TaskRows:
-        """The rows a worker sent of ``task``, its paths back in ``wheres``."""
-        if self.paths_left_out and isinstance(task, FilesTask) and isinstance(self.wheres, FileWheres):
-            self.wheres, self.paths_left_out = FileWheres(task.paths, self.wheres.positions), False
-        return self
-
-
-@dataclass
 class SignJob:
     """What every task of a run shares: how to read and sign, and where the parts go."""
 
@@ -120,42 +87,6 @@ class SignJob:
     options: InputOptions
     stored: DocumentIndex | None
     run: StoreRun
-
-
-class LineNumbering:
-    """The number of the first line of each :class:`LineRangeTask`: one more than the newlines of the ranges of its
-    file before it. Told each range's newlines as its worker counts them, in any order; resolves the ranges in
-    task order (per-task work: the driver never sees a line)."""
-
-    def __init__(self) -> None:
-        self.counts: dict[int, int] = {}
-        self.next = 0  # the first task not resolved yet
-        self.line = 1  # the number of the next line of the file being resolved
-        self.unreadable = False  # a range of that file could not be read: those after it are not numbered
-
-    def count(self, index: int, newlines: int, tasks: Mapping[int, ReadTask], done: int) -> dict[int, int]:
-        """Tell that range task ``index`` holds ``newlines`` newlines (-1: it could not be read); returns the first
-        line of each range task now resolved (0: after one that could not be read, so not to be numbered).
-        ``tasks``: the tasks handed out and not yet done, by index; the ``done`` tasks before them are all done
-        (none of them is a range waiting for its first line)."""
-        self.counts[index] = newlines
-        self.next = max(self.next, done)
-        resolved: dict[int, int] = {}
-        while self.next in tasks:
-            task = tasks[self.next]
-            if isinstance(task, LineRangeTask):
-                counted = self.counts.pop(self.next, None)
-                if counted is None:
-                    break
-                if task.start == 0:  # a file's first range
-                    self.line, self.unreadable = 1, False
-                resolved[self.next] = 0 if self.unreadable else self.line
-                if counted < 0:
-                    self.unreadable = True
-                else:
-                    self.line += counted
-            self.next += 1
-        return resolved
 
 
 def sign_and_write(job: SignJob, parts: RunParts, index: int, task: ReadTask, kernel: str, number: int,
@@ -187,15 +118,20 @@ def task_input(task: ReadTask) -> str:
     return literal(task.source.display)
 
 
+# A worker sends the rows of its tasks (:class:`WorkerRows`) when it ends, or sooner once they are this many.
+ROWS_HELD = 1 << 20
+
+
 # What forked workers inherit rather than receive: the run's shared settings (with the store's index, its id
 # look-up built once before the fork).
 _job: SignJob | None = None
 
 
-def _work(tasks: Any, results: Any, lines: Any, parent: int, reading: Any, worker: int) -> None:
-    """A worker process: sign the tasks it takes from ``tasks`` into its own parts, tell ``results``; ``lines``
-    gives the first line of each range task it counted (:class:`LineNumbering`, in the driver); ``reading[worker]``
-    (shared memory) holds the task it reads (-1: none), which the driver names if it dies, for no message."""
+def _work(board: TaskBoard, results: Any, lines: Any, parent: int, reading: Any, worker: int) -> None:
+    """A worker process: sign the tasks it takes from ``board`` into its own parts, tell ``results``; ``lines``
+    gives the first line of each range task it counted (:class:`LineNumbering`, in the driver) and the tasks too
+    large for the board; ``reading[worker]`` (shared memory) holds the task it reads (-1: none), which the driver
+    names if it dies, for no message."""
     from dedup_cli.processes import die_with_parent
 
     die_with_parent(parent)
@@ -204,18 +140,30 @@ def _work(tasks: Any, results: Any, lines: Any, parent: int, reading: Any, worke
     job = _job
     assert job is not None
     parts = RunParts(job.run.path, job.params, job.run.number, job.run.token)
+    signed: list[TaskRows] = []  # sent at the end, or with a task once they hold ROWS_HELD rows (WorkerRows)
+    held = 0
     try:
-        while (item := tasks.get()) is not None:
-            index, task, kernel, number = item
+        while (taken := board.take()) is not None:
+            index, pickled = taken
             reading[worker] = index
+            if pickled is None:  # too large for the board: from the driver, through this worker's pipe
+                results.send(("ask", index))
+                pickled = lines.recv_bytes()
+            _, task, kernel, number = pickle.loads(pickled)
 
             def first_line_of(newlines: int, index: int = index) -> int:
                 results.send(("lines", (index, newlines)))
                 return int(lines.recv())
 
-            results.send(("task", sign_and_write(job, parts, index, task, kernel, number, first_line_of).sent(task)))
+            rows = sign_and_write(job, parts, index, task, kernel, number, first_line_of).sent(task)
+            signed.append(rows)
+            held += len(rows.ids)
+            sent = None
+            if held >= ROWS_HELD:  # sent sooner, so that a worker holds at most about this many
+                sent, signed, held = WorkerRows.of(signed), [], 0
+            results.send(("task", (index, rows.input_bytes, rows.finished, sent)))
             reading[worker] = -1
-        results.send(("done", parts.close()))
+        results.send(("done", (parts.close(), WorkerRows.of(signed))))
     except BaseException as error:  # told to the driver, which ends the run with it
         parts.discard()
         try:
@@ -232,9 +180,10 @@ HELD_AHEAD_BYTES = 16 << 20
 
 
 def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: KernelChoice,
-               take: Callable[[TaskRows], None]) -> list[WrittenFile]:
-    """Sign and write tasks with ``jobs`` worker processes once there is more than one task; ``take`` is told
-    what each task did, in task order. Returns the parts written, closed (each run's parts are adopted by the
+               take: Callable[[TaskRows], None], signed: Callable[[int], None]) -> list[WrittenFile]:
+    """Sign and write tasks with ``jobs`` worker processes once there is more than one task; ``signed`` is told
+    the input bytes of each task as it is done (for progress), ``take`` what each task did, in task order (with
+    workers, once they have all ended). Returns the parts written, closed (each run's parts are adopted by the
     caller once it knows which rows to keep).
 
     ``choice`` gives each task's kernel (and records which ran). The workers start at once; while they sign, this
@@ -248,7 +197,9 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
     """
     text = job.params.input_kind == "text"
     planner = TaskPlanner(tasks, choice if text else None)
-    if jobs <= 1 or not planner.ahead(2):  # one task: a pool would only add start-up time
+    with collector_paused():
+        several = jobs > 1 and planner.ahead(2)  # the walk's first listing
+    if not several:  # one task: a pool would only add start-up time
         if jobs <= 1:
             keep_freed_memory()
         planner.settle()  # one process: the kernel first
@@ -262,8 +213,10 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
                 def first_line_of(newlines: int, index: int = index, current: dict[int, ReadTask] = current) -> int:
                     return numbering.count(index, newlines, current, index)[index]
 
-                take(sign_and_write(job, parts, index, task, planner.kernel(task), job.run.reserve_part(),
-                                    first_line_of))
+                rows = sign_and_write(job, parts, index, task, planner.kernel(task), job.run.reserve_part(),
+                                      first_line_of)
+                signed(rows.input_bytes)
+                take(rows)
                 index += 1
             parts.close()
         except BaseException:
@@ -273,13 +226,14 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
     # The compiled kernel is not loaded here even when it is chosen already: each worker loads it (from numba's
     # cache) in parallel with the others and with the planning, rather than the driver for 0.5-0.8 s before any
     # worker starts.
-    with WorkerPool(job, jobs) as pool:
-        return pool.run(planner, take)
+    with WorkerPool(job, jobs) as pool, collector_paused():  # the workers, forked already, collect as before
+        return pool.run(planner, take, signed)
 
 
 class WorkerPool:
-    """``jobs`` forked worker processes, each with a pipe back to this one; tasks go out through one queue, so an
-    idle worker takes the next. Leaving the ``with`` block ends every worker (killed unless it finished)."""
+    """``jobs`` forked worker processes, each with a pipe back to this one; tasks are handed out by index through
+    shared memory (:class:`TaskBoard`), so an idle worker takes the next. Leaving the ``with`` block ends every
+    worker (killed unless it finished)."""
 
     def __init__(self, job: SignJob, jobs: int) -> None:
         global _job
@@ -292,7 +246,9 @@ class WorkerPool:
         context = multiprocessing.get_context("fork")
         self.job = job
         self.jobs = jobs
-        self.tasks = context.Queue()
+        # Tasks handed out and not yet done: at most two per worker, so memory stays bounded; each has a slot.
+        self.in_flight = 2 * jobs
+        self.board = TaskBoard(context, self.in_flight, BOARD_SLOT_BYTES)
         self.pipes: list[Any] = []
         self.lines: list[Any] = []  # to each worker: the first lines of the ranges it counts
         self.processes: list[Any] = []
@@ -302,7 +258,7 @@ class WorkerPool:
             for worker in range(jobs):
                 receiving, sending = context.Pipe(duplex=False)
                 lines_in, lines_out = context.Pipe(duplex=False)
-                process = context.Process(target=_work, args=(self.tasks, sending, lines_in, os.getpid(), self.reading,
+                process = context.Process(target=_work, args=(self.board, sending, lines_in, os.getpid(), self.reading,
                                                                     worker),
                                           daemon=True)
                 process.start()
@@ -332,21 +288,25 @@ class WorkerPool:
             process.join()
         for pipe in self.pipes + self.lines:
             pipe.close()
-        self.tasks.cancel_join_thread()
-        self.tasks.close()
+        self.board.close()
         self.processes, self.pipes, self.lines = [], [], []
 
-    def run(self, planner: TaskPlanner, take: Callable[[TaskRows], None]) -> list[WrittenFile]:
-        """Hand out every task, tell ``take`` each one's rows in order; the parts written."""
+    def run(self, planner: TaskPlanner, take: Callable[[TaskRows], None], signed: Callable[[int], None]
+            ) -> list[WrittenFile]:
+        """Hand out every task, tell ``signed`` each one's input bytes as it is done and ``take`` each one's rows
+        in order once the workers end; the parts written."""
         job, jobs = self.job, self.jobs
         handed: dict[int, ReadTask] = {}  # tasks handed out and not yet told
+        oversized: dict[int, bytes | memoryview] = {}  # tasks too large for the board, until their worker asks
         # One poll object for the run (multiprocessing's wait builds a selector per call): pipes and sentinels.
         poller, owner = select.poll(), {}  # owner: descriptor → its worker
         for worker, pipe in enumerate(self.pipes):
             for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
                 poller.register(descriptor, select.POLLIN)
                 owner[descriptor] = worker
-        arrived: dict[int, TaskRows] = {}
+        arrived: set[int] = set()  # tasks done, not yet told
+        paths: dict[int, tuple[str, ...]] = {}  # files task → its paths, which its worker leaves out of its rows
+        rows: list[WorkerRows] = []
         numbering = LineNumbering()
         counting: dict[int, int] = {}  # range task → the worker waiting for its first line
         next_told = 0
@@ -355,15 +315,18 @@ class WorkerPool:
         written: list[WrittenFile] = []
         finished: set[int] = set()
         while len(finished) < jobs:
-            while not exhausted and len(handed) < 2 * jobs:
+            while not exhausted and len(handed) < self.in_flight:
                 task = planner.next()
                 if task is None:
                     exhausted = True
-                    for _ in range(jobs):
-                        self.tasks.put(None)
+                    self.board.end(index, jobs)
                     break
                 handed[index] = task
-                self.tasks.put((index, task, planner.kernel(task), job.run.reserve_part()))
+                # Plain pickle (no pipe or socket is in a task): its C path, with no Pickler and buffer per task.
+                item = (index, task, planner.kernel(task), job.run.reserve_part())
+                pickled = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
+                if not self.board.post(index, pickled):
+                    oversized[index] = pickled
                 index += 1
             while True:
                 polled = [descriptor for descriptor, _ in poller.poll(0 if planner.undecided() else None)]
@@ -379,31 +342,42 @@ class WorkerPool:
                     kind, message = pipe.recv() if pipe.fileno() in polled or pipe.poll() else ("died", None)
                 except (EOFError, OSError):
                     kind, message = "died", None
-                if kind == "lines":
+                if kind == "ask":
+                    with suppress(OSError):  # a worker that died since it asked: its sentinel tells, ending the run
+                        self.lines[worker].send_bytes(oversized.pop(message))
+                elif kind == "lines":
                     counted, newlines = message
                     counting[counted] = worker
                     for resolved, first_line in numbering.count(counted, newlines, handed, next_told).items():
-                        try:
+                        with suppress(OSError):  # the worker died since it asked: its sentinel tells, ending the run
                             self.lines[counting.pop(resolved)].send(first_line)
-                        except OSError:  # the worker died since it asked: its sentinel tells, and ends the run
-                            pass
                 elif kind == "task":
-                    written.extend(message.finished)
-                    arrived[message.index] = message.received(handed[message.index])
+                    done, input_bytes, closed, sent = message
+                    written.extend(closed)
+                    rows.extend([sent] if sent is not None else [])
+                    arrived.add(done)
+                    signed(input_bytes)
                 elif kind == "done":
                     finished.add(worker)
                     for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
                         poller.unregister(descriptor)
-                    if message is not None:
-                        written.append(message)
+                    closed, worker_rows = message
+                    if closed is not None:
+                        written.append(closed)
+                    rows.append(worker_rows)
                 elif kind == "error":
                     raise message
                 else:
                     self._died(worker, handed.get(self.reading[worker]))
             while next_told in arrived:
-                take(arrived.pop(next_told))
-                handed.pop(next_told)
+                arrived.remove(next_told)
+                task = handed.pop(next_told)
+                if isinstance(task, FilesTask):
+                    paths[next_told] = task.paths
                 next_told += 1
+        for task_rows in sorted((task_rows for worker_rows in rows for task_rows in worker_rows.unpacked()),
+                                key=lambda task_rows: task_rows.index):
+            take(task_rows.received(paths.pop(task_rows.index, ())))
         return written
 
     def _died(self, worker: int, task: ReadTask | None) -> None:
