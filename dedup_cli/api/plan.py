@@ -78,7 +78,8 @@ GROUP_ROWS = 1 << 16
 COLLISION_BYTES = 3 * 8
 # - per candidate pair at the end of banding: its unique code, ``first`` and ``second`` and a temporary;
 CODE_BYTES = 4 * 8
-# - per document of a candidate pair, read whole: its signature as read and as one array, its b-bit values, and
+# - per document of a candidate pair, read whole: its signature as read and as one array (once, in shared memory,
+#   when forked workers read), its b-bit values, and
 #   about 200 bytes of id and location (as Arrow and Python strings), counts, hash, run and time;
 CANDIDATE_DOCUMENT_BYTES = 200
 # - per candidate pair while scoring: ``first``/``second``, match counts, r1, r2, the estimate, its
@@ -206,6 +207,7 @@ def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: 
     pending = min(collisions, candidates + DEDUPLICATE_EVERY)
     chunk = min(candidates / scorers, COMPARISON_BYTES // (k * estimator_value_bytes))
     read = min(n, 2 * candidates)
+    copies = 2 if banders == 1 else 1
     scoring_formula = f"{SCORING_BYTES}·C + 3·min(C, 2^25/(k·v_b))·k·v_b"
     scoring = SCORING_BYTES * candidates + scorers * 3 * chunk * k * estimator_value_bytes
     if scorers > 1:
@@ -230,9 +232,12 @@ def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: 
         "codes": ("candidate codes while de-duplicating (transient)",
                   COLLISION_BYTES * pending + CODE_BYTES * candidates,
                   f"{COLLISION_BYTES}·min(P, C + 2^24) + {CODE_BYTES}·C"),
+        # One process reads each row group's table, then joins them into one array: the signatures twice. Forked
+        # readers write them into shared memory once and send back only the ids and locations.
         "candidate_documents": ("the candidates' documents, read whole",
-                                read * (2 * signature_bytes + k * estimator_value_bytes + CANDIDATE_DOCUMENT_BYTES),
-                                f"min(N, 2C)·(2·S + k·v_b + {CANDIDATE_DOCUMENT_BYTES})"),
+                                read * (copies * signature_bytes + k * estimator_value_bytes
+                                        + CANDIDATE_DOCUMENT_BYTES),
+                                f"min(N, 2C)·({'2·S' if copies == 2 else 'S'} + k·v_b + {CANDIDATE_DOCUMENT_BYTES})"),
         "scoring": ("scoring the candidates" if scorers == 1 else "scoring the candidates in j_c processes",
                     scoring, scoring_formula),
     }
