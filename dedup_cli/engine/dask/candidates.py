@@ -267,8 +267,8 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignaturePara
             filled += count
             if reducing:
                 assert reduce_bits is not None and runs is not None
-                values_of_piece.append(reduced_values(counts, runs, packed, pd.Index(
-                    np.arange(first, first + counts.size, dtype=np.int64), name="doc"), params, reduce_bits))
+                values_of_piece.append(reduced_values(counts, runs, packed, pd.Index(batch_docs, name="doc"), params,
+                                                      reduce_bits))
             first += counts.size
         if reducing:
             assert reduce_bits is not None
