@@ -314,12 +314,8 @@ class NumberedDocuments:
             return stored_signatures(_empty(self.params, columns), self.params, path)
         table = pa.concat_tables(tables)
         del tables
-        # The rows came in row order; put them back in document order (the same order when the rows are in id
-        # order already, one sorted part or a format 1 file: then nothing is copied).
-        arrived = np.concatenate(order)
-        if not np.array_equal(arrived, np.arange(docs.size)):
-            inverse = np.empty(docs.size, np.int64)
-            inverse[arrived] = np.arange(docs.size, dtype=np.int64)
+        inverse = _document_order(np.concatenate(order))  # the rows came in row order
+        if inverse is not None:
             table = table.take(int64_array(inverse))
         return stored_signatures(table, self.params, self._stores[0].store.path)
 
@@ -350,11 +346,8 @@ class NumberedDocuments:
             return table.select(["id", "path"])
 
         names = pa.concat_tables(list(mapper(read, list(zip(reads, starts[:-1].tolist(), strict=True)))))
-        # The rows came in row order; put them back in document order (nothing to do when the rows are in id
-        # order already, one sorted part or a format 1 file).
-        if not np.array_equal(arrived, np.arange(docs.size)):
-            inverse = np.empty(docs.size, np.int64)
-            inverse[arrived] = np.arange(docs.size, dtype=np.int64)
+        inverse = _document_order(arrived)  # the rows came in row order
+        if inverse is not None:
             names = names.take(int64_array(inverse))
             packed = packed[inverse]
             numbers = {name: column[inverse] for name, column in numbers.items()}
@@ -362,6 +355,17 @@ class NumberedDocuments:
                                 paths=names.column("path").to_pylist(), shingle_counts=numbers["shingle_count"],
                                 packed=packed, content_hashes=numbers["content_hash"], runs=numbers["run"],
                                 mtimes_ns=numbers["mtime_ns"])
+
+
+def _document_order(arrived: np.ndarray) -> np.ndarray | None:
+    """The rows read, in the order they arrived (``arrived[i]``: the place among the documents asked for of the
+    i-th row), put back in document order: the positions to take, or None when they arrived in it (the rows are
+    in id order already: one sorted part, or a format 1 file)."""
+    if arrived.size < 2 or bool(np.all(arrived[1:] > arrived[:-1])):
+        return None
+    inverse = np.empty(arrived.size, np.int64)
+    inverse[arrived] = np.arange(arrived.size, dtype=np.int64)
+    return inverse
 
 
 def _empty(params: SignatureParams, columns: Sequence[str]) -> pa.Table:

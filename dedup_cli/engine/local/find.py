@@ -61,11 +61,15 @@ def find(stores: Sequence[Store], options: FindOptions, progress: Progress = sil
 def _numbering(jobs: int) -> Mapper | None:
     """How numbering reads a store's row groups: in up to ``jobs`` forked workers (one row group a task), each
     checking its ids' order and writing counts and runs into shared memory; None (here) with one job."""
-    if jobs <= 1:
-        return None
+    return None if jobs <= 1 else _forked_mapper(jobs, "numbering the documents")
 
-    def mapped(read: Callable[[Any], Any], groups: Sequence[Any]) -> Iterator[Any]:
-        return forked_map(read, groups, min(jobs, len(groups)), "numbering the documents")
+
+def _forked_mapper(workers: int, stage: str) -> Mapper:
+    """A mapper that runs its tasks in up to ``workers`` forked workers (:func:`dedup_cli.engine.local.forked.
+    forked_map`), results in task order; ``stage`` names them in a dead worker's message."""
+
+    def mapped(read: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
+        return forked_map(read, tasks, min(workers, len(tasks)), stage)
 
     return mapped
 
@@ -235,8 +239,4 @@ def _reader(documents: Documents, docs: np.ndarray, jobs: int) -> Mapper | None:
     workers = useful_workers(jobs, int(docs.size), forked.READ_DOCUMENTS)
     if workers <= 1 or not documents.reads_in_workers:
         return None
-
-    def mapped(read: Callable[[Any], Any], groups: Sequence[Any]) -> Iterator[Any]:
-        return forked_map(read, groups, workers, "reading the candidates' documents")
-
-    return mapped
+    return _forked_mapper(workers, "reading the candidates' documents")
