@@ -57,6 +57,12 @@ class Checked:
     unverifiable_documents: list[str]
 
 
+def _no_exact() -> pd.DataFrame:
+    """No exact resemblances: a frame of ``first`` and ``exact``, indexed by the second document."""
+    return pd.DataFrame({"first": pd.Series([], dtype=np.int64), "exact": pd.Series([], dtype=np.float64)},
+                        index=pd.Index([], dtype=np.int64, name="second"))
+
+
 def mini_store(params: SignatureParams, docs: np.ndarray, ids: np.ndarray, paths: np.ndarray,
                hashes: np.ndarray) -> StoredSignatures:
     """The few documents a task needs, as a store of their own (ids, locations, hashes; no signatures)."""
@@ -77,8 +83,7 @@ def _documents_of(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def verify_partition(frame: pd.DataFrame, params: SignatureParams) -> tuple[pd.DataFrame, list[str]]:
     """Exact resemblance of the pairs of one partition (index: second document), and the ids not re-read."""
     if frame.empty:
-        return pd.DataFrame({"first": pd.Series([], dtype=np.int64), "exact": pd.Series([], dtype=np.float64)},
-                            index=pd.Index([], dtype=np.int64, name="second")), []
+        return _no_exact(), []
     docs, ids, paths, hashes = _documents_of(frame)
     store = mini_store(params, docs, ids, paths, hashes)
     first = np.searchsorted(docs, frame["first"].to_numpy(dtype=np.int64))
@@ -116,7 +121,7 @@ def check_and_decide(scored: dd.DataFrame, frames: DocumentFrames, mode: str, th
     parts = scored.to_delayed()
     meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
     if mode == "none":
-        empty = pd.DataFrame({"first": pd.Series([], dtype=np.int64), "exact": pd.Series([], dtype=np.float64)})
+        empty = _no_exact()
         decided = [dask.delayed(_with_exact)(part, empty, threshold) for part in parts]
         return dd.from_delayed(decided, meta=meta, divisions=scored.divisions, verify_meta=False), None
     wanted = scored.map_partitions(_borderline, mode, threshold, meta=_PAIR_META)
@@ -179,18 +184,19 @@ def aliases(decided: dd.DataFrame, frames: DocumentFrames, shuffle_method: str |
     return np.sort(found["doc"].compute().to_numpy(dtype=np.int64))
 
 
+def without_aliases(frame: pd.DataFrame, alias_documents: np.ndarray) -> pd.DataFrame:
+    """A partition of decided pairs with the ``decided`` flags less every pair that touches an alias (a copy)."""
+    frame = frame.copy()
+    untouched = without(alias_documents, frame["first"].to_numpy(), frame.index.to_numpy())
+    frame["decided"] = frame["decided"].to_numpy() & untouched
+    return frame
+
+
 def accept(decided: dd.DataFrame, alias_documents: np.ndarray) -> dd.DataFrame:
     """The ``decided`` flags less every pair that touches an alias."""
     if alias_documents.size == 0:
         return decided
-
-    def drop(frame: pd.DataFrame) -> pd.DataFrame:
-        frame = frame.copy()
-        untouched = without(alias_documents, frame["first"].to_numpy(), frame.index.to_numpy())
-        frame["decided"] = frame["decided"].to_numpy() & untouched
-        return frame
-
-    return decided.map_partitions(drop, meta=decided._meta)
+    return decided.map_partitions(without_aliases, alias_documents, meta=decided._meta)
 
 
 @dataclass
@@ -231,8 +237,7 @@ def _exact_gathered(scored: pd.DataFrame, names: pd.DataFrame, mode: str, thresh
     bounds = chunk_bounds(len(wanted), _tasks(len(wanted), CHUNK_PAIRS)) if len(wanted) else []
     steps = [dask.delayed(verify_partition, nout=2)(wanted.iloc[start:stop], params) for start, stop in bounds]
     done = dask.compute(*steps)
-    exact = (pd.concat([frame for frame, _ in done]) if done
-             else pd.DataFrame({"first": pd.Series([], dtype=np.int64), "exact": pd.Series([], dtype=np.float64)}))
+    exact = pd.concat([frame for frame, _ in done]) if done else _no_exact()
     unverifiable = sorted(set().union(*[missing for _, missing in done]))
     return exact, Checked(int(np.count_nonzero(~np.isnan(exact["exact"].to_numpy()))), unverifiable)
 
@@ -258,12 +263,11 @@ def decide_gathered(scored: pd.DataFrame, frames: DocumentFrames, mode: str, thr
     names = rows_of(frames.names, frames.divisions, docs)
     checked = None
     if mode == "none":
-        exact = pd.DataFrame({"first": pd.Series([], dtype=np.int64), "exact": pd.Series([], dtype=np.float64)})
+        exact = _no_exact()
     else:
         exact, checked = _exact_gathered(scored, names, mode, threshold, frames.params)
     decided = _with_exact(scored, exact, threshold)
     alias_documents = _aliases_gathered(decided, names, frames.reference_start)
     if alias_documents.size:
-        decided["decided"] = decided["decided"].to_numpy() & without(alias_documents, decided["first"].to_numpy(),
-                                                                     decided.index.to_numpy())
+        decided = without_aliases(decided, alias_documents)
     return GatheredDecisions(decided, names, alias_documents, checked)
