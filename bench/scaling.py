@@ -31,7 +31,8 @@ of the run. By Amdahl's law a run whose serial part is a share s of its work gai
 what 64 would give. The per-core figures are T less the one-document run's total, per document and per MB.
 
 Inputs (deterministic, built into the git-ignored ``bench/data/`` by ``--prepare`` or when missing): the short
-records by ``bench/filter_scale.py``'s generator (``filter-jsonl-N/``); the long files by ``--long-generator``
+records by ``bench/filter_scale.py``'s generator (``filter-jsonl-N/``), or above 2·10^6 records by 16
+processes writing 16 parts of shorter records (``short-parts-N/``); the long files by ``--long-generator``
 (a long-document corpus generator's ``make_corpus.py``, run as ``--docs N --seed 1 --out DIR --jsonl`` into
 ``long-N/``, as ``make bench`` does) or, without it, by the generator here (``long-synthetic-N/``: made-up words
 of a Zipf-like vocabulary, 20 % of documents near-duplicates of another); the stores of ``find`` by
@@ -89,8 +90,65 @@ cli(prog_name="dedup")
 # --- corpora and stores -------------------------------------------------------------------------------------
 
 
+SHORT_PARTS_ABOVE = 2_000_000  # more short records than this are written as parts, by one process each
+SHORT_PARTS = 16
+
+
+def _write_short_part(task: tuple[Path, int, int, int]) -> None:
+    """One part of the large short corpus: records ``start`` … ``start + count − 1``, 30–60 words each."""
+    path, start, count, seed = task
+    rng = np.random.default_rng([seed, start])
+    vocabulary = 50_000
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words_rng = np.random.default_rng(seed)  # the same made-up words in every part
+    words = ["".join(letters[words_rng.integers(0, 26, n)]) for n in words_rng.integers(3, 10, vocabulary).tolist()]
+    cumulative = np.cumsum(1.0 / np.arange(1, vocabulary + 1) ** 0.9)
+    cumulative /= cumulative[-1]
+    lengths = rng.integers(30, 61, count)
+    tokens = np.minimum(np.searchsorted(cumulative, rng.random(int(lengths.sum()))), vocabulary - 1)
+    ends = np.cumsum(lengths)
+    copied = rng.random(count) < 0.04  # a near-duplicate of the record before it, a few words replaced
+    copied[0] = False
+    with open(path, "w", encoding="utf-8") as handle:
+        previous: list[int] = []
+        for index, (end, length) in enumerate(zip(ends.tolist(), lengths.tolist())):
+            record = tokens[end - length:end].tolist()
+            if copied[index]:
+                record = [t if rng.random() > 0.03 else int(rng.integers(vocabulary)) for t in previous]
+            previous = record
+            handle.write(json.dumps({"id": f"r{start + index:09d}", "text": " ".join(words[t] for t in record)}) + "\n")
+
+
+def build_short_parts(records: int, folder: Path, seed: int = 7) -> None:
+    """``part-NN.jsonl``: ``records`` short records in :data:`SHORT_PARTS` files, written by as many processes.
+
+    ``bench/filter_scale.py``'s generator writes 60–180 words a record in one process: 10^7 of its records are
+    9 GB and ten minutes of writing. These are 30–60 words (about 300 bytes a record, JSON included), from a
+    Zipf-like law over the same kind of made-up words, 4 % of them near-duplicates of the record before.
+    """
+    from multiprocessing import Pool
+
+    staging = folder.with_name(folder.name + ".staging")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    per_part = -(-records // SHORT_PARTS)
+    tasks = [(staging / f"part-{part:02d}.jsonl", start, min(per_part, records - start), seed)
+             for part, start in enumerate(range(0, records, per_part))]
+    with Pool(min(len(tasks), os.cpu_count() or 1)) as pool:
+        pool.map(_write_short_part, tasks)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.replace(staging, folder)
+
+
 def short_corpus(records: int, data: Path) -> Path:
-    """``corpus.jsonl`` of ``records`` short records (``bench/filter_scale.py``'s corpus, shared with it)."""
+    """``corpus.jsonl`` of ``records`` short records (``bench/filter_scale.py``'s corpus, shared with it); above
+    :data:`SHORT_PARTS_ABOVE` records, a folder of parts (:func:`build_short_parts`)."""
+    if records > SHORT_PARTS_ABOVE:
+        folder = data / f"short-parts-{records}"
+        if not folder.exists():
+            data.mkdir(parents=True, exist_ok=True)
+            build_short_parts(records, folder)
+        return folder
     folder = data / f"filter-jsonl-{records}"
     if not (folder / "corpus.jsonl").exists():
         sys.path.insert(0, str(BENCH))
@@ -185,6 +243,8 @@ def one_document_inputs(data: Path, long_docs: Path | None, short_jsonl: Path | 
         shutil.copyfile(first, folder / "long" / first.name)
         found["sign-long"] = folder / "long"
     if short_jsonl is not None:
+        if short_jsonl.is_dir():
+            short_jsonl = min(short_jsonl.glob("*.jsonl"))
         with open(short_jsonl, encoding="utf-8") as handle:
             (folder / "short.jsonl").write_text(handle.readline(), encoding="utf-8")
         found["sign-short"] = folder / "short.jsonl"
@@ -293,7 +353,7 @@ def input_megabytes(case: str, inputs: Path) -> float:
     if case == "sign-long":
         return sum(path.stat().st_size for path in inputs.rglob("*") if path.is_file()) / 1e6
     if case == "sign-short":
-        return inputs.stat().st_size / 1e6
+        return sum(path.stat().st_size for path in ([inputs] if inputs.is_file() else inputs.glob("*.jsonl"))) / 1e6
     return 0.0
 
 
