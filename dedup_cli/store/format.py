@@ -169,6 +169,12 @@ def column_problem(schema: pa.Schema, removal: bool = False, legacy: bool = Fals
     return None
 
 
+def integer_dtype(arrow_type: pa.DataType) -> np.dtype:
+    """The numpy dtype of an Arrow integer type, from its width and sign (``to_pandas_dtype`` imports pandas in
+    some pyarrow versions, and fails where pandas is missing)."""
+    return np.dtype(f"{'int' if pa.types.is_signed_integer(arrow_type) else 'uint'}{arrow_type.bit_width}")
+
+
 def integers(column: pa.ChunkedArray | pa.Array, dtype: np.dtype | type = np.int64) -> np.ndarray:
     """``dtype``[n] (int64 unless told) of an integer column without nulls, read from Arrow's buffers
     (``to_numpy`` imports pandas, a fifth of a second, the first time it is called in a process)."""
@@ -178,7 +184,7 @@ def integers(column: pa.ChunkedArray | pa.Array, dtype: np.dtype | type = np.int
         if chunk.null_count or not pa.types.is_integer(chunk.type):
             parts.append(chunk.to_numpy(zero_copy_only=False).astype(dtype))  # not a column a store writes
             continue
-        stored = np.dtype(chunk.type.to_pandas_dtype())
+        stored = integer_dtype(chunk.type)
         parts.append(np.frombuffer(chunk.buffers()[1], dtype=stored, count=len(chunk),
                                    offset=chunk.offset * stored.itemsize))
     if not parts:

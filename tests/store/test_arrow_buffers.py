@@ -3,12 +3,15 @@ Arrow's own conversions, whatever the chunks, slices and offsets."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dedup_cli.store.format import int64_array, integers
+import dedup_cli
+from dedup_cli.store.format import int64_array, integer_dtype, integers
 
 SIZES = st.lists(st.integers(0, 40), min_size=0, max_size=5)
 
@@ -40,3 +43,24 @@ def test_int64_array_is_pa_array(values: list[int], step: int) -> None:
     table = pa.table({"x": pa.array(range(40))})
     taken = [index % 40 for index in array.tolist()]
     assert table.take(int64_array(np.array(taken, np.int64))).column("x").to_pylist() == taken
+
+
+INTEGER_TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
+
+
+def test_every_integer_type_is_read_with_its_own_width_and_sign() -> None:
+    for arrow_type in INTEGER_TYPES:
+        info = np.iinfo(arrow_type.to_pandas_dtype())
+        values = pa.array([info.min, 0, 1, info.max], arrow_type).slice(1)
+        assert integer_dtype(arrow_type) == values.to_numpy().dtype, arrow_type
+        assert integers(values, values.to_numpy().dtype).tolist() == [0, 1, int(info.max)], arrow_type
+
+
+def test_the_library_never_asks_pyarrow_for_pandas_dtypes() -> None:
+    # pyarrow 25's DataType.to_pandas_dtype imports pandas, even for integers; the command line hides pandas, and
+    # a core install has none, so `sign` and `find` failed there. Later pyarrow releases no longer import it,
+    # which is why this is a check of the source and not only of behaviour.
+    package = Path(dedup_cli.__file__).parent
+    callers = [str(path.relative_to(package)) for path in package.rglob("*.py")
+               if ".to_pandas_dtype(" in path.read_text(encoding="utf-8")]
+    assert callers == []
