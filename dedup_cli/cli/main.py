@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+import dedup_cli.cli.blas_threads  # noqa: F401  (first: before any command imports numpy)
 from dedup_cli.cli.common import (
     CONTEXT_SETTINGS,
     EXIT_DUPLICATES,

@@ -144,3 +144,25 @@ def test_every_command_is_found_under_its_name() -> None:
     assert cli.commands.get("fnd") is None
     with pytest.raises(KeyError):
         cli.commands["fnd"]
+
+
+def threads_after_numpy(preset: str | None) -> tuple[int, str]:
+    """The threads of a fresh process that imported the command line and then numpy, and the OpenBLAS setting
+    it ran with (``preset``: the user's value, None for none)."""
+    environment = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        environment["OPENBLAS_NUM_THREADS"] = preset
+    script = ("import os\nimport dedup_cli.cli.main\nimport numpy\n"
+              "print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**environment, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr
+    threads, setting = result.stdout.split()
+    return int(threads), setting
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="counts threads through /proc")
+def test_the_command_line_loads_numpy_without_a_thread_per_core() -> None:
+    # OpenBLAS would start one per core, each spinning a while for matrix work dedup never gives it.
+    assert threads_after_numpy(None) == (1, "1")
+    assert threads_after_numpy("2")[1] == "2"  # the user's own setting is kept
