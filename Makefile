@@ -38,10 +38,18 @@ demo: $(VENV)/.installed-dask
 	cmp $(VENV)/demo-local.jsonl $(VENV)/demo-dask.jsonl && echo "find --engine dask --workers 2: the same groups"
 	$(BIN)/dedup eval $(DEMO_STORE) --threshold 0.5 --bits 2 --plot $(VENV)/demo-eval.png
 
+# The core install at the oldest versions pyproject.toml allows (tests/oldest-requirements.txt), in a virtualenv
+# of its own, without dedup installed: tests/test_oldest_versions.py runs this checkout with it.
+OLDEST_VENV ?= .venv-oldest
+$(OLDEST_VENV)/.installed: tests/oldest-requirements.txt
+	$(PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install --quiet --only-binary=:all: -r tests/oldest-requirements.txt
+	touch $@
+
 # The whole suite, a test file at a time in two processes (the machines it runs on have two cores or more); a
 # file's tests run in order in one process, so the Dask tests of a file share one cluster.
-test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+test: $(VENV)/.installed-test $(OLDEST_VENV)/.installed
+	DEDUP_OLDEST_PYTHON=$(abspath $(OLDEST_VENV))/bin/python $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(VENV)/.installed-lint
 	$(BIN)/ruff check dedup_cli tests
