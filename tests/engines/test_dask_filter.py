@@ -16,12 +16,14 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from distributed import Client
 
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.dask import end_on_workers
@@ -238,6 +240,29 @@ def test_a_failed_task_leaves_the_output_as_it_was(engine: EngineOptions, cut_pi
     assert stderr.rstrip().endswith("nothing was written")
     assert _tree(out) == before and sorted(os.listdir(tmp_path)) == ["corpus", "m.tsv", "out", "s.parquet"]
     assert len(cut_pieces) == 2 and min(cut_pieces) > 2  # a.jsonl, in each run on the cluster
+
+
+def test_stopped_tasks_write_nothing_once_stop_returns(client: Client, tmp_path: Path) -> None:
+    """What a failed run relies on before it removes its scratch directory: once ``stop`` returns, no task of the
+    run starts or writes any more; the running ones were waited for, the queued ones never start."""
+    def started_then_ended(folder: str, name: str) -> None:  # nested: sent to the workers by value
+        Path(folder, name).write_text("started")
+        time.sleep(0.5)
+        Path(folder, name + ".end").write_text("ended")
+
+    # Two workers of one thread each: two tasks run, six wait behind them, and all eight are stopped at once.
+    futures = [client.submit(started_then_ended, str(tmp_path), f"task-{n}", pure=False) for n in range(8)]
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("task-?"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    dask_filter.stop(client, futures)
+    at_return = sorted(path.name for path in tmp_path.iterdir())
+    time.sleep(1.0)
+    assert sorted(path.name for path in tmp_path.iterdir()) == at_return
+    started = [name for name in at_return if not name.endswith(".end")]
+    assert 2 <= len(started) < 8 and all(f"{name}.end" in at_return for name in started)
+    held = client.run(dask_filter._unfinished)
+    assert not {str(future.key) for future in futures} & {key for keys in held.values() for key in keys}
 
 
 def test_stdin_is_refused_on_the_cluster(corpora: dict[str, Path], engine: EngineOptions) -> None:

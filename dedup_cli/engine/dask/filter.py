@@ -153,22 +153,33 @@ def _tasks(sources: Sequence[Source], task_bytes: int) -> list[list[int]]:
     return runs
 
 
-def _executing(dask_worker: Any) -> list[str]:
-    """The tasks a worker is running now (run on each worker by :func:`stop`)."""
-    return [str(task.key) for task in dask_worker.state.executing]
+UNFINISHED_STATES = frozenset({"waiting", "ready", "constrained", "executing", "long-running", "cancelled",
+                               "resumed"})
+"""A worker's task states that may still run the task: queued, running, or cancelled while running (a cancelled
+task runs to its end: "cancelled" and "resumed" are states of a task still executing)."""
+
+
+def _unfinished(dask_worker: Any) -> list[str]:
+    """The tasks a worker holds that may still run, or are running (run on each worker by :func:`stop`)."""
+    return [str(key) for key, task in dask_worker.state.tasks.items() if task.state in UNFINISHED_STATES]
 
 
 def stop(client: Client, futures: Sequence[Future]) -> None:
-    """Cancel ``futures`` and wait until none of them still runs on a worker: cancelling does not interrupt a
-    running task, and one still writing would put files back into a scratch directory being removed."""
+    """Cancel ``futures`` and wait until none of them may still run on a worker: cancelling does not interrupt a
+    running task, and one still writing would put files back into a scratch directory being removed.
+
+    A task is waited for while its worker holds it queued or running. The worker must be asked twice, a moment
+    apart, before the answer counts: the question travels on another connection than the scheduler's orders, so
+    a task sent to a worker just before the cancel can reach it after the first answer, and then start."""
     keys = {str(future.key) for future in futures}
     deadline = time.monotonic() + STOP_SECONDS
+    quiet = 0
     try:
         client.cancel(list(futures))
-        while time.monotonic() < deadline:
-            running = client.run(_executing, on_error="ignore")
-            if not keys.intersection(key for found in running.values() if isinstance(found, list) for key in found):
-                return
+        while time.monotonic() < deadline and quiet < 2:
+            held = client.run(_unfinished, on_error="ignore")
+            found = keys.intersection(key for tasks in held.values() if isinstance(tasks, list) for key in tasks)
+            quiet = 0 if found else quiet + 1
             time.sleep(0.05)
     except Exception:  # noqa: BLE001 - the cluster is gone: nothing of it runs any more; the first error is raised
         return
