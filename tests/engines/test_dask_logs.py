@@ -4,6 +4,7 @@ the temporary directory, kept when the run fails and deleted when it succeeds.""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -55,6 +56,29 @@ except DedupError as error:
 """
 
 
+RESTARTING_RUN = """
+import json, logging, os, time
+from dedup_cli.engine.dask.cluster import connected
+from dedup_cli.options.engines import EngineOptions
+
+def level():
+    return logging.getLogger("distributed.worker").getEffectiveLevel()
+
+with connected(EngineOptions("dask", workers=1)) as client:
+    client.wait_for_workers(1, timeout=60)
+    [first] = client.scheduler_info()["workers"]
+    client.submit(os._exit, 1, pure=False)  # its worker dies; its nanny starts another
+    levels = []
+    for _ in range(600):
+        started = [address for address in client.scheduler_info()["workers"] if address != first]
+        if started:
+            levels = list(client.run(level, workers=started).values())
+            break
+        time.sleep(0.1)
+print(json.dumps({"restarted": levels, "environment": os.environ.get("DASK_LOGGING__DISTRIBUTED")}))
+"""
+
+
 def _environment(temporary: Path) -> dict[str, str]:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("DEDUP_")}
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environment.get("PYTHONPATH")]))
@@ -89,6 +113,18 @@ def test_workers_that_die_three_times_name_the_log(tmp_path: Path) -> None:
     assert (done.returncode, done.stderr) == (0, "")  # the nanny's restarts were told to the log alone
     assert done.stdout.startswith("Dask workers died 3 times") and done.stdout.endswith(f"; Dask's log: {log}\n")
     assert "Restarting worker" in log.read_text()
+
+
+def test_a_restarted_worker_starts_without_dasks_info_records(tmp_path: Path) -> None:
+    # The first workers are forked and keep the driver's routing; one started again is spawned, and its Dask
+    # said "Starting Worker plugin ..." on the user's stderr before its stderr went to the log.
+    done = subprocess.run([sys.executable, "-c", RESTARTING_RUN], capture_output=True, text=True, timeout=300,
+                          env=_environment(tmp_path))
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["restarted"] and all(level >= logging.WARNING for level in found["restarted"])
+    assert found["environment"] is None  # Dask's setting of the driver's environment is undone
+    assert "INFO" not in done.stderr
 
 
 def test_the_drivers_records_go_to_the_log_and_its_loggers_are_restored(cluster: LocalCluster, tmp_path: Path,

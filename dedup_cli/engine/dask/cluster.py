@@ -54,6 +54,16 @@ threads is unsafe (macOS) or impossible (Windows)."""
 
 
 
+SPAWNED_WORKERS_LOGGING = {"DASK_LOGGING__DISTRIBUTED": "warning"}
+"""The environment of a local cluster's workers that their nannies start again after one died. The first workers
+are forked (:data:`WORKER_START`) and keep this process's routing of Dask's records to the log; a restart is
+spawned, since Dask reads the start method when it starts a worker and this process sets "fork" only while its
+cluster starts (it runs threads later: :func:`worker_start`). A spawned worker is a fresh interpreter whose Dask
+logs to stderr until the worker's plugin (:class:`WorkerStderrToLog`) sends its stderr to the log, and at Dask's
+usual level its start said "Starting Worker plugin ..." on the user's stderr; warnings and errors still reach the
+log."""
+
+
 def worker_start() -> str:
     """How this process starts a local cluster's workers now: :data:`WORKER_START`, except that a process already
     running other threads spawns them.
@@ -215,6 +225,7 @@ def _empty(path: str) -> bool:
 def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Iterator[Client]:
     address = options.scheduler_address()
     cluster = None
+    environment = {name: os.environ.get(name) for name in SPAWNED_WORKERS_LOGGING}  # Dask changes it: put back
     try:
         if address is not None:
             client = Client(address, timeout=CONNECT_SECONDS)
@@ -224,7 +235,10 @@ def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Itera
             # The scheduler serves HTTP (health, metrics) even without a dashboard, by default on port 8787: on
             # port 0 instead, so that two runs on one machine never meet there (Dask warns, and moves the second)
             _workers_end_with_this_process()
-            with dask.config.set({"distributed.worker.multiprocessing-method": worker_start()}):
+            with dask.config.set({"distributed.worker.multiprocessing-method": worker_start(),
+                                  "distributed.nanny.pre-spawn-environ": {
+                                      **dask.config.get("distributed.nanny.pre-spawn-environ"),
+                                      **SPAWNED_WORKERS_LOGGING}}):
                 cluster = LocalCluster(n_workers=options.cluster_workers, threads_per_worker=1, processes=True,
                                        memory_limit=options.memory_limit, host="127.0.0.1", dashboard_address=None,
                                        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
@@ -248,6 +262,11 @@ def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Itera
         client.close()
         if cluster is not None and not _close(cluster):
             routing.kept = True
+        for name, value in environment.items():  # Dask set it in this process's environment before each start
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _close(cluster: LocalCluster) -> bool:
