@@ -176,5 +176,6 @@ def plot_evaluation(result: EvalResult, path: str | os.PathLike[str]) -> None:
         palette = image.convert("RGB").quantize(colors=256, method=Image.Quantize.FASTOCTREE)
     encoded = io.BytesIO()
     palette.save(encoded, format="PNG", optimize=True)
-    with open_output(path) as stream:  # a file replaced atomically; a device or FIFO written in place
-        stream.write(encoded.getbuffer())
+    # a file replaced atomically; a device or FIFO written in place (the view released even when the write fails)
+    with open_output(path) as stream, encoded.getbuffer() as view:
+        stream.write(view)

@@ -123,8 +123,9 @@ class WorkDir:
         np.savez(buffer, **named)
         file = self.file(stage, key)
         try:
-            with atomic_write(file) as stream:
-                stream.write(buffer.getbuffer())
+            # the view released even when the write fails (a full disk), or the buffer cannot be freed
+            with atomic_write(file) as stream, buffer.getbuffer() as view:
+                stream.write(view)
         except OSError as error:
             raise StoreError(f"cannot write --work-dir {self.path}: {error.strerror or error}") from error
         self.used.append(file)
