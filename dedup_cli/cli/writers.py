@@ -5,7 +5,9 @@ pyarrow is imported only when Parquet is written.
 
 CSV (RFC 4180, rows ending in ``\n``): a field holding a comma, a double quote, ``\r`` or ``\n`` is quoted, its
 quotes doubled, so every CSV parser reads the same rows. (``csv.writer`` with ``lineterminator="\n"`` would leave
-a field with a lone ``\r`` unquoted, which parsers take for the end of a row.)
+a field with a lone ``\r`` unquoted, which parsers take for the end of a row; and Python 3.10's refuses a NUL
+character in a field, which an id may hold: so the rows are written here, the bytes Python 3.11's ``csv.writer``
+writes with ``lineterminator="\r\n"``, ``\n`` at the end.)
 
 TSV, as PostgreSQL's text format writes it: one row a line, fields split on tabs, never quoted; a backslash, tab,
 line feed or carriage return inside a field is written ``\\``, ``\t``, ``\n``, ``\r``
@@ -23,18 +25,36 @@ from dedup_cli.engine.stages.results import FIELDS
 from dedup_cli.inputs.decoding import tsv_field
 
 
-class _Rows:
-    r"""A stream for ``csv.writer`` rows ending in ``\r\n``, which it then quotes every field holding ``\r`` or ``\n``
-    for (it quotes the characters of its line terminator), written ending in ``\n``."""
+def csv_field(field: str) -> str:
+    """A CSV field as RFC 4180 writes it: quoted, its quotes doubled, when it holds a comma, a quote, ``\r`` or
+    ``\n``; else as it is."""
+    if "," in field or '"' in field or "\r" in field or "\n" in field:
+        return '"' + field.replace('"', '""') + '"'
+    return field
+
+
+class CsvWriter:
+    """``csv.writer``'s ``writerow``/``writerows`` for CSV rows (:func:`csv_field`)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
-    def write(self, row: str) -> int:
-        return self._stream.write(row[:-2] + "\n")
+    def writerow(self, row: Sequence[Any]) -> None:
+        fields = ["" if value is None else value if isinstance(value, str) else str(value) for value in row]
+        line = ",".join(fields)
+        # Nearly every row needs no quotes: one scan of the joined row tells, rather than a call per field.
+        if '"' in line or "\n" in line or "\r" in line or line.count(",") >= len(fields):
+            line = ",".join(map(csv_field, fields))
+        elif line == "":  # one empty field: quoted, or the row would be an empty line
+            line = '""'
+        self._stream.write(line + "\n")
+
+    def writerows(self, rows: Iterable[Sequence[Any]]) -> None:
+        for row in rows:
+            self.writerow(row)
 
 
-class _TsvWriter:
+class TsvWriter:
     """``csv.writer``'s ``writerow``/``writerows`` for TSV rows (:func:`tsv_field`)."""
 
     def __init__(self, stream: TextIO) -> None:
@@ -65,10 +85,8 @@ def write_records(records: Iterator[dict[str, Any]], kind: str, fmt: str, stream
             stream.write(json.dumps(record, ensure_ascii=False) + "\n")
             count += 1
         return count
-    import csv  # here: the default JSON Lines output does without it
-
     fields = FIELDS[kind] if fields is None else fields
-    writer: Any = _TsvWriter(stream) if fmt == "tsv" else csv.writer(_Rows(stream), lineterminator="\r\n")
+    writer: CsvWriter | TsvWriter = TsvWriter(stream) if fmt == "tsv" else CsvWriter(stream)
     if header:
         writer.writerow(fields)
     count = 0

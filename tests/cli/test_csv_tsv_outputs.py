@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,12 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pytest
 from click.testing import CliRunner
+from helpers import csv_module_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.cli.main import cli
-from dedup_cli.cli.writers import write_records
+from dedup_cli.cli.writers import CsvWriter, write_records
 from dedup_cli.engine.stages.results import FIELDS
 from dedup_cli.inputs.decoding import tsv_unescape
 from dedup_cli.inputs.members import read_members
@@ -44,7 +46,7 @@ def invoke(*args: str) -> tuple[int, str]:
 def read_csv(data: bytes, columns: list[str], parser: str) -> list[list[str]]:
     """The rows after the header, every field a string, as ``parser`` reads CSV."""
     if parser == "csv":
-        rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+        rows = csv_module_rows(data.decode("utf-8"))
         assert rows[0] == columns
         return rows[1:]
     table = pa_csv.read_csv(io.BytesIO(data), parse_options=pa_csv.ParseOptions(newlines_in_values=True),
@@ -56,8 +58,7 @@ def read_csv(data: bytes, columns: list[str], parser: str) -> list[list[str]]:
 def read_tsv(data: bytes, columns: list[str], parser: str) -> list[list[str]]:
     """The rows after the header, every field unescaped, as ``parser`` reads TSV with quoting off."""
     if parser == "csv":
-        rows = list(csv.reader(io.StringIO(data.decode("utf-8"), newline=""), delimiter="\t",
-                               quoting=csv.QUOTE_NONE))
+        rows = csv_module_rows(data.decode("utf-8"), delimiter="\t", quoting=csv.QUOTE_NONE)
     else:
         options = pa_csv.ParseOptions(delimiter="\t", quote_char=False, escape_char=False)
         table = pa_csv.read_csv(io.BytesIO(data), parse_options=options, read_options=pa_csv.ReadOptions(
@@ -151,3 +152,24 @@ def test_any_ids_are_read_back_by_both_parsers(pairs: list[tuple[str, str, float
         data = stream.getvalue().encode("utf-8")
         for parser in ("csv", "pyarrow"):
             assert read(data, list(FIELDS["pairs"]), parser) == expected, (fmt, parser)
+
+
+
+FIELD = st.one_of(st.text(alphabet=st.sampled_from(',"\r\n\0\t\\ ab\x85\u2028'), max_size=6), st.text(max_size=6),
+                  st.integers(), st.floats(allow_nan=False), st.none())
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Python 3.10's csv.writer refuses a NUL in a field")
+@settings(max_examples=300, deadline=None)
+@given(rows=st.lists(st.lists(FIELD, min_size=1, max_size=4), min_size=1, max_size=5))
+def test_csv_rows_are_the_bytes_of_pythons_csv_writer(rows: list[list[Any]]) -> None:
+    # dedup writes its CSV rows itself, on every Python, as 3.11's csv.writer writes them with "\r\n" ends, each
+    # end then "\n" (None an empty field, as the writer takes it).
+    ours = io.StringIO()
+    CsvWriter(ours).writerows(rows)
+    expected = []
+    for row in rows:
+        theirs = io.StringIO()
+        csv.writer(theirs, lineterminator="\r\n").writerow(row)
+        expected.append(theirs.getvalue()[:-2] + "\n")
+    assert ours.getvalue() == "".join(expected)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import csv
 import faulthandler
-import io
 import json
 import os
 import shutil
@@ -44,7 +43,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from helpers import REPO, StoreWriter
+from helpers import REPO, StoreWriter, csv_module_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -548,7 +547,7 @@ def test_ids_with_control_characters_come_back_from_every_format(odd_stores: dic
     # bytes decoded, not read_text, whose universal newlines would turn a quoted \r into \n
     csv_text, tsv_text = out["csv"].read_bytes().decode("utf-8"), out["tsv"].read_bytes().decode("utf-8")
     readers = {
-        "CSV, csv module": lambda: list(csv.reader(io.StringIO(csv_text, newline=""))),
+        "CSV, csv module": lambda: csv_module_rows(csv_text),
         "CSV, pyarrow": lambda: _pyarrow_rows(out["csv"], fields, ","),
         "TSV, unescaped": lambda: [[_unescape(value) for value in line.split("\t")]
                                    for line in tsv_text.split("\n")[:-1]],
