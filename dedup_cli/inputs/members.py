@@ -14,6 +14,7 @@ import csv
 import io
 import itertools
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -69,13 +70,35 @@ def _rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
             rows = ([tsv_unescape(field) for field in line.rstrip("\r\n").split("\t")]
                     for line in itertools.chain([first], text) if line.strip())
         else:  # CSV: a quoted field may hold line breaks, blank lines too
-            rows = (row for row in csv.reader(itertools.chain([first], text)) if row)
+            rows = (row for row in _csv_rows(itertools.chain([first], text)) if row)
         header = next(rows)
         names = header if "id" in header and "action" in header else list(MEMBER_FIELDS[: len(header)])
         if names is not header:
             yield "row 1", dict(zip(names, header, strict=False))
         for number, row in enumerate(rows, start=2):
             yield f"row {number}", dict(zip(names, row, strict=False))
+
+
+NUL_STAND_IN = "\uffff"
+"""What a NUL character of a CSV members file is read as under Python 3.10, whose csv module refuses NUL ("line
+contains NUL") where 3.11's reads it as any other character, and an id may hold one: a Unicode noncharacter, which
+no text is meant to hold."""
+
+
+def _csv_rows(lines: Iterator[str]) -> Iterator[list[str]]:
+    """The CSV rows of ``lines``, NUL characters included on every Python (see :data:`NUL_STAND_IN`)."""
+    if sys.version_info >= (3, 11):
+        yield from csv.reader(lines)
+        return
+
+    def standing_in(line: str) -> str:
+        if NUL_STAND_IN in line:
+            raise ValueError("it holds U+FFFF, which Python 3.10 cannot read beside NUL; read it with Python 3.11 "
+                             "or later")
+        return line.replace("\0", NUL_STAND_IN)
+
+    for row in csv.reader(map(standing_in, lines)):
+        yield [field.replace(NUL_STAND_IN, "\0") for field in row]
 
 
 def _is_tsv(first: str) -> bool:
@@ -86,7 +109,7 @@ def _is_tsv(first: str) -> bool:
         return False
     if ("id" in fields and "action" in fields) or len(fields) in (len(MEMBER_FIELDS) - 2, len(MEMBER_FIELDS)):
         return True
-    return len(next(csv.reader([first]), [])) < len(fields)
+    return len(next(_csv_rows(iter([first])), [])) < len(fields)
 
 
 def _check(where: str, record: Any) -> tuple[str, int, bool, str]:
