@@ -33,44 +33,48 @@ def csv_field(field: str) -> str:
     return field
 
 
-class CsvWriter:
-    """``csv.writer``'s ``writerow``/``writerows`` for CSV rows (:func:`csv_field`)."""
+def _strings(row: Sequence[Any]) -> list[str]:
+    """A row's fields as text, as ``csv.writer`` takes them: None empty, a number as ``str`` writes it."""
+    return ["" if value is None else value if isinstance(value, str) else str(value) for value in row]
+
+
+class RowWriter:
+    """``csv.writer``'s ``writerows`` over the :meth:`writerow` of a format. Nearly every row needs no quote or
+    escape: one scan of the joined row tells, rather than a call per field."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
     def writerow(self, row: Sequence[Any]) -> None:
-        fields = ["" if value is None else value if isinstance(value, str) else str(value) for value in row]
+        raise NotImplementedError
+
+    def writerows(self, rows: Iterable[Sequence[Any]]) -> None:
+        for row in rows:
+            self.writerow(row)
+
+
+class CsvWriter(RowWriter):
+    """CSV rows (:func:`csv_field`)."""
+
+    def writerow(self, row: Sequence[Any]) -> None:
+        fields = _strings(row)
         line = ",".join(fields)
-        # Nearly every row needs no quotes: one scan of the joined row tells, rather than a call per field.
         if '"' in line or "\n" in line or "\r" in line or line.count(",") >= len(fields):
             line = ",".join(map(csv_field, fields))
         elif line == "":  # one empty field: quoted, or the row would be an empty line
             line = '""'
         self._stream.write(line + "\n")
 
-    def writerows(self, rows: Iterable[Sequence[Any]]) -> None:
-        for row in rows:
-            self.writerow(row)
 
-
-class TsvWriter:
-    """``csv.writer``'s ``writerow``/``writerows`` for TSV rows (:func:`tsv_field`)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self._stream = stream
+class TsvWriter(RowWriter):
+    """TSV rows (:func:`tsv_field`)."""
 
     def writerow(self, row: Sequence[Any]) -> None:
-        fields = ["" if value is None else value if isinstance(value, str) else str(value) for value in row]
+        fields = _strings(row)
         line = "\t".join(fields)
-        # Nearly every row needs no escape: one scan of the joined row tells, rather than a call per field.
         if "\\" in line or "\n" in line or "\r" in line or line.count("\t") >= len(fields):
             line = "\t".join(map(tsv_field, fields))
         self._stream.write(line + "\n")
-
-    def writerows(self, rows: Iterable[Sequence[Any]]) -> None:
-        for row in rows:
-            self.writerow(row)
 
 
 def write_records(records: Iterator[dict[str, Any]], kind: str, fmt: str, stream: TextIO, header: bool = True,
@@ -86,7 +90,7 @@ def write_records(records: Iterator[dict[str, Any]], kind: str, fmt: str, stream
             count += 1
         return count
     fields = FIELDS[kind] if fields is None else fields
-    writer: CsvWriter | TsvWriter = TsvWriter(stream) if fmt == "tsv" else CsvWriter(stream)
+    writer: RowWriter = TsvWriter(stream) if fmt == "tsv" else CsvWriter(stream)
     if header:
         writer.writerow(fields)
     count = 0

@@ -53,7 +53,6 @@ WORKER_START = "fork" if sys.platform.startswith("linux") else "spawn"
 threads is unsafe (macOS) or impossible (Windows)."""
 
 
-
 SPAWNED_WORKERS_LOGGING = {"DASK_LOGGING__DISTRIBUTED": "warning"}
 """The environment of a local cluster's workers that their nannies start again after one died. The first workers
 are forked (:data:`WORKER_START`) and keep this process's routing of Dask's records to the log; a restart is
