@@ -18,6 +18,7 @@ line feed or carriage return inside a field is written ``\\``, ``\t``, ``\n``, `
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TextIO
 
@@ -39,14 +40,28 @@ def _strings(row: Sequence[Any]) -> list[str]:
 
 
 class RowWriter:
-    """``csv.writer``'s ``writerows`` over the :meth:`writerow` of a format. Nearly every row needs no quote or
-    escape: one scan of the joined row tells, rather than a call per field."""
+    """``csv.writer``'s ``writerow``/``writerows`` for rows of one line each: the fields joined by
+    :attr:`separator`, each through :meth:`field` when the row holds a separator within a field or a character of
+    :attr:`needs`. Nearly every row needs neither: one scan of the joined row tells, rather than a call per field."""
+
+    separator: str
+    needs: re.Pattern[str]
+    lone_empty_field = ""  # a row of one empty field
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
-    def writerow(self, row: Sequence[Any]) -> None:
+    def field(self, value: str) -> str:
         raise NotImplementedError
+
+    def writerow(self, row: Sequence[Any]) -> None:
+        fields = _strings(row)
+        line = self.separator.join(fields)
+        if self.needs.search(line) or line.count(self.separator) >= len(fields):
+            line = self.separator.join(map(self.field, fields))
+        elif line == "" and len(fields) == 1:
+            line = self.lone_empty_field
+        self._stream.write(line + "\n")
 
     def writerows(self, rows: Iterable[Sequence[Any]]) -> None:
         for row in rows:
@@ -56,25 +71,22 @@ class RowWriter:
 class CsvWriter(RowWriter):
     """CSV rows (:func:`csv_field`)."""
 
-    def writerow(self, row: Sequence[Any]) -> None:
-        fields = _strings(row)
-        line = ",".join(fields)
-        if '"' in line or "\n" in line or "\r" in line or line.count(",") >= len(fields):
-            line = ",".join(map(csv_field, fields))
-        elif line == "":  # one empty field: quoted, or the row would be an empty line
-            line = '""'
-        self._stream.write(line + "\n")
+    separator = ","
+    needs = re.compile('["\r\n]')
+    lone_empty_field = '""'  # quoted, or the row would be an empty line
+
+    def field(self, value: str) -> str:
+        return csv_field(value)
 
 
 class TsvWriter(RowWriter):
     """TSV rows (:func:`tsv_field`)."""
 
-    def writerow(self, row: Sequence[Any]) -> None:
-        fields = _strings(row)
-        line = "\t".join(fields)
-        if "\\" in line or "\n" in line or "\r" in line or line.count("\t") >= len(fields):
-            line = "\t".join(map(tsv_field, fields))
-        self._stream.write(line + "\n")
+    separator = "\t"
+    needs = re.compile(r"[\\\r\n]")
+
+    def field(self, value: str) -> str:
+        return tsv_field(value)
 
 
 def write_records(records: Iterator[dict[str, Any]], kind: str, fmt: str, stream: TextIO, header: bool = True,
