@@ -111,7 +111,7 @@ def _write_short_part(task: tuple[Path, int, int, int]) -> None:
     copied[0] = False
     with open(path, "w", encoding="utf-8") as handle:
         previous: list[int] = []
-        for index, (end, length) in enumerate(zip(ends.tolist(), lengths.tolist())):
+        for index, (end, length) in enumerate(zip(ends.tolist(), lengths.tolist(), strict=True)):
             record = tokens[end - length:end].tolist()
             if copied[index]:
                 record = [t if rng.random() > 0.03 else int(rng.integers(vocabulary)) for t in previous]
@@ -528,6 +528,17 @@ Timings on a shared machine are noisy: compare ratios within one table.
 """
 
 
+def topology() -> str:
+    """How the logical CPUs sit on physical cores, from Linux's ``/sys``: where two or more share a core
+    (hyperthreads), n processes do not get n cores' worth of work, and CPU per document grows with -j."""
+    cpus = sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology/core_id"))
+    if not cpus:
+        return "topology unknown"
+    cores = {(path.parent.joinpath("physical_package_id").read_text().strip(), path.read_text().strip())
+             for path in cpus}
+    return f"{len(cpus)} logical CPUs on {len(cores)} physical cores"
+
+
 def report(rows: list[Row], label: str, command: str, jobs_option: bool, long_source: str, load: float) -> str:
     cores = os.cpu_count() or 1
     long_files = f"Long files: {long_source}. " if any(r.case == "sign-long" for r in rows) else ""
@@ -535,7 +546,7 @@ def report(rows: list[Row], label: str, command: str, jobs_option: bool, long_so
                  platform.machine()) if os.path.exists("/proc/cpuinfo") else platform.machine()
     return "\n".join([
         f"## {label}", "",
-        f"Command: `{command}` (`bench/scaling.py`), on {cores} cores ({model}), Python "
+        f"Command: `{command}` (`bench/scaling.py`), on {cores} cores ({model}; {topology()}), Python "
         f"{platform.python_version()}, load average {load:.2f} at the start; measured code: {measured_code()}. "
         f"{long_files}`find`: `-t {THRESHOLD} -b {BITS}` on synthetic stores (k = 256, 8 bits); "
         f"{'local with `--jobs N`' if jobs_option else 'this find has no `--jobs`: one local process'}"
