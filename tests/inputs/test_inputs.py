@@ -323,10 +323,10 @@ def test_missing_named_input_and_no_input_stop(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("options", "message"),
-    [({"input_format": "csv"}, "unknown input format 'csv'"),
+    [({"input_format": "xlsx"}, "unknown input format 'xlsx'"),
      ({"max_document_bytes": 0}, "--max-document-bytes 0 must be at least 1"),
-     ({"input_format": "parquet", "id_field": "id"}, "--id-field applies to JSON Lines"),
-     ({"input_format": "jsonl", "id_column": "id"}, "--id-column applies to Parquet"),
+     ({"input_format": "lines", "id_field": "id"}, "--id-field applies to records"),
+     ({"input_format": "text", "id_column": "id"}, "--id-field applies to records"),
      ({"text_field": ""}, "must name a field")],
 )
 def test_contradictory_options_are_usage_errors(options: dict[str, Any], message: str) -> None:
