@@ -99,6 +99,19 @@ def test_records_ids_across_tasks_and_parquet_row_groups(engine: EngineOptions, 
     assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
 
 
+def test_csv_and_tsv_records_signed_as_the_local_engine_signs_them(engine: EngineOptions, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:40]]
+    for name, separator in (("a.csv", ","), ("b.tsv", "\t")):
+        quoted = ['"' + text.replace('"', '""') + '"' for text in texts]  # newlines, quotes and commas inside
+        (corpus / name).write_text(f"n{separator}text\n" + "".join(f"{index}{separator}{text}\n"
+                                                                   for index, text in enumerate(quoted)))
+    local, remote = sign_both([str(corpus)], tmp_path, engine)
+    assert local.read.documents == 80
+    assert "a.csv:40" in read_store(tmp_path / "dask.parquet").ids
+
+
 def test_stdin_cannot_go_to_the_workers(engine: EngineOptions, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["sign", "-", "-o", str(tmp_path / "s"), "--engine", "dask", "--scheduler",
                                       str(engine.scheduler)], input="some text")
