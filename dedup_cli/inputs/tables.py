@@ -33,17 +33,20 @@ from typing import Any
 import numpy as np
 
 from dedup_cli.errors import InputError
+from dedup_cli.inputs.byte_streams import READ_ERRORS
 from dedup_cli.inputs.chunks import LineChunk
 from dedup_cli.inputs.decoding import BOM, clean, decode
 from dedup_cli.inputs.locations import Source, display_name, record_location
 from dedup_cli.inputs.records import Document, make_document
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.options.checks import literal
 
 DELIMITERS = {"csv": ",", "tsv": "\t"}
 TABLE_FORMATS = tuple(DELIMITERS)
 _QUOTE = 0x22
 _NEWLINE = 0x0A
-_BLOCK = 1 << 20
+_BLOCK = 1 << 16  # as line files are read: a damaged compressed file loses no more than a line file would
+_IN_PLACE_BLOCK = 1 << 20  # a plain file: larger reads, fewer calls
 # The csv module refuses fields over 128 KiB by default; a document's text may be much longer (the size limit
 # is --max-document-bytes). The limit is the module's own state: raised once, when CSV is first read.
 csv.field_size_limit(2**31 - 1)
@@ -105,25 +108,26 @@ def column_positions(header: tuple[str, ...], source: Source, text_field: str, i
     """(the position of the text column, of the id column or None); InputError naming the file when the header
     lacks one."""
     positions: list[int | None] = []
-    for name, option in ((text_field, "--text-field"), (id_field, "--id-field")):
+    for name, option in ((text_field, "text_field"), (id_field, "id_field")):
         if name is None:
             positions.append(None)
             continue
         if name not in header:
             shown = ", ".join(repr(column) for column in header[:20]) + (", …" if len(header) > 20 else "")
-            raise InputError(f"{source.display} has no column {name!r} in its header (its columns: {shown}); "
-                             f"name the column with {option}")
+            raise InputError(literal(f"{source.display} has no column {name!r} in its header (its columns: {shown}); ")
+                             + f"name the column with {{{option}}}", options=True)
         positions.append(header.index(name))
     assert positions[0] is not None
     return positions[0], positions[1]
 
 
 def record_document(content: bytes, number: int, source: Source, header: tuple[str, ...], text_field: str,
-                    id_field: str | None, mtime_ns: int, report: ReadReport) -> Document | None:
+                    id_field: str | None, mtime_ns: int, report: ReadReport,
+                    positions: tuple[int, int | None] | None = None) -> Document | None:
     """The document of record ``number`` (not blank, without its newline); None when it is malformed or lacks the
-    text column (noted in ``report``)."""
+    text column (noted in ``report``). ``positions``: :func:`column_positions`, when already found."""
     where = f"{source.display} record {number}"
-    text_position, id_position = column_positions(header, source, text_field, id_field)
+    text_position, id_position = positions or column_positions(header, source, text_field, id_field)
     try:
         fields, replaced = parse_record(content, DELIMITERS[source.format])
     except ValueError as error:
@@ -152,6 +156,7 @@ def table_documents(data: bytes, first: int, source: Source, header: tuple[str, 
                     ) -> Iterator[tuple[str, Document]]:
     """(where, document) of the whole records in ``data``, the first of them record ``first``; blank records are
     counted in ``report.blank_lines``, records over ``limit`` bytes skipped as oversized."""
+    positions = column_positions(header, source, text_field, id_field)
     for offset, raw in enumerate(split_records(data)):
         number = first + offset
         report.bytes_read += len(raw)
@@ -162,7 +167,8 @@ def table_documents(data: bytes, first: int, source: Source, header: tuple[str, 
         if not content or content.isspace():
             report.blank_lines += 1
             continue
-        document = record_document(content, number, source, header, text_field, id_field, mtime_ns, report)
+        document = record_document(content, number, source, header, text_field, id_field, mtime_ns, report,
+                                   positions)
         if document is not None:
             yield f"{source.display} record {number}", document
 
@@ -176,7 +182,8 @@ def table_chunks(stream: Any, head: bytes, position: Any, in_place: bool, chunk_
     records are rather than holding them (and how many newlines they hold, to notice a file that changed).
 
     ``stream``: read with ``read(n)``, after ``head`` (its first bytes, already read); ``position``: how much of
-    the file on disk has been consumed.
+    the file on disk has been consumed. An empty stream gives nothing; a read error (damaged compressed data) ends
+    the chunks after the whole records read before it, then propagates.
     """
     held = bytearray(head)
     ends = np.empty(0, dtype=np.int64)  # record ends in ``held`` found so far
@@ -184,14 +191,15 @@ def table_chunks(stream: Any, head: bytes, position: Any, in_place: bool, chunk_
     header = True
     first, offset = 1, 0  # the number of held's first record, and where held starts in the stream
     ended = False
+    damage: BaseException | None = None
     while True:
         found, inside = record_ends(memoryview(held)[scanned:], inside)
         ends = np.concatenate([ends, found + scanned]) if found.size else ends
         scanned = len(held)
         while True:
             if header:
-                if not ends.size and not ended:
-                    break
+                if not ends.size and (not ended or not held):
+                    break  # an empty file has no header
                 cut = int(ends[0]) if ends.size else len(held)
                 yield bytes(held[:cut])
                 count = 1 if ends.size else 0
@@ -217,8 +225,16 @@ def table_chunks(stream: Any, head: bytes, position: Any, in_place: bool, chunk_
             scanned -= cut
             offset += cut
         if ended:
+            if damage is not None:
+                raise damage
             return
-        block = stream.read(_BLOCK)
+        try:
+            block = stream.read(_IN_PLACE_BLOCK if in_place else _BLOCK)
+        except READ_ERRORS as error:
+            # Damaged compressed data: the whole records before the damage are cut as at the end, then it is raised.
+            damage, block = error, b""
+            del held[int(ends[-1]) if ends.size else 0 :]
+            scanned = len(held)
         if not block:
             ended = True
         held += block

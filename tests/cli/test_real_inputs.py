@@ -85,6 +85,24 @@ def test_sign_find_filter_round_trip(tmp_path: Path, name: str) -> None:
     assert written == b"\r\n".join([kept[0], kept[1], kept[3], kept[5], kept[6], b""])  # b and d dropped
 
 
+def test_csv_on_stdin_compressed(tmp_path: Path) -> None:
+    signed = dedup("sign", "-", "--input-format", "csv", "--id-field", "id", "-o", str(tmp_path / "s"),
+                   stdin=bz2.compress(CSV.encode()))
+    assert signed.returncode == 0 and b"signed 5 documents" in signed.stderr, signed.stderr
+    assert b"<stdin> record 6: no 'text' column" in signed.stderr
+    found = dedup("find", str(tmp_path / "s"), "-t", "0.9")
+    assert b'"members": ["c", "d"]' in found.stdout
+
+
+def test_a_header_without_the_text_column_stops_the_run(tmp_path: Path) -> None:
+    (tmp_path / "c.csv").write_text("id,body\na,words\n")
+    refused = dedup("sign", str(tmp_path / "c.csv"), "-o", str(tmp_path / "s"))
+    assert refused.returncode == 1
+    assert refused.stderr.decode().splitlines()[-1] == (
+        f"Error: {tmp_path / 'c.csv'} has no column 'text' in its header (its columns: 'id', 'body'); name the "
+        "column with --text-field")
+
+
 def test_one_id_option_for_every_format(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": ["p", "q"], "text": [SAME, SAME]}), tmp_path / "c.parquet")
     (tmp_path / "c.csv").write_text(f"key,body\nk,{SAME}\n")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import raises_worded
 
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.chunks import LineChunk
@@ -68,8 +70,7 @@ def test_chunks_end_where_records_end_however_the_stream_is_read(seed: int) -> N
     numbers = [first for _, first in whole]
     counts = [len(split_records(chunk)) for chunk, _ in whole]
     assert numbers == [1 + sum(counts[:k]) for k in range(len(counts))]
-    assert [raw for _, raw in iter_raw_records(Trickle(data, seed + 1))] == [record for chunk in
-                                                                               [data] for record in split_records(chunk)]
+    assert [raw for _, raw in iter_raw_records(Trickle(data, seed + 1))] == split_records(data)
 
 
 def read(paths: list[Path], **options: Any) -> tuple[list[Any], ReadReport]:
@@ -89,6 +90,18 @@ def test_csv_and_tsv_records_with_ids_from_a_column_or_their_number(tmp_path: Pa
     assert [(d.id, d.text) for d in documents] == [("t.tsv:1", "tab\there"), ("t.tsv:2", "plain")]
     assert reread_documents([d.path for d in documents], [d.content_hash for d in documents]) == ["tab\there",
                                                                                                   "plain"]
-    with pytest.raises(InputError, match=r"c.csv has no column 'body' in its header \(its columns: 'id', 'text', "
-                                         r"'n'\); name the column with --text-field"):
+    with raises_worded(InputError, r"c.csv has no column 'body' in its header \(its columns: 'id', 'text', 'n'\); "
+                                   r"name the column with --text-field"):
         read([tmp_path / "c.csv"], text_field="body")
+
+
+def test_empty_damaged_and_headless_tables(tmp_path: Path) -> None:
+    (tmp_path / "empty.csv").write_bytes(b"")
+    (tmp_path / "header.tsv").write_bytes(b"id\ttext\n")
+    assert read([tmp_path / "empty.csv", tmp_path / "header.tsv"])[0] == []
+    data, rows = quoted_csv(3000, 7)
+    packed = gzip.compress(data)
+    (tmp_path / "damaged.csv.gz").write_bytes(packed[: len(packed) // 2])
+    documents, report = read([tmp_path / "damaged.csv.gz"], id_field="id")
+    assert 100 < len(documents) < 3000 and report.unreadable[0][1].startswith("damaged gzip data")
+    assert [d.text for d in documents] == [row[1] for row in rows[1 : len(documents) + 1]]
