@@ -207,8 +207,8 @@ def test_parquet_without_the_named_column_stops_before_reading(tmp_path: Path) -
     with raises_worded(InputError, "") as error:
         read_inputs([str(tmp_path)], InputOptions(), ReadReport())  # raised by the call, not while iterating
     assert message(error.value) == (f"{tmp_path / 'b.parquet'} has no column 'text' (its columns: body, id); "
-                                    "name the column with --text-column")
-    with raises_worded(InputError, "no column 'key' .*--id-column"):
+                                    "name the column with --text-field")
+    with raises_worded(InputError, "no column 'key' .*--id-field"):
         read([tmp_path / "b.parquet"], text_column="body", id_column="key")
 
 

@@ -165,7 +165,7 @@ def test_every_kind_of_input_is_read_from_objects_as_from_files(bucket: str, tmp
         plan_sources([f"{bucket}/corpus"], InputOptions(), ReadReport(), io.BytesIO())
     code, _, stderr = invoke("sign", f"{bucket}/corpus", "-o", stores["remote"], "--id-field", "id")
     assert code == 1 and "Traceback" not in stderr
-    assert stderr.strip().splitlines()[-1] == f"Error: {message}--text-column"
+    assert stderr.strip().splitlines()[-1] == f"Error: {message}--text-field"
 
 
 def test_filter_reads_and_writes_objects_as_it_does_files(bucket: str, tmp_path: Path) -> None:
