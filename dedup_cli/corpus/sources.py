@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, BinaryIO
 
 from dedup_cli.atomic_files import OutputError, open_input
@@ -25,6 +25,7 @@ from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, open_decompresse
 from dedup_cli.inputs.files import read_whole
 from dedup_cli.inputs.locations import STDIN, Source
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.stdin import stdin_stream
 from dedup_cli.inputs.tables import TABLE_FORMATS
 from dedup_cli.options.reading import InputOptions
 
@@ -94,22 +95,25 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
         return tick
 
     try:
-        if not signed:
-            link_or_copy(source.path, target)
-            outcome = SourceOutcome(unsigned=[source.display])
-        elif source.format == "text":
-            outcome = _whole_file(source, decisions, target, stdin, annotate)
-        elif source.format == "parquet":
-            with open_input(source.path) as handle, output_file(target) as out:
-                outcome = filter_parquet(handle, source, options, decisions, out, annotate)
-        elif source.format in TABLE_FORMATS:
-            with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
-                  compressed(out, source.compression) as writer):
-                outcome = filter_table(stream, source, options, decisions, writer, annotate, advance(position))
-        else:
-            with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
-                  compressed(out, source.compression) as writer):
-                outcome = filter_lines(stream, source, options, decisions, writer, annotate, advance(position))
+        with ExitStack() as opened:
+            if signed and source.path == STDIN:  # compressed or JSON Lines, told as sign told it
+                stdin, source = opened.enter_context(stdin_stream(stdin, source, options))
+            if not signed:
+                link_or_copy(source.path, target)
+                outcome = SourceOutcome(unsigned=[source.display])
+            elif source.format == "text":
+                outcome = _whole_file(source, decisions, target, stdin, annotate)
+            elif source.format == "parquet":
+                with open_input(source.path) as handle, output_file(target) as out:
+                    outcome = filter_parquet(handle, source, options, decisions, out, annotate)
+            elif source.format in TABLE_FORMATS:
+                with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
+                      compressed(out, source.compression) as writer):
+                    outcome = filter_table(stream, source, options, decisions, writer, annotate, advance(position))
+            else:
+                with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
+                      compressed(out, source.compression) as writer):
+                    outcome = filter_lines(stream, source, options, decisions, writer, annotate, advance(position))
     except OutputError:
         raise  # the output's failure, reported by the caller with the output's name
     except READ_ERRORS as error:

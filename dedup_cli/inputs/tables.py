@@ -26,7 +26,7 @@ Numbers
 
 from __future__ import annotations
 
-import csv
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,9 +47,17 @@ _QUOTE = 0x22
 _NEWLINE = 0x0A
 _BLOCK = 1 << 16  # as line files are read: a damaged compressed file loses no more than a line file would
 _IN_PLACE_BLOCK = 1 << 20  # a plain file: larger reads, fewer calls
-# The csv module refuses fields over 128 KiB by default; a document's text may be much longer (the size limit
-# is --max-document-bytes). The limit is the module's own state: raised once, when CSV is first read.
-csv.field_size_limit(2**31 - 1)
+
+
+@functools.cache
+def _csv() -> Any:
+    """The ``csv`` module, imported when CSV is first read (``find`` re-reads no CSV on most runs). The module refuses
+    fields over 128 KiB by default; a document's text may be much longer (its limit is --max-document-bytes), and
+    that limit is the module's own state: raised once, here."""
+    import csv
+
+    csv.field_size_limit(2**31 - 1)
+    return csv
 
 
 def record_ends(data: bytes | bytearray | memoryview, inside: bool = False) -> tuple[np.ndarray, bool]:
@@ -84,6 +92,7 @@ def parse_record(content: bytes, delimiter: str) -> tuple[list[str], bool]:
     """The fields of one record (without its newline), and whether invalid UTF-8 had to be replaced;
     ValueError with a one-line reason when it is not one record."""
     text, replaced = decode(content)
+    csv = _csv()
     try:
         return next(csv.reader([text], delimiter=delimiter), []), replaced
     except csv.Error as error:

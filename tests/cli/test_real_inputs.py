@@ -48,6 +48,15 @@ def test_compressed_json_lines_on_stdin_are_records(tmp_path: Path, pack) -> Non
     assert found.stdout.count(b'"members": ["a", "b"]') == 1
 
 
+def test_filter_reads_stdin_as_sign_did_and_writes_it_back_compressed(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+    packed = gzip.compress(_jsonl())
+    assert dedup("sign", "-", "-o", str(store), stdin=packed).returncode == 0
+    filtered = dedup("filter", "-", "-s", str(store), "-o", "-", stdin=packed)
+    assert filtered.returncode == 0, filtered.stderr
+    assert gzip.decompress(filtered.stdout) == b"".join(_jsonl().splitlines(keepends=True)[i] for i in (0, 2))
+
+
 def test_stdin_that_is_not_json_lines_is_refused_with_an_id_field(tmp_path: Path) -> None:
     refused = dedup("sign", "-", "--id-field", "id", "-o", str(tmp_path / "s"), stdin=b"plain words\n")
     assert refused.returncode == 2
