@@ -165,7 +165,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
-        ["inputs.byte_streams", "inputs.blocks"], ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote"],
+        ["inputs.byte_streams", "inputs.blocks"],
+        ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin"], ["inputs.tables"],
         ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"],
         ["inputs.task_planning"], ["inputs.reading"],
@@ -180,7 +181,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
     ]),
     ("corpus: the kept records of each input, written in its own format", [
-        ["corpus.record_decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"], ["corpus.parquet_filter"],
+        ["corpus.record_decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"],
+        ["corpus.parquet_filter", "corpus.table_filter"],
         ["corpus.sources"], ["corpus.filter_pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [

@@ -207,14 +207,18 @@ def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 
 reading_options = option_group(
     click.option("--input-format", type=click.Choice(INPUT_FORMATS), default=InputOptions.input_format,
-                 help="auto: by extension (.jsonl, .parquet, else text); lines: one document per line; "
-                      "sets: integer sets (JSON Lines or TSV) over --universe."),
+                 help="auto: by extension (.jsonl, .csv, .tsv, .parquet, else text; stdin: JSON Lines when its first "
+                      "line is a JSON object, else text); lines: one document per line; csv, tsv: one per record "
+                      "after a header row; sets: integer sets (JSON Lines or TSV) over --universe."),
     click.option("--id-field", default=InputOptions.id_field,
-                 help="JSON Lines: the field holding the id (default: FILE:LINE)."),
-    click.option("--text-field", default=InputOptions.text_field, help="JSON Lines: the field holding the text."),
+                 help="The JSON Lines field, or CSV, TSV or Parquet column, holding the id (default: FILE:LINE, "
+                      "FILE:N for the N-th CSV/TSV record, FILE:ROW for Parquet)."),
+    click.option("--text-field", default=InputOptions.text_field,
+                 help="The JSON Lines field, or CSV, TSV or Parquet column, holding the text."),
     click.option("--id-column", default=InputOptions.id_column,
-                 help="Parquet: the column holding the id (default: FILE:ROW)."),
-    click.option("--text-column", default=InputOptions.text_column, help="Parquet: the column holding the text."),
+                 help="Another name for --id-field (with both, this one is for Parquet)."),
+    click.option("--text-column", default=InputOptions.text_column,
+                 help="Another name for --text-field (with both, this one is for Parquet)."),
     click.option("--files-from", type=click.Path(path_type=str, allow_dash=True), default=InputOptions.files_from,
                  help="Read input paths from FILE (or - for stdin), one per line."),
     click.option("-0", "--null", "null_separated", is_flag=True, help="--files-from paths are NUL-separated."),

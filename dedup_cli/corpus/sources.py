@@ -1,28 +1,32 @@
 """Filtering one input source into its output, whatever its format: the unit an engine maps over the inputs.
 
 A whole file (one document) is hard-linked (or copied) unless it is dropped; it is read only when it is to be
-dropped, to check that its content is still the one signed. Line and Parquet files are filtered record by record
-(:mod:`dedup_cli.corpus.lines`, :mod:`dedup_cli.corpus.parquet_filter`), and compressed lines are written compressed the
-same way. A file the store never read (added since signing, or skipped by ``sign``) is copied whole.
+dropped, to check that its content is still the one signed. Line, CSV, TSV and Parquet files are filtered record by
+record (:mod:`dedup_cli.corpus.lines`, :mod:`dedup_cli.corpus.table_filter`, :mod:`dedup_cli.corpus.parquet_filter`),
+and compressed lines and records are written compressed the same way. A file the store never read (added since
+signing, or skipped by ``sign``) is copied whole.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, BinaryIO
 
 from dedup_cli.atomic_files import OutputError, open_input
 from dedup_cli.corpus.lines import filter_lines
 from dedup_cli.corpus.parquet_filter import filter_parquet
 from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
+from dedup_cli.corpus.table_filter import filter_table
 from dedup_cli.corpus.writers import compressed, link_or_copy, output_file
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, open_decompressed
 from dedup_cli.inputs.files import read_whole
 from dedup_cli.inputs.locations import STDIN, Source
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.stdin import stdin_stream
+from dedup_cli.inputs.tables import TABLE_FORMATS
 from dedup_cli.options.reading import InputOptions
 
 
@@ -91,18 +95,25 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
         return tick
 
     try:
-        if not signed:
-            link_or_copy(source.path, target)
-            outcome = SourceOutcome(unsigned=[source.display])
-        elif source.format == "text":
-            outcome = _whole_file(source, decisions, target, stdin, annotate)
-        elif source.format == "parquet":
-            with open_input(source.path) as handle, output_file(target) as out:
-                outcome = filter_parquet(handle, source, options, decisions, out, annotate)
-        else:
-            with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
-                  compressed(out, source.compression) as writer):
-                outcome = filter_lines(stream, source, options, decisions, writer, annotate, advance(position))
+        with ExitStack() as opened:
+            if signed and source.path == STDIN:  # compressed or JSON Lines, told as sign told it
+                stdin, source = opened.enter_context(stdin_stream(stdin, source, options))
+            if not signed:
+                link_or_copy(source.path, target)
+                outcome = SourceOutcome(unsigned=[source.display])
+            elif source.format == "text":
+                outcome = _whole_file(source, decisions, target, stdin, annotate)
+            elif source.format == "parquet":
+                with open_input(source.path) as handle, output_file(target) as out:
+                    outcome = filter_parquet(handle, source, options, decisions, out, annotate)
+            elif source.format in TABLE_FORMATS:
+                with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
+                      compressed(out, source.compression) as writer):
+                    outcome = filter_table(stream, source, options, decisions, writer, annotate, advance(position))
+            else:
+                with (_opened(source, stdin) as (stream, _, position), output_file(target) as out,
+                      compressed(out, source.compression) as writer):
+                    outcome = filter_lines(stream, source, options, decisions, writer, annotate, advance(position))
     except OutputError:
         raise  # the output's failure, reported by the caller with the output's name
     except READ_ERRORS as error:

@@ -52,7 +52,12 @@ class Prefixed(io.RawIOBase):
             count = min(len(buffer), len(self._head))
             buffer[:count] = self._head[:count]
             self._head = self._head[count:]
-            return count
+            if count == len(buffer):
+                return count
+            # The rest of the read from the stream: reads stay aligned on the stream's blocks.
+            data = self._stream.read(len(buffer) - count)
+            buffer[count : count + len(data)] = data
+            return count + len(data)
         data = self._stream.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
@@ -77,25 +82,59 @@ def open_decompressed(path: str, compression: str | None
             status: os.stat_result | None = input_status(handle)
         except (OSError, AttributeError, io.UnsupportedOperation):
             status = None
-        if compression is None:
-            yield raw, status, position
-        elif compression == "gzip":
-            with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
-                yield stream, status, position
-        elif compression == "bz2":
-            with bz2.BZ2File(raw) as stream:
-                yield stream, status, position
-        elif compression == "xz":
-            with lzma.LZMAFile(raw) as stream:
-                yield stream, status, position
-        else:
-            native = pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), compression)
-            try:
-                yield native, status, position
-            finally:
-                native.close()
+        with decompressing(raw, compression) as stream:
+            yield stream, status, position
     finally:
         handle.close()
+
+
+@contextmanager
+def decompressing(raw: Any, compression: str | None) -> Iterator[Any]:
+    """The decompressed bytes of the raw stream ``raw`` (itself when ``compression`` is None)."""
+    if compression is None:
+        yield raw
+    elif compression == "gzip":
+        with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+            yield stream
+    elif compression == "bz2":
+        with bz2.BZ2File(raw) as stream:
+            yield stream
+    elif compression == "xz":
+        with lzma.LZMAFile(raw) as stream:
+            yield stream
+    else:
+        native = pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), compression)
+        try:
+            yield native
+        finally:
+            native.close()
+
+
+# The first bytes of each compressed format read (their magic numbers), for a stream without a name (stdin);
+# bzip2's "BZh" is followed by the block size, a digit from 1 to 9.
+MAGIC_NUMBERS = {b"\x1f\x8b": "gzip", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
+MAGIC_BYTES = 6
+
+
+def sniffed_compression(head: bytes) -> str | None:
+    """The compression a stream's first :data:`MAGIC_BYTES` bytes say, or None."""
+    for magic, name in MAGIC_NUMBERS.items():
+        if head.startswith(magic):
+            return name
+    if head[:3] == b"BZh" and head[3:4].isdigit() and head[3:4] != b"0":
+        return "bz2"
+    return None
+
+
+def read_head(stream: Any, size: int) -> bytes:
+    """Up to ``size`` first bytes of ``stream`` (a pipe may return fewer at a time: read until it has them)."""
+    head = b""
+    while len(head) < size:
+        data = stream.read(size - len(head))
+        if not data:
+            break
+        head += data
+    return head
 
 
 def read_capped(stream: Any, head: bytes, limit: int | None) -> bytearray | None:

@@ -3,13 +3,15 @@
 Inputs are files and directories, ``-`` (stdin) and the paths listed in a ``files_from`` file (newline- or
 NUL-separated). Directories are walked recursively in sorted order; hidden entries (names starting with ``.``)
 and symbolic links to directories are skipped, so a link to an ancestor cannot loop. ``auto`` chooses the
-format by name: ``.jsonl``/``.ndjson`` → jsonl, ``.parquet`` → parquet, anything else → text; stdin is text.
+format by name: ``.jsonl``/``.ndjson`` → jsonl, ``.csv`` → csv, ``.tsv`` → tsv, ``.parquet`` → parquet, anything
+else → text; stdin is JSON Lines when its first line is a JSON object, else text (:mod:`dedup_cli.inputs.stdin`).
 
 Ids
     A file's id is its path relative to the id root (the store's, else the deepest directory holding every
     input), with ``/`` separators, so a store is the same wherever the corpus is mounted. A record's id is the
     value of ``id_field`` / ``id_column`` (a string, or an integer written in decimal); without one it is
-    ``FILE:LINE`` (jsonl, lines; lines count from 1) or ``FILE:ROW`` (parquet; rows count from 0, as in Arrow
+    ``FILE:LINE`` (jsonl, lines; lines count from 1), ``FILE:N`` (csv, tsv; the N-th record after the header,
+    from 1, however many lines its quoted fields span) or ``FILE:ROW`` (parquet; rows count from 0, as in Arrow
     and pandas), FILE being the file's id. Stdin is ``-`` (text) or ``-:LINE`` (records). Undecodable bytes
     of file names are written ``\\xNN``; the rare real name containing that text would collide, and the later
     document is then skipped as a duplicate id. The first document with an id is kept; later ones are skipped
@@ -36,7 +38,7 @@ from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
 from dedup_cli.options.reading import InputOptions
 
-FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 _KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
 # A known ending at the end of a name, in names joined by NUL (which no path holds): one scan of a batch's names
 # finds the few that may not be plain text, where a test per name cost the walk 1.5 µs a file. IGNORECASE matches

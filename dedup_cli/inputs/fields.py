@@ -1,11 +1,11 @@
 """A numeric field of stored records, re-read from their locations: what ``--keep-field`` compares.
 
 Only the documents asked for are read (the members of groups, never the corpus), each file once, the way
-verification re-reads texts (:mod:`dedup_cli.inputs.reread`): a JSON Lines record's field, or a Parquet row's
-column. A value is missing, with a reason, when the document is a whole file or a plain line (no fields), was
-read from stdin, is gone or no longer decodes, changed since it was signed (its content hash), or the field is
-absent, null or not a number. A file that is there but cannot be read now (an I/O or server error) stops the run
-with one line naming it.
+verification re-reads texts (:mod:`dedup_cli.inputs.reread`): a JSON Lines record's field, a CSV or TSV record's
+column (a number when its text reads as one), or a Parquet row's column. A value is missing, with a reason, when
+the document is a whole file or a plain line (no fields), was read from stdin, is gone or no longer decodes,
+changed since it was signed (its content hash), or the field is absent, null or not a number. A file that is
+there but cannot be read now (an I/O or server error) stops the run with one line naming it.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 
 from dedup_cli.errors import InputError
-from dedup_cli.inputs.byte_streams import READ_ERRORS
+from dedup_cli.inputs.byte_streams import READ_ERRORS, compression, open_decompressed
 from dedup_cli.inputs.decoding import clean, decode
 from dedup_cli.inputs.locations import STDIN, Location, parse_location
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.inputs.reread import is_change, reread_cells, reread_lines, unreadable
+from dedup_cli.inputs.tables import TABLE_FORMATS, reread_records
 
 
 def _number(value: Any, field: str) -> float | str:
@@ -49,6 +50,24 @@ def _json_records(path: str, numbers: set[int], text_field: str, field: str) -> 
     return found
 
 
+def _table_records(path: str, kind: str, numbers: set[int], text_column: str, field: str
+                   ) -> dict[int, tuple[str | None, Any]]:
+    """(text, field value) of CSV or TSV records ``numbers``: a value that reads as a number is that number."""
+    with open_decompressed(path, compression(path)) as (stream, _, _):
+        records = reread_records(stream, kind, numbers, [text_column, field])
+    return {number: (text, _table_value(value)) for number, (text, value) in records.items()}
+
+
+def _table_value(value: str | None) -> Any:
+    """A CSV or TSV cell as a number when it is one (every cell is text), else as it is (None when empty)."""
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 def _parquet_rows(path: str, numbers: set[int], text_column: str, field: str) -> dict[int, tuple[str | None, Any]]:
     cells = reread_cells(path, numbers, [text_column, field])
     return {number: (None if text is None else decode(text)[0], value) for number, (text, value) in cells.items()}
@@ -63,6 +82,8 @@ def _file_values(where: Location, numbers: set[int], field: str) -> dict[int, tu
     try:
         if where.kind == "line":
             return _json_records(where.path, numbers, where.name, field)
+        if where.kind in TABLE_FORMATS:
+            return _table_records(where.path, where.kind, numbers, where.name, field)
         return _parquet_rows(where.path, numbers, where.name, field)
     except InputError as error:
         return str(error)

@@ -2,8 +2,9 @@
 
 Locations (``Document.path``, what a store records and :mod:`dedup_cli.inputs.reread` resolves)
     ``PATH`` for a whole file, ``PATH#line=N`` (lines), ``PATH#line=N&field=NAME`` (jsonl),
-    ``PATH#row=N&column=NAME`` (parquet), NAME percent-encoded. PATH is absolute; when it is not valid UTF-8
-    or contains ``#`` it is written as a ``file://`` URI with every other byte percent-encoded, which
+    ``PATH#row=N&column=NAME`` (parquet), ``PATH#csv=N&column=NAME`` and ``PATH#tsv=N&column=NAME`` (record N of
+    a CSV or TSV file, counted from 1 after its header), NAME percent-encoded. PATH is absolute; when it is not
+    valid UTF-8 or contains ``#`` it is written as a ``file://`` URI with every other byte percent-encoded, which
     round-trips exactly. Stdin is ``-`` or ``-#line=N…`` and cannot be re-read.
 
 Names
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 
-_FRAGMENT = re.compile(r"#(line|row)=(\d+)(?:&(field|column)=([^&#]*))?\Z")
+_FRAGMENT = re.compile(r"#(line|row|csv|tsv)=(\d+)(?:&(field|column)=([^&#]*))?\Z")
 _URI_PREFIX = "file://"
 
 
@@ -60,8 +61,11 @@ def _quote(name: str) -> str:
 
 
 def record_location(path: str, kind: str, number: int, name: str | None = None) -> str:
-    """The location of line/row ``number`` of ``path`` (``-`` for stdin); ``name`` is the field or column."""
+    """The location of line/row/record ``number`` of ``path`` (``-`` for stdin); ``kind``: line, row, or csv/tsv
+    (a record); ``name`` is the field or column."""
     base = STDIN if path == STDIN else location_path(path)
+    if kind in ("csv", "tsv"):
+        return f"{base}#{kind}={number}&column={_quote(name or '')}"
     if kind == "row":
         return f"{base}#row={number}&column={_quote(name or '')}"
     return f"{base}#line={number}" + (f"&field={_quote(name)}" if name is not None else "")
@@ -70,16 +74,16 @@ def record_location(path: str, kind: str, number: int, name: str | None = None) 
 @dataclass(frozen=True)
 class Location:
     path: str  # an OS path, or "-"
-    kind: str  # "file", "line" or "row"
+    kind: str  # "file", "line", "row", or "csv"/"tsv" (a record)
     number: int = 0
-    name: str | None = None  # jsonl field or parquet column
+    name: str | None = None  # jsonl field, or parquet, CSV or TSV column
 
 
 def parse_location(location: str) -> Location:
     match = _FRAGMENT.search(location)
     if match is not None:
         kind, number, key, value = match.groups()
-        if (kind, key) in (("line", None), ("line", "field"), ("row", "column")):
+        if (kind, key) in (("line", None), ("line", "field"), ("row", "column"), ("csv", "column"), ("tsv", "column")):
             name = None if value is None else urllib.parse.unquote(value, errors="surrogateescape")
             return Location(path_of_location(location[: match.start()]), kind, int(number), name)
     return Location(path_of_location(location), "file")
@@ -108,6 +112,8 @@ def where_read(location: str) -> str:
     name = "<stdin>" if where.path == STDIN else display_name(where.path)
     if where.kind == "line":
         return f"{name}:{where.number}"
+    if where.kind in ("csv", "tsv"):
+        return f"{name} record {where.number}"
     return f"{name} row {where.number}" if where.kind == "row" else name
 
 
@@ -116,7 +122,7 @@ class Source:
     id: str  # document id (files) or the FILE part of record ids
     path: str  # OS path to open, or "-"
     display: str  # for messages
-    format: str  # text, lines, jsonl, parquet or sets
+    format: str  # text, lines, jsonl, csv, tsv, parquet or sets
     compression: str | None
     size: int = 0  # bytes on disk (0 for stdin), for progress
     status: os.stat_result | None = None  # ``os.stat`` when the file was listed (None for stdin, or if it failed)

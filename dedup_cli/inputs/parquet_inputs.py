@@ -40,18 +40,21 @@ def check_columns(schema: pa.Schema, source: Source, options: InputOptions) -> N
     for column, option in ((options.text_column, "text_column"), (options.id_column, "id_column")):
         if column is None:
             continue
+        # Named as the user named it: --text-field (one name for every format), unless a Parquet-only one was given.
+        named = option.replace("_column", "_field") if column == getattr(options, option.replace("_column", "_field")) \
+            else option
         where = literal(f"column {column!r} of {source.display}")
         if column not in names:
             raise InputError(literal(f"{source.display} has no column {column!r} (its columns: {', '.join(names)}); ")
-                             + f"name the column with {{{option}}}", options=True)
+                             + f"name the column with {{{named}}}", options=True)
         data_type = _value_type(schema.field(column).type)
         text_like = any(test(data_type) for test in _TEXT_TYPES)
         if option == "text_column" and not text_like:
             raise InputError(f"{where} holds {literal(data_type)}, not text; name a string column with "
-                             "{text_column}", options=True)
+                             f"{{{named}}}", options=True)
         if option == "id_column" and not (text_like or pa.types.is_integer(data_type)):
             raise InputError(f"{where} holds {literal(data_type)}; ids must be strings or integers; name another "
-                             "column with {id_column}", options=True)
+                             f"column with {{{named}}}", options=True)
 
 
 def column_values(array: pa.Array | pa.ChunkedArray) -> list[Any]:

@@ -25,6 +25,7 @@ from dedup_cli.inputs.locations import STDIN, display_name, parse_location
 from dedup_cli.inputs.parquet_inputs import column_values
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.inputs.remote import fetch_documents
+from dedup_cli.inputs.tables import TABLE_FORMATS, reread_records
 
 
 def reread_lines(path: str, numbers: set[int], field_name: str | None) -> dict[int, str]:
@@ -127,10 +128,14 @@ def reread_group(path: str, kind: str, name: str | None, numbers: set[int],
             return {0: whole_text(raw)[0]}
         if kind == "line":
             return reread_lines(path, numbers, name)
+        if kind in TABLE_FORMATS:
+            with open_decompressed(path, compression(path)) as (stream, _, _):
+                records = reread_records(stream, kind, numbers, [name or ""])
+            return {number: values[0] for number, values in records.items() if values[0] is not None}
         return reread_rows(path, numbers, name or "")
     except DocumentGone:
         raise
-    except InputError as error:  # a Parquet file without the column any more
+    except (InputError, ValueError) as error:  # a Parquet file without the column any more, a CSV header broken
         raise DocumentGone(str(error)) from error
     except READ_ERRORS as error:
         if not is_change(error):

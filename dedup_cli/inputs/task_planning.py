@@ -7,8 +7,10 @@ their size on disk (every file's ``stat`` when an incremental run compares them 
 (``unchanged``, from its size and modification time) is skipped here; a plain line file is cut into ranges of
 bytes by its size alone when the caller can number the lines of each once the ranges before it are counted (the
 local engine's ``sign``), its lines then found and counted by the workers; other line files and stdin are read
-here in blocks and cut into chunks of whole lines (:mod:`dedup_cli.inputs.chunks`), Parquet files into parts of
-rows. Which tasks there are depends on the inputs alone, so the store is the same however many workers read them.
+here in blocks and cut into chunks of whole lines (:mod:`dedup_cli.inputs.chunks`), CSV and TSV files into chunks
+of whole records (:mod:`dedup_cli.inputs.tables`: where a record ends depends on the quotes before it, so only a
+pass from the file's start can tell), Parquet files into parts of rows. Which tasks there are depends on the
+inputs alone, so the store is the same however many workers read them.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from dedup_cli.inputs.discovery import stat_run
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
 from dedup_cli.inputs.locations import STDIN, FileRun, Source, location_path
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LineRangeTask, LinesTask, ReadTask, RowsTask
+from dedup_cli.inputs.stdin import stdin_stream
+from dedup_cli.inputs.tables import TABLE_FORMATS, column_positions, parse_header, table_chunks
+from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LineRangeTask, LinesTask, ReadTask, RowsTask, TableTask
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.reading import InputOptions
 
@@ -194,11 +198,14 @@ def _source_tasks(source: Source, options: InputOptions, report: ReadReport, std
     try:
         if source.path == STDIN:
             consumed = Counted(stdin)
-            if source.format == "text":
-                read = list(read_whole(consumed, None, source, options.max_document_bytes, report))
-                yield DocumentsTask(tuple(d for _, d in read), tuple(w for w, _ in read), consumed.consumed)
-            else:
-                yield from _line_tasks(consumed, None, source, options, consumed.position)
+            with stdin_stream(consumed, source, options) as (stream, source):
+                if source.format == "text":
+                    read = list(read_whole(stream, None, source, options.max_document_bytes, report))
+                    yield DocumentsTask(tuple(d for _, d in read), tuple(w for w, _ in read), consumed.consumed)
+                elif source.format in TABLE_FORMATS:
+                    yield from _table_tasks(stream, None, source, options, consumed.position)
+                else:
+                    yield from _line_tasks(stream, None, source, options, consumed.position)
             return
         with open_decompressed(source.path, source.compression) as (stream, status, position):
             mtime_ns = status.st_mtime_ns if status is not None else 0
@@ -210,7 +217,9 @@ def _source_tasks(source: Source, options: InputOptions, report: ReadReport, std
                     yield RowsTask(source, rows, mtime_ns, rows.position - done)
                     done = rows.position
                 return
-            for task in _line_tasks(stream, status, source, options, position, line_ranges):
+            tasks = (_table_tasks(stream, status, source, options, position) if source.format in TABLE_FORMATS
+                     else _line_tasks(stream, status, source, options, position, line_ranges))
+            for task in tasks:
                 yield task
                 done += task.input_bytes
     except READ_ERRORS as error:
@@ -237,6 +246,34 @@ def line_ranges_of(source: Source, status: os.stat_result, head: bytes) -> Itera
                             max(1, (end - start) * newlines // max(1, len(head))))
 
 
+def _in_place(source: Source, status: os.stat_result | None) -> bool:
+    """Whether a file's lines or records can stay where they are, for the workers to read them themselves."""
+    return (source.path != STDIN and source.compression is None and status is not None
+            and stat_module.S_ISREG(status.st_mode) and not is_url(source.path))  # an object is read once
+
+
+def _table_tasks(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
+                 position: Position) -> Iterator[TableTask]:
+    """The chunks of whole records of a CSV or TSV file (or stdin) as tasks, cut where quotes say records end
+    (:func:`dedup_cli.inputs.tables.table_chunks`: this process reads the input once, the workers parse the
+    records); a binary file is one task with nothing but its note. InputError when the header lacks a named
+    column."""
+    mtime_ns = status.st_mtime_ns if status is not None else 0
+    head = stream.read(BINARY_SNIFF_BYTES)
+    if b"\0" in head:
+        yield TableTask(source, (), LineChunk(b"", 1), mtime_ns, position(), (("binary", source.display),), len(head))
+        return
+    header: tuple[str, ...] = ()
+    header_bytes = done = 0
+    for chunk in table_chunks(stream, head, position, _in_place(source, status), CHUNK_BYTES, CHUNK_LINES):
+        if isinstance(chunk, bytes):
+            header, header_bytes = parse_header(chunk, source), len(chunk)
+            column_positions(header, source, options.text_field, options.id_field)
+            continue
+        yield TableTask(source, header, chunk, mtime_ns, chunk.position - done, bytes_read=header_bytes)
+        header_bytes, done = 0, chunk.position
+
+
 def _line_tasks(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
                 position: Position, line_ranges: bool = False) -> Iterator[LinesTask | LineRangeTask]:
     """The chunks of a line file (or stdin) as tasks; a binary file is one task with nothing but its note."""
@@ -247,8 +284,7 @@ def _line_tasks(stream: Any, status: os.stat_result | None, source: Source, opti
         return
     done = 0
     # A plain file's lines stay where they are: the workers read their chunk's lines from the file themselves.
-    in_place = (source.path != STDIN and source.compression is None and status is not None
-                and stat_module.S_ISREG(status.st_mode) and not is_url(source.path))  # an object is read once
+    in_place = _in_place(source, status)
     if in_place and line_ranges and options.max_document_bytes is None:
         # No line to skip (a line over a limit is skipped unread, by one reader), so the lines can be found where
         # they are: by the workers, each in its own range of the file; nothing more is read here.

@@ -10,6 +10,8 @@ files (rows in batches). Workers do the rest, in parallel: open and read whole f
 * :class:`LineRangeTask`: the lines that start in a range of bytes of a plain line file, found and counted by
   the worker, which becomes a :class:`LinesTask` once the lines before the range are counted
   (:func:`numbered_lines`);
+* :class:`TableTask`: a chunk of whole records of one CSV or TSV input, with its header
+  (:mod:`dedup_cli.inputs.tables`);
 * :class:`RowsTask`: consecutive rows of one Parquet input (its text and id columns);
 * :class:`DocumentsTask`: documents already read (stdin read as one document).
 
@@ -31,6 +33,7 @@ from dedup_cli.inputs.files import line_document, note_unreadable, read_files
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.tables import table_documents
 from dedup_cli.options.reading import InputOptions
 
 if TYPE_CHECKING:
@@ -123,6 +126,20 @@ def numbered_lines(task: LineRangeTask, first_line_of: Callable[[int], int]) -> 
 
 
 @dataclass(frozen=True)
+class TableTask:
+    """A chunk of whole records of the CSV or TSV input ``source`` (its ``first_line`` is the number of its first
+    record), whose header names the columns ``header``; ``notes`` and ``bytes_read`` as for :class:`LinesTask`."""
+
+    source: Source
+    header: tuple[str, ...]
+    chunk: LineChunk
+    mtime_ns: int
+    input_bytes: int
+    notes: tuple[tuple[str, Any], ...] = ()
+    bytes_read: int = 0
+
+
+@dataclass(frozen=True)
 class RowsTask:
     """Consecutive rows of the Parquet input ``source``."""
 
@@ -141,7 +158,7 @@ class DocumentsTask:
     input_bytes: int
 
 
-ReadTask = FilesTask | LinesTask | LineRangeTask | RowsTask | DocumentsTask
+ReadTask = FilesTask | LinesTask | LineRangeTask | TableTask | RowsTask | DocumentsTask
 
 
 @dataclass
@@ -176,7 +193,7 @@ def _line_documents(task: LinesTask, chunk: LineChunk, options: InputOptions, re
             yield f"{source.display}:{number}", document
 
 
-def _chunk(task: LinesTask, report: ReadReport) -> LineChunk | None:
+def _chunk(task: LinesTask | TableTask, report: ReadReport) -> LineChunk | None:
     """The task's chunk with its lines, or None when they cannot be read (noted in ``report``)."""
     try:
         return task.chunk.with_data(task.source.path)
@@ -185,7 +202,7 @@ def _chunk(task: LinesTask, report: ReadReport) -> LineChunk | None:
         return None
 
 
-def _task_notes(task: LinesTask, report: ReadReport) -> None:
+def _task_notes(task: LinesTask | TableTask, report: ReadReport) -> None:
     report.bytes_read += task.bytes_read
     for kind, item in task.notes:
         report.note(kind, item)
@@ -255,6 +272,12 @@ def read_task(task: ReadTask, options: InputOptions) -> TaskDocuments:
         if chunk is not None:
             read.add(_line_documents(task, chunk, options, read.report))
             _task_notes(task, read.report)
+    elif isinstance(task, TableTask):
+        chunk = _chunk(task, read.report)
+        if chunk is not None:
+            read.add(table_documents(chunk.data, chunk.first_line, task.source, task.header, options.text_field,
+                                     options.id_field, options.max_document_bytes, task.mtime_ns, read.report))
+            _task_notes(task, read.report)
     elif isinstance(task, RowsTask):
         from dedup_cli.inputs.parquet_inputs import row_documents  # only with Parquet inputs
 
@@ -266,7 +289,7 @@ def read_task(task: ReadTask, options: InputOptions) -> TaskDocuments:
 
 def task_bytes(task: ReadTask) -> int:
     """About how many bytes of text a task holds: its size on disk, or its bytes already read."""
-    if isinstance(task, LinesTask):
+    if isinstance(task, (LinesTask, TableTask)):
         return task.chunk.length or len(task.chunk.data)  # a chunk read in place holds no data yet
     if isinstance(task, RowsTask):
         return task.rows.texts.nbytes
@@ -277,7 +300,7 @@ def task_documents(task: ReadTask) -> int:
     """About how many documents a task holds: its files, lines or rows."""
     if isinstance(task, FilesTask):
         return len(task.ids)
-    if isinstance(task, LinesTask):
+    if isinstance(task, (LinesTask, TableTask)):
         return task.chunk.newlines if task.chunk.offset >= 0 else task.chunk.data.count(b"\n")
     if isinstance(task, LineRangeTask):
         return task.lines
@@ -288,7 +311,7 @@ def task_documents(task: ReadTask) -> int:
 
 def task_held_bytes(task: ReadTask) -> int:
     """The bytes of text a task holds in memory (none for whole files and line files read in place)."""
-    if isinstance(task, LinesTask):
+    if isinstance(task, (LinesTask, TableTask)):
         return len(task.chunk.data)
     if isinstance(task, (FilesTask, LineRangeTask)):
         return 0
@@ -297,7 +320,7 @@ def task_held_bytes(task: ReadTask) -> int:
 
 def task_coming_bytes(task: ReadTask) -> int:
     """The bytes of a file read in place after a task's chunk: tasks still to come (none for other tasks)."""
-    if isinstance(task, LinesTask) and task.chunk.offset >= 0:
+    if isinstance(task, (LinesTask, TableTask)) and task.chunk.offset >= 0:
         return max(0, task.source.size - task.chunk.offset - task.chunk.length)
     if isinstance(task, LineRangeTask):
         return task.size - task.end

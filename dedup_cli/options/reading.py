@@ -15,8 +15,11 @@ class InputOptions:
 
     Attributes:
         input_format: one of :data:`INPUT_FORMATS`.
-        id_field, text_field: JSON Lines keys of the id (None: ``FILE:LINE``) and of the text.
-        id_column, text_column: Parquet columns of the id (None: ``FILE:ROW``) and of the text.
+        id_field, text_field: the JSON Lines keys, or CSV, TSV and Parquet columns, of the id (None: ``FILE:LINE``,
+            ``FILE:N`` for the N-th record of a CSV or TSV file, ``FILE:ROW`` for Parquet) and of the text.
+        id_column, text_column: the same for Parquet; each defaults to its ``*_field`` (and each ``*_field`` to it),
+            so that one name serves every format (two different names: ``*_column`` for Parquet, ``*_field`` for
+            the others).
         files_from: a file listing inputs, one a line (``-``: stdin); ``null_separated``: NUL-separated.
         include, exclude: glob patterns for files found in directories or listed by ``files_from``.
         max_document_bytes: skip (and report) documents larger than this; None for no limit.
@@ -40,6 +43,12 @@ class InputOptions:
 
     def __post_init__(self) -> None:
         set_fields(self, include=tuple(self.include), exclude=tuple(self.exclude))
+        # One option names the id (and one the text) in every format; the Parquet spelling is its alias.
+        if self.id_column is None or self.id_field is None:
+            set_fields(self, id_field=self.id_field or self.id_column, id_column=self.id_column or self.id_field)
+        if self.text_column == "text" or self.text_field == "text":
+            text = self.text_field if self.text_field != "text" else self.text_column
+            set_fields(self, text_field=text, text_column=text)
         choice("input_format", self.input_format, INPUT_FORMATS,
                 "unknown input format {value}; choose one of {choices}")
         if self.input_format == "sets":
@@ -58,12 +67,9 @@ class InputOptions:
         if not self.text_field or not self.text_column:
             raise OptionError("text_field", self.text_field, "{text_field} and {text_column} must name a field; the "
                               "default is text")
-        if self.id_field is not None and self.input_format not in ("auto", "jsonl"):
-            raise OptionError("id_field", self.id_field, f"{{id_field}} applies to JSON Lines, not {{input_format}} "
-                              f"{self.input_format}; for Parquet use {{id_column}}")
-        if self.id_column is not None and self.input_format not in ("auto", "parquet"):
-            raise OptionError("id_column", self.id_column, f"{{id_column}} applies to Parquet, not {{input_format}} "
-                              f"{self.input_format}; for JSON Lines use {{id_field}}")
+        if self.id_field is not None and self.input_format not in ("auto", "jsonl", "csv", "tsv", "parquet"):
+            raise OptionError("id_field", self.id_field, f"{{id_field}} applies to records (JSON Lines, CSV, TSV, "
+                              f"Parquet), not {{input_format}} {self.input_format}")
         if self.null_separated and self.files_from is None:
             raise OptionError("null_separated", True, "{null_separated} applies to {files_from}; add {files_from} "
                               "FILE (or -)")

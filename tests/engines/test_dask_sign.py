@@ -88,15 +88,30 @@ def test_records_ids_across_tasks_and_parquet_row_groups(engine: EngineOptions, 
     for name, part in (("a.jsonl", texts[:60]), ("b.jsonl", texts[50:110])):
         (corpus / name).write_text("".join(json.dumps({"url": f"u{index % 70}", "body": text}) + "\n"
                                            for index, text in enumerate(part)))
-    pq.write_table(pa.table({"body": texts}), corpus / "c.parquet", row_group_size=17)
+    # --id-field names the Parquet file's id column too.
+    pq.write_table(pa.table({"body": texts, "url": [f"p{index}" for index in range(len(texts))]}), corpus / "c.parquet",
+                   row_group_size=17)
     options = dict(input=dedup.InputOptions(id_field="url", text_field="body", text_column="body"))
     local, remote = sign_both([str(corpus)], tmp_path, engine, **options)
     assert sorted(remote.read.duplicate_ids) == sorted(local.read.duplicate_ids)
     assert len(local.read.duplicate_ids) > 40
-    assert any(identifier.startswith("c.parquet:119") for identifier in read_store(tmp_path / "dask.parquet").ids)
+    assert "p119" in read_store(tmp_path / "dask.parquet").ids
     # A second run with nothing changed writes nothing, though records with an id field are signed in the tasks.
     _, again = sign_both([str(corpus)], tmp_path, engine, **options)
     assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
+
+
+def test_csv_and_tsv_records_signed_as_the_local_engine_signs_them(engine: EngineOptions, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:40]]
+    for name, separator in (("a.csv", ","), ("b.tsv", "\t")):
+        quoted = ['"' + text.replace('"', '""') + '"' for text in texts]  # newlines, quotes and commas inside
+        (corpus / name).write_text(f"n{separator}text\n" + "".join(f"{index}{separator}{text}\n"
+                                                                   for index, text in enumerate(quoted)))
+    local, remote = sign_both([str(corpus)], tmp_path, engine)
+    assert local.read.documents == 80
+    assert "a.csv:40" in read_store(tmp_path / "dask.parquet").ids
 
 
 def test_stdin_cannot_go_to_the_workers(engine: EngineOptions, tmp_path: Path) -> None:

@@ -261,6 +261,6 @@ def test_a_parquet_file_the_walk_reaches_without_its_column_stops_the_run(tmp_pa
     result = runner.invoke(cli, ["sign", str(corpus), "-o", str(store), "--jobs", "2"])
     assert result.exit_code == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1] == (f"Error: {corpus / 'z.parquet'} has no column 'text' (its "
-                                                       "columns: body); name the column with --text-column")
+                                                       "columns: body); name the column with --text-field")
     assert sorted(path.name for path in store.iterdir()) == before
     assert dedup.open_store(store).last_run == 1 and len(dedup.read_store(store).ids) == 20

@@ -207,8 +207,8 @@ def test_parquet_without_the_named_column_stops_before_reading(tmp_path: Path) -
     with raises_worded(InputError, "") as error:
         read_inputs([str(tmp_path)], InputOptions(), ReadReport())  # raised by the call, not while iterating
     assert message(error.value) == (f"{tmp_path / 'b.parquet'} has no column 'text' (its columns: body, id); "
-                                    "name the column with --text-column")
-    with raises_worded(InputError, "no column 'key' .*--id-column"):
+                                    "name the column with --text-field")
+    with raises_worded(InputError, "no column 'key' .*--id-field"):
         read([tmp_path / "b.parquet"], text_column="body", id_column="key")
 
 
@@ -323,10 +323,10 @@ def test_missing_named_input_and_no_input_stop(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("options", "message"),
-    [({"input_format": "csv"}, "unknown input format 'csv'"),
+    [({"input_format": "xlsx"}, "unknown input format 'xlsx'"),
      ({"max_document_bytes": 0}, "--max-document-bytes 0 must be at least 1"),
-     ({"input_format": "parquet", "id_field": "id"}, "--id-field applies to JSON Lines"),
-     ({"input_format": "jsonl", "id_column": "id"}, "--id-column applies to Parquet"),
+     ({"input_format": "lines", "id_field": "id"}, "--id-field applies to records"),
+     ({"input_format": "text", "id_column": "id"}, "--id-field applies to records"),
      ({"text_field": ""}, "must name a field")],
 )
 def test_contradictory_options_are_usage_errors(options: dict[str, Any], message: str) -> None:

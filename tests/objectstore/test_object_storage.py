@@ -133,7 +133,9 @@ def test_every_kind_of_input_is_read_from_objects_as_from_files(bucket: str, tmp
     (corpus / "records.jsonl").write_text("\n".join([*records, "", records[0].replace("r0", "r99")]) + "\n")
     (corpus / "more.jsonl.gz").write_bytes(gzip.compress(
         "".join(json.dumps({"id": f"g{i}", "text": f"{words}gzipped {i}"}) + "\n" for i in range(20)).encode()))
-    pq.write_table(pa.table({"text": [f"{words}row {i}" for i in range(25)]}), corpus / "rows.parquet")
+    # --id-field names the id column of every format, Parquet's included.
+    pq.write_table(pa.table({"text": [f"{words}row {i}" for i in range(25)], "id": [f"p{i}" for i in range(25)]}),
+                   corpus / "rows.parquet")
     upload(corpus, f"{bucket}/corpus")
     options = SignOptions(input=InputOptions(id_field="id", max_document_bytes=600), jobs=2)
     stores = {"local": str(tmp_path / "sigs"), "remote": f"{bucket}/sigs"}
@@ -165,7 +167,7 @@ def test_every_kind_of_input_is_read_from_objects_as_from_files(bucket: str, tmp
         plan_sources([f"{bucket}/corpus"], InputOptions(), ReadReport(), io.BytesIO())
     code, _, stderr = invoke("sign", f"{bucket}/corpus", "-o", stores["remote"], "--id-field", "id")
     assert code == 1 and "Traceback" not in stderr
-    assert stderr.strip().splitlines()[-1] == f"Error: {message}--text-column"
+    assert stderr.strip().splitlines()[-1] == f"Error: {message}--text-field"
 
 
 def test_filter_reads_and_writes_objects_as_it_does_files(bucket: str, tmp_path: Path) -> None:
