@@ -49,20 +49,18 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
     reference = None if options.against is None else open_reference(opened, options.against)
     with engine_for(options.engine) as engine:
         result = engine.find(opened, options, progress, reference)
+    if options.verify != "none":
+        _set_stdin_documents(result, opened)
     result.seconds = time.perf_counter() - started
     return result
 
 
-def open_reference(store: Store, against: str) -> Store:
-    """The reference store ``against`` (its manifest), checked against ``store``: another store, same parameters."""
-    reference = open_store(against)
-    here, there = store.path, reference.path
-    local = isinstance(here, Path) and isinstance(there, Path)
-    if here == there or (local and os.path.exists(str(here)) and os.path.samefile(str(here), str(there))):
-        raise OptionError("against", against, f"{{against}} {literal(against)} is the store itself; name another "
-                          "store to compare with")
-    differences = store.params.differences(reference.params)
-    if differences:
-        raise UsageError(f"{against} was signed with other parameters than {store.path} ({'; '.join(differences)}, "
-                         f"new vs reference); sign both with the same parameters")
-    return reference
+def _set_stdin_documents(result: FindResult, store: Store) -> None:
+    """Count the documents read from stdin, which cannot be re-read (their pairs near the threshold keep the
+    estimate), and leave them out of the documents found gone or changed since signing, which they are not."""
+    verification = result.verification
+    unverifiable = [] if verification is None else verification.unverifiable_documents
+    result.stdin_documents, from_stdin = store.stdin_documents(unverifiable)
+    if verification is not None and from_stdin:
+        left_out = set(from_stdin)
+        verification.unverifiable_documents = [name for name in unverifiable if name not in left_out]

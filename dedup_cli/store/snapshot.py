@@ -253,6 +253,42 @@ class StoredSignatures:
         return values if bits is None else estimator_values(values, bits, self.params.xor_pairs)
 
 
+SAME_SOURCE, MOVED, HELD_ELSEWHERE = 0, 1, 2
+"""What a document read says of the stored one with its id (:meth:`DocumentIndex.source_of`): read from the
+same source; its stored source is gone, so the id moves to the new one; or its stored source still holds it, so
+the one read is skipped."""
+
+
+def source_of(location: str) -> str:
+    """The source of a location (:mod:`dedup_cli.inputs.locations`): the file, URL or stdin (``-``), without a
+    record's ``#line=``/``#row=`` part (a ``#`` in a path is percent-encoded, so the first ``#`` starts it)."""
+    return location.partition("#")[0]
+
+
+@dataclass(frozen=True)
+class GoneSources:
+    """Which stored sources a run takes as gone, so that their ids may move to another source: a file that no
+    longer exists; and with ``prune``, every source not under the run's ``inputs`` (absolute paths, ``-``),
+    whose documents the prune removes anyway. ``inputs`` None: the run named its files in a list
+    (``files_from``), which is not looked through. Stdin and object storage are taken as still there."""
+
+    prune: bool = False
+    inputs: tuple[str, ...] | None = ()
+
+    def __call__(self, source: str) -> bool:
+        import os
+
+        from dedup_cli.inputs.locations import STDIN, path_of_location
+        from dedup_cli.objectstore.urls import is_url
+
+        path = path_of_location(source)
+        if self.prune and self.inputs is not None and not any(
+                path == named or (named != STDIN and path.startswith(named.rstrip("/") + "/"))
+                for named in self.inputs):
+            return True
+        return path != STDIN and not is_url(path) and not os.path.lexists(path)
+
+
 @dataclass
 class DocumentIndex:
     """The live documents of a store without their signatures, in ascending id order.
@@ -268,8 +304,10 @@ class DocumentIndex:
     runs: np.ndarray  # int64[n]
     id_array: pa.Array = field(repr=False)  # string[n]
     path_array: pa.Array = field(repr=False)  # string[n]
+    gone: GoneSources = field(default_factory=GoneSources)  # the run's: which stored sources are gone
     _rows: dict[str, int] | None = field(default=None, repr=False)
     _paths: list[str] | None = field(default=None, repr=False)
+    _gone: dict[str, bool] = field(default_factory=dict, repr=False)  # source → gone, asked once per source
 
     def __len__(self) -> int:
         return len(self.id_array)
@@ -312,6 +350,31 @@ class DocumentIndex:
             self._paths = self.paths
         return (self._paths[row] == location and int(self.sizes[row]) == size
                 and int(self.mtimes_ns[row]) == mtime_ns)
+
+    def source_of(self, row: int, location: str) -> int:
+        """Whether the document read at ``location`` comes from the source of the stored one at ``row``
+        (:data:`SAME_SOURCE`), from another while that one is gone (:data:`MOVED`: the id moves, and the
+        document is signed again even if its content is the same, so that its new location is recorded) or
+        still there (:data:`HELD_ELSEWHERE`: the one read is skipped). One id rule across runs as within one: an
+        id belongs to the source that gave it first (docs/store-format.md, "Ids and sources")."""
+        if self._paths is None:
+            self._paths = self.paths
+        stored = self._paths[row]
+        if stored == location:
+            return SAME_SOURCE
+        source = source_of(stored)
+        if source == source_of(location):
+            return SAME_SOURCE
+        gone = self._gone.get(source)
+        if gone is None:
+            gone = self._gone[source] = self.gone(source)
+        return MOVED if gone else HELD_ELSEWHERE
+
+    def location(self, row: int) -> str:
+        """The stored location of the document at ``row``."""
+        if self._paths is None:
+            self._paths = self.paths
+        return self._paths[row]
 
     def content_changed(self, identifier: str, content_hash: int) -> bool:
         """After reading: new, or its content hash differs from the stored one."""

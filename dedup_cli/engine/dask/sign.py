@@ -40,7 +40,7 @@ from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun, rewrite_task_part, write_task_part
-from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.snapshot import HELD_ELSEWHERE, SAME_SOURCE, DocumentIndex
 
 TASK_BYTES = 64 << 20
 """Input bytes a task aims at: a few seconds of signing, so a lost worker costs little, and few parts per run."""
@@ -74,6 +74,7 @@ class TaskResult:
     part: WrittenFile | None
     ids: list[str]  # of the part's rows, in order
     hashes: np.ndarray  # uint64, their content hashes
+    locations: list[str]  # their locations
     seen: list[str]  # every id read (signed or unchanged), in order
     empty: int  # rows with no shingle
     unchanged: int  # documents read and found unchanged
@@ -87,6 +88,7 @@ def sign_task(task: SignTask) -> TaskResult:
     unchanged = 0
     ids: list[str] = []
     hashes: list[int] = []
+    locations: list[str] = []
     empty = 0
 
     def file_unchanged(identifier: str, location: str, status: Any) -> bool:
@@ -106,6 +108,7 @@ def sign_task(task: SignTask) -> TaskResult:
                 continue
             ids.append(document.id)
             hashes.append(document.content_hash)
+            locations.append(document.path)
             yield document
 
     hasher = hasher_for(task.params)
@@ -118,8 +121,8 @@ def sign_task(task: SignTask) -> TaskResult:
             yield result
 
     part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
-    return TaskResult(task.index, report, part, ids, np.array(hashes, dtype=np.uint64), seen, empty, unchanged,
-                      sum(source.size for source in task.sources))
+    return TaskResult(task.index, report, part, ids, np.array(hashes, dtype=np.uint64), locations, seen, empty,
+                      unchanged, sum(source.size for source in task.sources))
 
 
 def task_inputs(sources: Sequence[Source]) -> str:
@@ -186,23 +189,40 @@ def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source
             for place, row in enumerate(rows)}
 
 
-def _corrections(results: list[TaskResult], index: DocumentIndex) -> tuple[dict[int, list[int]], dict[int, int]]:
-    """Rows to drop from each task's part: ids an earlier task read (duplicates, reported), and rows whose
-    stored copy has the same content (unchanged records the task could not look up). Returns the rows and, per
-    task, how many of them are duplicates (the first ones of its list)."""
+def _corrections(results: list[TaskResult], index: DocumentIndex
+                 ) -> tuple[dict[int, list[int]], dict[int, int], dict[int, dict[int, int]]]:
+    """Rows to drop from each task's part: ids an earlier task read (duplicates, reported), ids the store holds
+    from another source that keeps them (reported: :meth:`DocumentIndex.source_of`, the local engine's rule), and
+    rows whose stored copy from the same source has the same content (unchanged records the task could not look
+    up). Returns the rows; per task, how many of them are duplicates (the first ones of its list); and per task,
+    its rows held elsewhere with the stored row of each. The ids held elsewhere are taken out of the task's
+    ``seen``: they were not read, as far as a later task or a prune is concerned."""
     drop: dict[int, list[int]] = {}
     duplicates: dict[int, int] = {}
+    elsewhere: dict[int, dict[int, int]] = {}
     read: set[str] = set()
     for result in results:
         repeated = [row for row, identifier in enumerate(result.ids) if identifier in read]
-        unchanged = [row for row, identifier in enumerate(result.ids)
-                     if identifier not in read and (stored := index.row(identifier)) is not None
-                     and int(index.content_hashes[stored]) == int(result.hashes[row])]
-        if repeated or unchanged:
-            drop[result.index] = repeated + unchanged
+        held: dict[int, int] = {}
+        unchanged = []
+        for row, identifier in enumerate(result.ids):
+            stored = None if identifier in read else index.row(identifier)
+            if stored is None:
+                continue
+            source = index.source_of(stored, result.locations[row])
+            if source == HELD_ELSEWHERE:
+                held[row] = stored
+            elif source == SAME_SOURCE and int(index.content_hashes[stored]) == int(result.hashes[row]):
+                unchanged.append(row)
+        if repeated or unchanged or held:
+            drop[result.index] = repeated + list(held) + unchanged
             duplicates[result.index] = len(repeated)
+        if held:
+            elsewhere[result.index] = held
+            gone = {result.ids[row] for row in held}
+            result.seen = [identifier for identifier in result.seen if identifier not in gone]
         read.update(result.seen)
-    return drop, duplicates
+    return drop, duplicates, elsewhere
 
 
 def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: SignatureParams, run: StoreRun,
@@ -244,7 +264,7 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
         if progress is not None:
             progress(result.size)
     results.sort(key=lambda result: result.index)
-    drop, duplicates = _corrections(results, index)
+    drop, duplicates, elsewhere = _corrections(results, index)
     rewritten = {result.index: client.submit(rewrite_task_part, result.part, params, token,
                                              sorted(drop[result.index]), pure=False)
                  for result in results if result.index in drop and result.part is not None}
@@ -258,13 +278,17 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
             part, locations, dropped_empty = rewritten[result.index].result()
             dropped = sorted(drop[result.index])
             repeated = set(drop[result.index][: duplicates[result.index]])
+            held = elsewhere.get(result.index, {})
             for location, row in zip(locations, dropped, strict=True):
                 if row in repeated:  # read by an earlier task: skipped, as the local engine skips it
                     signed.report.note("duplicate_ids", (where_read(location), result.ids[row]))
+                elif row in held:  # the store holds the id from another source: skipped, as the local engine does
+                    signed.report.note("held_elsewhere", (where_read(location), result.ids[row],
+                                                          where_read(index.location(held[row]))))
             gone = set(dropped)
             ids_written = [identifier for row, identifier in enumerate(result.ids) if row not in gone]
-            signed.unchanged += len(dropped) - len(repeated)
-            signed.report.documents -= len(repeated)
+            signed.unchanged += len(dropped) - len(repeated) - len(held)
+            signed.report.documents -= len(repeated) + len(held)
             empty -= dropped_empty
         if part is not None:
             run.adopt(part, ids_written)
