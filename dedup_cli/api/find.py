@@ -55,6 +55,21 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
     return result
 
 
+def open_reference(store: Store, against: str) -> Store:
+    """The reference store ``against`` (its manifest), checked against ``store``: another store, same parameters."""
+    reference = open_store(against)
+    here, there = store.path, reference.path
+    local = isinstance(here, Path) and isinstance(there, Path)
+    if here == there or (local and os.path.exists(str(here)) and os.path.samefile(str(here), str(there))):
+        raise OptionError("against", against, f"{{against}} {literal(against)} is the store itself; name another "
+                          "store to compare with")
+    differences = store.params.differences(reference.params)
+    if differences:
+        raise UsageError(f"{against} was signed with other parameters than {store.path} ({'; '.join(differences)}, "
+                         f"new vs reference); sign both with the same parameters")
+    return reference
+
+
 def _set_stdin_documents(result: FindResult, store: Store) -> None:
     """Count the documents read from stdin, which cannot be re-read (their pairs near the threshold keep the
     estimate), and leave them out of the documents found gone or changed since signing, which they are not."""
