@@ -63,6 +63,13 @@ def test_an_id_from_another_file_in_a_later_run_is_skipped_naming_both_as_in_one
     assert "(1 new, 0 changed, 0 unchanged, 0 removed;" in stderr and "1 inputs skipped" in stderr
     assert stored(apart) == stored(together)
     assert groups(apart) == groups(together) == [["x", "z"]]
+    # From the file that gave it, the same id with other text is a change; the other file's is still skipped.
+    jsonl(b1, ("y", B), ("x", C))  # x moved down a line and changed
+    code, _, stderr = run("sign", str(b1), str(b2), "--id-field", "id", "-o", str(apart))
+    assert code == 0 and "(0 new, 1 changed, 2 unchanged, 0 removed;" in stderr
+    assert stderr.count("is stored from another source") == 1
+    assert stored(apart)["x"] == f"{b1}#line=2&field=text"
+    assert groups(apart) == []  # x is C now, z is A
 
 
 def test_a_real_process_skips_an_id_another_file_keeps(tmp_path: Path) -> None:
@@ -74,17 +81,6 @@ def test_a_real_process_skips_an_id_another_file_keeps(tmp_path: Path) -> None:
     assert f"id 'x' is stored from another source, {b1}:1" in second.stderr
     found = process("find", "inc.parquet", "-q", cwd=tmp_path)
     assert [json.loads(line)["members"] for line in found.stdout.splitlines()] == [["x", "z"]]
-
-
-def test_an_id_from_the_same_file_with_other_text_is_a_change(tmp_path: Path) -> None:
-    b1, _ = batches(tmp_path)
-    store = tmp_path / "s.parquet"
-    assert run("sign", str(b1), "--id-field", "id", "-o", str(store), "-q")[0] == 0
-    jsonl(b1, ("y", B), ("x", C))  # x moved down a line and changed
-    code, _, stderr = run("sign", str(b1), "--id-field", "id", "-o", str(store))
-    assert code == 0 and "warning" not in stderr
-    assert "(0 new, 1 changed, 1 unchanged, 0 removed;" in stderr
-    assert stored(store)["x"] == f"{b1}#line=2&field=text"
 
 
 def test_a_renamed_file_hands_its_ids_on_and_records_where_they_are_now(tmp_path: Path) -> None:
@@ -126,7 +122,7 @@ def test_a_second_stdin_batch_without_ids_is_refused_and_the_store_kept(tmp_path
     assert code == 0 and "(0 new, 0 changed, 2 unchanged, 0 removed;" in stderr
 
 
-def test_stdin_batches_with_ids_add_and_change_documents(tmp_path: Path) -> None:
+def test_stdin_batches_with_ids_add_and_change_documents_from_one_source(tmp_path: Path) -> None:
     store = tmp_path / "s.parquet"
     first = "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in (("x", A), ("y", B)))
     second = "".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in (("x", C), ("z", A)))
@@ -136,6 +132,10 @@ def test_stdin_batches_with_ids_add_and_change_documents(tmp_path: Path) -> None
     assert again.returncode == 0, again.stderr
     assert "(1 new, 1 changed, 0 unchanged, 0 removed;" in again.stderr  # one source, stdin: x changed
     assert sorted(stored(store)) == ["x", "y", "z"]
+    # A batch without ids would name its documents by their positions in the stream: the store gives ids by the
+    # field, and says so.
+    refused = process("sign", "-", "--input-format", "jsonl", "-o", str(store), stdin=second)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--id-field 'id'" in refused.stderr
 
 
 def test_a_run_that_gives_ids_another_way_is_refused_naming_both(tmp_path: Path) -> None:

@@ -99,6 +99,28 @@ def test_records_ids_across_tasks_and_parquet_row_groups(engine: EngineOptions, 
     assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
 
 
+def test_an_id_another_file_keeps_is_skipped_in_later_runs_and_a_renamed_file_hands_its_ids_on(
+        engine: EngineOptions, tmp_path: Path) -> None:
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:91]]
+    first, later = tmp_path / "corpus" / "first", tmp_path / "corpus" / "later"
+    first.mkdir(parents=True)
+    later.mkdir()
+    (first / "a.jsonl").write_text("".join(json.dumps({"url": f"u{index}", "body": texts[index]}) + "\n"
+                                           for index in range(60)))
+    # ids u30 … u59 again, with other texts
+    (later / "b.jsonl").write_text("".join(json.dumps({"url": f"u{index}", "body": texts[index + 1]}) + "\n"
+                                           for index in range(30, 90)))
+    options = dict(input=dedup.InputOptions(id_field="url", text_field="body", id_root=str(tmp_path / "corpus")))
+    sign_both([str(first)], tmp_path, engine, **options)
+    local, remote = sign_both([str(later)], tmp_path, engine, **options)
+    assert sorted(remote.read.held_elsewhere) == sorted(local.read.held_elsewhere)
+    assert len(local.read.held_elsewhere) == 30 and local.run is not None and local.run.changed == 0
+    (first / "a.jsonl").rename(first / "renamed.jsonl")
+    local, remote = sign_both([str(first)], tmp_path, engine, **options)
+    assert local.run is not None and (local.run.added, local.run.changed) == (0, 60)
+    assert not local.read.held_elsewhere and not remote.read.held_elsewhere
+
+
 def test_stdin_cannot_go_to_the_workers(engine: EngineOptions, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["sign", "-", "-o", str(tmp_path / "s"), "--engine", "dask", "--scheduler",
                                       str(engine.scheduler)], input="some text")
