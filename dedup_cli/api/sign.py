@@ -172,17 +172,14 @@ def _refuse_second_stdin_batch(inputs: Sequence[str], options: SignOptions, inde
         UsageError: stdin without an id field, no prune, and documents of an earlier stdin batch stored.
     """
     reading = options.input
-    if (STDIN not in inputs or options.prune or reading.input_format == "sets" or reading.id_field is not None
-            or not len(index)):
+    if STDIN not in inputs or options.prune or reading.input_format == "sets" or reading.id_field is not None:
         return
-    import pyarrow.compute as pc
-
-    earlier = int(pc.sum(pc.starts_with(index.path_array, STDIN)).as_py() or 0)
+    earlier = index.stdin_documents()
     if earlier:
         raise UsageError(f"{literal(output)} holds {earlier} document(s) of an earlier stdin batch, whose ids are "
-                         "positions in the stream (-, or -:LINE) that this batch would reuse and replace; give the records ids "
-                         "({id_field}), save each batch to a file and sign the files, or add {prune} if this "
-                         "stream is the whole corpus again", options=True)
+                         "positions in the stream (-, or -:LINE) that this batch would reuse and replace; give the "
+                         "records ids ({id_field}), save each batch to a file and sign the files, or add {prune} if "
+                         "this stream is the whole corpus again", options=True)
 
 
 def _report_kernel(report: SignReport, choice: KernelChoice, params: SignatureParams) -> None:

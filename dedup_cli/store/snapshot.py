@@ -185,6 +185,25 @@ def read_snapshot(path: Folder, manifest: Manifest, columns: Sequence[str]) -> t
     return table, live_rows(table.column("id"), table.column("run"), removals)
 
 
+def may_hold_stdin(path: Folder, manifest: Manifest) -> bool:
+    """Whether a listed part may hold documents read from stdin, by the statistics of its ``path`` column alone: a
+    location starting with ``-`` sorts before every path and URL."""
+    for part in manifest.parts:
+        parquet = open_part(path, part.file)
+        try:
+            column = parquet.schema_arrow.get_field_index("path")
+            for group in range(parquet.num_row_groups):
+                statistics = parquet.metadata.row_group(group).column(column).statistics
+                if statistics is None or not statistics.has_min_max:
+                    return True
+                least = statistics.min
+                if least.startswith(b"-") if isinstance(least, bytes) else str(least).startswith("-"):
+                    return True
+        finally:
+            parquet.close()
+    return False
+
+
 # --- stores --------------------------------------------------------------------------------------------------
 
 
@@ -380,6 +399,12 @@ class DocumentIndex:
         """After reading: new, or its content hash differs from the stored one."""
         row = self.row(identifier)
         return row is None or int(self.content_hashes[row]) != content_hash
+
+    def stdin_documents(self) -> int:
+        """How many of the documents were read from stdin (their locations start with ``-``)."""
+        import pyarrow.compute as pc
+
+        return int(pc.sum(pc.starts_with(self.path_array, "-")).as_py() or 0) if len(self) else 0
 
     def absent(self, ids: Sequence[str], columns: Sequence[pa.Array] = ()) -> np.ndarray:
         """bool[n]: the stored documents whose id is not among ``ids`` nor in ``columns`` (the ones a prune

@@ -50,7 +50,7 @@ from dedup_cli.store.snapshot import (
     DocumentIndex,
     StoredSignatures,
     index_of_rows,
-    open_part,
+    may_hold_stdin,
     read_files,
     read_rows,
     read_snapshot,
@@ -190,7 +190,7 @@ class Store:
         """How many live documents were read from stdin (their locations start with ``-``), which nothing can read
         again to verify them, and which of the ids ``among`` they hold. The parts' statistics rule stdin out
         first, reading no row: a location starting with ``-`` sorts before every path and URL."""
-        if self._manifest is not None and not self._reading(self._may_hold_stdin):
+        if self._manifest is not None and not self._reading(lambda manifest: may_hold_stdin(self.path, manifest)):
             return 0, []
         import pyarrow.compute as pc
 
@@ -199,22 +199,6 @@ class Store:
         ids = live.column("id").filter(pc.starts_with(live.column("path"), "-")).combine_chunks()
         asked = pa.array(list(among), pa.string())
         return len(ids), asked.filter(pc.is_in(asked, value_set=ids)).to_pylist() if len(ids) and len(asked) else []
-
-    def _may_hold_stdin(self, manifest: Manifest) -> bool:
-        for part in manifest.parts:
-            parquet = open_part(self.path, part.file)
-            try:
-                column = parquet.schema_arrow.get_field_index("path")
-                for group in range(parquet.num_row_groups):
-                    statistics = parquet.metadata.row_group(group).column(column).statistics
-                    if statistics is None or not statistics.has_min_max:
-                        return True
-                    least = statistics.min
-                    if (least.startswith(b"-") if isinstance(least, bytes) else str(least).startswith("-")):
-                        return True
-            finally:
-                parquet.close()
-        return False
 
     def check_run(self, run: int) -> None:
         """Raise a UsageError unless ``run`` is 0 or a committed run (for ``find --new-since``)."""
