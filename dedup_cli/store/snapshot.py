@@ -370,6 +370,14 @@ class DocumentIndex:
         return (self._paths[row] == location and int(self.sizes[row]) == size
                 and int(self.mtimes_ns[row]) == mtime_ns)
 
+    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
+        """int64[n]: the row of each of ``ids``, -1 where it is not stored."""
+        if self._rows is None:
+            self.row("")
+        assert self._rows is not None
+        get = self._rows.get
+        return np.fromiter((get(identifier, -1) for identifier in ids), dtype=np.int64, count=len(ids))
+
     def source_of(self, row: int, location: str) -> int:
         """Whether the document read at ``location`` comes from the source of the stored one at ``row``
         (:data:`SAME_SOURCE`), from another while that one is gone (:data:`MOVED`: the id moves, and the

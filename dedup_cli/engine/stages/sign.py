@@ -33,7 +33,7 @@ from dedup_cli.minhash.packing import pack_values, unpack_values, xor_bits
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
-from dedup_cli.store.snapshot import HELD_ELSEWHERE, SAME_SOURCE, DocumentIndex
+from dedup_cli.store.snapshot import HELD_ELSEWHERE, MOVED, DocumentIndex
 from dedup_cli.store.worker_parts import ReadIds
 from dedup_cli.text.shingles import batch_shingles
 
@@ -240,16 +240,21 @@ def _fresh(ids: Sequence[str], content_hashes: Sequence[int], locations: Sequenc
     elsewhere: list[tuple[int, int]] = []
     if stored is None or not len(stored):
         return fresh, elsewhere
-    for position, (identifier, content_hash, location) in enumerate(zip(ids, content_hashes, locations,
-                                                                           strict=True)):
-        row = stored.row(identifier)
-        if row is None:
-            continue
-        source = stored.source_of(row, location)
-        if source == SAME_SOURCE:
-            fresh[position] = int(stored.content_hashes[row]) != content_hash
-        elif source == HELD_ELSEWHERE:
-            elsewhere.append((position, row))
+    rows = stored.rows_of(ids)
+    found = np.flatnonzero(rows >= 0)
+    if not found.size:
+        return fresh, elsewhere
+    found_rows = rows[found]
+    fresh[found] = stored.content_hashes[found_rows] != np.asarray(content_hashes, dtype=np.uint64)[found]
+    # Where the stored location is not the one read (rare: a record that moved), ask whose the id is.
+    for position, row in zip(found.tolist(), found_rows.tolist(), strict=True):
+        location = locations[position]
+        if stored.location(row) != location:
+            source = stored.source_of(row, location)
+            if source == MOVED:
+                fresh[position] = True
+            elif source == HELD_ELSEWHERE:
+                elsewhere.append((position, row))
     return fresh, elsewhere
 
 
