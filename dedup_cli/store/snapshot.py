@@ -370,6 +370,17 @@ class DocumentIndex:
         return (self._paths[row] == location and int(self.sizes[row]) == size
                 and int(self.mtimes_ns[row]) == mtime_ns)
 
+    def rows_by_source(self) -> dict[str, np.ndarray]:
+        """The rows (int64, ascending) of the documents of each source (:func:`source_of` of their locations)."""
+        import pyarrow.compute as pc
+
+        sources = pc.replace_substring_regex(self.path_array, pattern="#.*", replacement="").dictionary_encode()
+        codes = sources.indices.to_numpy(zero_copy_only=False)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(sources.dictionary) + 1))
+        return {source: order[bounds[code]:bounds[code + 1]]
+                for code, source in enumerate(sources.dictionary.to_pylist())}
+
     def rows_of(self, ids: Sequence[str]) -> np.ndarray:
         """int64[n]: the row of each of ``ids``, -1 where it is not stored."""
         if self._rows is None:

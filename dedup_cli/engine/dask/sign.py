@@ -31,7 +31,7 @@ from distributed.scheduler import KilledWorker
 from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
 from dedup_cli.engine.stages.sign import Record, Signed, batches, hasher_for, sign_records
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.locations import Source, where_read
+from dedup_cli.inputs.locations import Source, location_path, where_read
 from dedup_cli.inputs.reading import read_sources
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.kernel.choice import KernelChoice
@@ -40,7 +40,7 @@ from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun, rewrite_task_part, write_task_part
-from dedup_cli.store.snapshot import HELD_ELSEWHERE, SAME_SOURCE, DocumentIndex
+from dedup_cli.store.snapshot import HELD_ELSEWHERE, SAME_SOURCE, DocumentIndex, source_of
 
 TASK_BYTES = 64 << 20
 """Input bytes a task aims at: a few seconds of signing, so a lost worker costs little, and few parts per run."""
@@ -98,12 +98,25 @@ def sign_task(task: SignTask) -> TaskResult:
             seen.append(identifier)
         return same
 
+    # The sources this task reads: an id the store holds from one of them is kept by it, whichever of them
+    # comes first in the task (the driver rules on the sources of other tasks, :func:`_corrections`).
+    here = {location_path(source.path) for source in task.sources}
+
+    def held_elsewhere(document: Record) -> str | None:
+        entry = task.known.get(document.id)
+        if entry is None:
+            return None
+        source = source_of(entry[0])
+        return entry[0] if source != source_of(document.path) and source in here else None
+
     def to_sign() -> Iterator[Record]:
         nonlocal unchanged
-        for document in read_sources(task.sources, task.input, report, unchanged=file_unchanged):
+        for document in read_sources(task.sources, task.input, report, unchanged=file_unchanged,
+                                     held_elsewhere=held_elsewhere):
             seen.append(document.id)
             entry = task.known.get(document.id)
-            if entry is not None and entry[3] == document.content_hash:
+            if (entry is not None and entry[3] == document.content_hash
+                    and source_of(entry[0]) == source_of(document.path)):
                 unchanged += 1
                 continue
             ids.append(document.id)
@@ -170,9 +183,11 @@ def plan_tasks(sources: Sequence[Source], row_groups: Callable[[Source], list[in
     return tasks
 
 
-def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source], records: bool) -> Known:
-    """The stored entries of a task's documents: its files by id, and (``records`` without an id field) the
-    records ``FILE:N`` of its files, found by prefix in the sorted ids."""
+def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source], records: bool,
+                  by_source: dict[str, np.ndarray] | None = None) -> Known:
+    """The stored entries of a task's documents: its files by id; and its records: without an id field
+    (``records``) the records ``FILE:N`` of its files, found by prefix in the sorted ids, else those stored from
+    its files (``by_source``: the rows of each source, :meth:`DocumentIndex.rows_by_source`)."""
     rows: list[int] = []
     for source in sources:
         if source.format == "text":
@@ -182,6 +197,8 @@ def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source
         elif records:
             prefix = source.id + ":"
             rows.extend(range(bisect.bisect_left(ids, prefix), bisect.bisect_left(ids, source.id + ";")))
+        elif by_source is not None:
+            rows.extend(by_source.get(location_path(source.path), np.empty(0, np.int64)).tolist())
     if not rows:
         return {}
     paths = index.path_array.take(rows).to_pylist()
@@ -245,7 +262,8 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
             return "numpy"
         return choice.kernel_for(len(share), sum(source.size for source in share), ahead=True)
 
-    tasks = [SignTask(number, share, known_entries(index, ids, share, records), options, params, folder,
+    by_source = None if records or not len(index) else index.rows_by_source()
+    tasks = [SignTask(number, share, known_entries(index, ids, share, records, by_source), options, params, folder,
                       run.number, run.reserve_file(), token, kernel(share))
              for number, share in enumerate(plan_tasks(sources, row_groups))]
     results: list[TaskResult] = []
