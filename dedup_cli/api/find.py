@@ -49,6 +49,8 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
     reference = None if options.against is None else open_reference(opened, options.against)
     with engine_for(options.engine) as engine:
         result = engine.find(opened, options, progress, reference)
+    if options.verify != "none":
+        _set_stdin_documents(result, opened)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -66,3 +68,14 @@ def open_reference(store: Store, against: str) -> Store:
         raise UsageError(f"{against} was signed with other parameters than {store.path} ({'; '.join(differences)}, "
                          f"new vs reference); sign both with the same parameters")
     return reference
+
+
+def _set_stdin_documents(result: FindResult, store: Store) -> None:
+    """Count the documents read from stdin, which cannot be re-read (their pairs near the threshold keep the
+    estimate), and leave them out of the documents found gone or changed since signing, which they are not."""
+    verification = result.verification
+    unverifiable = [] if verification is None else verification.unverifiable_documents
+    result.stdin_documents, from_stdin = store.stdin_documents(unverifiable)
+    if verification is not None and from_stdin:
+        left_out = set(from_stdin)
+        verification.unverifiable_documents = [name for name in unverifiable if name not in left_out]

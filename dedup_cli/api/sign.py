@@ -19,7 +19,8 @@ from typing import Any
 
 from dedup_cli.engine.engines import engine_for, input_sources
 from dedup_cli.engine.progress import Advance, InputProgress
-from dedup_cli.errors import OptionError, StoreError
+from dedup_cli.errors import OptionError, StoreError, UsageError
+from dedup_cli.inputs.locations import STDIN
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.kernel.background import compile_later
 from dedup_cli.kernel.cache import failure
@@ -31,7 +32,7 @@ from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.manifest import RunInput, RunRecord
 from dedup_cli.store.runs import StoreRun
-from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.snapshot import DocumentIndex, GoneSources
 from dedup_cli.store.store import create_store, stored_id_root, stored_params
 
 
@@ -102,6 +103,9 @@ def sign(
     with created.begin_run(params, lock_timeout=options.wait) as run, engine_for(options.engine) as engine:
         _record_input(run, options, report.read.id_root, output)
         index = run.document_index()
+        _refuse_second_stdin_batch(inputs, options, index, output)
+        index.gone = GoneSources(options.prune, None if options.input.files_from is not None else
+                                 tuple(STDIN if name == STDIN else absolute(name) for name in inputs))
         choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", options.workers, params)
         if choice.blocked == NOT_COMPILED:
             compile_later()  # for later runs: this one signs with numpy, and never waits for the compiler
@@ -151,6 +155,31 @@ def _record_input(run: StoreRun, options: SignOptions, read_root: str | None, ou
     elif read_root is not None and read_root != run.id_root:
         raise StoreError(f"another run fixed the id root of {output} while this one started; run again")
     run.input = RunInput(run.number, **{name: getattr(options.input, name) for name in READING_OPTIONS})
+    pinned = next((recorded for recorded in reversed(run.inputs_before)), None)
+    if pinned is not None and pinned.id_scheme() != run.input.id_scheme():
+        raise UsageError(f"this run would give documents ids by {run.input.id_options()}, but {literal(output)} "
+                         f"gives them by {pinned.id_options()} (as its run {pinned.run} did), so each document "
+                         "would be stored twice; sign with those options, or into another store", options=True)
+
+
+def _refuse_second_stdin_batch(inputs: Sequence[str], options: SignOptions, index: DocumentIndex,
+                               output: str) -> None:
+    """Refuse stdin read without ids into a store that holds documents read so: their ids are line numbers
+    (``-:N``), which this batch's would reuse, replacing the earlier batch's documents. With ``prune`` the stream
+    is the whole corpus again, and a line that changed is a changed document.
+
+    Raises:
+        UsageError: stdin without an id field, no prune, and documents of an earlier stdin batch stored.
+    """
+    reading = options.input
+    if STDIN not in inputs or options.prune or reading.input_format == "sets" or reading.id_field is not None:
+        return
+    earlier = index.stdin_documents()
+    if earlier:
+        raise UsageError(f"{literal(output)} holds {earlier} document(s) of an earlier stdin batch, whose ids are "
+                         "positions in the stream (-, or -:LINE) that this batch would reuse and replace; give the "
+                         "records ids ({id_field}), save each batch to a file and sign the files, or add {prune} if "
+                         "this stream is the whole corpus again", options=True)
 
 
 def _report_kernel(report: SignReport, choice: KernelChoice, params: SignatureParams) -> None:

@@ -59,7 +59,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
       dedup find train.parquet --against test.parquet --only-across --output pairs
     """
     import dedup_cli as api
-    from dedup_cli.cli.summaries import find_store_line, find_summary, find_warnings
+    from dedup_cli.cli.summaries import find_store_line, find_summary, find_warnings, stdin_warning
     from dedup_cli.engine.stages.results import fields_of, find_records
 
     if kind == "triples" and given["ways"] != 3:
@@ -75,6 +75,9 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
         fields = (fields_of(kind, result, True), fields_of(kind, result, False))
         written = write_records(find_records(kind, result), kind, fields, fmt, out, not no_header,
                                 EXIT_DUPLICATES if fail_on_duplicates else None, advance)
+    unverified = stdin_warning(result)
+    if unverified is not None:
+        warn(unverified)
     if not quiet:
         say(find_summary(store, result))
         for line in find_warnings(result, flag):

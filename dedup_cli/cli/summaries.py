@@ -27,12 +27,14 @@ def read_warnings(report: ReadReport, flag: Flag) -> list[str]:
     lines += [f"cannot read {path}: {reason}" for path, reason in report.unreadable]
     lines += [f"skipped {where}: {reason}" for where, reason in report.malformed]
     lines += [f"skipped {where}: id {identifier!r} was already read" for where, identifier in report.duplicate_ids]
+    lines += [f"skipped {where}: id {identifier!r} is stored from another source, {stored}, which keeps it"
+              for where, identifier, stored in report.held_elsewhere]
     lines += [f"skipped {where}: {size} bytes or more exceed {flag('max_document_bytes')} {limit}; raise the "
               "limit to read it" for where, size in report.oversized]
     lines += [f"read {where} with U+FFFD in place of invalid UTF-8" for where in report.invalid_utf8]
     names = {"binary": "binary files", "unreadable": "unreadable files", "malformed": "malformed records",
-             "duplicate_ids": "duplicate ids", "oversized": "documents too large", "invalid_utf8":
-             "documents with invalid UTF-8"}
+             "duplicate_ids": "duplicate ids", "held_elsewhere": "ids stored from another source",
+             "oversized": "documents too large", "invalid_utf8": "documents with invalid UTF-8"}
     lines += [f"... and {count} more {names[kind]}" for kind, count in sorted(report.unlisted.items())]
     return lines
 
@@ -115,6 +117,15 @@ def find_summary(store: str, result: FindResult) -> str:
         parts.append(f"{result.verification.checked} pairs verified exactly")
     parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")
     return ", ".join(parts)
+
+
+def stdin_warning(result: FindResult) -> str | None:
+    """The line that says a store's documents read from stdin were not verified exactly (printed even with
+    ``--quiet``: it changes what the pairs near the threshold mean)."""
+    if not result.stdin_documents:
+        return None
+    return (f"{result.stdin_documents} document(s) were signed from stdin and cannot be re-read: their pairs near "
+            "the threshold are decided from the estimate alone; sign from files to verify them (docs/inputs.md)")
 
 
 def find_warnings(result: FindResult, flag: Flag) -> list[str]:

@@ -15,14 +15,14 @@ them to its workers. Either way the run's report takes each task's findings in i
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import BinaryIO
 
 import numpy as np
 
 from dedup_cli.inputs.columns import Wheres
 from dedup_cli.inputs.discovery import plan_sources, walk_runs
-from dedup_cli.inputs.locations import FileRun, Source
+from dedup_cli.inputs.locations import FileRun, Source, where_read
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.task_planning import Unchanged, plan_tasks
@@ -87,9 +87,15 @@ def read_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport
 
 
 def read_sources(sources: Sequence[Source], options: InputOptions, report: ReadReport,
-                 stdin: BinaryIO | None = None, unchanged: Unchanged | None = None) -> Iterator[Document | IntegerSet]:
+                 stdin: BinaryIO | None = None, unchanged: Unchanged | None = None,
+                 held_elsewhere: Callable[[Document | IntegerSet], str | None] | None = None
+                 ) -> Iterator[Document | IntegerSet]:
     """Stream the documents of planned ``sources`` (:func:`dedup_cli.inputs.discovery.plan_sources`), in order;
-    a distributed engine reads its share of them with this, as :func:`read_inputs` reads them all."""
+    a distributed engine reads its share of them with this, as :func:`read_inputs` reads them all.
+
+    ``held_elsewhere`` tells, before the first document of each id is kept, the location of the stored copy of a
+    document whose id another source keeps (None: none does): such a document is skipped and reported, and does
+    not count as the first of its id."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     report.max_document_bytes = options.max_document_bytes
     seen: set[str] = set()
@@ -97,7 +103,24 @@ def read_sources(sources: Sequence[Source], options: InputOptions, report: ReadR
         read = read_task(task, options)
         report.merge(read.report)
         documents = read.documents
+        if held_elsewhere is not None:
+            documents, read.wheres = _not_held_elsewhere(documents, read.wheres, held_elsewhere, report)
         for position in accept_documents(report, seen, [d.id for d in documents], read.wheres,
                                          [d.is_empty for d in documents]):
             yield documents[position]
         report.input_done += task.input_bytes
+
+
+def _not_held_elsewhere(documents: list[Document | IntegerSet], wheres: Wheres,
+                        held_elsewhere: Callable[[Document | IntegerSet], str | None], report: ReadReport
+                        ) -> tuple[list[Document | IntegerSet], list[str]]:
+    """The documents whose id no other source keeps, and where they were read; the others reported."""
+    kept, kept_wheres = [], []
+    for position, document in enumerate(documents):
+        stored = held_elsewhere(document)
+        if stored is None:
+            kept.append(document)
+            kept_wheres.append(wheres[position])
+        else:
+            report.note("held_elsewhere", (wheres[position], document.id, where_read(stored)))
+    return kept, kept_wheres

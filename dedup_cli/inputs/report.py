@@ -24,6 +24,8 @@ class ReadReport:
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     malformed: list[tuple[str, str]] = field(default_factory=list)  # (location, reason)
     duplicate_ids: list[tuple[str, str]] = field(default_factory=list)  # (location, id)
+    # (location, id, where the store's copy was read): the id is stored from another source, which keeps it
+    held_elsewhere: list[tuple[str, str, str]] = field(default_factory=list)
     oversized: list[tuple[str, int]] = field(default_factory=list)  # (location, bytes: at least this many)
     invalid_utf8: list[str] = field(default_factory=list)  # read, with U+FFFD for the invalid bytes
     bytes_read: int = 0
@@ -39,7 +41,7 @@ class ReadReport:
     max_listed: int = MAX_LISTED
     unlisted: dict[str, int] = field(default_factory=dict)
 
-    SKIPPED_KINDS = ("binary", "unreadable", "malformed", "duplicate_ids", "oversized")
+    SKIPPED_KINDS = ("binary", "unreadable", "malformed", "duplicate_ids", "held_elsewhere", "oversized")
 
     def note(self, kind: str, item: Any) -> None:
         """Record one item of ``kind`` (a list attribute), or only count it once the list is full."""
@@ -68,5 +70,6 @@ class ReadReport:
 
     @property
     def skipped(self) -> int:
-        """Inputs skipped for any reason (binary, unreadable, malformed, duplicate id, too large)."""
+        """Inputs skipped for any reason (binary, unreadable, malformed, duplicate id, id stored from another
+        source, too large)."""
         return sum(self.count(kind) for kind in self.SKIPPED_KINDS)

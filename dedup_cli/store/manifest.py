@@ -14,6 +14,7 @@ from pathlib import Path
 from dedup_cli.atomic_files import atomic_write, unlink_quietly
 from dedup_cli.errors import StoreError
 from dedup_cli.objectstore.urls import ObjectPath
+from dedup_cli.options.checks import literal
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import (
     FORMAT_VERSION,
@@ -77,6 +78,20 @@ class RunInput:
     def reading(self) -> dict[str, str | None]:
         """The options, without the run."""
         return {name: value for name, value in vars(self).items() if name != "run"}
+
+    def id_scheme(self) -> tuple[str, str | None]:
+        """How the run gave documents their ids: the input format and the id field or column (None: ids from file
+        names and line or row numbers). A store keeps one scheme, as it keeps its hash parameters: an id given
+        one way names nothing an id given another way names, so a run that differs would store every document
+        twice."""
+        return self.input_format, self.id_field if self.id_field is not None else self.id_column
+
+    def id_options(self) -> str:
+        """The id scheme as options, e.g. ``{input_format} jsonl, {id_field} 'url'`` (an error template)."""
+        input_format, name = self.id_scheme()
+        option = "{id_column}" if self.id_field is None and self.id_column is not None else "{id_field}"
+        named = f"{option} {literal(repr(name))}" if name is not None else "no {id_field}"
+        return f"{{input_format}} {input_format}, {named}"
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ class StoreRun:
         self.number = manifest.last_run + 1
         self.id_root = manifest.id_root  # set it to record the root of a store's first run that names files
         self.input: RunInput | None = None  # set it to record how the run read its inputs
+        self.inputs_before = manifest.inputs  # how the committed runs read theirs
         self.rows_written = 0
         self.record: RunRecord | None = None
         self._lock = lock

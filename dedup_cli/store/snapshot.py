@@ -185,6 +185,25 @@ def read_snapshot(path: Folder, manifest: Manifest, columns: Sequence[str]) -> t
     return table, live_rows(table.column("id"), table.column("run"), removals)
 
 
+def may_hold_stdin(path: Folder, manifest: Manifest) -> bool:
+    """Whether a listed part may hold documents read from stdin, by the statistics of its ``path`` column alone: a
+    location starting with ``-`` sorts before every path and URL."""
+    for part in manifest.parts:
+        parquet = open_part(path, part.file)
+        try:
+            column = parquet.schema_arrow.get_field_index("path")
+            for group in range(parquet.num_row_groups):
+                statistics = parquet.metadata.row_group(group).column(column).statistics
+                if statistics is None or not statistics.has_min_max:
+                    return True
+                least = statistics.min
+                if least.startswith(b"-") if isinstance(least, bytes) else str(least).startswith("-"):
+                    return True
+        finally:
+            parquet.close()
+    return False
+
+
 # --- stores --------------------------------------------------------------------------------------------------
 
 
@@ -253,6 +272,42 @@ class StoredSignatures:
         return values if bits is None else estimator_values(values, bits, self.params.xor_pairs)
 
 
+SAME_SOURCE, MOVED, HELD_ELSEWHERE = 0, 1, 2
+"""What a document read says of the stored one with its id (:meth:`DocumentIndex.source_of`): read from the
+same source; its stored source is gone, so the id moves to the new one; or its stored source still holds it, so
+the one read is skipped."""
+
+
+def source_of(location: str) -> str:
+    """The source of a location (:mod:`dedup_cli.inputs.locations`): the file, URL or stdin (``-``), without a
+    record's ``#line=``/``#row=`` part (a ``#`` in a path is percent-encoded, so the first ``#`` starts it)."""
+    return location.partition("#")[0]
+
+
+@dataclass(frozen=True)
+class GoneSources:
+    """Which stored sources a run takes as gone, so that their ids may move to another source: a file that no
+    longer exists; and with ``prune``, every source not under the run's ``inputs`` (absolute paths, ``-``),
+    whose documents the prune removes anyway. ``inputs`` None: the run named its files in a list
+    (``files_from``), which is not looked through. Stdin and object storage are taken as still there."""
+
+    prune: bool = False
+    inputs: tuple[str, ...] | None = ()
+
+    def __call__(self, source: str) -> bool:
+        import os
+
+        from dedup_cli.inputs.locations import STDIN, path_of_location
+        from dedup_cli.objectstore.urls import is_url
+
+        path = path_of_location(source)
+        if self.prune and self.inputs is not None and not any(
+                path == named or (named != STDIN and path.startswith(named.rstrip("/") + "/"))
+                for named in self.inputs):
+            return True
+        return path != STDIN and not is_url(path) and not os.path.lexists(path)
+
+
 @dataclass
 class DocumentIndex:
     """The live documents of a store without their signatures, in ascending id order.
@@ -268,8 +323,10 @@ class DocumentIndex:
     runs: np.ndarray  # int64[n]
     id_array: pa.Array = field(repr=False)  # string[n]
     path_array: pa.Array = field(repr=False)  # string[n]
+    gone: GoneSources = field(default_factory=GoneSources)  # the run's: which stored sources are gone
     _rows: dict[str, int] | None = field(default=None, repr=False)
     _paths: list[str] | None = field(default=None, repr=False)
+    _gone: dict[str, bool] = field(default_factory=dict, repr=False)  # source → gone, asked once per source
 
     def __len__(self) -> int:
         return len(self.id_array)
@@ -313,10 +370,60 @@ class DocumentIndex:
         return (self._paths[row] == location and int(self.sizes[row]) == size
                 and int(self.mtimes_ns[row]) == mtime_ns)
 
+    def rows_by_source(self) -> dict[str, np.ndarray]:
+        """The rows (int64, ascending) of the documents of each source (:func:`source_of` of their locations)."""
+        import pyarrow.compute as pc
+
+        sources = pc.replace_substring_regex(self.path_array, pattern="#.*", replacement="").dictionary_encode()
+        codes = sources.indices.to_numpy(zero_copy_only=False)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(sources.dictionary) + 1))
+        return {source: order[bounds[code]:bounds[code + 1]]
+                for code, source in enumerate(sources.dictionary.to_pylist())}
+
+    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
+        """int64[n]: the row of each of ``ids``, -1 where it is not stored."""
+        if self._rows is None:
+            self.row("")
+        assert self._rows is not None
+        get = self._rows.get
+        return np.fromiter((get(identifier, -1) for identifier in ids), dtype=np.int64, count=len(ids))
+
+    def source_of(self, row: int, location: str) -> int:
+        """Whether the document read at ``location`` comes from the source of the stored one at ``row``
+        (:data:`SAME_SOURCE`), from another while that one is gone (:data:`MOVED`: the id moves, and the
+        document is signed again even if its content is the same, so that its new location is recorded) or
+        still there (:data:`HELD_ELSEWHERE`: the one read is skipped). One id rule across runs as within one: an
+        id belongs to the source that gave it first (docs/store-format.md, "Ids and sources")."""
+        if self._paths is None:
+            self._paths = self.paths
+        stored = self._paths[row]
+        if stored == location:
+            return SAME_SOURCE
+        source = source_of(stored)
+        if source == source_of(location):
+            return SAME_SOURCE
+        gone = self._gone.get(source)
+        if gone is None:
+            gone = self._gone[source] = self.gone(source)
+        return MOVED if gone else HELD_ELSEWHERE
+
+    def location(self, row: int) -> str:
+        """The stored location of the document at ``row``."""
+        if self._paths is None:
+            self._paths = self.paths
+        return self._paths[row]
+
     def content_changed(self, identifier: str, content_hash: int) -> bool:
         """After reading: new, or its content hash differs from the stored one."""
         row = self.row(identifier)
         return row is None or int(self.content_hashes[row]) != content_hash
+
+    def stdin_documents(self) -> int:
+        """How many of the documents were read from stdin (their locations start with ``-``)."""
+        import pyarrow.compute as pc
+
+        return int(pc.sum(pc.starts_with(self.path_array, "-")).as_py() or 0) if len(self) else 0
 
     def absent(self, ids: Sequence[str], columns: Sequence[pa.Array] = ()) -> np.ndarray:
         """bool[n]: the stored documents whose id is not among ``ids`` nor in ``columns`` (the ones a prune

@@ -50,6 +50,7 @@ from dedup_cli.store.snapshot import (
     DocumentIndex,
     StoredSignatures,
     index_of_rows,
+    may_hold_stdin,
     read_files,
     read_rows,
     read_snapshot,
@@ -184,6 +185,20 @@ class Store:
         files = pc.replace_substring_regex(paths, pattern=r"#(?:line|row|csv|tsv)=\d+(?:&(?:field|column)=[^&#]*)?$",
                                            replacement="")
         return set(pc.unique(files).to_pylist())
+
+    def stdin_documents(self, among: Sequence[str] = ()) -> tuple[int, list[str]]:
+        """How many live documents were read from stdin (their locations start with ``-``), which nothing can read
+        again to verify them, and which of the ids ``among`` they hold. The parts' statistics rule stdin out
+        first, reading no row: a location starting with ``-`` sorts before every path and URL."""
+        if self._manifest is not None and not self._reading(lambda manifest: may_hold_stdin(self.path, manifest)):
+            return 0, []
+        import pyarrow.compute as pc
+
+        table, keep = self._live(["path"])
+        live = table.take(pa.array(keep, pa.int64()))
+        ids = live.column("id").filter(pc.starts_with(live.column("path"), "-")).combine_chunks()
+        asked = pa.array(list(among), pa.string())
+        return len(ids), asked.filter(pc.is_in(asked, value_set=ids)).to_pylist() if len(ids) and len(asked) else []
 
     def check_run(self, run: int) -> None:
         """Raise a UsageError unless ``run`` is 0 or a committed run (for ``find --new-since``)."""

@@ -114,6 +114,48 @@ def test_csv_and_tsv_records_signed_as_the_local_engine_signs_them(engine: Engin
     assert "a.csv:40" in read_store(tmp_path / "dask.parquet").ids
 
 
+def test_an_id_another_file_keeps_is_skipped_in_later_runs_and_a_renamed_file_hands_its_ids_on(
+        engine: EngineOptions, tmp_path: Path) -> None:
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:91]]
+    first, later = tmp_path / "corpus" / "first", tmp_path / "corpus" / "later"
+    first.mkdir(parents=True)
+    later.mkdir()
+    (first / "a.jsonl").write_text("".join(json.dumps({"url": f"u{index}", "body": texts[index]}) + "\n"
+                                           for index in range(60)))
+    # ids u30 … u59 again, with other texts
+    (later / "b.jsonl").write_text("".join(json.dumps({"url": f"u{index}", "body": texts[index + 1]}) + "\n"
+                                           for index in range(30, 90)))
+    options = dict(input=dedup.InputOptions(id_field="url", text_field="body", id_root=str(tmp_path / "corpus")))
+    sign_both([str(first)], tmp_path, engine, **options)
+    local, remote = sign_both([str(later)], tmp_path, engine, **options)
+    assert sorted(remote.read.held_elsewhere) == sorted(local.read.held_elsewhere)
+    assert len(local.read.held_elsewhere) == 30 and local.run is not None and local.run.changed == 0
+    (first / "a.jsonl").rename(first / "renamed.jsonl")
+    local, remote = sign_both([str(first)], tmp_path, engine, **options)
+    assert local.run is not None and (local.run.added, local.run.changed) == (0, 60)
+    assert not local.read.held_elsewhere and not remote.read.held_elsewhere
+
+
+def test_a_file_read_first_does_not_take_the_ids_of_one_read_later_in_the_same_task(
+        engine: EngineOptions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dask_sign, "TASK_BYTES", 1 << 20)  # both files in one task
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:70]]
+    (corpus / "b.jsonl").write_text("".join(json.dumps({"url": f"u{index}", "body": texts[index]}) + "\n"
+                                            for index in range(60)))
+    options = dict(input=dedup.InputOptions(id_field="url", text_field="body"), prune=True)
+    sign_both([str(corpus)], tmp_path, engine, **options)
+    # a.jsonl, read before b.jsonl, repeats ten of b.jsonl's ids: b.jsonl keeps them, and the prune keeps them.
+    (corpus / "a.jsonl").write_text("".join(json.dumps({"url": f"u{index}", "body": texts[index + 60]}) + "\n"
+                                            for index in range(10)))
+    local, remote = sign_both([str(corpus)], tmp_path, engine, **options)
+    assert sorted(remote.read.held_elsewhere) == sorted(local.read.held_elsewhere)
+    assert len(local.read.held_elsewhere) == 10 and not local.read.duplicate_ids and not remote.read.duplicate_ids
+    assert local.run is not None and (local.run.added, local.run.changed, local.run.removed) == (0, 0, 0)
+    assert local.unchanged == remote.unchanged == 60
+
+
 def test_stdin_cannot_go_to_the_workers(engine: EngineOptions, tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["sign", "-", "-o", str(tmp_path / "s"), "--engine", "dask", "--scheduler",
                                       str(engine.scheduler)], input="some text")

@@ -31,7 +31,7 @@ from distributed.scheduler import KilledWorker
 from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
 from dedup_cli.engine.stages.sign import Record, Signed, batches, hasher_for, sign_records
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.locations import Source, where_read
+from dedup_cli.inputs.locations import Source, location_path, where_read
 from dedup_cli.inputs.reading import read_sources
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.kernel.choice import KernelChoice
@@ -40,7 +40,7 @@ from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun, rewrite_task_part, write_task_part
-from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.snapshot import HELD_ELSEWHERE, SAME_SOURCE, DocumentIndex, source_of
 
 TASK_BYTES = 64 << 20
 """Input bytes a task aims at: a few seconds of signing, so a lost worker costs little, and few parts per run."""
@@ -74,6 +74,7 @@ class TaskResult:
     part: WrittenFile | None
     ids: list[str]  # of the part's rows, in order
     hashes: np.ndarray  # uint64, their content hashes
+    locations: list[str]  # their locations
     seen: list[str]  # every id read (signed or unchanged), in order
     empty: int  # rows with no shingle
     unchanged: int  # documents read and found unchanged
@@ -87,6 +88,7 @@ def sign_task(task: SignTask) -> TaskResult:
     unchanged = 0
     ids: list[str] = []
     hashes: list[int] = []
+    locations: list[str] = []
     empty = 0
 
     def file_unchanged(identifier: str, location: str, status: Any) -> bool:
@@ -96,16 +98,30 @@ def sign_task(task: SignTask) -> TaskResult:
             seen.append(identifier)
         return same
 
+    # The sources this task reads: an id the store holds from one of them is kept by it, whichever of them
+    # comes first in the task (the driver rules on the sources of other tasks, :func:`_corrections`).
+    here = {location_path(source.path) for source in task.sources}
+
+    def held_elsewhere(document: Record) -> str | None:
+        entry = task.known.get(document.id)
+        if entry is None:
+            return None
+        source = source_of(entry[0])
+        return entry[0] if source != source_of(document.path) and source in here else None
+
     def to_sign() -> Iterator[Record]:
         nonlocal unchanged
-        for document in read_sources(task.sources, task.input, report, unchanged=file_unchanged):
+        for document in read_sources(task.sources, task.input, report, unchanged=file_unchanged,
+                                     held_elsewhere=held_elsewhere):
             seen.append(document.id)
             entry = task.known.get(document.id)
-            if entry is not None and entry[3] == document.content_hash:
+            if (entry is not None and entry[3] == document.content_hash
+                    and source_of(entry[0]) == source_of(document.path)):
                 unchanged += 1
                 continue
             ids.append(document.id)
             hashes.append(document.content_hash)
+            locations.append(document.path)
             yield document
 
     hasher = hasher_for(task.params)
@@ -118,8 +134,8 @@ def sign_task(task: SignTask) -> TaskResult:
             yield result
 
     part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
-    return TaskResult(task.index, report, part, ids, np.array(hashes, dtype=np.uint64), seen, empty, unchanged,
-                      sum(source.size for source in task.sources))
+    return TaskResult(task.index, report, part, ids, np.array(hashes, dtype=np.uint64), locations, seen, empty,
+                      unchanged, sum(source.size for source in task.sources))
 
 
 def task_inputs(sources: Sequence[Source]) -> str:
@@ -167,9 +183,11 @@ def plan_tasks(sources: Sequence[Source], row_groups: Callable[[Source], list[in
     return tasks
 
 
-def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source], records: bool) -> Known:
-    """The stored entries of a task's documents: its files by id, and (``records`` without an id field) the
-    records ``FILE:N`` of its files, found by prefix in the sorted ids."""
+def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source], records: bool,
+                  by_source: dict[str, np.ndarray] | None = None) -> Known:
+    """The stored entries of a task's documents: its files by id; and its records: without an id field
+    (``records``) the records ``FILE:N`` of its files, found by prefix in the sorted ids, else those stored from
+    its files (``by_source``: the rows of each source, :meth:`DocumentIndex.rows_by_source`)."""
     rows: list[int] = []
     for source in sources:
         if source.format == "text":
@@ -179,6 +197,8 @@ def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source
         elif records:
             prefix = source.id + ":"
             rows.extend(range(bisect.bisect_left(ids, prefix), bisect.bisect_left(ids, source.id + ";")))
+        elif by_source is not None:
+            rows.extend(by_source.get(location_path(source.path), np.empty(0, np.int64)).tolist())
     if not rows:
         return {}
     paths = index.path_array.take(rows).to_pylist()
@@ -186,23 +206,40 @@ def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source
             for place, row in enumerate(rows)}
 
 
-def _corrections(results: list[TaskResult], index: DocumentIndex) -> tuple[dict[int, list[int]], dict[int, int]]:
-    """Rows to drop from each task's part: ids an earlier task read (duplicates, reported), and rows whose
-    stored copy has the same content (unchanged records the task could not look up). Returns the rows and, per
-    task, how many of them are duplicates (the first ones of its list)."""
+def _corrections(results: list[TaskResult], index: DocumentIndex
+                 ) -> tuple[dict[int, list[int]], dict[int, int], dict[int, dict[int, int]]]:
+    """Rows to drop from each task's part: ids an earlier task read (duplicates, reported), ids the store holds
+    from another source that keeps them (reported: :meth:`DocumentIndex.source_of`, the local engine's rule), and
+    rows whose stored copy from the same source has the same content (unchanged records the task could not look
+    up). Returns the rows; per task, how many of them are duplicates (the first ones of its list); and per task,
+    its rows held elsewhere with the stored row of each. The ids held elsewhere are taken out of the task's
+    ``seen``: they were not read, as far as a later task or a prune is concerned."""
     drop: dict[int, list[int]] = {}
     duplicates: dict[int, int] = {}
+    elsewhere: dict[int, dict[int, int]] = {}
     read: set[str] = set()
     for result in results:
         repeated = [row for row, identifier in enumerate(result.ids) if identifier in read]
-        unchanged = [row for row, identifier in enumerate(result.ids)
-                     if identifier not in read and (stored := index.row(identifier)) is not None
-                     and int(index.content_hashes[stored]) == int(result.hashes[row])]
-        if repeated or unchanged:
-            drop[result.index] = repeated + unchanged
+        held: dict[int, int] = {}
+        unchanged = []
+        for row, identifier in enumerate(result.ids):
+            stored = None if identifier in read else index.row(identifier)
+            if stored is None:
+                continue
+            source = index.source_of(stored, result.locations[row])
+            if source == HELD_ELSEWHERE:
+                held[row] = stored
+            elif source == SAME_SOURCE and int(index.content_hashes[stored]) == int(result.hashes[row]):
+                unchanged.append(row)
+        if repeated or unchanged or held:
+            drop[result.index] = repeated + list(held) + unchanged
             duplicates[result.index] = len(repeated)
+        if held:
+            elsewhere[result.index] = held
+            gone = {result.ids[row] for row in held}
+            result.seen = [identifier for identifier in result.seen if identifier not in gone]
         read.update(result.seen)
-    return drop, duplicates
+    return drop, duplicates, elsewhere
 
 
 def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: SignatureParams, run: StoreRun,
@@ -225,7 +262,8 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
             return "numpy"
         return choice.kernel_for(len(share), sum(source.size for source in share), ahead=True)
 
-    tasks = [SignTask(number, share, known_entries(index, ids, share, records), options, params, folder,
+    by_source = None if records or not len(index) else index.rows_by_source()
+    tasks = [SignTask(number, share, known_entries(index, ids, share, records, by_source), options, params, folder,
                       run.number, run.reserve_file(), token, kernel(share))
              for number, share in enumerate(plan_tasks(sources, row_groups))]
     results: list[TaskResult] = []
@@ -244,7 +282,7 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
         if progress is not None:
             progress(result.size)
     results.sort(key=lambda result: result.index)
-    drop, duplicates = _corrections(results, index)
+    drop, duplicates, elsewhere = _corrections(results, index)
     rewritten = {result.index: client.submit(rewrite_task_part, result.part, params, token,
                                              sorted(drop[result.index]), pure=False)
                  for result in results if result.index in drop and result.part is not None}
@@ -258,13 +296,17 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
             part, locations, dropped_empty = rewritten[result.index].result()
             dropped = sorted(drop[result.index])
             repeated = set(drop[result.index][: duplicates[result.index]])
+            held = elsewhere.get(result.index, {})
             for location, row in zip(locations, dropped, strict=True):
                 if row in repeated:  # read by an earlier task: skipped, as the local engine skips it
                     signed.report.note("duplicate_ids", (where_read(location), result.ids[row]))
+                elif row in held:  # the store holds the id from another source: skipped, as the local engine does
+                    signed.report.note("held_elsewhere", (where_read(location), result.ids[row],
+                                                          where_read(index.location(held[row]))))
             gone = set(dropped)
             ids_written = [identifier for row, identifier in enumerate(result.ids) if row not in gone]
-            signed.unchanged += len(dropped) - len(repeated)
-            signed.report.documents -= len(repeated)
+            signed.unchanged += len(dropped) - len(repeated) - len(held)
+            signed.report.documents -= len(repeated) + len(held)
             empty -= dropped_empty
         if part is not None:
             run.adopt(part, ids_written)

@@ -243,6 +243,7 @@ class WorkerPool:
         # they start in milliseconds.
         if job.stored is not None and len(job.stored):
             job.stored.row("")
+            job.stored.location(0)  # the stored locations too, which the id rule compares (DocumentIndex.source_of)
         context = multiprocessing.get_context("fork")
         self.job = job
         self.jobs = jobs

@@ -81,6 +81,7 @@ class FindResult:
     profile: dict[str, float] = field(default_factory=dict)  # an engine's own measures: seconds, rows, bytes moved
     reference_documents: int | None = None  # with ``against``: the reference store's live documents
     member_details: MemberDetails | None = None  # from an engine whose ``store`` holds no signatures (None: from it)
+    stdin_documents: int = 0  # live documents read from stdin: never re-read, so never verified exactly
 
     @property
     def pair_count(self) -> int:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import numpy as np
 
 from dedup_cli.inputs.columns import TextColumns, Wheres
+from dedup_cli.inputs.locations import where_read
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import ReadTask, Record, read_task, read_task_columns
@@ -32,7 +33,7 @@ from dedup_cli.minhash.packing import pack_values, unpack_values, xor_bits
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
-from dedup_cli.store.snapshot import DocumentIndex
+from dedup_cli.store.snapshot import HELD_ELSEWHERE, MOVED, DocumentIndex
 from dedup_cli.store.worker_parts import ReadIds
 from dedup_cli.text.shingles import batch_shingles
 
@@ -204,7 +205,13 @@ def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, ke
     if params.input_kind == "sets":
         read = read_task(task, options)
         documents = read.documents
-        fresh = _fresh([document.id for document in documents], [d.content_hash for d in documents], stored)
+        fresh, elsewhere = _fresh([document.id for document in documents], [d.content_hash for d in documents],
+                                  [document.path for document in documents], stored)
+        if elsewhere:
+            _skip_held_elsewhere(read.report, elsewhere, [document.id for document in documents], read.wheres, stored)
+            kept = _kept(len(documents), elsewhere)
+            documents, fresh = [documents[position] for position in kept.tolist()], fresh[kept]
+            read.wheres = [read.wheres[position] for position in kept.tolist()]
         batch = sign_records([document for document, new in zip(documents, fresh.tolist(), strict=True) if new],
                              params)
         return SignedTask(batch, [document.id for document in documents], read.wheres,
@@ -212,7 +219,11 @@ def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, ke
                           read.report, "numpy")
     found = read_task_columns(task, options)
     columns = found.columns
-    fresh = _fresh(columns.ids, columns.content_hashes.tolist(), stored)
+    fresh, elsewhere = _fresh(columns.ids, columns.content_hashes.tolist(), columns.locations, stored)
+    if elsewhere:
+        _skip_held_elsewhere(found.report, elsewhere, columns.ids, columns.wheres, stored)
+        kept = _kept(len(columns), elsewhere)
+        columns, fresh = columns.take(kept), fresh[kept]
     signing = columns.take(np.flatnonzero(fresh))
     counts, signatures = sign_columns(signing, params, kernel)
     batch = DocumentBatch(signing.ids, signing.locations, signing.sizes, signing.mtimes_ns, signing.content_hashes,
@@ -220,13 +231,46 @@ def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, ke
     return SignedTask(batch, columns.ids, columns.wheres, columns.empty, fresh, found.report, kernel)
 
 
-def _fresh(ids: Sequence[str], content_hashes: Sequence[int], stored: DocumentIndex | None) -> np.ndarray:
-    """bool[n]: which documents are new or changed since ``stored`` (all, without a store)."""
+def _fresh(ids: Sequence[str], content_hashes: Sequence[int], locations: Sequence[str],
+           stored: DocumentIndex | None) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Which documents are new or changed since ``stored`` (all, without a store): bool[n]; and the documents
+    whose id the store holds from another source that keeps it (:meth:`DocumentIndex.source_of`), to skip:
+    (position, stored row) each. A document whose id moves from a source that is gone is signed again."""
+    fresh = np.ones(len(ids), dtype=np.bool_)
+    elsewhere: list[tuple[int, int]] = []
     if stored is None or not len(stored):
-        return np.ones(len(ids), dtype=np.bool_)
-    return np.fromiter((stored.content_changed(identifier, content_hash)
-                        for identifier, content_hash in zip(ids, content_hashes, strict=True)),
-                       dtype=np.bool_, count=len(ids))
+        return fresh, elsewhere
+    rows = stored.rows_of(ids)
+    found = np.flatnonzero(rows >= 0)
+    if not found.size:
+        return fresh, elsewhere
+    found_rows = rows[found]
+    fresh[found] = stored.content_hashes[found_rows] != np.asarray(content_hashes, dtype=np.uint64)[found]
+    # Where the stored location is not the one read (rare: a record that moved), ask whose the id is.
+    for position, row in zip(found.tolist(), found_rows.tolist(), strict=True):
+        location = locations[position]
+        if stored.location(row) != location:
+            source = stored.source_of(row, location)
+            if source == MOVED:
+                fresh[position] = True
+            elif source == HELD_ELSEWHERE:
+                elsewhere.append((position, row))
+    return fresh, elsewhere
+
+
+def _skip_held_elsewhere(report: ReadReport, elsewhere: list[tuple[int, int]], ids: Sequence[str], wheres: Wheres,
+                         stored: DocumentIndex | None) -> None:
+    """Report the documents whose id another source keeps, as skipped."""
+    assert stored is not None
+    for position, row in elsewhere:
+        report.note("held_elsewhere", (wheres[position], ids[position], where_read(stored.location(row))))
+
+
+def _kept(count: int, elsewhere: list[tuple[int, int]]) -> np.ndarray:
+    """int64 positions of the ``count`` documents of a task but those of ``elsewhere``, in order."""
+    kept = np.ones(count, dtype=np.bool_)
+    kept[[position for position, _ in elsewhere]] = False
+    return np.flatnonzero(kept)
 
 
 @dataclass
