@@ -23,7 +23,7 @@ import numpy as np
 
 from dedup_cli.api.find import find, open_reference
 from dedup_cli.api.sign import SignReport, sign
-from dedup_cli.atomic_files import open_output, output_directory, path_kind, remove_others
+from dedup_cli.atomic_files import OutputStream, open_output, output_directory, path_kind, remove_others
 from dedup_cli.corpus.layout import MARKER, Layout, plan_layout, write_marker
 from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.engine.engines import Engine, check_sources, engine_for
@@ -197,7 +197,8 @@ def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], de
                                                 progress))
 
     if layout.out == STDIN:
-        out = stdout if stdout is not None else sys.stdout.buffer
+        # Its write errors (a reader gone away: EPIPE) are the output's, never an input's that was being read.
+        out: Any = OutputStream(stdout if stdout is not None else sys.stdout.buffer, "stdout")
         each([out] * len(sources))
         out.flush()
         return total
