@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from shlex import quote
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -127,8 +128,8 @@ def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[So
         if not any(known and (source.path == absolute or source.path.startswith(absolute.rstrip(os.sep) + os.sep))
                    for source, known in zip(sources, signed, strict=True)):
             shown = "stdin" if name == STDIN else display_name(name)
-            raise InputError(f"input {shown} was never signed into {path}; sign it first (dedup sign {name} -o "
-                             f"{path}), or name the store it was signed into")
+            raise InputError(f"input {shown} was never signed into {path}; sign it first (dedup sign {quote(name)} -o "
+                             f"{quote(path)}), or name the store it was signed into")
     return signed
 
 

@@ -80,6 +80,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ("filter", "big.jsonl.gz", "-s", "sigs-of-gz", "--id-field", "id", "-o", "-"),
     ("filter", "big.jsonl", "-s", "sigs", "--id-field", "id", "--annotate", "-o", "-"),
     ("filter", "big.jsonl", "-s", "sigs", "--id-field", "id", "-o", "kept.jsonl", "--removed", "-"),
+    ("info", "sigs", "--ids"),
 ], ids=lambda args: " ".join(args))
 def test_a_reader_that_goes_away_after_100_bytes(corpus: Path, args: tuple[str, ...]) -> None:
     before = listing(corpus)
@@ -92,6 +93,7 @@ def test_a_reader_that_goes_away_after_100_bytes(corpus: Path, args: tuple[str, 
     ("find", "sigs", "-j", "2"),
     ("filter", "big.jsonl", "-s", "sigs", "--id-field", "id", "-o", "-"),
     ("info", "sigs"),
+    ("info", "sigs", "--ids"),
     ("estimate", "sigs", "document-number-000000", "copy-of-document-000000"),
     ("estimate", "sigs", "document-number-000000", "copy-of-document-000000", "--format", "json", "--exact"),
     ("eval", "sigs", "--format", "json", "--sample", "200"),
