@@ -174,3 +174,26 @@ def test_more_bits_than_stored_points_to_a_new_store_that_works(store: Path, tmp
                           "--bits", "16", "-q")
     assert code == 0, stderr
     assert run("find", str(tmp_path / "new"), "--bits", "16", "-q")[0] == 0
+
+
+def test_filter_hints_work_when_followed(store: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    code, _, stderr = run("filter", str(corpus), "-s", str(store), "--id-field", "id", "-o", str(tmp_path / "out"),
+                          "--members", str(tmp_path / "m.tsv"))
+    assert code == 1 and len(stderr.splitlines()) == 1
+    suggested = shlex.split(stderr.strip().split("write it with dedup ", 1)[1])
+    assert suggested == ["find", str(store), "--output", "members", "-o", str(tmp_path / "m.tsv")]
+    assert run(*suggested, "-q")[0] == 0
+    code, _, stderr = run("filter", str(corpus), "-s", str(store), "--id-field", "id", "-o", str(tmp_path / "out"),
+                          "--members", str(tmp_path / "m.tsv"), "-q")
+    assert code == 0, stderr
+    # an input the store never read: the hint signs it into that store, and filter then reads it
+    other = tmp_path / "other file.jsonl"
+    other.write_text(json.dumps({"id": "z", "text": TEXT}) + "\n")
+    code, _, stderr = run("filter", str(other), "-s", str(store), "--id-field", "id", "-o", str(tmp_path / "o.jsonl"))
+    assert code == 1
+    assert hinted(stderr) == ["sign", str(other), "-o", str(store), "--id-field", "id"]  # as the store's runs read
+    assert run(*hinted(stderr), "-q")[0] == 0
+    code, _, stderr = run("filter", str(other), "-s", str(store), "--id-field", "id", "-o", str(tmp_path / "o.jsonl"),
+                          "-q")
+    assert code == 0, stderr
