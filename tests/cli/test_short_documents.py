@@ -105,3 +105,27 @@ def test_a_store_signed_before_without_short_documents_gets_no_warning(tmp_path:
     assert run("sign", str(tmp_path / "long.txt"), "-o", str(old), "-q")[0] == 0
     code, _, stderr = run("find", str(old))
     assert code == 0 and "warning" not in stderr and "(0 with no shingle)" in stderr
+
+
+def test_a_single_file_store_of_the_first_format_is_read_with_the_old_rule(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+    from helpers import StoreWriter
+
+    from dedup_cli.engine.stages.sign import sign_batch
+    from dedup_cli.inputs.records import Document
+    from dedup_cli.params import SignatureParams
+
+    params = SignatureParams(short_documents="none")
+    texts = [FOUR_WORDS, FOUR_WORDS, LONG, LONG + " and a little more"]
+    documents = [Document(f"d{index}", f"d{index}", text, len(text), 0, 0) for index, text in enumerate(texts)]
+    path = tmp_path / "first.parquet"
+    with StoreWriter(path, params) as writer:
+        writer.write(sign_batch(documents, params))
+    table = pq.read_table(path)  # its footer as that version wrote it: no rule for short documents
+    header = json.loads(table.schema.metadata[b"dedup"])
+    del header["params"]["short_documents"]
+    pq.write_table(table.replace_schema_metadata({b"dedup": json.dumps(header).encode()}), path)
+    code, stdout, stderr = run("find", str(path))
+    assert code == 0 and json.loads(stdout)["members"] == ["d2", "d3"]
+    assert stderr.startswith("warning: 2 document(s) have no shingle and were not compared: ")
+    assert stderr.splitlines()[0].endswith("sign the corpus into a new store (dedup sign INPUT -o NEW)")
