@@ -7,7 +7,9 @@ math and stage modules raise plain ``ValueError`` for arguments no caller should
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 from collections.abc import Callable
 
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([a-z_]+)\}")
@@ -64,6 +66,31 @@ class InputError(DedupError):
 
 class StoreError(DedupError):
     """A signature store is missing, foreign, damaged or incompatible."""
+
+
+STORE_SUFFIX = "-sigs.parquet"
+
+
+def store_beside(path: str | os.PathLike[str]) -> str:
+    """A new store's name beside the corpus ``path``: ``corpus.parquet`` → ``corpus-sigs.parquet``, ``data.jsonl``
+    → ``data-sigs.parquet``, ``corpus/`` → ``corpus-sigs.parquet`` (the name without its last extension, in the
+    same directory), so that signing into it never overwrites the corpus."""
+    text = os.fspath(path).rstrip("/") or "corpus"
+    folder, name = os.path.split(text)
+    stem = name if name.startswith(".") else os.path.splitext(name)[0]
+    return os.path.join(folder, (stem or "corpus") + STORE_SUFFIX)
+
+
+class NotAStore(StoreError):
+    """A path given as a store holds something else (a corpus file or directory, maybe): ``problem`` says what;
+    the message adds how to sign its documents into a new store beside it (:func:`store_beside`) and name that
+    one, a hint that works when followed."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        self.problem = problem
+        store = shlex.quote(store_beside(path))
+        super().__init__(f"{problem}; if it holds documents, sign them into a store first "
+                         f"(dedup sign {shlex.quote(os.fspath(path))} -o {store}) and name that store")
 
 
 class DedupWarning(UserWarning):

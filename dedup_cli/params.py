@@ -18,7 +18,10 @@ from dedup_cli.options.vocabulary import (
     CHAR_TOKENISATION,
     DEFAULT_TOKENISATION,
     HALF_BIT,
+    LEGACY_SHORT_DOCUMENTS,
     LEGACY_TOKENISATION,
+    SHORT_DOCUMENT_RULES,
+    SHORT_DOCUMENTS,
     TEXT_UNIVERSE,
 )
 
@@ -49,6 +52,10 @@ class SignatureParams:
     # b = 1/2 stores (sign --bits 1/2): each of the ``num_perm`` stored 1-bit values is the XOR of the lowest bits
     # of permutations j and j + num_perm of 2·num_perm (Li & König 2010, Sec. 5.3). Such a store answers only b = 1/2.
     xor_pairs: bool = False
+    # A document with fewer tokens than ``shingle_size`` (but some): "whole", one shingle made of its whole token
+    # sequence (new stores); "none", no shingle, never compared (what a store whose metadata lacks this field was
+    # signed with: :mod:`dedup_cli.text.shingles`).
+    short_documents: str = SHORT_DOCUMENTS
 
     @classmethod
     def for_sets(cls, universe: int, num_perm: int = 256, bits: float = 8, seed: int = 1) -> SignatureParams:
@@ -66,10 +73,12 @@ class SignatureParams:
         Word tokens are found as ``options.tokenisation`` says, else as the store's were (``stored``: its
         parameters, when it exists and has word shingles), else as Unicode words.
         """
+        # A store keeps its rule for short documents (sets have none: w = 1), so that its documents stay comparable.
+        short = stored.short_documents if stored is not None else SHORT_DOCUMENTS
         if options.input.input_format == "sets":
             assert options.input.universe is not None  # InputOptions requires it
-            return cls.for_sets(options.input.universe, num_perm=options.num_perm, bits=float(options.bits),
-                                seed=options.seed)
+            return dataclasses.replace(cls.for_sets(options.input.universe, num_perm=options.num_perm,
+                                                    bits=float(options.bits), seed=options.seed), short_documents=short)
         tokenisation = options.tokenisation or ""  # empty: the unit's default
         if options.shingle_unit == "word" and options.tokenisation is None and stored is not None \
                 and stored.input_kind == "text" and stored.shingle_unit == "word":
@@ -78,7 +87,7 @@ class SignatureParams:
         return cls(num_perm=options.num_perm // 2 if xor else options.num_perm,
                    bits=1 if xor else int(float(options.bits)),
                    seed=options.seed, shingle_size=options.shingle_size, shingle_unit=options.shingle_unit,
-                   scheme=options.scheme, tokenisation=tokenisation, xor_pairs=xor)
+                   scheme=options.scheme, tokenisation=tokenisation, xor_pairs=xor, short_documents=short)
 
     def __post_init__(self) -> None:
         check_signature(self.num_perm, self.bits, self.seed, self.shingle_size, self.shingle_unit, self.scheme,
@@ -90,6 +99,8 @@ class SignatureParams:
                 CHAR_TOKENISATION if self.shingle_unit == "char" else DEFAULT_TOKENISATION)
             object.__setattr__(self, "tokenisation", default)
         check_tokenisation(self.tokenisation, self.shingle_unit, self.input_kind)
+        if self.short_documents not in SHORT_DOCUMENT_RULES:
+            raise ValueError(f"short_documents {self.short_documents!r}: use one of {', '.join(SHORT_DOCUMENT_RULES)}")
 
     @property
     def permutations(self) -> int:
@@ -117,8 +128,8 @@ class SignatureParams:
 
     @classmethod
     def from_dict(cls, fields: dict[str, Any]) -> SignatureParams:
-        """The parameters a manifest records; unknown names are refused, and a missing tokenisation is the one
-        stores had before it was recorded."""
+        """The parameters a manifest records; unknown names are refused, and a missing tokenisation (or rule for
+        short documents) is the one stores had before it was recorded."""
         known = {field.name for field in dataclasses.fields(cls)}
         unknown = set(fields) - known
         if unknown:
@@ -127,6 +138,8 @@ class SignatureParams:
             kind, unit = fields.get("input_kind", "text"), fields.get("shingle_unit", "word")
             fields = {**fields, "tokenisation": "none" if kind == "sets" else
                       CHAR_TOKENISATION if unit == "char" else LEGACY_TOKENISATION}
+        if "short_documents" not in fields:  # written before short documents had a shingle
+            fields = {**fields, "short_documents": LEGACY_SHORT_DOCUMENTS}
         return cls(**fields)
 
     def differences(self, other: SignatureParams) -> list[str]:

@@ -43,7 +43,7 @@ def exact_sets(store: StoredSignatures, rows: np.ndarray) -> list[np.ndarray | N
                                else reread_documents(locations, hashes))
     readable = [index for index, text in enumerate(texts) if text is not None]
     shingles, offsets = batch_shingles([text for text in texts if text is not None], params.shingle_size,
-                                       params.shingle_unit, params.tokenisation)
+                                       params.shingle_unit, params.tokenisation, params.short_documents)
     sets: list[np.ndarray | None] = [None] * len(texts)
     for place, index in enumerate(readable):
         sets[index] = shingles[offsets[place] : offsets[place + 1]]

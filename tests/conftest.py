@@ -23,7 +23,7 @@ def bible_dir() -> Path:
 
 @pytest.fixture
 def small_corpus(tmp_path: Path) -> Path:
-    """Three near-identical documents, one unrelated, one empty, one too short to shingle, one binary."""
+    """Three near-identical documents, one unrelated, one empty, one shorter than a shingle, one binary."""
     base = " ".join(f"word{i}" for i in range(200))
     corpus = tmp_path / "corpus"
     (corpus / "sub").mkdir(parents=True)

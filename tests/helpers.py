@@ -7,6 +7,7 @@ import csv
 import fcntl
 import io
 import itertools
+import json
 import os
 import pty
 import re
@@ -40,8 +41,9 @@ from dedup_cli.inputs.reread import reread_documents, reread_group
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch, batch_table, store_schema
+from dedup_cli.store.manifest import MANIFEST_NAME
 from dedup_cli.store.snapshot import DocumentIndex
-from dedup_cli.store.store import open_store
+from dedup_cli.store.store import create_store, open_store
 from dedup_cli.text import scripts
 from dedup_cli.text.normalise import check_unit, fold
 from dedup_cli.text.shingles import _window_hashes, batch_shingles
@@ -109,9 +111,10 @@ def shingle_hashes(tokens: np.ndarray, size: int) -> np.ndarray:
     return sorted_unique(_window_hashes(tokens, size))
 
 
-def document_shingles(text: str, size: int, unit: str, tokenisation: str | None = None) -> np.ndarray:
+def document_shingles(text: str, size: int, unit: str, tokenisation: str | None = None,
+                      short_documents: str = "whole") -> np.ndarray:
     """The shingle set of one raw document text, batched alone: uint64[f], sorted, distinct."""
-    return batch_shingles([text], size, unit, tokenisation)[0]
+    return batch_shingles([text], size, unit, tokenisation, short_documents)[0]
 
 
 def read_corpus(path: str | Path) -> list[Document]:
@@ -198,6 +201,22 @@ class StoreWriter:
         finally:
             if self.temp_path.exists():
                 self.temp_path.unlink()
+
+
+def create_store_signed_before_short_documents(path: str | os.PathLike[str], **params: Any) -> None:
+    """An empty store as dedup made them before documents of fewer tokens than w had a shingle (the rule
+    ``none``): runs signed into it keep that rule. Make it look written by that version with
+    :func:`forget_short_document_rule` after signing."""
+    create_store(path, SignatureParams(short_documents="none", **params))
+    forget_short_document_rule(path)
+
+
+def forget_short_document_rule(path: str | os.PathLike[str]) -> None:
+    """Drop ``short_documents`` from the manifest's parameters, as stores of that version recorded them."""
+    manifest = Path(path) / MANIFEST_NAME
+    document = json.loads(manifest.read_text())
+    assert document["params"].pop("short_documents") == "none"
+    manifest.write_text(json.dumps(document))
 
 
 def compact(path: str | os.PathLike[str], lock_timeout: float | None = 0.0) -> bool:

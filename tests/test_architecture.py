@@ -205,7 +205,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("the public API", [["__init__"]]),
     ("cli: the command line, and how it words and writes what the API returns", [
         ["cli.writers", "cli.removed", "cli.eval_report", "cli.plan_report", "cli.summaries", "cli.pandas_hidden",
-         "cli.blas_threads"],
+         "cli.blas_threads", "cli.store_option"],
         ["cli.common"],
         ["cli.sign", "cli.find", "cli.filter", "cli.estimate", "cli.eval", "cli.plan", "cli.info"],
         ["cli.main"], ["__main__"],

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from shlex import quote
 from typing import Any
 
 import numpy as np
@@ -90,7 +91,7 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | No
         bits = options.check_store(ids, params.stored_bits, path)
         named, missing = opened.read_documents(ids)
         if missing:
-            raise UsageError(f"no document {missing[0]!r} in {path}; list ids with: dedup find --output pairs")
+            raise UsageError(f"no document {missing[0]!r} in {path}; list its ids with: dedup info {quote(path)} --ids")
     rows = np.arange(len(ids), dtype=np.int64)
     values = named.values(bits)
     counts = named.shingle_counts

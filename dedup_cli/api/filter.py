@@ -17,13 +17,14 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from shlex import quote
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from dedup_cli.api.find import find, open_reference
 from dedup_cli.api.sign import SignReport, sign
-from dedup_cli.atomic_files import open_output, output_directory, path_kind, remove_others
+from dedup_cli.atomic_files import OutputStream, open_output, output_directory, path_kind, remove_others
 from dedup_cli.corpus.layout import MARKER, Layout, plan_layout, write_marker
 from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.engine.engines import Engine, check_sources, engine_for
@@ -118,8 +119,10 @@ def reading_options(store: Store, given: InputOptions) -> InputOptions:
     return dataclasses.replace(given, universe=universe, **chosen)
 
 
-def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[Source]) -> list[bool]:
-    """Whether the store read each source; a named input it never read (no file under it) is an error."""
+def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[Source],
+            reading: InputOptions) -> list[bool]:
+    """Whether the store read each source; a named input it never read (no file under it) is an error, whose hint
+    signs it as ``reading`` says (the store's runs read their inputs so), so that filter then finds it."""
     files = store.source_files()
     signed = [(STDIN if source.path == STDIN else location_path(source.path)) in files for source in sources]
     for name in inputs:
@@ -127,8 +130,12 @@ def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[So
         if not any(known and (source.path == absolute or source.path.startswith(absolute.rstrip(os.sep) + os.sep))
                    for source, known in zip(sources, signed, strict=True)):
             shown = "stdin" if name == STDIN else display_name(name)
-            raise InputError(f"input {shown} was never signed into {path}; sign it first (dedup sign {name} -o "
-                             f"{path}), or name the store it was signed into")
+            defaults = InputOptions()
+            flags = "".join(f" {{{option}}} {literal(quote(str(getattr(reading, option))))}"
+                            for option in READING_OPTIONS if getattr(reading, option) != getattr(defaults, option))
+            raise InputError(f"input {literal(shown)} was never signed into {literal(path)}; sign it first (dedup sign "
+                             f"{literal(quote(name))} -o {literal(quote(path))}{flags}), or name the store it was "
+                             "signed into", options=True)
     return signed
 
 
@@ -197,7 +204,8 @@ def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], de
                                                 progress))
 
     if layout.out == STDIN:
-        out = stdout if stdout is not None else sys.stdout.buffer
+        # Its write errors (a reader gone away: EPIPE) are the output's, never an input's that was being read.
+        out: Any = OutputStream(stdout if stdout is not None else sys.stdout.buffer, "stdout")
         each([out] * len(sources))
         out.flush()
         return total
@@ -268,7 +276,7 @@ def filter(
     elif (kind := path_kind(options.members)) in (None, "directory"):
         problem = "does not exist" if kind is None else "is a directory"
         raise InputError(f"{{members}} {literal(options.members)} {problem}; write it with dedup find "
-                         "--output members", options=True)
+                         f"{literal(quote(path))} --output members -o {literal(quote(options.members))}", options=True)
     report = FilterReport(store=path, out=os.fspath(out), against=options.find.against, annotated=options.annotate,
                           signed=signing)
     stream = stdin if stdin is not None else sys.stdin.buffer
@@ -278,7 +286,7 @@ def filter(
         raise InputError(f"cannot read {where}: {reason}; nothing was written")
     check_sources(options.find.engine, sources)
     layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
-    signed = _signed(opened, path, inputs, sources)
+    signed = _signed(opened, path, inputs, sources, reading)
     if options.annotate and not any(source.format in ("jsonl", "csv", "tsv", "parquet") for source in sources):
         raise UsageError("{annotate} adds fields to JSON Lines, CSV and TSV records and Parquet rows; these inputs "
                          "hold none",

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from pathlib import Path
 
 from dedup_cli.engine.engines import engine_for
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.results import FindResult
-from dedup_cli.errors import OptionError, UsageError
+from dedup_cli.errors import DedupWarning, OptionError, UsageError
 from dedup_cli.options.checks import literal
 from dedup_cli.options.finding import FindOptions
-from dedup_cli.options.vocabulary import default_store
+from dedup_cli.options.vocabulary import LEGACY_SHORT_DOCUMENTS, default_store
 from dedup_cli.store.store import Store, open_store
 
 
@@ -52,7 +53,22 @@ def find(store: str | os.PathLike[str] | None = None, options: FindOptions | Non
     if options.verify != "none":
         _set_stdin_documents(result, opened)
     result.seconds = time.perf_counter() - started
+    _warn_of_short_documents(opened, result)
     return result
+
+
+def _warn_of_short_documents(store: Store, result: FindResult) -> None:
+    """A store signed before short documents had a shingle (its rule ``none``) cannot compare them: say how many
+    documents went uncompared and how to compare them (a new store records the rule ``whole``)."""
+    params = store.params
+    uncompared = result.document_count - result.eligible
+    if params.short_documents != LEGACY_SHORT_DOCUMENTS or params.input_kind != "text" or uncompared == 0:
+        return
+    unit = "words" if params.shingle_unit == "word" else "characters"
+    warnings.warn(f"{uncompared} document(s) have no shingle and were not compared: {store.path} was signed before "
+                  f"documents of fewer than {params.shingle_size} {unit} had one, so identical short documents "
+                  "are not found; to compare them, sign the corpus into a new store (dedup sign INPUT -o NEW)",
+                  DedupWarning, stacklevel=3)
 
 
 def open_reference(store: Store, against: str) -> Store:

@@ -9,6 +9,7 @@ import click
 
 from dedup_cli.cli.common import ESTIMATOR_BITS, echo_output, out_option, reports_errors
 from dedup_cli.cli.pandas_hidden import pandas_hidden
+from dedup_cli.cli.store_option import chosen_store
 from dedup_cli.options.finding import EstimateOptions
 from dedup_cli.options.vocabulary import DEFAULT_STORE, STORE_VARIABLE
 
@@ -41,6 +42,8 @@ def estimate(arguments: tuple[str, ...], store: str | None, fmt: str, out: str |
     from dedup_cli.api.estimate import store_and_ids
     from dedup_cli.cli.summaries import estimate_lines
 
+    if store is not None and len(arguments) == 4:  # STORE ID ID ID and --store: one store, named twice
+        store, arguments = chosen_store(arguments[0], store), arguments[1:]
     store, ids = store_and_ids(store, arguments)
     with pandas_hidden():  # signatures and re-read documents never need pandas (dedup_cli.cli.pandas_hidden)
         record = api.estimate(ids, store, EstimateOptions(**given)).record()

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from dedup_cli.cli.common import ESTIMATOR_BITS, StageBars, echo_output, jobs_option, out_option, reports_errors, say
+from dedup_cli.cli.store_option import chosen_store, store_option
 from dedup_cli.options.evaluating import MAX_SAMPLE, MIN_SAMPLE, EvalOptions
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.vocabulary import MAX_SEED, default_store
@@ -15,6 +16,7 @@ from dedup_cli.options.vocabulary import MAX_SEED, default_store
 
 @click.command("eval")
 @click.argument("store", type=click.Path(path_type=str), required=False)
+@store_option
 @click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=FindOptions.threshold,
               help="The R0 of the find to judge.")
 @click.option("--bits", "-b", type=ESTIMATOR_BITS, default=FindOptions.bits,
@@ -37,8 +39,8 @@ from dedup_cli.options.vocabulary import MAX_SEED, default_store
 @jobs_option
 @click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
 @reports_errors
-def evaluate(store: str | None, sample: int, seed: int, truth: str | None, plot: str | None, fmt: str,
-             out: str | None, quiet: bool, **given: Any) -> None:
+def evaluate(store: str | None, store_named: str | None, sample: int, seed: int, truth: str | None,
+             plot: str | None, fmt: str, out: str | None, quiet: bool, **given: Any) -> None:
     """Measure how accurate find is on this store, from a sample of pairs re-read exactly.
 
     Draws --sample pairs stratified by their estimate (candidates of every band of R̂, random pairs
@@ -60,7 +62,7 @@ def evaluate(store: str | None, sample: int, seed: int, truth: str | None, plot:
 
         require_matplotlib()  # before the work, not after it
     with StageBars(quiet) as stages:
-        result = api.evaluate(default_store(store), options, stages)
+        result = api.evaluate(default_store(chosen_store(store, store_named)), options, stages)
         if plot is not None:
             stages.stage("drawing the plot", None)
             api.plot_evaluation(result, plot)

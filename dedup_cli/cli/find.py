@@ -22,6 +22,7 @@ from dedup_cli.cli.common import (
     write_records,
 )
 from dedup_cli.cli.pandas_hidden import pandas_hidden
+from dedup_cli.cli.store_option import chosen_store, store_option
 from dedup_cli.errors import UsageError
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.vocabulary import OUTPUT_FORMATS, OUTPUT_KINDS, default_store
@@ -29,6 +30,7 @@ from dedup_cli.options.vocabulary import OUTPUT_FORMATS, OUTPUT_KINDS, default_s
 
 @click.command()
 @click.argument("store", type=click.Path(path_type=str), required=False)
+@store_option
 @find_options
 @click.option("--output", "kind", type=click.Choice(OUTPUT_KINDS), default="groups", help="What to print.")
 @click.option("--format", "fmt", type=click.Choice(OUTPUT_FORMATS), default="jsonl", help="Output format.")
@@ -45,11 +47,11 @@ from dedup_cli.options.vocabulary import OUTPUT_FORMATS, OUTPUT_KINDS, default_s
 @click.option("-v", "--verbose", is_flag=True, help="A second summary line: the store, its runs and the banding.")
 @engine_options
 @reports_errors
-def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | None, no_header: bool,
-         fail_on_duplicates: bool, quiet: bool, verbose: bool, **given: Any) -> None:
+def find(store: str | None, store_named: str | None, group_method: str, kind: str, fmt: str, out: str | None,
+         no_header: bool, fail_on_duplicates: bool, quiet: bool, verbose: bool, **given: Any) -> None:
     """Report near-duplicate groups, pairs, triples or members in a signature store.
 
-    STORE defaults to $DEDUP_STORE, else ./dedup.parquet.
+    STORE (or --store) defaults to $DEDUP_STORE, else ./dedup.parquet.
 
     \b
     Example:
@@ -66,7 +68,7 @@ def find(store: str | None, group_method: str, kind: str, fmt: str, out: str | N
         raise UsageError("--output triples needs --ways 3")
     engine = engine_of(given)
     options = FindOptions(group=group_method, engine=engine, **given)
-    store = default_store(store)
+    store = default_store(chosen_store(store, store_named))
     with StageBars(quiet) as stages:
         with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.cli.pandas_hidden)
             result = api.find(store, options, stages)

@@ -30,11 +30,11 @@ from numba import njit
 from dedup_cli.kernel import tables
 from dedup_cli.kernel.cache import record_compiled
 from dedup_cli.kernel.primitives import MAX_UINT64, grown
-from dedup_cli.kernel.sketch import add_shingles, finish_document
+from dedup_cli.kernel.sketch import add_shingles, add_whole_document, finish_document
 from dedup_cli.kernel.tokenise import WORD, character_tokens, start_document, word_tokens
 from dedup_cli.params import SignatureParams
 
-KERNEL_SOURCES = "primitives.py sketch.py tokenise.py sha256:de84b367a24d4815"
+KERNEL_SOURCES = "primitives.py sketch.py tokenise.py sha256:6cd193797cc7fd23"
 """The files compiled into :func:`sign_documents` and the first 16 hex digits of the SHA-256 of their bytes,
 joined in this order; change it whenever they change, so that numba drops its cached code."""
 
@@ -42,14 +42,15 @@ TOKENS_PER_BLOCK = 512  # token hashes handed from the tokeniser to the shingle 
 
 
 @njit(cache=True, nogil=True)
-def sign_documents(buffer, offsets, ascii_documents, words, shingle_size, bits, classes, fold, expansions, constants,
-                   oph, key, salts, bin_order, bin_rank, round_keys, half_bits, multipliers, increments,
+def sign_documents(buffer, offsets, ascii_documents, words, shingle_size, whole_short, bits, classes, fold, expansions,
+                   constants, oph, key, salts, bin_order, bin_rank, round_keys, half_bits, multipliers, increments,
                    shingle_counts, signatures):
     """Sign documents d = 0 … n − 1, ``buffer[offsets[d]:offsets[d + 1]]`` (NFKC-normalised UTF-8), by word
     (``words``) or character w-shingles, into ``shingle_counts`` (int64[n], f) and the zeroed ``signatures``
-    (uint8[n, ⌈k·b/8⌉]). ``ascii_documents`` (bool[n]) says which documents have no byte ≥ 0x80. The other
-    arrays are those of :func:`dedup_cli.kernel.tables.code_point_tables`, ``hash_constants`` and
-    ``scheme_tables``."""
+    (uint8[n, ⌈k·b/8⌉]). ``ascii_documents`` (bool[n]) says which documents have no byte ≥ 0x80; ``whole_short``,
+    whether a document of fewer tokens than w (but some) has one shingle, its whole token sequence (the rule
+    ``whole``). The other arrays are those of :func:`dedup_cli.kernel.tables.code_point_tables`,
+    ``hash_constants`` and ``scheme_tables``."""
     mix = (constants[0], constants[1], constants[2], constants[3], constants[4])
     chunk_start, chunk_multiplier = constants[5], constants[6]
     position_multiplier, char_offset = constants[7], constants[8]
@@ -115,6 +116,8 @@ def sign_documents(buffer, offsets, ascii_documents, words, shingle_size, bits, 
                 break
         if hash_set.size > table.size:
             table = hash_set  # keep the grown set for the next long document
+        if whole_short and 0 < seen < shingle_size:
+            distinct = add_whole_document(combined, minima, filled, oph, oph_key, multipliers, increments, mix)
         shingle_counts[document] = distinct
         finish_document(distinct, minima, filled, oph, salts, bin_order, bin_rank, round_keys, half_bits, bits, mix,
                         values, bins, best_rank, source, signatures[document])
@@ -219,8 +222,9 @@ def sign_encoded(buffer: bytes | memoryview, offsets: np.ndarray, params: Signat
     shingle_counts = np.zeros(num_docs, dtype=np.int64)
     signatures = np.zeros((num_docs, params.signature_bytes), dtype=np.uint8)
     kernel: Any = sign_documents  # a numba dispatcher, called with the compiled function's arguments
-    kernel(data, offsets, ascii_documents, words, params.shingle_size, params.bits, classes,
-           fold, expansions, tables.hash_constants(), params.scheme == "oph", *scheme, shingle_counts, signatures)
+    whole_short = params.short_documents == "whole"
+    kernel(data, offsets, ascii_documents, words, params.shingle_size, whole_short, params.bits, classes, fold,
+           expansions, tables.hash_constants(), params.scheme == "oph", *scheme, shingle_counts, signatures)
     return shingle_counts, signatures
 
 

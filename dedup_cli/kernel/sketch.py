@@ -82,6 +82,23 @@ def add_shingles(tokens, position, count, ring, width, power, position_multiplie
 
 
 @njit
+def add_whole_document(combined, minima, filled, oph, oph_key, multipliers, increments, mix):
+    """The one shingle of a document of fewer tokens than w (but some), under the rule ``whole``: its whole token
+    sequence, S = Σ_j t_j·P^(n−1−j) as :func:`add_shingles` left it (the ring's zeros took no part), mixed as any
+    shingle; the set and sketch are empty before it. Returns the distinct shingles: 1."""
+    shingle = mix64(combined, mix)
+    if oph:
+        hashed = mix64(shingle ^ oph_key, mix)
+        bin_index = ((hashed >> np.uint64(32)) * np.uint64(minima.size)) >> np.uint64(32)
+        minima[bin_index] = hashed
+        filled[bin_index] = True
+    else:
+        for j in range(minima.size):
+            minima[j] = multipliers[j] * shingle + increments[j]
+    return 1
+
+
+@njit
 def densify(minima, filled, bins, best_rank, source, bin_order, bin_rank, round_keys, half_bits, rank_below, mix):
     """Give each empty bin the minimum of the filled bin that comes first in its seeded order.
 

@@ -127,12 +127,13 @@ def check_bits(bits: float, stored_bits: float, stored_in: str | None = None) ->
                           "{bits} 1/2 alone; use {bits} 1/2, or whole {stored_bits}")
     if stored_bits == HALF_BIT:
         raise OptionError("bits", bits, f"{{bits}} {bits}: {literal(stored_in)} holds only XOR bits (signed with "
-                          "{bits} 1/2), which answer {bits} 1/2 alone; use {bits} 1/2, or sign again with whole bits")
+                          "{bits} 1/2), which answer {bits} 1/2 alone; use {bits} 1/2, or sign again with whole bits "
+                          "into a new store")
     if stored_in is None:
         raise OptionError("bits", bits, f"{{bits}} {bits} exceeds {{stored_bits}} {stored_bits}; use {{bits}} 1 to "
                           f"{stored_bits}, or sign with {{bits}} {bits} or more")
     raise OptionError("bits", bits, f"{{bits}} {bits} exceeds the {stored_bits} bits stored in {literal(stored_in)}; "
-                      f"use {{bits}} 1 to {stored_bits}, or re-sign with {{bits}} {bits} or more")
+                      f"use {{bits}} 1 to {stored_bits}, or re-sign with {{bits}} {bits} or more into a new store")
 
 
 def check_three_way_bits(bits: float, name: str = "ways") -> None:

@@ -15,6 +15,12 @@ WORD_TOKENISATIONS = ("unicode-words", "w-runs")
 DEFAULT_TOKENISATION = "unicode-words"  # for new stores
 LEGACY_TOKENISATION = "w-runs"  # what a store whose metadata names no tokenisation was signed with
 CHAR_TOKENISATION = "code-points"
+# A document with fewer tokens than w (but at least one): "whole" gives it one shingle, its whole token sequence
+# (so identical short documents have resemblance 1), for new stores; "none" gives it no shingle (never compared),
+# what a store whose metadata names no rule was signed with.
+SHORT_DOCUMENT_RULES = ("whole", "none")
+SHORT_DOCUMENTS = "whole"
+LEGACY_SHORT_DOCUMENTS = "none"
 # "kperm": k independent hash functions (Li & König 2010); "oph": one permutation split into k bins, densified
 # (Li, Owen & Zhang 2012; Shrivastava 2017).
 SIGNATURE_SCHEMES = ("kperm", "oph")

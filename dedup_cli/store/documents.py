@@ -92,7 +92,7 @@ def _read(file: _File, group: int, columns: Sequence[str], path: Folder) -> pa.T
     try:
         table = file.handle.read_row_group(group, columns=stored, use_threads=False)
     except (pa.ArrowException, OSError, KeyError) as error:
-        raise StoreError(f"{path} is damaged ({one_line(error)}); sign the corpus again") from error
+        raise StoreError(f"{path} is damaged ({one_line(error)}); sign the corpus again into a new store") from error
     if file.legacy and "run" in columns:
         table = table.append_column("run", int64_array(np.zeros(table.num_rows, np.int64)))
     return table.replace_schema_metadata(None)

@@ -20,7 +20,7 @@ import numpy.ma  # noqa: F401 - pa.array(ndarray) imports it at first use; a Ctr
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_cli.errors import StoreError
+from dedup_cli.errors import NotAStore, StoreError
 from dedup_cli.params import SignatureParams
 from dedup_cli.version import __version__
 
@@ -121,12 +121,13 @@ def one_line(error: BaseException) -> str:
 
 def parse_metadata(path: object, metadata: dict[bytes, bytes] | None) -> tuple[int, SignatureParams]:
     if not metadata or METADATA_KEY not in metadata:
-        raise StoreError(f"{path} is a Parquet file but not a dedup store; create one with: dedup sign INPUT -o {path}")
+        raise NotAStore(str(path), f"{path} is a Parquet file but not a dedup store")
     try:
         header: dict[str, Any] = json.loads(metadata[METADATA_KEY])
         version = int(header["format_version"])
     except (ValueError, KeyError, TypeError) as error:
-        raise StoreError(f"{path} has damaged dedup metadata ({error}); sign the corpus again") from error
+        raise StoreError(f"{path} has damaged dedup metadata ({error}); sign the corpus again into a new "
+                         "store") from error
     if version > FORMAT_VERSION:
         raise StoreError(
             f"{path} uses store format {version}, newer than this dedup ({__version__}) reads "
@@ -135,7 +136,8 @@ def parse_metadata(path: object, metadata: dict[bytes, bytes] | None) -> tuple[i
     try:
         return version, SignatureParams.from_dict(header["params"])
     except (ValueError, KeyError, TypeError) as error:
-        raise StoreError(f"{path} has damaged dedup metadata ({error}); sign the corpus again") from error
+        raise StoreError(f"{path} has damaged dedup metadata ({error}); sign the corpus again into a new "
+                         "store") from error
 
 
 def open_parquet(path: Path) -> pq.ParquetFile:
@@ -143,9 +145,19 @@ def open_parquet(path: Path) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(path, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as error:
-        raise StoreError(
-            f"{path} is not a readable Parquet file ({one_line(error)}); pass a store written by dedup sign"
-        ) from error
+        problem = f"{path} is not a readable Parquet file ({one_line(error)})"
+        if not _parquet_magic(path):  # not a damaged store: another kind of file, maybe a corpus
+            raise NotAStore(path, problem) from error
+        raise StoreError(f"{problem}; pass a store written by dedup sign") from error
+
+
+def _parquet_magic(path: Path) -> bool:
+    """Whether the file begins as every Parquet file does (``PAR1``)."""
+    try:
+        with open(path, "rb") as stream:
+            return stream.read(4) == b"PAR1"
+    except OSError:
+        return False
 
 
 def column_problem(schema: pa.Schema, removal: bool = False, legacy: bool = False) -> str | None:
@@ -204,7 +216,8 @@ def packed_signatures(column: pa.ChunkedArray | pa.Array, params: SignatureParam
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if column.type != pa.binary(params.signature_bytes):
-        raise StoreError(f"{path}: signature column does not match its parameters; sign the corpus again")
+        raise StoreError(f"{path}: signature column does not match its parameters; sign the corpus again into a "
+                         "new store")
     width = params.signature_bytes
     if len(column) == 0:
         return np.empty((0, width), dtype=np.uint8)

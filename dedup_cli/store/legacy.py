@@ -19,7 +19,7 @@ def read_legacy_table(path: Path, columns: Sequence[str]) -> pa.Table:
     try:
         table = open_parquet(path).read(columns=stored)
     except (pa.ArrowException, OSError) as error:
-        raise StoreError(f"{path} is damaged ({one_line(error)}); sign the corpus again") from error
+        raise StoreError(f"{path} is damaged ({one_line(error)}); sign the corpus again into a new store") from error
     if "run" in columns:
         table = table.append_column("run", pa.array(np.zeros(table.num_rows, dtype=np.int64)))
     return table

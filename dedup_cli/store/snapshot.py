@@ -174,7 +174,8 @@ def read_files(path: Folder, names: Sequence[str], columns: Sequence[str], schem
     try:
         return pa.concat_tables([table.replace_schema_metadata(None) for table in tables])
     except pa.ArrowInvalid as error:
-        raise StoreError(f"{path} is damaged (parts disagree: {one_line(error)}); sign the corpus again") from error
+        raise StoreError(f"{path} is damaged (parts disagree: {one_line(error)}); sign the corpus again into a "
+                         "new store") from error
 
 
 def read_snapshot(path: Folder, manifest: Manifest, columns: Sequence[str]) -> tuple[pa.Table, np.ndarray]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from dedup_cli.atomic_files import path_kind
-from dedup_cli.errors import StoreError, UsageError
+from dedup_cli.errors import NotAStore, StoreError, UsageError, store_beside
 from dedup_cli.inputs.locations import infer_id_root
 from dedup_cli.objectstore.objects import ConditionFailed, require_s3
 from dedup_cli.objectstore.urls import ObjectPath, is_url
@@ -228,6 +228,14 @@ class Store:
         # Indexed in numpy: ChunkedArray.take would import pyarrow.compute (30-50 ms) for ``dedup info`` alone.
         return table.column("shingle_count").to_numpy().astype(np.int64, copy=False)[keep]
 
+    def live_ids(self, batch: int = 1 << 16) -> Iterator[list[str]]:
+        """The live documents' ids in id order (the order every reader of the store sees), ``batch`` at a time:
+        only the Arrow ``id`` column is held, never a Python string per document (10^7 ids stream)."""
+        table, keep = self._live(["id"])
+        ids = table.column("id")
+        for start in range(0, keep.size, batch):
+            yield ids.take(pa.array(keep[start:start + batch], pa.int64())).to_pylist()
+
     def read_documents(self, ids: Sequence[str]) -> tuple[StoredSignatures, list[str]]:
         """The live documents named by ``ids``, in that order, and the ids that are not stored.
 
@@ -362,7 +370,13 @@ def open_store(path: str | os.PathLike[str] | ObjectPath) -> Store:
     path = Path(path)
     kind = path_kind(path)
     if kind == "directory":
-        data, version = read_manifest_version(path)
+        try:
+            data, version = read_manifest_version(path)
+        except StoreError:
+            if not any(not is_ours(name) for name in names(path)):
+                raise  # an empty directory, or a store that lost its manifest
+            # a directory of other files: maybe the corpus itself, named where its store belongs
+            raise NotAStore(path, f"store {path} is a directory without a dedup manifest ({MANIFEST_NAME})") from None
         manifest = Manifest.from_json(path, data)
         return Store(path, FORMAT_VERSION, manifest.params, manifest)
     if kind is None:
@@ -375,7 +389,8 @@ def open_store(path: str | os.PathLike[str] | ObjectPath) -> Store:
         raise StoreError(f"{path} is one part of a directory store; pass the directory {path.parent}")
     problem = column_problem(parquet.schema_arrow, legacy=True)
     if problem is not None:
-        raise StoreError(f"{path} is damaged (not a file dedup wrote: {problem}); sign the corpus again")
+        raise StoreError(f"{path} is damaged (not a file dedup wrote: {problem}); sign the corpus again into a "
+                         "new store")
     return Store(path, legacy_version, params, None, legacy_rows=parquet.metadata.num_rows)  # format 1: local only
 
 
@@ -401,6 +416,9 @@ def create_store(path: str | os.PathLike[str], params: SignatureParams, exist_ok
     if path.exists() and not path.is_dir():
         try:
             existing = open_store(path)
+        except NotAStore as error:  # its hint would sign the file into another store: not what was asked
+            raise StoreError(f"refusing to overwrite {path}: {error.problem}; choose another path for the store, "
+                             f"e.g. {store_beside(path)}") from None
         except StoreError as error:
             raise StoreError(f"refusing to overwrite {path}: {error}") from None
         if exist_ok:

@@ -112,7 +112,8 @@ def _piece_table(piece: StorePiece, columns: Sequence[str]) -> pa.Table:
     try:
         return parquet.read_row_groups(list(piece.row_groups), columns=list(columns), use_threads=False)
     except (pa.ArrowException, OSError, KeyError) as error:
-        raise StoreError(f"{folder} is damaged ({name}: {one_line(error)}); sign the corpus again") from error
+        raise StoreError(f"{folder} is damaged ({name}: {one_line(error)}); sign the corpus again into a new "
+                         "store") from error
     finally:
         parquet.close()
 

@@ -8,6 +8,12 @@ Batching never changes a result: the same text gives the same shingles whatever 
 document longer than ``_SLICE_CHARS`` is cut into pieces just before a space or newline (a cut that neither
 NFKC nor case folding can see across, and no word spans), with the last w − 1 token hashes of one piece
 carried into the next.
+
+A document with fewer tokens than w (but at least one) has, under the rule ``whole`` that new stores record, one
+shingle: its whole token sequence, hashed as a window of that many tokens (mix64(Σ_j t_j·P^(n−1−j)), n < w), so
+identical short documents have resemblance 1 and a short document's shingle is never one of a longer document's
+w-token windows (those would need a token hash of 0 in front). Under the rule ``none`` (stores signed before it)
+such a document has no shingle and is never compared. A document with no token has no shingle either way.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from dedup_cli.array_primitives import first_of_runs, mix64_inplace, sorted_unique
-from dedup_cli.options.vocabulary import CHAR_TOKENISATION, DEFAULT_TOKENISATION
+from dedup_cli.options.vocabulary import CHAR_TOKENISATION, DEFAULT_TOKENISATION, SHORT_DOCUMENTS
 from dedup_cli.text.normalise import check_unit
 from dedup_cli.text.tokens import char_hashes, check_tokenisation, token_streams
 
@@ -43,17 +49,51 @@ def _window_hashes(tokens: np.ndarray, size: int) -> np.ndarray:
     return mix64_inplace(combined)
 
 
-def _shingle_sets(tokens: np.ndarray, offsets: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+def _whole_stream_hashes(tokens: np.ndarray, starts: np.ndarray, lengths: np.ndarray, size: int) -> np.ndarray:
+    """uint64[n_streams]: each short stream (0 < length < ``size``) hashed whole, as :func:`_window_hashes`
+    hashes a window of its length; a column of the streams at a time, never a loop over them."""
+    combined = np.zeros(starts.size, dtype=np.uint64)
+    for offset in range(min(size - 1, int(lengths.max(initial=0)))):
+        active = lengths > offset
+        combined[active] = combined[active] * _POSITION_MULTIPLIER + tokens[starts[active] + offset]
+    return mix64_inplace(combined)
+
+
+def _with_short_streams(shingles: np.ndarray, counts: np.ndarray, tokens: np.ndarray, offsets: np.ndarray,
+                        size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The shingle sets with each short stream's one shingle (its whole token sequence) put in its place."""
+    lengths = np.diff(offsets)
+    short = np.flatnonzero((lengths > 0) & (lengths < size))
+    if short.size == 0:
+        return shingles, counts
+    whole = _whole_stream_hashes(tokens, offsets[short], lengths[short], size)
+    before = np.concatenate([[0], np.cumsum(counts)])[short]  # where each short stream's (empty) set begins
+    counts = counts.copy()
+    counts[short] = 1
+    return np.insert(shingles, before, whole), counts
+
+
+def _shingle_sets(tokens: np.ndarray, offsets: np.ndarray, size: int,
+                  short_documents: str = SHORT_DOCUMENTS) -> tuple[np.ndarray, np.ndarray]:
     """Shingle sets of several token streams stored end to end.
 
     Args:
         tokens: uint64[n_tokens], stream s owning ``tokens[offsets[s]:offsets[s + 1]]``.
         offsets: int64[n_streams + 1].
         size: w.
+        short_documents: ``whole`` (a stream of 0 < n < w tokens has one shingle, itself) or ``none``.
 
     Returns:
         (uint64[n_shingles] sorted-unique within each stream, int64[n_streams] their counts).
     """
+    shingles, counts = _window_sets(tokens, offsets, size)
+    if short_documents == "whole" and size > 1:
+        return _with_short_streams(shingles, counts, tokens, offsets, size)
+    return shingles, counts
+
+
+def _window_sets(tokens: np.ndarray, offsets: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The w-token windows of each stream (:func:`_shingle_sets`), sorted-unique within each, and their counts."""
     windows = _window_hashes(tokens, size)
     per_stream = np.maximum(np.diff(offsets) - size + 1, 0)
     if windows.size == 0:
@@ -96,7 +136,8 @@ def _pieces(text: str) -> Iterator[str]:
     yield text[start:]
 
 
-def _long_document_shingles(text: str, size: int, unit: str, tokenisation: str) -> np.ndarray:
+def _long_document_shingles(text: str, size: int, unit: str, tokenisation: str,
+                            short_documents: str = SHORT_DOCUMENTS) -> np.ndarray:
     """The shingle set of one long text, a piece at a time with w − 1 token hashes of overlap.
 
     Memory: one piece's temporaries (about 20 bytes per byte of a piece), then twice 8 bytes per distinct
@@ -117,12 +158,14 @@ def _long_document_shingles(text: str, size: int, unit: str, tokenisation: str) 
         carry = stream[stream.size - min(stream.size, size - 1) :]
     merged = np.concatenate(parts)
     parts.clear()
+    if merged.size == 0 and 0 < carry.size < size and short_documents == "whole":
+        return _window_hashes(carry, carry.size)  # fewer than w tokens in all: the carry holds them all
     merged.sort()
     return merged[first_of_runs(merged)]
 
 
-def batch_shingles(texts: Sequence[str], size: int, unit: str,
-                   tokenisation: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def batch_shingles(texts: Sequence[str], size: int, unit: str, tokenisation: str | None = None,
+                   short_documents: str = SHORT_DOCUMENTS) -> tuple[np.ndarray, np.ndarray]:
     """The shingle sets of many raw document texts at once.
 
     Args:
@@ -131,6 +174,8 @@ def batch_shingles(texts: Sequence[str], size: int, unit: str,
         unit: ``"word"`` or ``"char"``.
         tokenisation: how words are found, ``"unicode-words"`` (the default) or ``"w-runs"``
             (:mod:`dedup_cli.text.scripts`); ``"code-points"`` (the default) for characters.
+        short_documents: ``"whole"`` (the default): a text of fewer than w tokens has one shingle, its whole token
+            sequence; ``"none"``: it has none (the rule of older stores, :class:`dedup_cli.params.SignatureParams`).
 
     Returns:
         (uint64[n_total], int64[n_docs + 1]): document d's shingle set is ``shingles[offsets[d]:offsets[d + 1]]``,
@@ -151,7 +196,7 @@ def batch_shingles(texts: Sequence[str], size: int, unit: str,
         nonlocal group, group_chars
         if group:
             tokens, offsets = token_streams([texts[index] for index in group], unit, tokenisation)
-            shingles, group_counts = _shingle_sets(tokens, offsets, size)
+            shingles, group_counts = _shingle_sets(tokens, offsets, size, short_documents)
             parts.append(shingles)
             counts[group] = group_counts
         group, group_chars = [], 0
@@ -159,7 +204,7 @@ def batch_shingles(texts: Sequence[str], size: int, unit: str,
     for index, text in enumerate(texts):
         if len(text) > _SLICE_CHARS:
             flush()
-            shingles = _long_document_shingles(text, size, unit, tokenisation)
+            shingles = _long_document_shingles(text, size, unit, tokenisation, short_documents)
             parts.append(shingles)
             counts[index] = shingles.size
             continue

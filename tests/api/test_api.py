@@ -64,7 +64,7 @@ def test_store_dependent_options_are_checked_from_the_manifest(tmp_path: Path) -
     with pytest.raises(OptionError) as caught:
         options.check_store(8, 256, "s.parquet")
     assert message(caught.value) == ("--bits 9 exceeds the 8 bits stored in s.parquet; use --bits 1 to 8, or "
-                                     "re-sign with --bits 9 or more")
+                                     "re-sign with --bits 9 or more into a new store")
     with pytest.raises(OptionError, match="bands 30 × rows 10 needs 300 values"):
         FindOptions(bands=30, rows=10).check_store(8, 256, "s.parquet")
     FindOptions(bands=30, rows=10, candidates="all").check_store(8, 256, "s.parquet")  # no banding: fine

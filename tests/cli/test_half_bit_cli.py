@@ -250,7 +250,7 @@ def test_a_half_bit_store_answers_only_half_bit_in_one_line(xor_and_full_stores:
         assert code == 2, command
         assert stderr.strip().splitlines() == [
             f"Error: --bits {command[-1]}: {xor} holds only XOR bits (signed with --bits 1/2), which answer --bits "
-            "1/2 alone; use --bits 1/2, or sign again with whole bits"]
+            "1/2 alone; use --bits 1/2, or sign again with whole bits into a new store"]
     code, _, stderr = run("find", str(xor), "--ways", "3")
     assert code == 2 and "no b = 1/2 form" in stderr and len(stderr.strip().splitlines()) == 1
 

@@ -222,3 +222,17 @@ def test_a_driver_killed_before_its_commit_leaves_the_store_as_it_was(engine: En
     assert report.run is not None and report.run.run == 2
     assert not [name for name in os.listdir(store) if name.endswith(".tmp")]  # cleaned up by the next writer
     assert len(read_store(store)) == 1128
+
+
+def test_documents_shorter_than_a_shingle_are_signed_and_found_as_locally(engine: EngineOptions,
+                                                                          tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name in ("a", "b", "c"):
+        (corpus / f"{name}.txt").write_text("The quick brown fox")
+    (corpus / "long.txt").write_text(" ".join(f"filler{number}" for number in range(3000)) + " the quick brown fox")
+    (corpus / "empty.txt").write_text("")
+    local, remote = sign_both([str(corpus)], tmp_path, engine)
+    assert remote.empty == local.empty == 1
+    found = dedup.find(tmp_path / "dask.parquet", dedup.FindOptions(engine=engine, verify="all"))
+    assert [list(group.ids) for group in found.groups()] == [["a.txt", "b.txt", "c.txt"]]

@@ -139,6 +139,38 @@ def test_edge_cases_sign_to_the_same_bytes(unit: str, scheme: str, size: int) ->
                                                            scheme=scheme, tokenisation=tokenisation))
 
 
+SHORT_TEXTS = ["", "one", "The quick brown fox", "the QUICK, brown fox!", "a b", "!!! ???", "日本語", "é è",
+               "ab cd", "x y z w v u t", "naïve café", "\ud800 lone", "q " * 3, "a b c d e f g h"]
+
+
+@pytest.mark.parametrize("unit", ["word", "char", "w-runs"])
+@pytest.mark.parametrize("scheme", ["oph", "kperm"])
+@pytest.mark.parametrize("rule", ["whole", "none"])
+@pytest.mark.parametrize("size", [2, 5, 9])
+def test_documents_shorter_than_a_shingle_sign_to_the_same_bytes(unit: str, scheme: str, rule: str,
+                                                                 size: int) -> None:
+    texts = SHORT_TEXTS + [text.upper() for text in SHORT_TEXTS]  # each with its double, in one batch
+    params = SignatureParams(num_perm=64, bits=8, shingle_size=size, shingle_unit="word" if unit == "w-runs" else unit,
+                             scheme=scheme, tokenisation="w-runs" if unit == "w-runs" else "", short_documents=rule)
+    assert_same_signatures(texts, params)
+    counts, signatures = compiled.sign_texts(texts, params)
+    assert counts[0] == 0  # no token: no shingle, whatever the rule
+    if size > 3:  # "a b": one shingle, itself, or none
+        assert counts[4] == (1 if rule == "whole" else 0)
+    if unit != "char":  # the same words, spelt differently: the same document, the same signature
+        assert np.array_equal(signatures[2], signatures[3]) and np.array_equal(signatures[2], signatures[16])
+
+
+def test_a_long_document_of_fewer_tokens_than_w_matches_the_piecewise_numpy_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shingles, "_SLICE_CHARS", 4096)
+    texts = ["ab" * 5000 + " " + "cd" * 5000 + " ef", "x" * 9000]  # three tokens, then one, across many slices
+    for rule in ("whole", "none"):
+        params = SignatureParams(num_perm=32, bits=8, shingle_size=5, short_documents=rule)
+        assert_same_signatures(texts, params)
+        assert compiled.sign_texts(texts, params)[0].tolist() == ([1, 1] if rule == "whole" else [0, 0])
+
+
 @pytest.mark.parametrize("unit", ["word", "char"])
 def test_more_bins_than_the_numpy_path_tabulates(unit: str) -> None:
     # k > 2048: the bin orders come from the Feistel network itself, by ranks (few shingles) and by draws.

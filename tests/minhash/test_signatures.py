@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -39,6 +41,26 @@ def test_params_round_trip_and_differences() -> None:
     assert SignatureParams.from_dict(params.to_dict()) == params
     assert params.signature_bytes == 32
     assert params.differences(SignatureParams(num_perm=128, bits=4)) == ["num_perm: 64 vs 128"]
+
+
+def test_params_pin_the_rule_for_short_documents() -> None:
+    from dedup_cli.options.reading import InputOptions
+    from dedup_cli.options.signing import SignOptions
+
+    assert SignatureParams().short_documents == "whole"  # new stores
+    stored = SignatureParams().to_dict()
+    del stored["short_documents"]
+    old = SignatureParams.from_dict(stored)
+    assert old.short_documents == "none"  # what stores signed before used
+    assert old.differences(SignatureParams()) == ["short_documents: none vs whole"]
+    # A run into a store keeps its rule, for text and integer sets alike.
+    assert SignatureParams.from_options(SignOptions(), old).short_documents == "none"
+    assert SignatureParams.from_options(SignOptions()).short_documents == "whole"
+    sets = SignOptions(input=InputOptions(input_format="sets", universe=100))
+    assert SignatureParams.from_options(sets, dataclasses.replace(SignatureParams.for_sets(100),
+                                                                  short_documents="none")).short_documents == "none"
+    with pytest.raises(ValueError, match="short_documents 'some'"):
+        SignatureParams(short_documents="some")
 
 
 @pytest.mark.parametrize("fields", [{"num_perm": 0}, {"bits": 65}, {"shingle_size": 0}, {"shingle_unit": "line"}])

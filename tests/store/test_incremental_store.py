@@ -663,8 +663,8 @@ def test_foreign_directory(tmp_path: Path, reader) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     message = _one_line_error(lambda: reader(tmp_path), tmp_path)
     assert message == (
-        f"store {tmp_path} is a directory without a dedup manifest ({MANIFEST_NAME}); "
-        "pass a store written by dedup sign"
+        f"store {tmp_path} is a directory without a dedup manifest ({MANIFEST_NAME}); if it holds documents, sign "
+        f"them into a store first (dedup sign {tmp_path} -o {tmp_path}-sigs.parquet) and name that store"
     )
     message = _one_line_error(lambda: create_store(tmp_path, PARAMS), tmp_path)
     assert "refusing to overwrite" in message and "notes.txt" in message

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from helpers import document_shingles, normalise, shingle_hashes, token_hashes
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dedup_cli.array_primitives import mix64
+from dedup_cli.text import shingles as shingle_module
+from dedup_cli.text.shingles import batch_shingles
 
 
 def test_normalise_folds_case_width_and_whitespace() -> None:
@@ -18,10 +21,35 @@ def test_normalise_folds_case_width_and_whitespace() -> None:
 
 def test_word_shingle_count_and_set_semantics() -> None:
     assert document_shingles("a b c d e f g", 5, "word").size == 3
-    assert document_shingles("a b c d", 5, "word").size == 0  # shorter than w: no shingle
+    assert document_shingles("a b c d", 5, "word").size == 1  # shorter than w: one shingle, the whole document
+    assert document_shingles("a b c d", 5, "word", short_documents="none").size == 0  # older stores' rule
     assert document_shingles("", 5, "word").size == 0
     # Repeated shingles count once: "x y x y x y" has 2-shingles {x y, y x}.
     assert document_shingles("x y x y x y", 2, "word").size == 2
+
+
+def test_a_document_shorter_than_a_shingle_is_one_shingle_of_its_whole_token_sequence() -> None:
+    tokens = token_hashes("a b c d", "word")
+    assert np.array_equal(document_shingles("A  b, c d!", 5, "word"), shingle_hashes(tokens, 4))  # one window of 4
+    long = document_shingles("w1 w2 a b c d w3 w4 a b c d", 5, "word")
+    assert not np.isin(document_shingles("a b c d", 5, "word"), long).any()  # never a longer document's window
+    for text in ("", "   ", "!!! ???"):  # no token: no shingle under either rule
+        assert document_shingles(text, 5, "word").size == 0
+    assert np.array_equal(document_shingles("abc", 5, "char"), shingle_hashes(token_hashes("abc", "char"), 3))
+
+
+def test_short_documents_are_the_same_in_any_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["one two", " ".join(f"w{number}" for number in range(50)), "", "three", "one two", "x y z w v u"]
+    together, offsets = batch_shingles(texts, 5, "word")
+    for index, text in enumerate(texts):
+        assert np.array_equal(together[offsets[index]:offsets[index + 1]], document_shingles(text, 5, "word"))
+    assert np.diff(offsets).tolist() == [1, 46, 0, 1, 1, 2]
+    # A text longer than one slice, of fewer tokens than w, cut into pieces: the same one shingle.
+    enormous = "ab" * 3000 + " " + "cd" * 3000
+    alone = document_shingles(enormous, 5, "word")
+    monkeypatch.setattr(shingle_module, "_SLICE_CHARS", 1024)
+    assert alone.size == 1 and np.array_equal(document_shingles(enormous, 5, "word"), alone)
+    assert document_shingles(enormous, 5, "word", short_documents="none").size == 0
 
 
 def test_punctuation_and_case_do_not_change_shingles() -> None:
@@ -52,7 +80,8 @@ def test_shingle_set_is_sorted_distinct_and_bounded(words: list[str], size: int)
     shingles = document_shingles(" ".join(words), size, "word")
     assert shingles.dtype == np.uint64
     assert np.all(np.diff(shingles.astype(np.float64)) > 0) or shingles.size <= 1
-    assert shingles.size == len({tuple(words[i : i + size]) for i in range(len(words) - size + 1)})
+    windows = len({tuple(words[i : i + size]) for i in range(len(words) - size + 1)})
+    assert shingles.size == (1 if 0 < len(words) < size else windows)  # a short document: itself, whole
 
 
 def test_token_hashes_are_deterministic() -> None:

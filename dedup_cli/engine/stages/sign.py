@@ -102,7 +102,8 @@ def sign_texts(texts: Sequence[str], params: SignatureParams, family: HashFamily
         return compiled_kernel().sign_texts(texts, params)
     if kernel != "numpy":
         raise ValueError(f"unknown kernel {kernel!r}")
-    shingles, offsets = batch_shingles(texts, params.shingle_size, params.shingle_unit, params.tokenisation)
+    shingles, offsets = batch_shingles(texts, params.shingle_size, params.shingle_unit, params.tokenisation,
+                                       params.short_documents)
     if params.scheme == "oph":
         values = min_hash_values_oph(shingles, offsets, params.num_perm, params.seed)
     else:
