@@ -131,8 +131,11 @@ def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[So
                    for source, known in zip(sources, signed, strict=True)):
             shown = "stdin" if name == STDIN else display_name(name)
             defaults = InputOptions()
+            # --id-column and --text-column are other names of --id-field and --text-field: named once, not twice.
+            aliases = {"id_column": "id_field", "text_column": "text_field"}
             flags = "".join(f" {{{option}}} {literal(quote(str(getattr(reading, option))))}"
-                            for option in READING_OPTIONS if getattr(reading, option) != getattr(defaults, option))
+                            for option in READING_OPTIONS if getattr(reading, option) != getattr(defaults, option)
+                            and not (option in aliases and getattr(reading, option) == getattr(reading, aliases[option])))
             raise InputError(f"input {literal(shown)} was never signed into {literal(path)}; sign it first (dedup sign "
                              f"{literal(quote(name))} -o {literal(quote(path))}{flags}), or name the store it was "
                              "signed into", options=True)

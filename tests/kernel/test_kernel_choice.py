@@ -51,7 +51,9 @@ def mixed_corpus(root: Path) -> Path:
     records = [json.dumps({"id": f"r{i % 45}", "text": f"record {i} " + "alpha beta gamma " * (i % 9) + "ÿ" * (i % 2)})
                for i in range(50)] + ["not json"]
     (corpus / "records.jsonl").write_text("\n".join(records) + "\n")
-    table = pa.table({"text": [f"row {i} " + "delta epsilon " * (i % 11) for i in range(40)]})
+    # the rows have the id column too: --id-field names the id in every format
+    table = pa.table({"id": [f"p{i}" for i in range(40)],
+                      "text": [f"row {i} " + "delta epsilon " * (i % 11) for i in range(40)]})
     pq.write_table(table, corpus / "rows.parquet", row_group_size=7)
     return corpus
 
