@@ -250,8 +250,10 @@ class NumberedDocuments:
     def signatures(self, part: int = 0, parts: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(docs int64[m], packed uint8[m, S]) of the live rows of each row group in turn, in file order; with
         ``parts`` > 1 only the row groups numbered ``part``, ``part + parts``, … (counted over all files), the
-        share of one of ``parts`` readers."""
+        share of one of ``parts`` readers. A row group with no live row (every one replaced or removed by later
+        runs, until a compaction drops them) is not read: it yields empty arrays."""
         number = -1
+        nothing = np.empty(0, np.int64), np.empty((0, self.params.signature_bytes), np.uint8)
         for numbered in self._stores:
             for file in numbered.files:
                 first = file.first_row
@@ -260,16 +262,18 @@ class NumberedDocuments:
                     if number % parts != part:
                         first += rows
                         continue
+                    start, first = first, first + rows
+                    local = None if numbered.doc_of_row is None else numbered.doc_of_row[start:first]
+                    alive = None if local is None else local >= 0
+                    if alive is not None and not alive.any():
+                        yield nothing
+                        continue
                     table = _read(file, group, ["signature"], numbered.store.path)
                     packed = packed_signatures(table.column("signature"), self.params, numbered.store.path)
-                    if numbered.doc_of_row is None:
-                        docs = np.arange(first, first + rows, dtype=np.int64) + numbered.first_doc
-                        yield docs, packed
+                    if local is None:
+                        yield np.arange(start, first, dtype=np.int64) + numbered.first_doc, packed
                     else:
-                        local = numbered.doc_of_row[first : first + rows]
-                        alive = local >= 0
                         yield local[alive] + numbered.first_doc, packed[alive]
-                    first += rows
 
     def stored(self, docs: np.ndarray, columns: Sequence[str] = SIGNATURE_COLUMNS,
                mapper: Mapper | None = None, forked: bool = False) -> StoredSignatures:
