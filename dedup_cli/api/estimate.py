@@ -81,13 +81,13 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | No
     options.check_ids(ids)
     if isinstance(store, Signatures):
         params = store.params
-        bits = options.check_store(ids, params.stored_bits, "the signatures")
+        bits = options.check_store(ids, params.stored_bits, "the signatures", params.num_perm)
         named = store.stored(store.rows_of(ids))
     else:
         path = default_store(store)
         opened = open_store(path)  # the manifest only: options are checked before the store is read
         params = opened.params
-        bits = options.check_store(ids, params.stored_bits, path)
+        bits = options.check_store(ids, params.stored_bits, path, params.num_perm)
         named, missing = opened.read_documents(ids)
         if missing:
             raise UsageError(f"no document {missing[0]!r} in {path}; list ids with: dedup find --output pairs")
