@@ -53,7 +53,7 @@ def sign_texts(texts: Iterable[str], ids: Sequence[str] | None = None,
     options = SignOptions() if options is None else options
     if options.input.input_format == "sets":
         raise OptionError("input_format", "sets", "sign_texts signs texts; sign integer sets with sign()")
-    texts = _as_list(texts)
+    texts = as_list(texts)
     wrong = next((index for index, text in enumerate(texts) if not isinstance(text, str)), None)
     if wrong is not None:
         raise UsageError(f"text {wrong} is a {type(texts[wrong]).__name__}, not a str; decode it, or leave it out")
@@ -95,7 +95,7 @@ def _content_hashes(texts: list[str], names: Sequence[str]) -> np.ndarray:
     return hashes
 
 
-def _as_list(texts: Iterable[str]) -> list[str]:
+def as_list(texts: Iterable[str]) -> list[str]:
     """The texts as a list: a pyarrow Array or ChunkedArray and a pandas Series give their values (neither
     library is imported for it), any other iterable its items."""
     if hasattr(texts, "to_pylist"):  # pyarrow
