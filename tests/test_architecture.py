@@ -199,8 +199,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"], ["engine.engines"],
     ]),
     ("api: one module per command of the public API", [
-        ["api.sign", "api.find", "api.estimate", "api.plan", "api.info", "api.eval", "api.texts", "api.plot"],
-        ["api.filter"],
+        ["api.sign", "api.find", "api.plan", "api.info", "api.eval", "api.texts", "api.plot"],
+        ["api.estimate", "api.filter"],
     ]),
     ("the public API", [["__init__"]]),
     ("cli: the command line, and how it words and writes what the API returns", [

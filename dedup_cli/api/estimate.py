@@ -10,7 +10,7 @@ documents' rows of the store are read.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from shlex import quote
 from typing import Any
@@ -67,28 +67,32 @@ class EstimateResult:
         return {name: getattr(self, name) for name in _RECORD_ORDER if getattr(self, name) is not None}
 
 
-def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | None = None,
+def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | Iterable[str] | None = None,
              options: EstimateOptions | None = None) -> EstimateResult:
     """Estimate R for two or three documents of the store.
 
     Args:
-        ids: two or three different document ids.
-        store: the store (default: ``$DEDUP_STORE``, else ``./dedup.parquet``), or texts signed in memory
-            (:func:`dedup_cli.sign_texts`).
+        ids: two or three different document ids; of texts, their positions (``"0"``, ``"1"``, …), as
+            :func:`dedup_cli.find_duplicates` names them.
+        store: the store (default: ``$DEDUP_STORE``, else ``./dedup.parquet``), texts signed in memory
+            (:func:`dedup_cli.sign_texts`), or the texts themselves (as ``sign_texts`` takes them; the named ones are
+            signed with ``SignOptions()``, and ``sign_texts`` signs with other options or names them otherwise).
         options: b, the confidence level, and whether to compute the exact resemblance too.
     """
     options = EstimateOptions() if options is None else options
     ids = tuple(ids)
     options.check_ids(ids)
+    if store is not None and not isinstance(store, (str, bytes, os.PathLike, Signatures)):
+        store = _named_texts(ids, store)
     if isinstance(store, Signatures):
         params = store.params
-        bits = options.check_store(ids, params.stored_bits, "the signatures")
+        bits = options.check_store(ids, params.stored_bits, "the signatures", params.num_perm)
         named = store.stored(store.rows_of(ids))
     else:
         path = default_store(store)
         opened = open_store(path)  # the manifest only: options are checked before the store is read
         params = opened.params
-        bits = options.check_store(ids, params.stored_bits, path)
+        bits = options.check_store(ids, params.stored_bits, path, params.num_perm)
         named, missing = opened.read_documents(ids)
         if missing:
             raise UsageError(f"no document {missing[0]!r} in {path}; list its ids with: dedup info {quote(path)} --ids")
@@ -142,6 +146,22 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | No
         if len(ids) == 3:
             result.exact_pairwise = [float(exact_resemblance(sets[i], sets[j])) for i, j in pair_index]
     return result
+
+
+def _named_texts(ids: tuple[str, ...], texts: Iterable[str]) -> Signatures:
+    """The texts named by ``ids`` (their positions among ``texts``) signed in memory, the others left unsigned."""
+    from dedup_cli.api.texts import as_list, sign_texts  # the kernel and the find stages: not for a store's estimate
+
+    listed = as_list(texts)
+    names = [str(identifier) for identifier in ids]
+    unknown = next((name for name in names if not (name.isdecimal() and str(int(name)) == name
+                                                   and int(name) < len(listed))), None)
+    if unknown is not None and not listed:
+        raise UsageError("no texts given; give the texts whose ids are named, or a store")
+    if unknown is not None:
+        raise UsageError(f"no text with id {unknown!r} among the {len(listed)} given: texts are named by their "
+                         f"positions, '0' to '{len(listed) - 1}'; name them otherwise with sign_texts(texts, ids=...)")
+    return sign_texts([listed[int(name)] for name in names], names)
 
 
 def _is_store(path: str) -> bool:

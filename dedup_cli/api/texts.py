@@ -10,6 +10,7 @@ the :class:`~dedup_cli.store.memory.Signatures`.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -18,7 +19,8 @@ from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.engine.stages.sign import sign_texts as sign_batch_texts
-from dedup_cli.errors import OptionError, UsageError
+from dedup_cli.errors import DedupWarning, OptionError, UsageError
+from dedup_cli.inputs.decoding import clean
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.kernel.background import compile_later
 from dedup_cli.kernel.choice import NOT_COMPILED, choose_kernel
@@ -42,13 +44,16 @@ def sign_texts(texts: Iterable[str], ids: Sequence[str] | None = None,
         options: k, b, the shingles, the seed and the kernel (``SignOptions()``: the command line's defaults;
             reading options do not apply). Texts signed with the same options give the bytes ``sign`` stores.
 
+    A lone surrogate in a text (``"\\ud800"``, which UTF-8 cannot hold; JSON can) is signed as U+FFFD, as ``sign``
+    reads it from a JSON Lines file, with a :class:`~dedup_cli.errors.DedupWarning` naming the first such text.
+
     Raises:
         dedup_cli.errors.UsageError: a text that is not a str, ids not one per text, or an id given twice.
     """
     options = SignOptions() if options is None else options
     if options.input.input_format == "sets":
         raise OptionError("input_format", "sets", "sign_texts signs texts; sign integer sets with sign()")
-    texts = _as_list(texts)
+    texts = as_list(texts)
     wrong = next((index for index, text in enumerate(texts) if not isinstance(text, str)), None)
     if wrong is not None:
         raise UsageError(f"text {wrong} is a {type(texts[wrong]).__name__}, not a str; decode it, or leave it out")
@@ -56,6 +61,7 @@ def sign_texts(texts: Iterable[str], ids: Sequence[str] | None = None,
     if len(names) != len(texts):
         raise UsageError(f"{len(names)} ids for {len(texts)} texts; give one id per text")
     params = SignatureParams.from_options(options)
+    hashes = _content_hashes(texts, names)  # before signing: it replaces lone surrogates in ``texts``
     # One process signs them; their characters stand for their bytes. As with sign, auto never waits for the
     # compiler: numpy signs while the compiled kernel is not cached, and it is compiled in the background.
     kernel, reason = choose_kernel(len(texts), sum(len(text) for text in texts), options.kernel, 1, params)
@@ -66,11 +72,30 @@ def sign_texts(texts: Iterable[str], ids: Sequence[str] | None = None,
         batch_counts, batch_packed = sign_batch_texts(texts[start:start + TEXTS_PER_BATCH], params, kernel=kernel)
         counts.append(batch_counts.astype(np.int64))
         packed.append(batch_packed)
-    hashes = np.array([text_hash(text) for text in texts], dtype=np.uint64)
     return Signatures(params, names, np.concatenate(counts), np.concatenate(packed), hashes, texts)
 
 
-def _as_list(texts: Iterable[str]) -> list[str]:
+def _content_hashes(texts: list[str], names: Sequence[str]) -> np.ndarray:
+    """uint64[n], xxh3-64 of each text's UTF-8 bytes (``text_hash``); a text holding a lone surrogate, which has
+    none, is replaced in ``texts`` by its :func:`~dedup_cli.inputs.decoding.clean` copy first (U+FFFD in place of
+    each surrogate: what ``sign`` signs for a JSON string ``"\\ud800"``), with one warning for them all."""
+    hashes = np.empty(len(texts), np.uint64)
+    replaced: list[int] = []
+    for index, text in enumerate(texts):
+        try:
+            hashes[index] = text_hash(text)
+        except UnicodeEncodeError:  # only a lone surrogate cannot be encoded
+            texts[index] = clean(text)[0]
+            hashes[index] = text_hash(texts[index])
+            replaced.append(index)
+    if replaced:
+        count = "1 text holds" if len(replaced) == 1 else f"{len(replaced)} texts hold"
+        warnings.warn(f"{count} a lone surrogate, which UTF-8 cannot hold (the first: id {names[replaced[0]]!r}); "
+                      "signed with U+FFFD in its place, as sign reads it", DedupWarning, stacklevel=3)
+    return hashes
+
+
+def as_list(texts: Iterable[str]) -> list[str]:
     """The texts as a list: a pyarrow Array or ChunkedArray and a pandas Series give their values (neither
     library is imported for it), any other iterable its items."""
     if hasattr(texts, "to_pylist"):  # pyarrow

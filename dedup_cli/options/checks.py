@@ -136,6 +136,21 @@ def check_bits(bits: float, stored_bits: float, stored_in: str | None = None) ->
                       f"use {{bits}} 1 to {stored_bits}, or re-sign with {{bits}} {bits} or more into a new store")
 
 
+def check_half_bit_pairs(bits: float, stored_bits: float, num_perm: int, stored_in: str | None = None) -> None:
+    """b = 1/2 XORs the lowest bits of two permutations (Li & König 2010, Sec. 5.3), so it needs k ≥ 2 values: a
+    store signed with ``--num-perm 1`` (which ``sign`` accepts: every other estimator is defined for k = 1) holds
+    none to pair. A store of XOR bits holds them paired already. ``stored_in``: the store, or None (``plan``)."""
+    if bits != HALF_BIT or stored_bits == HALF_BIT or num_perm >= 2:
+        return
+    whole = f"use {{bits}} 1 to {stored_bits}"
+    if stored_in is None:
+        raise OptionError("bits", "1/2", f"{{bits}} 1/2 XORs the values of two permutations; {{num_perm}} {num_perm} "
+                          f"gives one; {whole}, or {{num_perm}} 2 or more")
+    raise OptionError("bits", "1/2", f"{{bits}} 1/2 XORs the values of two permutations; in {literal(stored_in)}, "
+                      f"signed with {{num_perm}} {num_perm}, a document has one; {whole}, or sign again with "
+                      "{num_perm} 2 or more")
+
+
 def check_three_way_bits(bits: float, name: str = "ways") -> None:
     """Three-way estimates need b ≥ 2: of three one-bit values, either all agree or exactly one pair does (and
     b = 1/2, XOR bits of one-bit values, has no 3-way form at all)."""

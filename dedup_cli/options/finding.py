@@ -12,6 +12,7 @@ from dedup_cli.options.checks import (
     banding_values,
     check_banding,
     check_bits,
+    check_half_bit_pairs,
     check_three_way_bits,
     choice,
     estimator_bits,
@@ -169,6 +170,7 @@ class FindOptions:
                               f"records; {literal(store)} holds integer sets")
         bits = self.bits_for(stored_bits)
         check_bits(bits, stored_bits, store)
+        check_half_bit_pairs(bits, stored_bits, num_perm, store)
         if self.ways == 3:
             check_three_way_bits(bits)
         if bits == HALF_BIT and self.engine.name == "dask":
@@ -202,11 +204,14 @@ class EstimateOptions:
         if len(ids) not in (2, 3) or len(set(ids)) != len(ids):
             raise OptionError("ids", ids, "name two or three different document ids")
 
-    def check_store(self, ids: tuple[str, ...], stored_bits: float, store: str) -> float:
-        """b, checked against the store's bits (and ≥ 2 for three documents)."""
+    def check_store(self, ids: tuple[str, ...], stored_bits: float, store: str, num_perm: int | None = None) -> float:
+        """b, checked against the store's bits and, when given, its k = ``num_perm`` values (and ≥ 2 for three
+        documents)."""
         wanted = stored_bits if self.bits is None else float(self.bits)
         bits = HALF_BIT if wanted == HALF_BIT else int(wanted)
         check_bits(bits, stored_bits, store)
+        if num_perm is not None:
+            check_half_bit_pairs(bits, stored_bits, num_perm, store)
         if len(ids) == 3:
             check_three_way_bits(bits, name="estimate")
         return bits

@@ -11,6 +11,7 @@ from dedup_cli.options.checks import (
     banding_values,
     check_banding,
     check_bits,
+    check_half_bit_pairs,
     estimator_bits,
     in_range,
     open_fraction,
@@ -55,6 +56,7 @@ class PlanOptions:
                    num_perm=whole_number("num_perm", self.num_perm))
         in_range("num_perm", self.num_perm, 1, MAX_NUM_PERM)
         check_bits(self.bits, self.stored_bits)  # type: ignore[arg-type]  # made numbers just above
+        check_half_bit_pairs(self.bits, self.stored_bits, self.num_perm)  # type: ignore[arg-type]
         if self.stored_bits == HALF_BIT and self.num_perm % 2:
             raise OptionError("num_perm", self.num_perm, "{stored_bits} 1/2 combines the permutations in pairs; use "
                               "an even {num_perm}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -32,7 +33,7 @@ from dedup_cli.store.format import int64_array, integers, one_line, open_parquet
 from dedup_cli.store.manifest import Manifest
 from dedup_cli.store.places import Folder, in_objects
 from dedup_cli.store.snapshot import SIGNATURE_COLUMNS, StoredSignatures, live_rows, open_part, stored_signatures
-from dedup_cli.store.store import READ_ATTEMPTS, Store
+from dedup_cli.store.store import Store
 
 # Runs a function over tasks, giving back the results in order: ``map``, or one that runs them in worker processes.
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], Iterable[Any]]
@@ -60,26 +61,24 @@ class _Numbered:
     doc_of_row: np.ndarray | None  # int64[rows]: the document each row is, -1 when dead (None: row r is document r)
 
 
-def _open_files(store: Store) -> list[_File]:
-    """The files of the store's current manifest, opened (the manifest read again when one vanished)."""
-    if store.manifest is None:
+def _open_files(store: Store, manifest: Manifest | None) -> list[_File]:
+    """The files ``manifest`` lists, opened (a format 1 store's one file when it is None); FileNotFoundError
+    passes through, for :meth:`Store.reading` to tell a compaction from a damaged store."""
+    if manifest is None:
         handle = open_parquet(Path(str(store.path)))  # format 1 stores are local files
         return [_File(handle, _group_rows(handle), 0, True)]
-    for _ in range(READ_ATTEMPTS):
-        manifest: Manifest = store.manifest
-        files: list[_File] = []
-        try:
-            first = 0
-            for part in manifest.parts:
-                handle = open_part(store.path, part.file)
-                files.append(_File(handle, _group_rows(handle), first, False))
-                first += int(files[-1].group_rows.sum())
-            return files
-        except FileNotFoundError:
-            for opened in files:
-                opened.handle.close()
-            store.refresh()
-    raise StoreError(f"{store.path} kept changing while it was read; try again")
+    files: list[_File] = []
+    try:
+        first = 0
+        for part in manifest.parts:
+            handle = open_part(store.path, part.file)
+            files.append(_File(handle, _group_rows(handle), first, False))
+            first += int(files[-1].group_rows.sum())
+    except BaseException:
+        for opened in files:
+            opened.handle.close()
+        raise
+    return files
 
 
 def _group_rows(handle: pq.ParquetFile) -> np.ndarray:
@@ -106,11 +105,11 @@ def _columns(files: list[_File], names: Sequence[str], path: Folder) -> dict[str
             for name in names}
 
 
-def _removals(store: Store) -> pa.Table | None:
-    if store.manifest is None or not store.manifest.removals:
+def _removals(store: Store, manifest: Manifest) -> pa.Table | None:
+    if not manifest.removals:
         return None
     tables = []
-    for removal in store.manifest.removals:
+    for removal in manifest.removals:
         handle = open_part(store.path, removal.file)
         try:
             tables.append(handle.read(columns=["id", "run"]).replace_schema_metadata(None))
@@ -170,12 +169,11 @@ class NumberedDocuments:
         first_doc = 0
         try:
             for store in stores:
-                try:
-                    numbered, store_counts, store_runs = self._number(store, first_doc, mapper)
-                except FileNotFoundError as missing:  # a removal file deleted by a compaction: read again
-                    store.refresh()
-                    raise StoreError(f"{store.path} changed while it was read ({missing.filename}); run again") \
-                        from None
+                # A listed file gone: read the newer manifest of a compaction that deleted it, else the store is
+                # damaged (Store.reading says which).
+                number = partial(self._number, store, first_doc, mapper)
+                numbered, store_counts, store_runs = number(None) if store.manifest is None else \
+                    store.reading(number)
                 self._stores.append(numbered)
                 counts.append(store_counts)
                 runs.append(store_runs)
@@ -189,12 +187,13 @@ class NumberedDocuments:
         self.runs = runs[0] if len(runs) == 1 else np.concatenate(runs) if runs else np.empty(0, np.int64)
         self.store_starts = np.array([s.first_doc for s in self._stores] + [first_doc], np.int64)
 
-    def _number(self, store: Store, first_doc: int, mapper: Mapper | None
+    def _number(self, store: Store, first_doc: int, mapper: Mapper | None, manifest: Manifest | None
                 ) -> tuple[_Numbered, np.ndarray, np.ndarray]:
-        files = _open_files(store)
+        """One store numbered from the files ``manifest`` lists (None: a format 1 store)."""
+        files = _open_files(store, manifest)
         try:
-            legacy = bool(files) and files[0].legacy
-            removals = None if legacy else _removals(store)
+            legacy = manifest is None
+            removals = None if manifest is None else _removals(store, manifest)
             groups = sum(file.group_rows.size for file in files)
             if mapper is not None and not legacy and removals is None and groups > 1 and not in_objects(store.path):
                 counts, row_runs, in_order = _numbers_in_workers(files, store.path, mapper)
@@ -250,8 +249,10 @@ class NumberedDocuments:
     def signatures(self, part: int = 0, parts: int = 1) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(docs int64[m], packed uint8[m, S]) of the live rows of each row group in turn, in file order; with
         ``parts`` > 1 only the row groups numbered ``part``, ``part + parts``, … (counted over all files), the
-        share of one of ``parts`` readers."""
+        share of one of ``parts`` readers. A row group with no live row (every one replaced or removed by later
+        runs, until a compaction drops them) is not read: it yields empty arrays."""
         number = -1
+        nothing = np.empty(0, np.int64), np.empty((0, self.params.signature_bytes), np.uint8)
         for numbered in self._stores:
             for file in numbered.files:
                 first = file.first_row
@@ -260,16 +261,18 @@ class NumberedDocuments:
                     if number % parts != part:
                         first += rows
                         continue
+                    start, first = first, first + rows
+                    local = None if numbered.doc_of_row is None else numbered.doc_of_row[start:first]
+                    alive = None if local is None else local >= 0
+                    if alive is not None and not alive.any():
+                        yield nothing
+                        continue
                     table = _read(file, group, ["signature"], numbered.store.path)
                     packed = packed_signatures(table.column("signature"), self.params, numbered.store.path)
-                    if numbered.doc_of_row is None:
-                        docs = np.arange(first, first + rows, dtype=np.int64) + numbered.first_doc
-                        yield docs, packed
+                    if local is None:
+                        yield np.arange(start, first, dtype=np.int64) + numbered.first_doc, packed
                     else:
-                        local = numbered.doc_of_row[first : first + rows]
-                        alive = local >= 0
                         yield local[alive] + numbered.first_doc, packed[alive]
-                    first += rows
 
     def stored(self, docs: np.ndarray, columns: Sequence[str] = SIGNATURE_COLUMNS,
                mapper: Mapper | None = None, forked: bool = False) -> StoredSignatures:

@@ -50,7 +50,7 @@ from dedup_cli.store.places import (
     where_written,
     write_table,
 )
-from dedup_cli.store.snapshot import DocumentIndex, index_of_rows, read_files, read_snapshot
+from dedup_cli.store.snapshot import DocumentIndex, index_of_rows, missing_file, read_files, read_snapshot
 from dedup_cli.store.worker_parts import ReadIds
 
 
@@ -119,9 +119,12 @@ class StoreRun:
     def document_index(self) -> DocumentIndex:
         """The store as this run found it (read under the lock, so no other run can change it)."""
         if self._index is None:
-            self._index = index_of_rows(
-                *read_snapshot(self.path, self._manifest, ["id", "path", "size", "mtime_ns", "content_hash"])
-            )
+            try:
+                self._index = index_of_rows(
+                    *read_snapshot(self.path, self._manifest, ["id", "path", "size", "mtime_ns", "content_hash"])
+                )
+            except FileNotFoundError as missing:  # under the lock no compaction deletes a listed file: damage
+                raise missing_file(self.path, missing) from None
         return self._index
 
     def write(self, batch: DocumentBatch) -> None:

@@ -11,6 +11,7 @@ import errno
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,14 @@ _READ_ERRORS = (pa.ArrowException, OSError, KeyError, UnicodeDecodeError)
 
 def damaged(path: Folder, name: str, reason: str) -> StoreError:
     return StoreError(f"{path} is damaged ({name}: {reason}); sign the corpus again into a new store")
+
+
+def missing_file(path: Folder, missing: FileNotFoundError) -> StoreError:
+    """A file the manifest lists is gone, and no newer manifest replaced it (a compaction would have): the store is
+    damaged, and reading again would meet the same gap."""
+    name = PurePath(str(missing.filename)).name
+    return StoreError(f"{path} is damaged ({name} is listed in its manifest but missing); sign the corpus again "
+                      "into a new store")
 
 
 class StorePart(pq.ParquetFile):

@@ -51,6 +51,7 @@ from dedup_cli.store.snapshot import (
     StoredSignatures,
     index_of_rows,
     may_hold_stdin,
+    missing_file,
     read_files,
     read_rows,
     read_snapshot,
@@ -141,8 +142,10 @@ class Store:
     def _committed(self, manifest: Manifest, version: str | None) -> None:
         self._manifest, self._version = manifest, version
 
-    def _reading(self, read: Callable[[Manifest], T]) -> T:
-        """``read(manifest)``; when a listed file vanished (a compaction committed), again with the newer one."""
+    def reading(self, read: Callable[[Manifest], T]) -> T:
+        """``read(manifest)``; when a listed file vanished (a compaction committed), again with the newer one. A
+        listed file missing while the manifest stays the same is damage, not a race: a :class:`StoreError` says so
+        at once (reading again would meet the same gap)."""
         assert self._manifest is not None
         for _ in range(READ_ATTEMPTS):
             try:
@@ -151,10 +154,7 @@ class Store:
                 before = self._manifest
                 self.refresh()
                 if self._manifest == before:
-                    raise StoreError(
-                        f"{self.path} is damaged ({Path(str(missing.filename)).name} is listed in its manifest but "
-                        "missing); sign the corpus again into a new store"
-                    ) from None
+                    raise missing_file(self.path, missing) from None
         raise StoreError(f"{self.path} kept changing while it was read; try again")
 
     def _live(self, columns: Sequence[str]) -> tuple[pa.Table, np.ndarray]:
@@ -164,7 +164,7 @@ class Store:
             assert isinstance(self.path, Path)  # a format 1 store is a local file
             table = read_legacy_table(self.path, list(dict.fromkeys([*columns, "id", "run"])))
             return table, np.arange(table.num_rows, dtype=np.int64)
-        return self._reading(lambda manifest: read_snapshot(self.path, manifest, columns))
+        return self.reading(lambda manifest: read_snapshot(self.path, manifest, columns))
 
     def document_index(self) -> DocumentIndex:
         """The live documents' ids, paths, sizes, modification times, content hashes and runs, in id order."""
@@ -254,7 +254,7 @@ class Store:
             rows, missing = _named_rows(table.column("id"), keep, ids)
             return read_rows(self.path, manifest, rows, SIGNATURE_COLUMNS), missing
 
-        chosen, missing = self._reading(read)
+        chosen, missing = self.reading(read)
         return stored_signatures(chosen, self.params, self.path), missing
 
     def begin_run(self, params: SignatureParams, lock_timeout: float | None = 0.0, replace: bool = False) -> StoreRun:

@@ -21,6 +21,7 @@ import pyarrow as pa
 from dedup_cli.errors import StoreError
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import one_line, packed_signatures
+from dedup_cli.store.manifest import Manifest
 from dedup_cli.store.places import folder_of
 from dedup_cli.store.snapshot import open_part
 from dedup_cli.store.store import Store
@@ -64,17 +65,19 @@ def _cut(path: str, legacy: bool, rows_per_piece: int) -> list[StorePiece]:
 
 def store_pieces(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> tuple[list[StorePiece], list[StorePiece]]:
     """The pieces of the parts (in manifest order) and of the removal files of ``store``'s current manifest."""
-    manifest = store.manifest
-    if manifest is None:  # format 1: one file, every row live
+    if store.manifest is None:  # format 1: one file, every row live
         return _cut(str(store.path.resolve()), True, rows_per_piece), []
     folder = store.path.resolve()
-    try:
+
+    def cut(manifest: Manifest) -> tuple[list[StorePiece], list[StorePiece]]:
         parts = [piece for part in manifest.parts for piece in _cut(str(folder / part.file), False, rows_per_piece)]
         removals = [piece for removal in manifest.removals
                     for piece in _cut(str(folder / removal.file), False, rows_per_piece)]
-    except FileNotFoundError as missing:
-        raise StoreError(f"{store.path} changed while it was read ({missing.filename} is gone); run again") from None
-    return parts, removals
+        return parts, removals
+
+    # A listed file gone: the pieces of the newer manifest of a compaction that deleted it, else the store is
+    # damaged (Store.reading says which).
+    return store.reading(cut)
 
 
 def word_columns(signature_bytes: int) -> list[str]:

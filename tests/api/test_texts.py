@@ -3,6 +3,7 @@ documents, keep the order given, check exactly from the texts they hold, and ref
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -124,3 +125,53 @@ def test_many_blocks_give_the_answer_of_one(corpus: tuple[list[str], list[str], 
     for kind in ("groups", "pairs", "triples", "members"):
         assert list(getattr(pieces, kind)()) == list(getattr(whole, kind)()), kind
     assert list(whole.pairs())
+
+
+def test_a_lone_surrogate_is_read_as_sign_reads_it_from_json(tmp_path: Path) -> None:
+    """UTF-8 cannot hold "\\ud800"; sign reads it from a JSON string as U+FFFD, and so do the texts in memory,
+    with one warning, whichever function is given them."""
+    texts = ["one two three four five six \ud800 seven eight", "one two three four five six \ud800 seven eight",
+             "alpha beta gamma delta epsilon zeta eta theta"]
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"id": str(n), "text": text}) + "\n" for n, text in enumerate(texts)))
+    assert "\\ud800" in records.read_text()
+    store = tmp_path / "sigs.parquet"
+    dedup.sign([str(records)], str(store), dedup.SignOptions(input=dedup.InputOptions(id_field="id")))
+    stored = dedup.read_store(str(store))
+    with pytest.warns(dedup.DedupWarning, match="^2 texts hold a lone surrogate, which UTF-8 cannot hold "
+                      r"\(the first: id '0'\); signed with U\+FFFD in its place, as sign reads it$"):
+        signed = dedup.sign_texts(texts)
+    assert np.array_equal(signed.packed, stored.packed)
+    assert np.array_equal(signed.content_hashes, stored.content_hashes)
+    assert signed.texts is not None and signed.texts[0] == texts[0].replace("\ud800", "\ufffd")
+    verified = dedup.FindOptions(verify="all")
+    with pytest.warns(dedup.DedupWarning, match="lone surrogate"):
+        found = dedup.find_duplicates(texts, verified)
+    assert [group.ids for group in found.groups()] == [("0", "1")]
+    assert [pair.exact for pair in found.pairs()] == [1.0]
+    assert list(found.pairs()) == list(dedup.find(str(store), verified).pairs())
+    with pytest.warns(dedup.DedupWarning, match="^1 text holds a lone surrogate"):
+        assert dedup.estimate(["0", "2"], texts).estimate == dedup.estimate(["0", "2"], str(store)).estimate
+
+
+def test_estimate_takes_the_texts_themselves_as_the_recipe_shows(corpus: tuple[list[str], list[str], Path]) -> None:
+    _, texts, _ = corpus
+    signed = dedup.sign_texts(texts)
+    exact = dedup.EstimateOptions(exact=True)
+    for ids in (["0", "1"], ["3", "1", "5"]):
+        assert dedup.estimate(ids, texts, exact) == dedup.estimate(ids, signed, exact)
+    assert dedup.estimate(("2", "0"), iter(texts)) == dedup.estimate(["2", "0"], signed)
+    for wrong in (["0", str(len(texts))], ["0", "01"], ["0", "-1"], ["0", "a"]):
+        with pytest.raises(UsageError, match=f"^no text with id '{wrong[1]}' among the {len(texts)} given: texts "
+                           f"are named by their positions, '0' to '{len(texts) - 1}'; name them otherwise with "
+                           r"sign_texts\(texts, ids=...\)$"):
+            dedup.estimate(wrong, texts)
+    with pytest.raises(UsageError, match="^no texts given"):
+        dedup.estimate(["0", "1"], [])
+    # The recipe of docs/recipes.md, as written there.
+    recipes = (Path(__file__).resolve().parents[2] / "docs" / "recipes.md").read_text()
+    block = next(part.split("```", 1)[0] for part in recipes.split("```python\n")[1:] if "sign_texts(" in part)
+    printed: list[object] = []
+    exec(block, {"dedup": dedup, "texts": texts, "urls": [f"https://example.org/{n}" for n in range(len(texts))],
+                 "print": printed.append})
+    assert printed[1] == dedup.estimate(["0", "1"], signed).estimate == printed[0]

@@ -276,6 +276,37 @@ def test_sign_half_bit_needs_an_even_k(tmp_path: Path) -> None:
                                            "--num-perm"]
 
 
+def test_a_store_of_one_value_a_document_answers_every_command_but_half_bit_in_one_line(tmp_path: Path) -> None:
+    """sign accepts -k 1 (the 2-way and 3-way estimators are defined for any k); b = 1/2 XORs two permutations'
+    bits, so with one value it is refused in one line by each command that takes it; eval measures k = 1."""
+    store, corpus = tmp_path / "k1", BIBLE / "KJV"
+    assert run("sign", str(corpus), "-o", str(store), "-k", "1", "-q")[0] == 0
+    ids = sorted(dedup.open_store(store).document_index().ids)[:3]
+    for command in (["find", str(store)], ["find", str(store), "--ways", "3"], ["estimate", str(store), *ids],
+                    ["estimate", str(store), *ids[:2]], ["info", str(store)],
+                    ["filter", str(corpus), "-s", str(store), "-o", str(tmp_path / "kept"), "-q"]):
+        code, _, stderr = run(*command)
+        assert code == 0, (command, stderr)
+    code, stdout, stderr = run("eval", str(store), "--format", "json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert report["num_perm"] == 1 and report["sample"]["measured"] > 0
+    refusal = (f"Error: --bits 1/2 XORs the values of two permutations; in {store}, signed with --num-perm 1, a "
+               "document has one; use --bits 1 to 8, or sign again with --num-perm 2 or more")
+    for command in (["find", str(store)], ["eval", str(store)], ["estimate", str(store), *ids[:2]],
+                    ["filter", str(corpus), "-s", str(store), "-o", str(tmp_path / "half"), "-q"]):
+        code, _, stderr = run(*command, "-b", "1/2")
+        assert (code, stderr.splitlines()) == (2, [refusal]), command
+    assert not (tmp_path / "half").exists()
+    code, _, stderr = run("plan", "-k", "1", "-b", "1/2")
+    assert (code, stderr.splitlines()) == (2, ["Error: --bits 1/2 XORs the values of two permutations; "
+                                               "--num-perm 1 gives one; use --bits 1 to 8, or --num-perm 2 or more"])
+    with pytest.raises(OptionError, match="^bits 1/2 XORs the values of two permutations; in the signatures, "
+                       "signed with num_perm 1, a document has one; use bits 1 to 8, or sign again with num_perm 2"):
+        dedup.find_duplicates(["one two three four five six", "one two three four five seven"],
+                              dedup.FindOptions(bits="1/2"), sign_options=dedup.SignOptions(num_perm=1))
+
+
 # --- plan ---------------------------------------------------------------------------------------------------------
 
 

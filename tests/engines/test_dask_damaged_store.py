@@ -38,3 +38,20 @@ def test_a_damaged_part_read_by_workers_is_one_line_naming_it(engine: EngineOpti
         assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (result.output, result.exception)
         lines = result.stderr.splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"Error: {store.resolve()} is damaged ({part}: {reason}"), lines
+
+
+def test_a_missing_part_is_damage_on_the_cluster_too(engine: EngineOptions, tmp_path: Path) -> None:
+    """Not "changed while it was read; run again": the manifest did not change, so no run would do better."""
+    corpus, store = tmp_path / "corpus", tmp_path / "store"
+    shutil.copytree(SAMPLE_CORPORA / "licenses", corpus)
+    assert CliRunner().invoke(cli, ["sign", str(corpus), "-o", str(store), "-q"]).exit_code == 0
+    (corpus / "extra.txt").write_text("a document of a second run, in a second part")
+    assert CliRunner().invoke(cli, ["sign", str(corpus), "-o", str(store), "-q"]).exit_code == 0
+    (store / "part-000001.parquet").unlink()
+    on_cluster = ["--engine", "dask", "--scheduler", str(engine.scheduler)]
+    for arguments in (["find", str(store)], ["filter", str(corpus), "-s", str(store), "-o", str(tmp_path / "kept")]):
+        result = CliRunner().invoke(cli, [*arguments, *on_cluster])
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (result.output, result.exception)
+        assert result.stderr.splitlines() == [
+            f"Error: {store} is damaged (part-000001.parquet is listed in its manifest but missing); sign the "
+            "corpus again into a new store"]

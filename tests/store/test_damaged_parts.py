@@ -251,3 +251,81 @@ def test_each_column_of_a_row_group_is_verified_the_first_time_it_is_read(clean:
         assert once.equals(pq.read_table(clean / PART, columns=["signature"]))
     finally:
         part.close()
+
+
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(corpus, store): the licenses signed, then one of them removed by a prune and another edited: two parts and
+    a removal file."""
+    folder = tmp_path_factory.mktemp("grown")
+    corpus, store = folder / "corpus", folder / "store"
+    shutil.copytree(CORPUS, corpus)
+    assert run(["sign", str(corpus), "-o", str(store), "-q"]).exit_code == 0
+    files = sorted(corpus.iterdir())
+    files[0].unlink()
+    files[1].write_text(files[1].read_text() + " edited")
+    assert run(["sign", str(corpus), "-o", str(store), "--prune", "-q"]).exit_code == 0
+    return corpus, store
+
+
+def _missing(grown: tuple[Path, Path], folder: Path, name: str) -> tuple[Path, Path, list[list[str]]]:
+    """A copy of the grown store without ``name``, its corpus, and each command that reads it."""
+    corpus, clean = grown
+    store = folder / "store"
+    shutil.copytree(clean, store)
+    (store / name).unlink()
+    ids = sorted(read_store(clean).ids)
+    reference = folder / "reference"
+    assert run(["sign", str(CORPUS), "-o", str(reference), "-q"]).exit_code == 0
+    return corpus, store, [
+        ["find", str(store)], ["find", str(store), "-j", "2"], ["find", str(store), "--ways", "3"],
+        ["find", str(store), "--new-since", "1"], ["find", str(store), "--against", str(reference)],
+        ["find", str(reference), "--against", str(store)], ["info", str(store)],
+        ["estimate", str(store), ids[0], ids[1]], ["eval", str(store)],
+        ["sign", str(corpus), "-o", str(store), "-q"], ["sign", str(corpus), "-o", str(store), "--prune", "-q"],
+        ["filter", str(corpus), "--store", str(store), "-o", str(folder / "kept"), "-q"],
+    ]
+
+
+@pytest.mark.parametrize("name", ["part-000001.parquet", "part-000002.parquet", "_removed-000003.parquet"])
+def test_a_listed_file_missing_is_damage_for_every_command(grown: tuple[Path, Path], tmp_path: Path,
+                                                           name: str) -> None:
+    """Not "the store kept changing; try again": the manifest did not change, so no retry would help."""
+    _, store, arguments = _missing(grown, tmp_path, name)
+    assert (grown[1] / name).exists()
+    for command in arguments:
+        result = run(command)
+        assert result.exit_code == 1 and isinstance(result.exception, SystemExit), (command, result.output)
+        assert result.stderr.splitlines() == [
+            f"Error: {store} is damaged ({name} is listed in its manifest but missing); sign the corpus again "
+            "into a new store"], command
+    assert sorted(p.name for p in store.iterdir()) == sorted(p.name for p in grown[1].iterdir() if p.name != name)
+
+
+def test_a_listed_file_missing_in_a_real_process(grown: tuple[Path, Path], tmp_path: Path) -> None:
+    _, store, _ = _missing(grown, tmp_path, "part-000001.parquet")
+    done = subprocess.run([sys.executable, "-m", "dedup_cli", "find", str(store)], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", (
+        f"Error: {store} is damaged (part-000001.parquet is listed in its manifest but missing); sign the corpus "
+        "again into a new store\n"))
+
+
+def test_find_follows_a_compaction_but_not_a_missing_file(grown: tuple[Path, Path], tmp_path: Path) -> None:
+    """find's reader, opened on a manifest whose part a compaction then deleted, reads the newer manifest; opened
+    on one whose part is simply gone, it says the store is damaged at once."""
+    from dedup_cli.errors import StoreError
+    from dedup_cli.store.documents import NumberedDocuments
+    from dedup_cli.store.store import open_store
+
+    store = tmp_path / "store"
+    shutil.copytree(grown[1], store)
+    stale = open_store(store)
+    assert open_store(store).compact()
+    with NumberedDocuments([stale]) as documents:
+        assert documents.documents == len(read_store(grown[1]))
+    stale = open_store(store)
+    assert stale.manifest is not None
+    (store / stale.manifest.parts[0].file).unlink()
+    with pytest.raises(StoreError, match="is listed in its manifest but missing"):
+        NumberedDocuments([stale])

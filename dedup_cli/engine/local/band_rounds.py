@@ -123,7 +123,8 @@ def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: 
         for docs, packed in documents.signatures(part, readers):
             where = docs if slot is None else slot[docs]
             taken = None if slot is None else where >= 0
-            if taken is None or taken.any():
+            # A row group may hold no live row (every one replaced or removed by later runs).
+            if docs.size and (taken is None or taken.any()):
                 # A row group of eligible documents only (the usual case) is read in place, not copied out first.
                 every = taken is None or bool(taken.all())
                 values = unpack_values(packed if every else packed[taken], params.bits, params.num_perm)

@@ -219,7 +219,9 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     left_values, right_values = pairs.signatures(measured.left), pairs.signatures(measured.right)
     at_threshold, sweep = retrievals(pairs, options, measured, banded.banding, left_values, right_values, evaluated,
                                      eligible, truth)
-    prefixes = sorted({max(permutations // 4, 2), max(permutations // 2, 2), permutations})
+    # k/4, k/2 and k permutations, two at least (b = 1/2 pairs them) and k at most (a store of k = 1 has one)
+    prefixes = sorted({min(max(share, 2), permutations) for share in (permutations // 4, permutations // 2)}
+                      | {permutations})
     matches = {b: _prefix_matches(left_values, right_values, b, prefixes, params.xor_pairs) for b in evaluated}
     design, exact = measured.design, measured.exact
     r1, r2 = pairs.r[measured.left], pairs.r[measured.right]
