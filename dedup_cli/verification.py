@@ -61,15 +61,20 @@ def verify_pairs(store: StoredSignatures, first: np.ndarray, second: np.ndarray)
 
 
 def pairs_to_verify(mode: str, threshold: float, estimate: np.ndarray, ci_low: np.ndarray,
-                    ci_high: np.ndarray) -> np.ndarray:
+                    ci_high: np.ndarray, unsure: np.ndarray | None = None) -> np.ndarray:
     """Which scored candidates to check exactly: bool[n_pairs].
 
     ``borderline``: the interval straddles R0 (on either side of the estimate, so a true duplicate that
-    the estimate put just below R0 is rescued too); ``all``: those plus every pair estimated ≥ R0.
+    the estimate put just below R0 is rescued too), or the pair is ``unsure``: estimated ≥ R0, its lower bound
+    for all the run's candidates at once does not clear R0
+    (:meth:`dedup_cli.estimates.simultaneous.SimultaneousBound.unsure`); ``all``: those plus every pair
+    estimated ≥ R0.
     """
     if mode not in VERIFY_MODES:
         raise ValueError(f"unknown verify mode {mode!r}")
     if mode == "none":
         return np.zeros(estimate.size, dtype=bool)
     borderline = (ci_low < threshold) & (ci_high >= threshold)
+    if unsure is not None:
+        borderline = borderline | unsure
     return borderline | (estimate >= threshold) if mode == "all" else borderline

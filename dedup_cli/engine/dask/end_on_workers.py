@@ -191,7 +191,7 @@ def _result(store: StoredSignatures, common: dict[str, Any], reference_start: in
     reference store (its documents from ``reference_start`` on)."""
     if reference_start is not None:
         parts["reference"] = docs >= reference_start
-    empty = {"accepted": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 4)), "exact": np.empty(0),
+    empty = {"accepted": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 6)), "exact": np.empty(0),
              "accepted_triples": None, "grouping": Groups(np.empty(0, np.int64), np.zeros(1, np.int64)),
              "weakest": np.empty(0), "kept": np.empty(0, np.int64)}
     return FindResult(store=store, **{**empty, **parts}, **common)

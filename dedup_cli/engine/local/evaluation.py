@@ -22,10 +22,11 @@ from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
-from dedup_cli.engine.stages.plan import find_banding
+from dedup_cli.engine.stages.plan import estimated_positions, find_banding
 from dedup_cli.engine.stages.results import EvalResult, EvalSample
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.evaluation.accuracy import (
     STORAGE_BITS,
     estimator_accuracy,
@@ -106,7 +107,8 @@ class LocalPairs:
             first, second, _ = self.candidates(banding)
             self._scored = banding, bits, self.score(first, second, bits)
         scored = self._scored[2]
-        exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs)
+        bound = SimultaneousBound(bits, estimated_positions(self.params, bits), scored.first.size)
+        exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs, bound)
         if verification is not None:
             self.unverifiable.update(verification.unverifiable_documents)
         decided = stages.decide(scored.estimate, exact, threshold)

@@ -25,10 +25,11 @@ from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
 from dedup_cli.engine.local import forked
 from dedup_cli.engine.local.forked import chunk_bounds, forked_map, useful_workers
-from dedup_cli.engine.stages.plan import FindPlan
+from dedup_cli.engine.stages.plan import FindPlan, estimated_positions
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
+from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.estimates.triple_scores import ScoredTriples, score_triples
 from dedup_cli.groups.components import Groups, group_components
 from dedup_cli.groups.representatives import representatives, weakest_estimates
@@ -153,16 +154,33 @@ def verify_in_chunks(store: StoredSignatures, first: np.ndarray, second: np.ndar
 
 
 def verify_borderline(store: StoredSignatures, scored: ScoredPairs, threshold: float,
-                      mode: str, jobs: int = 1) -> tuple[np.ndarray, Verification | None]:
+                      mode: str, jobs: int = 1, bound: SimultaneousBound | None = None
+                      ) -> tuple[np.ndarray, Verification | None]:
     """Exact resemblance of the pairs ``mode`` selects (NaN elsewhere): float64[m], and what was checked; with
-    ``jobs`` worker processes (:func:`verify_in_chunks`)."""
+    ``jobs`` worker processes (:func:`verify_in_chunks`). With ``bound`` (the run's b, k and candidate count) the
+    pairs it cannot clear are checked too (:func:`unsure_pairs`)."""
     exact = np.full(scored.first.size, np.nan)
     if mode == "none":
         return exact, None
-    check = pairs_to_verify(mode, threshold, scored.estimate, scored.ci_low, scored.ci_high)
+    check = pairs_to_verify(mode, threshold, scored.estimate, scored.ci_low, scored.ci_high,
+                            unsure_pairs(scored, threshold, bound))
     verification = verify_in_chunks(store, scored.first[check], scored.second[check], jobs)
     exact[check] = verification.exact
     return exact, verification
+
+
+def unsure_pairs(scored: ScoredPairs, threshold: float, bound: SimultaneousBound | None) -> np.ndarray | None:
+    """bool[m]: the scored pairs estimated ≥ R0 that ``bound`` (the lower bound for all the run's candidates at
+    once) does not clear, or None without a bound."""
+    if bound is None:
+        return None
+    return bound.unsure(threshold, scored.estimate, scored.ci_low, scored.matches, scored.r1, scored.r2)
+
+
+def decision_bound(plan: FindPlan, candidates: int) -> SimultaneousBound:
+    """The simultaneous bound of a find with ``plan`` that scored ``candidates`` pairs: both engines decide with
+    it, counting the same candidates."""
+    return SimultaneousBound(plan.bits, estimated_positions(plan.params, plan.bits), int(candidates))
 
 
 def decide(estimate: np.ndarray, exact: np.ndarray, threshold: float) -> np.ndarray:
