@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.estimates.exact import pair_resemblances
+from dedup_cli.estimates.exact import pair_resemblances, triple_resemblances
 from dedup_cli.inputs.reread import reread_documents
 from dedup_cli.inputs.sets import reread_sets
 from dedup_cli.options.vocabulary import VERIFY_MODES
@@ -55,6 +55,18 @@ def verify_pairs(store: StoredSignatures, first: np.ndarray, second: np.ndarray)
     rows = sorted_unique(np.concatenate([first, second]))
     sets = exact_sets(store, rows)
     exact = pair_resemblances(sets, np.searchsorted(rows, first), np.searchsorted(rows, second))
+    unverifiable = sorted(store.ids[row] for row, members in zip(rows.tolist(), sets, strict=True) if members is None)
+    return Verification(exact=exact, checked=int(np.count_nonzero(~np.isnan(exact))),
+                        unverifiable_documents=unverifiable)
+
+
+def verify_triples(store: StoredSignatures, docs: np.ndarray) -> Verification:
+    """Exact 3-way resemblance |A ∩ B ∩ C| / |A ∪ B ∪ C| of each triple (rows of int64[n, 3]); each document is
+    read once, as for pairs."""
+    docs = np.asarray(docs, dtype=np.int64).reshape(-1, 3)
+    rows = sorted_unique(docs.reshape(-1))
+    sets = exact_sets(store, rows)
+    exact = triple_resemblances(sets, np.searchsorted(rows, docs))
     unverifiable = sorted(store.ids[row] for row, members in zip(rows.tolist(), sets, strict=True) if members is None)
     return Verification(exact=exact, checked=int(np.count_nonzero(~np.isnan(exact))),
                         unverifiable_documents=unverifiable)

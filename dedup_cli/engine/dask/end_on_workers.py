@@ -50,7 +50,7 @@ of every shuffle and sort and one round trip of the output, so partitions of a f
 (``gather_limit`` 0 would make one per pair) for no memory saved: 16384 pairs are about 2 MB in the driver."""
 
 _TRIPLE_COLUMNS = ("a", "b", "c", "matches", "ab_matches", "ac_matches", "bc_matches", "estimate", "stderr", "ci_low",
-                   "ci_high", "estimate_ab", "estimate_ac", "estimate_bc")
+                   "ci_high", "estimate_ab", "estimate_ac", "estimate_bc", "exact")
 
 
 class Spilled:
@@ -127,7 +127,7 @@ def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, 
     pairs_out["negative"] = -accepted.estimate
     triples = done.triples if done.triples is not None else ScoredTriples.empty()
     columns = [triples.docs[:, 0], triples.docs[:, 1], triples.docs[:, 2], triples.matches, *triples.pair_matches.T,
-               triples.estimate, triples.stderr, triples.ci_low, triples.ci_high, *triples.pairwise.T]
+               triples.estimate, triples.stderr, triples.ci_low, triples.ci_high, *triples.pairwise.T, triples.exact]
     triples_out = pd.DataFrame(dict(zip(_TRIPLE_COLUMNS, columns, strict=True)))
     for place, name in enumerate("abc"):
         triples_out[name] = numbers[triples.docs[:, place]]
@@ -165,7 +165,7 @@ def _triples_result(frame: pd.DataFrame, params: SignatureParams, common: dict[s
         docs=np.searchsorted(docs, np.stack([column["a"], column["b"], column["c"]], axis=1)),
         matches=column["matches"], pair_matches=np.stack([column[f"{x}_matches"] for x in ("ab", "ac", "bc")], axis=1),
         estimate=column["estimate"], stderr=column["stderr"], ci_low=column["ci_low"], ci_high=column["ci_high"],
-        pairwise=np.stack([column[f"estimate_{x}"] for x in ("ab", "ac", "bc")], axis=1))
+        pairwise=np.stack([column[f"estimate_{x}"] for x in ("ab", "ac", "bc")], axis=1), exact=column["exact"])
     return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, accepted_triples=triples)
 
 

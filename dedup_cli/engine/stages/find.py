@@ -9,6 +9,7 @@ same functions (docs/architecture.md, "Engines").
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,7 @@ from dedup_cli.inputs.fields import field_values
 from dedup_cli.inputs.reread import same_file_aliases
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.store.snapshot import StoredSignatures
-from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
+from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs, verify_triples
 
 
 def set_size_ratios(shingle_counts: np.ndarray, universe: int) -> np.ndarray:
@@ -248,6 +249,28 @@ def find_triples(
     return accepted.select(order)
 
 
+def checked_triples(store: StoredSignatures, triples: ScoredTriples, threshold: float, mode: str) -> ScoredTriples:
+    """``triples`` with the exact 3-way resemblance of those ``mode`` selects, as for pairs
+    (:func:`dedup_cli.verification.pairs_to_verify` on the triples' intervals: ``borderline`` those whose interval
+    straddles R0, ``all`` those and every triple estimated ≥ R0), re-read (:func:`dedup_cli.verification.
+    verify_triples`); NaN elsewhere, and where a document cannot be re-read."""
+    if mode == "none" or len(triples) == 0:
+        return triples
+    check = pairs_to_verify(mode, threshold, triples.estimate, triples.ci_low, triples.ci_high)
+    if not check.any():
+        return triples
+    exact = triples.exact.copy()
+    exact[check] = verify_triples(store, triples.docs[check]).exact
+    return dataclasses.replace(triples, exact=exact)
+
+
+def decided_triples(store: StoredSignatures, triples: ScoredTriples, threshold: float, mode: str) -> ScoredTriples:
+    """The triples accepted once checked (:func:`checked_triples`): by the exact 3-way resemblance where it is
+    known, else by the estimate (:func:`decide`), in the same order."""
+    triples = checked_triples(store, triples, threshold, mode)
+    return triples.select(decide(triples.estimate, triples.exact, threshold))
+
+
 def group(num_docs: int, first: np.ndarray, second: np.ndarray, similarity: np.ndarray, method: str,
           triple_ok: Callable[[np.ndarray], np.ndarray] | None = None) -> Groups:
     """Groups of the accepted pairs: connected components, or strict groups (every pair, and with
@@ -331,13 +354,15 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
             accepted_new = wanted(np.c_[accepted.first, accepted.second], new, reference, options.only_across)
             exact = exact[accepted_new]
             accepted = accepted.select(accepted_new)
+        found_triples = decided_triples(store, found_triples, threshold, options.verify)
 
     # What is known of each accepted pair: its exact resemblance where it was checked, else its estimate.
     similarity = np.where(np.isnan(exact), accepted.estimate, exact)
     triple_ok = None
     if options.group == "strict" and options.ways == 3:
         def triple_ok(docs: np.ndarray) -> np.ndarray:
-            return score_triples(values, docs, r, int(bits)).estimate >= threshold
+            triples = checked_triples(store, score_triples(values, docs, r, int(bits)), threshold, options.verify)
+            return decide(triples.estimate, triples.exact, threshold)
     groups = group(len(store), accepted.first, accepted.second, similarity, options.group, triple_ok)
     scores, problems = None, list[tuple[str, str]]()
     if options.keep_field is not None:
