@@ -237,3 +237,24 @@ def test_pairs_the_bound_for_every_candidate_cannot_clear_are_checked_alike(engi
     for gather_limit in (10**9, 0):  # decided in the driver, and on the workers
         assert_same_answers(local, dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=gather_limit,
                                                                        **options)))
+
+
+def test_triples_are_checked_alike_per_component(engine: EngineOptions, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triples of planted families (b = 2, R0 = 0.5, strict groups): the triples the bound for all candidate
+    triples at once cannot clear are checked exactly, and so are they when the Dask engine ends per component on
+    its workers (each part counting its candidate triples for the run's bound first) or in the driver."""
+    monkeypatch.setattr(end_on_workers, "MIN_PAIRS_PER_PARTITION", 1)
+    corpus = tmp_path / "corpus"
+    planted_families(corpus, 60, 6, (0.0, 0.12), seed=11)
+    store = tmp_path / "store.parquet"
+    dedup.sign([str(corpus)], store, dedup.SignOptions(bits=2))
+    options = {"threshold": 0.5, "ways": 3, "group": "strict"}
+    local = dedup.find(store, dedup.FindOptions(**options))
+    triples = local.accepted_triples
+    assert triples is not None
+    by_the_bound = (triples.ci_low >= 0.5) & ~np.isnan(triples.exact)
+    assert by_the_bound.any()
+    for gather_limit in (10**9, 15):
+        remote = dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=gather_limit, **options))
+        assert_same_answers(local, remote)

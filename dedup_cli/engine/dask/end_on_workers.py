@@ -32,7 +32,7 @@ from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach
 from dedup_cli.engine.dask.star_components import connected_components
 from dedup_cli.engine.stages.filter import member_details
-from dedup_cli.engine.stages.find import conclude, new_documents, set_size_ratios
+from dedup_cli.engine.stages.find import conclude, count_candidate_triples, new_documents, set_size_ratios
 from dedup_cli.engine.stages.plan import FindPlan
 from dedup_cli.engine.stages.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
@@ -92,21 +92,35 @@ def _mini_store(params: SignatureParams, ids: list[str]) -> StoredSignatures:
                             packed=np.empty((len(ids), 0), np.uint8))
 
 
-def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, alias_documents: np.ndarray
-                       ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[tuple[str, str]]]:
-    """The end of find on the whole components of one partition: its (pairs, triples, members) with global
-    document numbers and ids, and the grouped documents without a value to keep by (a reference store's
-    documents from ``plan.reference_start`` on)."""
-    params, bits, reference_start = plan.params, int(plan.bits), plan.reference_start
+def _numbered(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan
+              ) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, ScoredPairs, np.ndarray]:
+    """A partition's documents in id order, their global numbers, its pairs in (first, second) order and scored
+    with the documents renumbered 0 … m − 1, and the documents' b-bit values."""
     docs = docs.sort_values("doc")
     numbers = docs["doc"].to_numpy(dtype=np.int64)
-    ids = np.asarray(docs["id"].astype(object).to_numpy())
     pairs = pairs.sort_values(["first", "second"])
     local = {name: pairs[name].to_numpy() for name in SCORE_COLUMNS}
     local["first"] = np.searchsorted(numbers, local["first"])
     local["second"] = np.searchsorted(numbers, local["second"])
-    scored = ScoredPairs(**local)
-    values = unpack_bits(docs, "s", bits, params.num_perm)
+    return docs, numbers, pairs, ScoredPairs(**local), unpack_bits(docs, "s", int(plan.bits), plan.params.num_perm)
+
+
+def count_partition_triples(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan) -> int:
+    """The candidate triples of one partition's components (:func:`dedup_cli.engine.stages.find.
+    count_candidate_triples`): summed over the partitions, the run's, which the triples' bound divides by."""
+    _, _, _, scored, values = _numbered(pairs, docs, plan)
+    return count_candidate_triples(values, scored, plan)
+
+
+def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, alias_documents: np.ndarray,
+                       triple_candidates: int | None = None
+                       ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[tuple[str, str]]]:
+    """The end of find on the whole components of one partition: its (pairs, triples, members) with global
+    document numbers and ids, and the grouped documents without a value to keep by (a reference store's
+    documents from ``plan.reference_start`` on); ``triple_candidates``: the run's candidate triples."""
+    params, bits, reference_start = plan.params, int(plan.bits), plan.reference_start
+    docs, numbers, pairs, scored, values = _numbered(pairs, docs, plan)
+    ids = np.asarray(docs["id"].astype(object).to_numpy())
     counts = docs["shingle_count"].to_numpy(dtype=np.int64)
     runs = docs["run"].to_numpy(dtype=np.int64)
     store = StoredSignatures(params=params, ids=[str(x) for x in ids], paths=[str(x) for x in docs["path"].tolist()],
@@ -118,7 +132,7 @@ def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, 
     aliases = np.searchsorted(numbers, alias_documents[np.isin(alias_documents, numbers)])
     done = conclude(store, values, set_size_ratios(counts, params.universe), scored,
                     pairs["exact"].to_numpy(dtype=np.float64), pairs["decided"].to_numpy(dtype=bool), aliases, new,
-                    plan, reference)
+                    plan, reference, triple_candidates)
     accepted = done.pairs
     pairs_out = pd.DataFrame({name: getattr(accepted, name) for name in SCORE_COLUMNS})
     pairs_out["first"], pairs_out["second"] = numbers[accepted.first], numbers[accepted.second]
@@ -247,7 +261,14 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
     by_pairs = labelled.shuffle(on="label", npartitions=partitions, shuffle_method=shuffle_method)
     by_docs = docs.shuffle(on="label", npartitions=partitions, shuffle_method=shuffle_method)
     start = frames.reference_start
-    steps = [dask.delayed(conclude_partition, nout=4)(p, d, plan, alias_documents)
+    triple_candidates = None
+    if options.ways == 3:
+        # The triples' simultaneous bound divides by the run's candidate triples, the local engine's count.
+        by_pairs, by_docs = settled(by_pairs, by_docs)
+        triple_candidates = int(sum(dask.compute(*[
+            dask.delayed(count_partition_triples)(p, d, plan)
+            for p, d in zip(by_pairs.to_delayed(), by_docs.to_delayed(), strict=True)])))
+    steps = [dask.delayed(conclude_partition, nout=4)(p, d, plan, alias_documents, triple_candidates)
              for p, d in zip(by_pairs.to_delayed(), by_docs.to_delayed(), strict=True)]
     outputs = settled(*[step[0] for step in steps], *[step[1] for step in steps], *[step[2] for step in steps],
                       dask.delayed(lambda lists: [item for found in lists for item in found])(

@@ -30,7 +30,7 @@ from dedup_cli.engine.stages.plan import FindPlan, estimated_positions
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
-from dedup_cli.estimates.simultaneous import SimultaneousBound
+from dedup_cli.estimates.simultaneous import DECISION_LEVEL, SimultaneousBound, simultaneous_level
 from dedup_cli.estimates.triple_scores import ScoredTriples, score_triples
 from dedup_cli.groups.components import Groups, group_components
 from dedup_cli.groups.representatives import representatives, weakest_estimates
@@ -244,19 +244,62 @@ def find_triples(
     num_docs, num_perm = values.shape
     candidates = candidate_triples(pairs, num_docs, threshold, bits, num_perm, z=z, max_wedges=max_wedges,
                                    floor=floor)
+    return triples_at_threshold(values, candidates, r, threshold, bits, level)
+
+
+def triples_at_threshold(values: np.ndarray, candidates: np.ndarray, r: np.ndarray, threshold: float, bits: int,
+                         level: float = 0.95) -> ScoredTriples:
+    """The candidate triples (int64[t, 3]) scored, those with R̂ ≥ R0 sorted by descending estimate, then by
+    documents (the second half of :func:`find_triples`)."""
     accepted = score_triples(values, candidates, r, bits, level, threshold=threshold)
     order = np.lexsort((accepted.docs[:, 2], accepted.docs[:, 1], accepted.docs[:, 0], -accepted.estimate))
     return accepted.select(order)
 
 
-def checked_triples(store: StoredSignatures, triples: ScoredTriples, threshold: float, mode: str) -> ScoredTriples:
-    """``triples`` with the exact 3-way resemblance of those ``mode`` selects, as for pairs
-    (:func:`dedup_cli.verification.pairs_to_verify` on the triples' intervals: ``borderline`` those whose interval
-    straddles R0, ``all`` those and every triple estimated ≥ R0), re-read (:func:`dedup_cli.verification.
-    verify_triples`); NaN elsewhere, and where a document cannot be re-read."""
+def count_candidate_triples(values: np.ndarray, pairs: EstimatedPairs, plan: FindPlan) -> int:
+    """How many candidate triples ``find`` with ``plan`` scores among these pairs and documents: the count the
+    simultaneous bound of the triples divides by (a distributed engine sums it over its parts first)."""
+    num_docs, num_perm = values.shape
+    return int(candidate_triples(pairs, num_docs, plan.threshold, int(plan.bits), num_perm,
+                                 floor=plan.triple_floor).shape[0])
+
+
+@dataclass(frozen=True)
+class TripleChecks:
+    """How ``find`` checks triples: the documents (to re-read), their b-bit values and r (to bound the triples
+    again), R0, ``--verify`` and the number of candidate triples the run scored."""
+
+    store: StoredSignatures
+    values: np.ndarray  # uint[n_docs, k]
+    r: np.ndarray  # float64[n_docs]
+    bits: int
+    threshold: float
+    mode: str
+    candidates: int
+
+    def unsure(self, triples: ScoredTriples) -> np.ndarray:
+        """bool[t]: the triples estimated ≥ R0 whose own lower end clears R0 but whose lower end at the level for
+        all the candidate triples at once (:func:`dedup_cli.estimates.simultaneous.simultaneous_level`) does not."""
+        unsure = np.zeros(len(triples), dtype=bool)
+        sure = np.flatnonzero((triples.estimate >= self.threshold) & (triples.ci_low >= self.threshold))
+        if sure.size:
+            level = simultaneous_level(DECISION_LEVEL, self.candidates)
+            wide = score_triples(self.values, triples.docs[sure], self.r, self.bits, level)
+            unsure[sure] = wide.ci_low < self.threshold
+        return unsure
+
+
+def checked_triples(checks: TripleChecks, triples: ScoredTriples) -> ScoredTriples:
+    """``triples`` with the exact 3-way resemblance of those ``checks.mode`` selects, as for pairs
+    (:func:`dedup_cli.verification.pairs_to_verify`: ``borderline`` those whose interval straddles R0 or that the
+    bound for all the candidate triples at once does not clear, ``all`` those and every triple estimated ≥ R0),
+    re-read (:func:`dedup_cli.verification.verify_triples`); NaN elsewhere, and where a document cannot be
+    re-read."""
+    threshold, mode, store = checks.threshold, checks.mode, checks.store
     if mode == "none" or len(triples) == 0:
         return triples
-    check = pairs_to_verify(mode, threshold, triples.estimate, triples.ci_low, triples.ci_high)
+    check = pairs_to_verify(mode, threshold, triples.estimate, triples.ci_low, triples.ci_high,
+                            checks.unsure(triples))
     if not check.any():
         return triples
     exact = triples.exact.copy()
@@ -264,11 +307,11 @@ def checked_triples(store: StoredSignatures, triples: ScoredTriples, threshold: 
     return dataclasses.replace(triples, exact=exact)
 
 
-def decided_triples(store: StoredSignatures, triples: ScoredTriples, threshold: float, mode: str) -> ScoredTriples:
+def decided_triples(checks: TripleChecks, triples: ScoredTriples) -> ScoredTriples:
     """The triples accepted once checked (:func:`checked_triples`): by the exact 3-way resemblance where it is
     known, else by the estimate (:func:`decide`), in the same order."""
-    triples = checked_triples(store, triples, threshold, mode)
-    return triples.select(decide(triples.estimate, triples.exact, threshold))
+    triples = checked_triples(checks, triples)
+    return triples.select(decide(triples.estimate, triples.exact, checks.threshold))
 
 
 def group(num_docs: int, first: np.ndarray, second: np.ndarray, similarity: np.ndarray, method: str,
@@ -319,7 +362,8 @@ class Concluded:
 
 def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored: ScoredPairs,
              exact_all: np.ndarray, decided: np.ndarray, aliases: np.ndarray, new: np.ndarray | None,
-             plan: FindPlan, reference: np.ndarray | None = None) -> Concluded:
+             plan: FindPlan, reference: np.ndarray | None = None, triple_candidates: int | None = None
+             ) -> Concluded:
     """The stages after the decisions: accepted pairs, triples (``ways=3``), ``new_since`` and ``against``,
     groups, weakest links and representatives.
 
@@ -339,13 +383,20 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
         new: bool[n_docs], the documents reports must touch (:func:`new_documents`), or None.
         plan: the find's plan: its options, b and, for triples, R0 − margin.
         reference: bool[n_docs] with ``against``: the reference store's documents.
+        triple_candidates: the candidate triples of the whole run, for the triples' simultaneous bound, when these
+            documents are a part of it (a distributed engine's components); None: the ones found here.
     """
     options, bits, threshold = plan.options, plan.bits, plan.threshold
     accepted = scored.select(decided)
     exact = exact_all[decided]
     found_triples = None
+    checks = None
     if options.ways == 3:
-        found_triples = find_triples(values, scored, r, threshold, int(bits), floor=plan.triple_floor)
+        candidates = candidate_triples(scored, values.shape[0], threshold, int(bits), values.shape[1],
+                                       floor=plan.triple_floor)
+        checks = TripleChecks(store, values, r, int(bits), threshold, options.verify,
+                              candidates.shape[0] if triple_candidates is None else triple_candidates)
+        found_triples = triples_at_threshold(values, candidates, r, threshold, int(bits))
         if aliases.size:
             found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new is not None:
@@ -354,14 +405,16 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
             accepted_new = wanted(np.c_[accepted.first, accepted.second], new, reference, options.only_across)
             exact = exact[accepted_new]
             accepted = accepted.select(accepted_new)
-        found_triples = decided_triples(store, found_triples, threshold, options.verify)
+        found_triples = decided_triples(checks, found_triples)
 
     # What is known of each accepted pair: its exact resemblance where it was checked, else its estimate.
     similarity = np.where(np.isnan(exact), accepted.estimate, exact)
     triple_ok = None
-    if options.group == "strict" and options.ways == 3:
+    if options.group == "strict" and checks is not None:
+        strict_checks = checks
+
         def triple_ok(docs: np.ndarray) -> np.ndarray:
-            triples = checked_triples(store, score_triples(values, docs, r, int(bits)), threshold, options.verify)
+            triples = checked_triples(strict_checks, score_triples(values, docs, r, int(bits)))
             return decide(triples.estimate, triples.exact, threshold)
     groups = group(len(store), accepted.first, accepted.second, similarity, options.group, triple_ok)
     scores, problems = None, list[tuple[str, str]]()
