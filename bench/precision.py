@@ -102,7 +102,9 @@ def exact_triple(sets: dict[str, np.ndarray], ids: tuple[str, str, str]) -> floa
 
 
 def dedup(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "dedup_cli", *args], capture_output=True, text=True, check=True)
+    # Run outside the checkout, so that PYTHONPATH (not the working directory) says which dedup_cli runs.
+    return subprocess.run([sys.executable, "-m", "dedup_cli", *args], capture_output=True, text=True, check=True,
+                          cwd=tempfile.gettempdir())
 
 
 def measure(folder: Path, corpus: Path, sets: dict[str, np.ndarray], truth: dict[tuple[str, str], float],
