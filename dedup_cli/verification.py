@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.estimates.exact import pair_resemblances
+from dedup_cli.estimates.exact import pair_resemblances, triple_resemblances
 from dedup_cli.inputs.reread import reread_documents
 from dedup_cli.inputs.sets import reread_sets
 from dedup_cli.options.vocabulary import VERIFY_MODES
@@ -60,16 +60,33 @@ def verify_pairs(store: StoredSignatures, first: np.ndarray, second: np.ndarray)
                         unverifiable_documents=unverifiable)
 
 
+def verify_triples(store: StoredSignatures, docs: np.ndarray) -> Verification:
+    """Exact 3-way resemblance |A ∩ B ∩ C| / |A ∪ B ∪ C| of each triple (rows of int64[n, 3]); each document is
+    read once, as for pairs."""
+    docs = np.asarray(docs, dtype=np.int64).reshape(-1, 3)
+    rows = sorted_unique(docs.reshape(-1))
+    sets = exact_sets(store, rows)
+    exact = triple_resemblances(sets, np.searchsorted(rows, docs))
+    unverifiable = sorted(store.ids[row] for row, members in zip(rows.tolist(), sets, strict=True) if members is None)
+    return Verification(exact=exact, checked=int(np.count_nonzero(~np.isnan(exact))),
+                        unverifiable_documents=unverifiable)
+
+
 def pairs_to_verify(mode: str, threshold: float, estimate: np.ndarray, ci_low: np.ndarray,
-                    ci_high: np.ndarray) -> np.ndarray:
+                    ci_high: np.ndarray, unsure: np.ndarray | None = None) -> np.ndarray:
     """Which scored candidates to check exactly: bool[n_pairs].
 
     ``borderline``: the interval straddles R0 (on either side of the estimate, so a true duplicate that
-    the estimate put just below R0 is rescued too); ``all``: those plus every pair estimated ≥ R0.
+    the estimate put just below R0 is rescued too), or the pair is ``unsure``: estimated ≥ R0, its lower bound
+    for all the run's candidates at once does not clear R0
+    (:meth:`dedup_cli.estimates.simultaneous.SimultaneousBound.unsure`); ``all``: those plus every pair
+    estimated ≥ R0.
     """
     if mode not in VERIFY_MODES:
         raise ValueError(f"unknown verify mode {mode!r}")
     if mode == "none":
         return np.zeros(estimate.size, dtype=bool)
     borderline = (ci_low < threshold) & (ci_high >= threshold)
+    if unsure is not None:
+        borderline = borderline | unsure
     return borderline | (estimate >= threshold) if mode == "all" else borderline

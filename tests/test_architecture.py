@@ -155,7 +155,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("estimates: the estimators, and scoring pairs and triples with them", [
         ["estimates.guards", "estimates.exact"], ["estimates.two_way", "estimates.three_way"],
         ["estimates.half_bit"], ["estimates.dense", "estimates.intervals"],
-        ["estimates.pairs", "estimates.triple_scores"],
+        ["estimates.pairs", "estimates.triple_scores", "estimates.simultaneous"],
     ]),
     ("candidates: signatures → candidate pairs and triples", [
         ["candidates.banding", "candidates.buckets", "candidates.triangles", "candidates.allpairs",

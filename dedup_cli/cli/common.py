@@ -244,8 +244,8 @@ find_options = option_group(
     click.option("--keep-field", metavar="FIELD", default=FindOptions.keep_field,
                  help="Keep the member whose numeric JSON field or Parquet column FIELD is highest (ties by id)."),
     click.option("--verify", type=click.Choice(VERIFY_MODES), default=FindOptions.verify,
-                 help="Re-read documents and decide pairs by exact resemblance: those whose interval "
-                      "straddles R0, all, or none."),
+                 help="Re-read documents and decide pairs (and triples) by exact resemblance: those whose "
+                      "interval straddles R0 or that a bound for all candidates cannot clear, all, or none."),
     click.option("--candidates", type=click.Choice(CANDIDATE_METHODS), default=FindOptions.candidates,
                  help="lsh: banding; all: compare every pair (exact, quadratic; fine for ~10^4–10^5 documents)."),
     click.option("--new-since", type=click.IntRange(0), default=FindOptions.new_since, metavar="RUN",

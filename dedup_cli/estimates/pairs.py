@@ -43,6 +43,8 @@ class ScoredPairs:
     stderr: np.ndarray  # float64[n], plug-in eq. 11
     ci_low: np.ndarray  # float64[n]
     ci_high: np.ndarray  # float64[n]
+    r1: np.ndarray  # float64[n], r = f/D of the first document (enters C_1,b and C_2,b, eq. 5–7)
+    r2: np.ndarray  # float64[n], of the second: with the match count, what a bound at another level needs
 
     def select(self, keep: np.ndarray) -> ScoredPairs:
         """The pairs picked by a boolean mask or an index array, in that order."""
@@ -84,6 +86,7 @@ def score_matches(first: np.ndarray, second: np.ndarray, matches: np.ndarray, r1
             of the interval.
     """
     fraction = matches / num_perm
+    r1, r2 = (np.broadcast_to(np.asarray(r, dtype=np.float64), np.shape(matches)) for r in (r1, r2))
     if is_half_bit(bits):
         low, high = confidence_interval_half_bit(matches, num_perm, r1, r2, level=level)
         return ScoredPairs(
@@ -94,6 +97,8 @@ def score_matches(first: np.ndarray, second: np.ndarray, matches: np.ndarray, r1
             stderr=np.asarray(standard_error_half_bit(fraction, r1, r2, num_perm), dtype=np.float64),
             ci_low=np.asarray(low, dtype=np.float64),
             ci_high=np.asarray(high, dtype=np.float64),
+            r1=np.asarray(r1, dtype=np.float64),
+            r2=np.asarray(r2, dtype=np.float64),
         )
     low, high = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=level)
     return ScoredPairs(
@@ -104,4 +109,6 @@ def score_matches(first: np.ndarray, second: np.ndarray, matches: np.ndarray, r1
         stderr=standard_error_2way(fraction, r1, r2, bits, num_perm),
         ci_low=np.asarray(low, dtype=np.float64),
         ci_high=np.asarray(high, dtype=np.float64),
+        r1=np.asarray(r1, dtype=np.float64),
+        r2=np.asarray(r2, dtype=np.float64),
     )

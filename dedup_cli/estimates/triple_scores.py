@@ -34,6 +34,7 @@ class ScoredTriples:
     ci_low: np.ndarray  # float64[n]
     ci_high: np.ndarray  # float64[n]
     pairwise: np.ndarray  # float64[n, 3], 2-way estimates R̂_12, R̂_13, R̂_23 (Li & König eq. 9)
+    exact: np.ndarray  # float64[n], exact 3-way resemblance where ``find`` checked it (re-read), NaN elsewhere
 
     def __len__(self) -> int:
         return int(self.estimate.size)
@@ -54,6 +55,7 @@ class ScoredTriples:
             ci_low=np.empty(0),
             ci_high=np.empty(0),
             pairwise=np.empty((0, 3)),
+            exact=np.empty(0),
         )
 
 
@@ -196,4 +198,5 @@ def _estimate_chunk(
         ci_low=low,
         ci_high=high,
         pairwise=pairwise,
+        exact=np.full(estimate.size, np.nan),
     )

@@ -48,7 +48,9 @@ class FindOptions:
             shingles), ``oldest``/``newest`` (by sign run, then modification time); ties go to the smallest id.
         keep_field: instead of ``keep``, the member whose numeric JSON field or Parquet column of this name is
             highest (ties by id; a missing or non-numeric value ranks lowest and is reported).
-        verify: ``borderline``, ``all`` or ``none``: which pairs to decide by their exact resemblance.
+        verify: ``borderline``, ``all`` or ``none``: which pairs and triples to decide by their exact resemblance
+            (``borderline``: those whose interval straddles R0, and the pairs estimated ≥ R0 that the bound for all
+            the candidates at once does not clear; docs/estimators.md, "Intervals").
         candidates: ``lsh`` (banding) or ``all`` (every pair, exact and quadratic).
         new_since: report only what involves documents written after this sign run.
         bands, rows: the LSH banding (None: chosen for ``recall`` at R0).

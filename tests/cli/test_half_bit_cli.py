@@ -7,16 +7,21 @@ import csv
 import io
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import SAMPLE_CORPORA, exact_resemblances
+from helpers import SAMPLE_CORPORA, exact_resemblances, planted_families
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.errors import OptionError
+from dedup_cli.estimates.half_bit import HALF_BIT
+from dedup_cli.estimates.pairs import score_matches
+from dedup_cli.estimates.simultaneous import SimultaneousBound
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -346,3 +351,45 @@ def test_plan_of_a_store_of_xor_bits_bands_with_t() -> None:
         "whole --stored-bits"]
     with pytest.raises(OptionError, match="even"):
         dedup.PlanOptions(bits="1/2", stored_bits="1/2", num_perm=63)
+
+
+# --- many candidates: the decisions hold for all of them at once --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """160 documents in 40 planted families of 4 (in a family R ≈ 0.4–1; across families R ≈ 0)."""
+    root = tmp_path_factory.mktemp("planted") / "corpus"
+    planted_families(root, 40, 4, (0.0, 0.15), seed=5)
+    return root
+
+
+def test_unrelated_pairs_are_not_reported_however_many_candidates(planted: Path, tmp_path: Path) -> None:
+    """16 XOR bits a document make about every pair a candidate (some 12 000), and a per-pair 95 % interval lets
+    dozens of unrelated ones (exact R = 0) clear R0 = 0.5 by chance; the bound for all the candidates at once
+    sends them to the exact check, which rejects them. Through a real process, as a user runs it."""
+    store = tmp_path / "sigs.parquet"
+    code, _, stderr = run("sign", str(planted), "-k", "32", "-b", "1/2", "-o", str(store), "-q")
+    assert code == 0, stderr
+    finished = subprocess.run([sys.executable, "-m", "dedup_cli", "find", str(store), "--output", "pairs", "-q"],
+                              capture_output=True, text=True, check=False)
+    assert finished.returncode == 0, finished.stderr
+    reported = _pairs(finished.stdout)
+    exact = exact_resemblances(planted)
+    assert len(reported) >= 30  # the families are found
+    far_below = sorted(pair for pair in reported if exact[pair] < 0.5 - 0.1)
+    assert far_below == []
+
+
+def test_the_bound_widens_with_the_candidates_not_for_one_pair() -> None:
+    """The pair of the report (128 XOR bits, R̂ 0.65, per-pair lower end 0.50): alone it clears R0 = 0.5; among
+    3.2 million candidates it does not, and is checked exactly."""
+    bound_alone = SimultaneousBound(HALF_BIT, 128, 1)
+    bound_many = SimultaneousBound(HALF_BIT, 128, 3_200_000)
+    matches = np.array([92])
+    zero = np.zeros(1)
+    scored = score_matches(np.zeros(1, np.int64), np.ones(1, np.int64), matches, zero, zero, 128, HALF_BIT)
+    assert scored.estimate[0] >= 0.65 and scored.ci_low[0] >= 0.5
+    args = (0.5, scored.estimate, scored.ci_low, matches, zero, zero)
+    assert not bound_alone.unsure(*args)[0]
+    assert bound_many.unsure(*args)[0]

@@ -12,9 +12,10 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
-from helpers import REPO
+from helpers import REPO, planted_families
 from same_answers import assert_same_answers, without_time
 
 import dedup_cli as dedup
@@ -24,6 +25,7 @@ from dedup_cli.engine import optional_engines
 from dedup_cli.engine.dask import candidates as dask_candidates
 from dedup_cli.engine.dask import end_on_workers
 from dedup_cli.engine.stages.results import find_records
+from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.options.engines import EngineOptions
 
 SAMPLES = REPO / "sample_corpora"
@@ -215,3 +217,44 @@ def test_many_edges_end_per_component_on_the_workers(stores: dict[str, Path], en
 
 
 # --- the command line writes what the result holds, gathered or streamed ------------------------------------------
+
+
+def test_pairs_the_bound_for_every_candidate_cannot_clear_are_checked_alike(engine: EngineOptions,
+                                                                           tmp_path: Path) -> None:
+    """With about every pair a candidate (16 one-bit values, one per band) some accepted pairs clear R0 by their
+    per-pair interval but not by the bound for all the candidates at once: both engines check those exactly,
+    count the same candidates for the bound, and write the same bytes."""
+    corpus = tmp_path / "corpus"
+    planted_families(corpus, 40, 4, (0.0, 0.15), seed=5)
+    store = tmp_path / "store.parquet"
+    dedup.sign([str(corpus)], store, dedup.SignOptions(num_perm=16, bits=1))
+    options = {"threshold": 0.5, "bands": 16, "rows": 1}
+    local = dedup.find(store, dedup.FindOptions(**options))
+    accepted = local.accepted
+    bound = SimultaneousBound(local.bits, 16, local.candidates)
+    unsure = bound.unsure(0.5, accepted.estimate, accepted.ci_low, accepted.matches, accepted.r1, accepted.r2)
+    assert unsure.any() and not np.isnan(local.exact[unsure]).any()
+    for gather_limit in (10**9, 0):  # decided in the driver, and on the workers
+        assert_same_answers(local, dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=gather_limit,
+                                                                       **options)))
+
+
+def test_triples_are_checked_alike_per_component(engine: EngineOptions, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triples of planted families (b = 2, R0 = 0.5, strict groups): the triples the bound for all candidate
+    triples at once cannot clear are checked exactly, and so are they when the Dask engine ends per component on
+    its workers (each part counting its candidate triples for the run's bound first) or in the driver."""
+    monkeypatch.setattr(end_on_workers, "MIN_PAIRS_PER_PARTITION", 1)
+    corpus = tmp_path / "corpus"
+    planted_families(corpus, 60, 6, (0.0, 0.12), seed=11)
+    store = tmp_path / "store.parquet"
+    dedup.sign([str(corpus)], store, dedup.SignOptions(bits=2))
+    options = {"threshold": 0.5, "ways": 3, "group": "strict"}
+    local = dedup.find(store, dedup.FindOptions(**options))
+    triples = local.accepted_triples
+    assert triples is not None
+    by_the_bound = (triples.ci_low >= 0.5) & ~np.isnan(triples.exact)
+    assert by_the_bound.any()
+    for gather_limit in (10**9, 15):
+        remote = dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=gather_limit, **options))
+        assert_same_answers(local, remote)

@@ -29,6 +29,7 @@ from dedup_cli.engine.stages import plan as find_plan
 from dedup_cli.engine.stages.find import find_triples
 from dedup_cli.estimates import dense, intervals, three_way, two_way
 from dedup_cli.estimates import triple_scores as triple_scoring
+from dedup_cli.estimates.exact import exact_resemblance, triple_resemblances
 from dedup_cli.estimates.pairs import score_pairs
 from dedup_cli.estimates.triple_scores import ScoredTriples, score_triples
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
@@ -472,3 +473,18 @@ def test_planted_estimates_are_unbiased(threshold: float, bits: int) -> None:
     assert abs(pair_error) < 3 * pair_standard_error
     assert 0.8 < spread < 1.25
     assert coverage > 0.92
+
+
+def test_exact_triple_resemblances_of_many_triples_at_once() -> None:
+    """|A ∩ B ∩ C| / |A ∪ B ∪ C| of 500 triples at once is exact_resemblance's of each; NaN for an unknown set."""
+    rng = np.random.default_rng(1)
+    sets: list[np.ndarray | None] = [np.unique(rng.integers(0, 50, size=int(rng.integers(1, 30)))).astype(np.uint64)
+                                     for _ in range(20)]
+    sets[3] = None
+    docs = np.sort(np.array([rng.choice(20, 3, replace=False) for _ in range(500)]), axis=1)
+    found = triple_resemblances(sets, docs)
+    for (a, b, c), value in zip(docs.tolist(), found.tolist(), strict=True):
+        if 3 in (a, b, c):
+            assert math.isnan(value)
+        else:
+            assert value == pytest.approx(exact_resemblance(sets[a], sets[b], sets[c]), abs=1e-12)

@@ -32,7 +32,7 @@ from dedup_cli.engine.dask.frames import DocumentFrames, unpack_bits
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS, attach
 from dedup_cli.engine.dask.star_components import connected_components
 from dedup_cli.engine.stages.filter import member_details
-from dedup_cli.engine.stages.find import conclude, new_documents, set_size_ratios
+from dedup_cli.engine.stages.find import conclude, count_candidate_triples, new_documents, set_size_ratios
 from dedup_cli.engine.stages.plan import FindPlan
 from dedup_cli.engine.stages.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
@@ -50,7 +50,7 @@ of every shuffle and sort and one round trip of the output, so partitions of a f
 (``gather_limit`` 0 would make one per pair) for no memory saved: 16384 pairs are about 2 MB in the driver."""
 
 _TRIPLE_COLUMNS = ("a", "b", "c", "matches", "ab_matches", "ac_matches", "bc_matches", "estimate", "stderr", "ci_low",
-                   "ci_high", "estimate_ab", "estimate_ac", "estimate_bc")
+                   "ci_high", "estimate_ab", "estimate_ac", "estimate_bc", "exact")
 
 
 class Spilled:
@@ -92,21 +92,35 @@ def _mini_store(params: SignatureParams, ids: list[str]) -> StoredSignatures:
                             packed=np.empty((len(ids), 0), np.uint8))
 
 
-def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, alias_documents: np.ndarray
-                       ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[tuple[str, str]]]:
-    """The end of find on the whole components of one partition: its (pairs, triples, members) with global
-    document numbers and ids, and the grouped documents without a value to keep by (a reference store's
-    documents from ``plan.reference_start`` on)."""
-    params, bits, reference_start = plan.params, int(plan.bits), plan.reference_start
+def _numbered(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan
+              ) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, ScoredPairs, np.ndarray]:
+    """A partition's documents in id order, their global numbers, its pairs in (first, second) order and scored
+    with the documents renumbered 0 … m − 1, and the documents' b-bit values."""
     docs = docs.sort_values("doc")
     numbers = docs["doc"].to_numpy(dtype=np.int64)
-    ids = np.asarray(docs["id"].astype(object).to_numpy())
     pairs = pairs.sort_values(["first", "second"])
     local = {name: pairs[name].to_numpy() for name in SCORE_COLUMNS}
     local["first"] = np.searchsorted(numbers, local["first"])
     local["second"] = np.searchsorted(numbers, local["second"])
-    scored = ScoredPairs(**local)
-    values = unpack_bits(docs, "s", bits, params.num_perm)
+    return docs, numbers, pairs, ScoredPairs(**local), unpack_bits(docs, "s", int(plan.bits), plan.params.num_perm)
+
+
+def count_partition_triples(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan) -> int:
+    """The candidate triples of one partition's components (:func:`dedup_cli.engine.stages.find.
+    count_candidate_triples`): summed over the partitions, the run's, which the triples' bound divides by."""
+    _, _, _, scored, values = _numbered(pairs, docs, plan)
+    return count_candidate_triples(values, scored, plan)
+
+
+def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, alias_documents: np.ndarray,
+                       triple_candidates: int | None = None
+                       ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[tuple[str, str]]]:
+    """The end of find on the whole components of one partition: its (pairs, triples, members) with global
+    document numbers and ids, and the grouped documents without a value to keep by (a reference store's
+    documents from ``plan.reference_start`` on); ``triple_candidates``: the run's candidate triples."""
+    params, bits, reference_start = plan.params, int(plan.bits), plan.reference_start
+    docs, numbers, pairs, scored, values = _numbered(pairs, docs, plan)
+    ids = np.asarray(docs["id"].astype(object).to_numpy())
     counts = docs["shingle_count"].to_numpy(dtype=np.int64)
     runs = docs["run"].to_numpy(dtype=np.int64)
     store = StoredSignatures(params=params, ids=[str(x) for x in ids], paths=[str(x) for x in docs["path"].tolist()],
@@ -118,7 +132,7 @@ def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, 
     aliases = np.searchsorted(numbers, alias_documents[np.isin(alias_documents, numbers)])
     done = conclude(store, values, set_size_ratios(counts, params.universe), scored,
                     pairs["exact"].to_numpy(dtype=np.float64), pairs["decided"].to_numpy(dtype=bool), aliases, new,
-                    plan, reference)
+                    plan, reference, triple_candidates)
     accepted = done.pairs
     pairs_out = pd.DataFrame({name: getattr(accepted, name) for name in SCORE_COLUMNS})
     pairs_out["first"], pairs_out["second"] = numbers[accepted.first], numbers[accepted.second]
@@ -127,7 +141,7 @@ def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, 
     pairs_out["negative"] = -accepted.estimate
     triples = done.triples if done.triples is not None else ScoredTriples.empty()
     columns = [triples.docs[:, 0], triples.docs[:, 1], triples.docs[:, 2], triples.matches, *triples.pair_matches.T,
-               triples.estimate, triples.stderr, triples.ci_low, triples.ci_high, *triples.pairwise.T]
+               triples.estimate, triples.stderr, triples.ci_low, triples.ci_high, *triples.pairwise.T, triples.exact]
     triples_out = pd.DataFrame(dict(zip(_TRIPLE_COLUMNS, columns, strict=True)))
     for place, name in enumerate("abc"):
         triples_out[name] = numbers[triples.docs[:, place]]
@@ -165,7 +179,7 @@ def _triples_result(frame: pd.DataFrame, params: SignatureParams, common: dict[s
         docs=np.searchsorted(docs, np.stack([column["a"], column["b"], column["c"]], axis=1)),
         matches=column["matches"], pair_matches=np.stack([column[f"{x}_matches"] for x in ("ab", "ac", "bc")], axis=1),
         estimate=column["estimate"], stderr=column["stderr"], ci_low=column["ci_low"], ci_high=column["ci_high"],
-        pairwise=np.stack([column[f"estimate_{x}"] for x in ("ab", "ac", "bc")], axis=1))
+        pairwise=np.stack([column[f"estimate_{x}"] for x in ("ab", "ac", "bc")], axis=1), exact=column["exact"])
     return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, accepted_triples=triples)
 
 
@@ -191,7 +205,7 @@ def _result(store: StoredSignatures, common: dict[str, Any], reference_start: in
     reference store (its documents from ``reference_start`` on)."""
     if reference_start is not None:
         parts["reference"] = docs >= reference_start
-    empty = {"accepted": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 4)), "exact": np.empty(0),
+    empty = {"accepted": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 6)), "exact": np.empty(0),
              "accepted_triples": None, "grouping": Groups(np.empty(0, np.int64), np.zeros(1, np.int64)),
              "weakest": np.empty(0), "kept": np.empty(0, np.int64)}
     return FindResult(store=store, **{**empty, **parts}, **common)
@@ -247,7 +261,14 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
     by_pairs = labelled.shuffle(on="label", npartitions=partitions, shuffle_method=shuffle_method)
     by_docs = docs.shuffle(on="label", npartitions=partitions, shuffle_method=shuffle_method)
     start = frames.reference_start
-    steps = [dask.delayed(conclude_partition, nout=4)(p, d, plan, alias_documents)
+    triple_candidates = None
+    if options.ways == 3:
+        # The triples' simultaneous bound divides by the run's candidate triples, the local engine's count.
+        by_pairs, by_docs = settled(by_pairs, by_docs)
+        triple_candidates = int(sum(dask.compute(*[
+            dask.delayed(count_partition_triples)(p, d, plan)
+            for p, d in zip(by_pairs.to_delayed(), by_docs.to_delayed(), strict=True)])))
+    steps = [dask.delayed(conclude_partition, nout=4)(p, d, plan, alias_documents, triple_candidates)
              for p, d in zip(by_pairs.to_delayed(), by_docs.to_delayed(), strict=True)]
     outputs = settled(*[step[0] for step in steps], *[step[1] for step in steps], *[step[2] for step in steps],
                       dask.delayed(lambda lists: [item for found in lists for item in found])(

@@ -41,7 +41,7 @@ from dedup_cli.engine.dask.kept_frames import keep_frame, kept_frame
 from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.filter import member_details
-from dedup_cli.engine.stages.find import conclude, new_documents, store_runs
+from dedup_cli.engine.stages.find import conclude, decision_bound, new_documents, store_runs
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.options.finding import FindOptions
@@ -116,7 +116,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     if candidates <= options.gather_limit:
         # Few enough pairs for the driver: the decisions and the end of find run here on them, with the exact
         # checks and file checks as tasks on the workers, and no shuffle.
-        gathered = gathered_decisions(scores.scored, frames, plan, work, progress)
+        gathered = gathered_decisions(scores.scored, frames, plan, candidates, work, progress)
         needed_pairs = end_gathered.needed(gathered.decided, plan.triple_floor)
         laps.lap("decisions")
         laps.profile["decisions_in_driver"] = 1.0
@@ -126,7 +126,7 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
         result = concluded_gathered(needed_pairs, frames, scores.reduced, gathered.aliases, plan, common,
                                     gathered.names)
     else:
-        decided = decided_candidates(scores.scored, frames, plan, work, shuffle_method, progress)
+        decided = decided_candidates(scores.scored, frames, plan, candidates, work, shuffle_method, progress)
         needed = decided.decided.map_partitions(end_gathered.needed, plan.triple_floor, meta=decided.decided._meta)
         needed_count = int(needed.map_partitions(len).sum().compute())
         laps.lap("decisions")
@@ -199,24 +199,25 @@ def scored_candidates(frames: DocumentFrames, plan: FindPlan, work: WorkDir | No
     return Scores(scored, reduced, stats)
 
 
-def decided_candidates(scored: dd.DataFrame, frames: DocumentFrames, plan: FindPlan, work: WorkDir | None,
-                       shuffle_method: str | None, progress: Progress) -> Decisions:
+def decided_candidates(scored: dd.DataFrame, frames: DocumentFrames, plan: FindPlan, candidates: int,
+                       work: WorkDir | None, shuffle_method: str | None, progress: Progress) -> Decisions:
     """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): exact checks of the
-    borderline pairs on the workers, the decisions, and the aliases left out."""
+    borderline pairs on the workers (``candidates``: how many were scored, for the simultaneous bound), the
+    decisions, and the aliases left out."""
     key = plan.key(work, "decisions", divisions=frames.divisions)
     kept = _kept_decisions(work, key, frames, progress)
     if kept is not None:
         return Decisions(*kept)
     decided, checked = pair_decisions.check_and_decide(scored, frames, plan.options.verify, plan.threshold,
-                                                       shuffle_method)
+                                                       decision_bound(plan, candidates), shuffle_method)
     alias_documents = pair_decisions.aliases(decided, frames, shuffle_method)
     (decided,) = settled(pair_decisions.accept(decided, alias_documents))
     _keep_decisions(work, key, decided.to_delayed(), alias_documents, checked)
     return Decisions(decided, alias_documents, checked)
 
 
-def gathered_decisions(scored: dd.DataFrame, frames: DocumentFrames, plan: FindPlan, work: WorkDir | None,
-                       progress: Progress) -> pair_decisions.GatheredDecisions:
+def gathered_decisions(scored: dd.DataFrame, frames: DocumentFrames, plan: FindPlan, candidates: int,
+                       work: WorkDir | None, progress: Progress) -> pair_decisions.GatheredDecisions:
     """The decisions stage on the scored pairs gathered into the driver (:func:`dedup_cli.engine.dask.
     pair_decisions.decide_gathered`), kept by an earlier run in ``work`` or computed and kept there, partitioned
     as the scored pairs are, so that a run that decides on the workers resumes from it too, and the reverse."""
@@ -225,7 +226,8 @@ def gathered_decisions(scored: dd.DataFrame, frames: DocumentFrames, plan: FindP
     if kept is not None:
         decided, alias_documents, checked = kept
         return pair_decisions.GatheredDecisions(decided.compute(), None, alias_documents, checked)
-    gathered = pair_decisions.decide_gathered(scored.compute(), frames, plan.options.verify, plan.threshold)
+    gathered = pair_decisions.decide_gathered(scored.compute(), frames, plan.options.verify, plan.threshold,
+                                              decision_bound(plan, candidates))
     decided = gathered.decided
     cuts = np.searchsorted(decided.index.to_numpy(), np.asarray(frames.divisions[1:-1], np.int64), side="left")
     parts = [decided.iloc[start:stop] for start, stop in zip(np.r_[0, cuts], np.r_[cuts, len(decided)], strict=True)]

@@ -46,7 +46,7 @@ SMALL_SHUFFLE_PARTITIONS = 16
 """Up to these many candidate pairs (codes before de-duplication) and document partitions, scoring's two shuffles
 run by tasks rather than peer to peer (unless the caller chose a method)."""
 
-SCORE_COLUMNS = ("first", "second", "matches", "estimate", "stderr", "ci_low", "ci_high")
+SCORE_COLUMNS = tuple(ScoredPairs.__dataclass_fields__)
 
 
 def packed_matches(a: np.ndarray, b: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
@@ -132,7 +132,7 @@ def score_partition(frame: pd.DataFrame, bits: int, num_perm: int, universe: int
 
 
 def scored_meta(extra: dict[str, np.dtype] | None = None) -> pd.DataFrame:
-    empty = ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 4))
+    empty = ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 6))
     frame = scored_frame(empty, index=np.empty(0, np.int64))
     for name, dtype in (extra or {}).items():
         frame[name] = pd.Series([], dtype=dtype)

@@ -33,6 +33,7 @@ from dedup_cli.engine.dask.frames import DocumentFrames, rows_of
 from dedup_cli.engine.dask.joins import attach, scored_meta
 from dedup_cli.engine.local.forked import chunk_bounds
 from dedup_cli.engine.stages.find import decide, without
+from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.inputs.reread import file_identity
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
@@ -94,9 +95,11 @@ def verify_partition(frame: pd.DataFrame, params: SignatureParams) -> tuple[pd.D
     return result, verification.unverifiable_documents
 
 
-def _borderline(frame: pd.DataFrame, mode: str, threshold: float) -> pd.DataFrame:
-    check = pairs_to_verify(mode, threshold, frame["estimate"].to_numpy(), frame["ci_low"].to_numpy(),
-                            frame["ci_high"].to_numpy())
+def _borderline(frame: pd.DataFrame, mode: str, threshold: float, bound: SimultaneousBound) -> pd.DataFrame:
+    estimate, ci_low = frame["estimate"].to_numpy(), frame["ci_low"].to_numpy()
+    unsure = bound.unsure(threshold, estimate, ci_low, frame["matches"].to_numpy(), frame["r1"].to_numpy(),
+                          frame["r2"].to_numpy())
+    check = pairs_to_verify(mode, threshold, estimate, ci_low, frame["ci_high"].to_numpy(), unsure)
     return pd.DataFrame({"first": frame["first"].to_numpy()[check], "second": frame.index.to_numpy()[check]})
 
 
@@ -115,8 +118,9 @@ def _with_exact(scored: pd.DataFrame, exact: pd.DataFrame, threshold: float) -> 
 
 
 def check_and_decide(scored: dd.DataFrame, frames: DocumentFrames, mode: str, threshold: float,
-                     shuffle_method: str | None) -> tuple[dd.DataFrame, Checked | None]:
-    """The scored pairs with ``exact`` and ``decided`` columns, after the exact checks ``mode`` asks for."""
+                     bound: SimultaneousBound, shuffle_method: str | None) -> tuple[dd.DataFrame, Checked | None]:
+    """The scored pairs with ``exact`` and ``decided`` columns, after the exact checks ``mode`` asks for (with
+    ``bound``, the run's simultaneous bound, as the local engine's)."""
     names = frames.names
     parts = scored.to_delayed()
     meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
@@ -124,7 +128,7 @@ def check_and_decide(scored: dd.DataFrame, frames: DocumentFrames, mode: str, th
         empty = _no_exact()
         decided = [dask.delayed(_with_exact)(part, empty, threshold) for part in parts]
         return dd.from_delayed(decided, meta=meta, divisions=scored.divisions, verify_meta=False), None
-    wanted = scored.map_partitions(_borderline, mode, threshold, meta=_PAIR_META)
+    wanted = scored.map_partitions(_borderline, mode, threshold, bound, meta=_PAIR_META)
     with_first = attach(wanted, "first", names, "a_", frames.divisions, shuffle_method).reset_index()
     both = attach(with_first, "second", names, "b_", frames.divisions, shuffle_method)
     steps = [dask.delayed(verify_partition, nout=2)(part, frames.params) for part in both.to_delayed()]
@@ -230,10 +234,10 @@ def _with_names(pairs: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
 
 
 def _exact_gathered(scored: pd.DataFrame, names: pd.DataFrame, mode: str, threshold: float,
-                    params: SignatureParams) -> tuple[pd.DataFrame, Checked]:
+                    bound: SimultaneousBound, params: SignatureParams) -> tuple[pd.DataFrame, Checked]:
     """The exact resemblances of the borderline pairs of ``scored`` (a frame of ``first`` and ``exact``, index
     second), re-read by tasks on the workers, and what was checked."""
-    wanted = _with_names(_borderline(scored, mode, threshold), names)
+    wanted = _with_names(_borderline(scored, mode, threshold, bound), names)
     bounds = chunk_bounds(len(wanted), _tasks(len(wanted), CHUNK_PAIRS)) if len(wanted) else []
     steps = [dask.delayed(verify_partition, nout=2)(wanted.iloc[start:stop], params) for start, stop in bounds]
     done = dask.compute(*steps)
@@ -254,7 +258,8 @@ def _aliases_gathered(decided: pd.DataFrame, names: pd.DataFrame, reference_star
     return np.sort(_later_of_each_file(keys)["doc"].to_numpy(dtype=np.int64))
 
 
-def decide_gathered(scored: pd.DataFrame, frames: DocumentFrames, mode: str, threshold: float) -> GatheredDecisions:
+def decide_gathered(scored: pd.DataFrame, frames: DocumentFrames, mode: str, threshold: float,
+                    bound: SimultaneousBound) -> GatheredDecisions:
     """:func:`check_and_decide`, :func:`aliases` and :func:`accept` of the scored pairs gathered into the driver
     (a frame of :func:`dedup_cli.engine.dask.joins.scored_meta`, index the second document): the same decisions
     from the same functions, without a shuffle."""
@@ -265,7 +270,7 @@ def decide_gathered(scored: pd.DataFrame, frames: DocumentFrames, mode: str, thr
     if mode == "none":
         exact = _no_exact()
     else:
-        exact, checked = _exact_gathered(scored, names, mode, threshold, frames.params)
+        exact, checked = _exact_gathered(scored, names, mode, threshold, bound, frames.params)
     decided = _with_exact(scored, exact, threshold)
     alias_documents = _aliases_gathered(decided, names, frames.reference_start)
     if alias_documents.size:

@@ -22,10 +22,11 @@ from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
-from dedup_cli.engine.stages.plan import find_banding
+from dedup_cli.engine.stages.plan import estimated_positions, find_banding
 from dedup_cli.engine.stages.results import EvalResult, EvalSample
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.evaluation.accuracy import (
     STORAGE_BITS,
     estimator_accuracy,
@@ -106,22 +107,25 @@ class LocalPairs:
             first, second, _ = self.candidates(banding)
             self._scored = banding, bits, self.score(first, second, bits)
         scored = self._scored[2]
-        exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs)
+        bound = SimultaneousBound(bits, estimated_positions(self.params, bits), scored.first.size)
+        exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs, bound)
         if verification is not None:
             self.unverifiable.update(verification.unverifiable_documents)
         decided = stages.decide(scored.estimate, exact, threshold)
         return scored.first[decided], scored.second[decided]
 
 
-def find_reports(scored: ScoredPairs, exact: np.ndarray, candidate: np.ndarray, threshold: float, verify: str
-                 ) -> np.ndarray:
+def find_reports(scored: ScoredPairs, exact: np.ndarray, candidate: np.ndarray, threshold: float, verify: str,
+                 bound: SimultaneousBound | None = None) -> np.ndarray:
     """bool[n]: whether ``find`` reports each sampled pair, its exact resemblance known.
 
     The pairs ``--verify`` would re-read are decided by their exact value, the others by the estimate, with find's
-    own rule (:func:`dedup_cli.verification.pairs_to_verify`, :func:`find_stages.decide`): the exact checks are
-    simulated on the sample instead of run over every candidate, which gives the same decisions.
+    own rule (:func:`dedup_cli.verification.pairs_to_verify`, :func:`find_stages.decide`, and ``bound``, the
+    simultaneous bound of find's candidate count, where it is known): the exact checks are simulated on the sample
+    instead of run over every candidate, which gives the same decisions.
     """
-    checked = pairs_to_verify(verify, threshold, scored.estimate, scored.ci_low, scored.ci_high)
+    checked = pairs_to_verify(verify, threshold, scored.estimate, scored.ci_low, scored.ci_high,
+                              stages.unsure_pairs(scored, threshold, bound))
     return candidate & stages.decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
 
 
@@ -218,7 +222,7 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     measured = measure_sample(pairs, banded, evaluated, progress)
     left_values, right_values = pairs.signatures(measured.left), pairs.signatures(measured.right)
     at_threshold, sweep = retrievals(pairs, options, measured, banded.banding, left_values, right_values, evaluated,
-                                     eligible, truth)
+                                     eligible, truth, banded.candidates)
     # k/4, k/2 and k permutations, two at least (b = 1/2 pairs them) and k at most (a store of k = 1 has one)
     prefixes = sorted({min(max(share, 2), permutations) for share in (permutations // 4, permutations // 2)}
                       | {permutations})
@@ -285,9 +289,10 @@ def measure_sample(pairs: LocalPairs, banded: Banded, evaluated: list[float], pr
 
 def retrievals(pairs: LocalPairs, options: EvalOptions, measured: Measured, banding: Banding,
                left_values: np.ndarray, right_values: np.ndarray, evaluated: list[float], eligible: int,
-               truth: Truth | None) -> tuple[list[Retrieval], list[Retrieval]]:
+               truth: Truth | None, candidates: int | None = None) -> tuple[list[Retrieval], list[Retrieval]]:
     """Precision and recall of ``find`` at its threshold (per evaluated b and verify mode), and over the sweep of
-    thresholds (at find's b): from the sample, or counted against a truth file."""
+    thresholds (at find's b): from the sample, or counted against a truth file. ``candidates``: find's candidate
+    pairs at its threshold, for the bound its decisions use there (the sweep's other bandings decide per pair)."""
     params, threshold = pairs.params, options.find.threshold
     bits = options.find.bits_for(params.stored_bits)
     if truth is not None:
@@ -297,7 +302,11 @@ def retrievals(pairs: LocalPairs, options: EvalOptions, measured: Measured, band
                  for level in SWEEP_THRESHOLDS if level >= truth.floor for verify in VERIFY_MODES]
         return at_threshold, sweep
     scores, exact, design = measured.scores, measured.exact, measured.design
-    at_threshold = [sampled_retrieval(design, find_reports(scores[b], exact, measured.candidate, threshold, verify),
+    def bound(b: float) -> SimultaneousBound | None:
+        return None if candidates is None else SimultaneousBound(b, estimated_positions(params, b), candidates)
+
+    at_threshold = [sampled_retrieval(design, find_reports(scores[b], exact, measured.candidate, threshold, verify,
+                                                           bound(b)),
                                       exact >= threshold, threshold, b, verify)
                     for b in evaluated for verify in VERIFY_MODES]
     sweep = []

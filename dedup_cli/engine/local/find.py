@@ -40,7 +40,7 @@ from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.store.store import Store
 from dedup_cli.verification import Verification
 
-SCORE_FIELDS = ("first", "second", "matches", "estimate", "stderr", "ci_low", "ci_high")
+SCORE_FIELDS = tuple(ScoredPairs.__dataclass_fields__)
 
 
 def find(stores: Sequence[Store], options: FindOptions, progress: Progress = silent) -> FindResult:
@@ -183,7 +183,8 @@ def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindP
     progress.stage("exact checks", None)
     threshold = plan.threshold
     exact, verification = stages.verify_borderline(store, scored, threshold, plan.options.verify,
-                                                   plan.options.workers)
+                                                   plan.options.workers,
+                                                   stages.decision_bound(plan, scored.first.size))
     decided = stages.decide(scored.estimate, exact, threshold)
     # One file under two names is one document; across two stores it is a duplicate to report.
     same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])

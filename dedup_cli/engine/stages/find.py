@@ -9,6 +9,7 @@ same functions (docs/architecture.md, "Engines").
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,10 +26,11 @@ from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
 from dedup_cli.engine.local import forked
 from dedup_cli.engine.local.forked import chunk_bounds, forked_map, useful_workers
-from dedup_cli.engine.stages.plan import FindPlan
+from dedup_cli.engine.stages.plan import FindPlan, estimated_positions
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
+from dedup_cli.estimates.simultaneous import DECISION_LEVEL, SimultaneousBound, simultaneous_level
 from dedup_cli.estimates.triple_scores import ScoredTriples, score_triples
 from dedup_cli.groups.components import Groups, group_components
 from dedup_cli.groups.representatives import representatives, weakest_estimates
@@ -37,7 +39,7 @@ from dedup_cli.inputs.fields import field_values
 from dedup_cli.inputs.reread import same_file_aliases
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.store.snapshot import StoredSignatures
-from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
+from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs, verify_triples
 
 
 def set_size_ratios(shingle_counts: np.ndarray, universe: int) -> np.ndarray:
@@ -153,16 +155,33 @@ def verify_in_chunks(store: StoredSignatures, first: np.ndarray, second: np.ndar
 
 
 def verify_borderline(store: StoredSignatures, scored: ScoredPairs, threshold: float,
-                      mode: str, jobs: int = 1) -> tuple[np.ndarray, Verification | None]:
+                      mode: str, jobs: int = 1, bound: SimultaneousBound | None = None
+                      ) -> tuple[np.ndarray, Verification | None]:
     """Exact resemblance of the pairs ``mode`` selects (NaN elsewhere): float64[m], and what was checked; with
-    ``jobs`` worker processes (:func:`verify_in_chunks`)."""
+    ``jobs`` worker processes (:func:`verify_in_chunks`). With ``bound`` (the run's b, k and candidate count) the
+    pairs it cannot clear are checked too (:func:`unsure_pairs`)."""
     exact = np.full(scored.first.size, np.nan)
     if mode == "none":
         return exact, None
-    check = pairs_to_verify(mode, threshold, scored.estimate, scored.ci_low, scored.ci_high)
+    check = pairs_to_verify(mode, threshold, scored.estimate, scored.ci_low, scored.ci_high,
+                            unsure_pairs(scored, threshold, bound))
     verification = verify_in_chunks(store, scored.first[check], scored.second[check], jobs)
     exact[check] = verification.exact
     return exact, verification
+
+
+def unsure_pairs(scored: ScoredPairs, threshold: float, bound: SimultaneousBound | None) -> np.ndarray | None:
+    """bool[m]: the scored pairs estimated ≥ R0 that ``bound`` (the lower bound for all the run's candidates at
+    once) does not clear, or None without a bound."""
+    if bound is None:
+        return None
+    return bound.unsure(threshold, scored.estimate, scored.ci_low, scored.matches, scored.r1, scored.r2)
+
+
+def decision_bound(plan: FindPlan, candidates: int) -> SimultaneousBound:
+    """The simultaneous bound of a find with ``plan`` that scored ``candidates`` pairs: both engines decide with
+    it, counting the same candidates."""
+    return SimultaneousBound(plan.bits, estimated_positions(plan.params, plan.bits), int(candidates))
 
 
 def decide(estimate: np.ndarray, exact: np.ndarray, threshold: float) -> np.ndarray:
@@ -225,9 +244,74 @@ def find_triples(
     num_docs, num_perm = values.shape
     candidates = candidate_triples(pairs, num_docs, threshold, bits, num_perm, z=z, max_wedges=max_wedges,
                                    floor=floor)
+    return triples_at_threshold(values, candidates, r, threshold, bits, level)
+
+
+def triples_at_threshold(values: np.ndarray, candidates: np.ndarray, r: np.ndarray, threshold: float, bits: int,
+                         level: float = 0.95) -> ScoredTriples:
+    """The candidate triples (int64[t, 3]) scored, those with R̂ ≥ R0 sorted by descending estimate, then by
+    documents (the second half of :func:`find_triples`)."""
     accepted = score_triples(values, candidates, r, bits, level, threshold=threshold)
     order = np.lexsort((accepted.docs[:, 2], accepted.docs[:, 1], accepted.docs[:, 0], -accepted.estimate))
     return accepted.select(order)
+
+
+def count_candidate_triples(values: np.ndarray, pairs: EstimatedPairs, plan: FindPlan) -> int:
+    """How many candidate triples ``find`` with ``plan`` scores among these pairs and documents: the count the
+    simultaneous bound of the triples divides by (a distributed engine sums it over its parts first)."""
+    num_docs, num_perm = values.shape
+    return int(candidate_triples(pairs, num_docs, plan.threshold, int(plan.bits), num_perm,
+                                 floor=plan.triple_floor).shape[0])
+
+
+@dataclass(frozen=True)
+class TripleChecks:
+    """How ``find`` checks triples: the documents (to re-read), their b-bit values and r (to bound the triples
+    again), R0, ``--verify`` and the number of candidate triples the run scored."""
+
+    store: StoredSignatures
+    values: np.ndarray  # uint[n_docs, k]
+    r: np.ndarray  # float64[n_docs]
+    bits: int
+    threshold: float
+    mode: str
+    candidates: int
+
+    def unsure(self, triples: ScoredTriples) -> np.ndarray:
+        """bool[t]: the triples estimated ≥ R0 whose own lower end clears R0 but whose lower end at the level for
+        all the candidate triples at once (:func:`dedup_cli.estimates.simultaneous.simultaneous_level`) does not."""
+        unsure = np.zeros(len(triples), dtype=bool)
+        sure = np.flatnonzero((triples.estimate >= self.threshold) & (triples.ci_low >= self.threshold))
+        if sure.size:
+            level = simultaneous_level(DECISION_LEVEL, self.candidates)
+            wide = score_triples(self.values, triples.docs[sure], self.r, self.bits, level)
+            unsure[sure] = wide.ci_low < self.threshold
+        return unsure
+
+
+def checked_triples(checks: TripleChecks, triples: ScoredTriples) -> ScoredTriples:
+    """``triples`` with the exact 3-way resemblance of those ``checks.mode`` selects, as for pairs
+    (:func:`dedup_cli.verification.pairs_to_verify`: ``borderline`` those whose interval straddles R0 or that the
+    bound for all the candidate triples at once does not clear, ``all`` those and every triple estimated ≥ R0),
+    re-read (:func:`dedup_cli.verification.verify_triples`); NaN elsewhere, and where a document cannot be
+    re-read."""
+    threshold, mode, store = checks.threshold, checks.mode, checks.store
+    if mode == "none" or len(triples) == 0:
+        return triples
+    check = pairs_to_verify(mode, threshold, triples.estimate, triples.ci_low, triples.ci_high,
+                            checks.unsure(triples))
+    if not check.any():
+        return triples
+    exact = triples.exact.copy()
+    exact[check] = verify_triples(store, triples.docs[check]).exact
+    return dataclasses.replace(triples, exact=exact)
+
+
+def decided_triples(checks: TripleChecks, triples: ScoredTriples) -> ScoredTriples:
+    """The triples accepted once checked (:func:`checked_triples`): by the exact 3-way resemblance where it is
+    known, else by the estimate (:func:`decide`), in the same order."""
+    triples = checked_triples(checks, triples)
+    return triples.select(decide(triples.estimate, triples.exact, checks.threshold))
 
 
 def group(num_docs: int, first: np.ndarray, second: np.ndarray, similarity: np.ndarray, method: str,
@@ -278,7 +362,8 @@ class Concluded:
 
 def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored: ScoredPairs,
              exact_all: np.ndarray, decided: np.ndarray, aliases: np.ndarray, new: np.ndarray | None,
-             plan: FindPlan, reference: np.ndarray | None = None) -> Concluded:
+             plan: FindPlan, reference: np.ndarray | None = None, triple_candidates: int | None = None
+             ) -> Concluded:
     """The stages after the decisions: accepted pairs, triples (``ways=3``), ``new_since`` and ``against``,
     groups, weakest links and representatives.
 
@@ -298,13 +383,20 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
         new: bool[n_docs], the documents reports must touch (:func:`new_documents`), or None.
         plan: the find's plan: its options, b and, for triples, R0 − margin.
         reference: bool[n_docs] with ``against``: the reference store's documents.
+        triple_candidates: the candidate triples of the whole run, for the triples' simultaneous bound, when these
+            documents are a part of it (a distributed engine's components); None: the ones found here.
     """
     options, bits, threshold = plan.options, plan.bits, plan.threshold
     accepted = scored.select(decided)
     exact = exact_all[decided]
     found_triples = None
+    checks = None
     if options.ways == 3:
-        found_triples = find_triples(values, scored, r, threshold, int(bits), floor=plan.triple_floor)
+        candidates = candidate_triples(scored, values.shape[0], threshold, int(bits), values.shape[1],
+                                       floor=plan.triple_floor)
+        checks = TripleChecks(store, values, r, int(bits), threshold, options.verify,
+                              candidates.shape[0] if triple_candidates is None else triple_candidates)
+        found_triples = triples_at_threshold(values, candidates, r, threshold, int(bits))
         if aliases.size:
             found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new is not None:
@@ -313,13 +405,17 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
             accepted_new = wanted(np.c_[accepted.first, accepted.second], new, reference, options.only_across)
             exact = exact[accepted_new]
             accepted = accepted.select(accepted_new)
+        found_triples = decided_triples(checks, found_triples)
 
     # What is known of each accepted pair: its exact resemblance where it was checked, else its estimate.
     similarity = np.where(np.isnan(exact), accepted.estimate, exact)
     triple_ok = None
-    if options.group == "strict" and options.ways == 3:
+    if options.group == "strict" and checks is not None:
+        strict_checks = checks
+
         def triple_ok(docs: np.ndarray) -> np.ndarray:
-            return score_triples(values, docs, r, int(bits)).estimate >= threshold
+            triples = checked_triples(strict_checks, score_triples(values, docs, r, int(bits)))
+            return decide(triples.estimate, triples.exact, threshold)
     groups = group(len(store), accepted.first, accepted.second, similarity, options.group, triple_ok)
     scores, problems = None, list[tuple[str, str]]()
     if options.keep_field is not None:

@@ -123,11 +123,12 @@ class FindResult:
 
     def triples(self) -> Iterator[Triple]:
         """Each accepted triple (``ways=3``), most similar first: ids, the 3-way R̂, its standard error and
-        interval, the positions where all three agree, and the three pairwise estimates."""
+        interval, the positions where all three agree, the three pairwise estimates, and the exact 3-way
+        resemblance where it was checked (else None)."""
         for record in find_records("triples", self):
             yield Triple(record["id_a"], record["id_b"], record["id_c"], record["estimate"], record["stderr"],
                          record["ci_low"], record["ci_high"], record["matches"], record["estimate_ab"],
-                         record["estimate_ac"], record["estimate_bc"])
+                         record["estimate_ac"], record["estimate_bc"], record["exact"])
 
     def members(self) -> Iterator[Member]:
         """Each grouped document: its group, ``keep`` or ``drop`` (a reference store's are always kept), the
@@ -178,7 +179,8 @@ class Pair(NamedTuple):
 
 
 class Triple(NamedTuple):
-    """An accepted triple: the 3-way R̂ (Li, König & Gui 2010, eq. 8) and the pairwise estimates."""
+    """An accepted triple: the 3-way R̂ (Li, König & Gui 2010, eq. 8), the pairwise estimates, and the exact 3-way
+    resemblance where it was checked."""
 
     id_a: str
     id_b: str
@@ -191,6 +193,7 @@ class Triple(NamedTuple):
     estimate_ab: float | None
     estimate_ac: float | None
     estimate_bc: float | None
+    exact: float | None = None
 
 
 class Member(NamedTuple):
@@ -209,7 +212,7 @@ class Member(NamedTuple):
 FIELDS = {
     "pairs": ("id_a", "id_b", "estimate", "stderr", "ci_low", "ci_high", "matches", "exact"),
     "triples": ("id_a", "id_b", "id_c", "estimate", "stderr", "ci_low", "ci_high", "matches",
-                "estimate_ab", "estimate_ac", "estimate_bc"),
+                "estimate_ab", "estimate_ac", "estimate_bc", "exact"),
     "members": ("id", "group", "action", "group_size", "representative"),
     # Groups in TSV/CSV: one row per member (JSON Lines and Parquet keep the member list in one record).
     "groups": ("group", "size", "id"),
@@ -276,6 +279,7 @@ def triple_records(result: FindResult) -> Iterator[dict[str, Any]]:
             "estimate_ab": round_value(found.pairwise[t, 0]),
             "estimate_ac": round_value(found.pairwise[t, 1]),
             "estimate_bc": round_value(found.pairwise[t, 2]),
+            "exact": round_value(found.exact[t]),
         }
         if result.reference is not None:
             record["store_a"], record["store_b"], record["store_c"] = _stores(result, found.docs[t])
