@@ -93,6 +93,19 @@ class FindResult:
         return len(self.grouping) if self.streamed is None else self.streamed.groups
 
     @property
+    def drop_count(self) -> int | None:
+        """Documents the groups would drop: every member but its group's representative, a reference store's
+        documents excepted (as ``find --output members`` marks them); None for a streamed result."""
+        if self.streamed is not None:
+            return None
+        groups = self.grouping
+        members = groups.members.astype(np.int64)
+        dropped = members != np.repeat(self.kept.astype(np.int64), np.diff(groups.offsets))
+        if self.reference is not None:
+            dropped &= ~self.reference[members]
+        return int(np.count_nonzero(dropped))
+
+    @property
     def triple_count(self) -> int | None:
         """Accepted triples reported; None unless triples were sought (``ways=3``)."""
         if self.streamed is not None:
