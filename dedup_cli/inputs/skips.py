@@ -99,13 +99,13 @@ def _wholly_skipped(report: ReadReport, names: list[str]) -> str:
     first record has when the reason is a missing field."""
     name = names[0]
     records = report.records_by_input[name][1]
-    reason = next((why for where, why in report.malformed if _of(where, name)), None)
-    if reason is None:
-        reason = next((f"{size} bytes or more, over the limit of {report.max_document_bytes}"
-                       for where, size in report.oversized if _of(where, name)), "")
+    where, reason = next(((where, why) for where, why in report.malformed if _of(where, name)), ("", ""))
+    if not where:
+        where, reason = next(((where, f"{size} bytes or more, over the limit of {report.max_document_bytes}")
+                              for where, size in report.oversized if _of(where, name)), ("", ""))
     others = f" (and of {counted(len(names) - 1, 'other input')})" if len(names) > 1 else ""
     text = f"every record of {name}{others} was skipped: {counted(records, 'record')}" + (
-        f", e.g. {reason}" if reason else "")
+        f", e.g. {where}: {reason}" if where else "")
     fields = _first_record_fields(name) if reason.startswith("no ") else None
     if fields is not None:
         text += f"; its first record has the fields {', '.join(json.dumps(f) for f in fields) or 'none'}"
