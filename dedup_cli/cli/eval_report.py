@@ -13,7 +13,7 @@ from dedup_cli.engine.stages.results import EvalResult
 from dedup_cli.evaluation.accuracy import DomainAccuracy
 from dedup_cli.evaluation.retrieval import Retrieval
 from dedup_cli.evaluation.survey import Estimate
-from dedup_cli.options.checks import counted
+from dedup_cli.options import checks  # checks.counted: eval_summary's own `counted` is a flag
 from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 
@@ -151,5 +151,5 @@ def eval_warnings(result: EvalResult) -> list[str]:
     if not result.unverifiable:
         return []
     are = "is" if len(result.unverifiable) == 1 else "are"
-    return [f"{counted(len(result.unverifiable), 'document')} {are} gone or changed since signing (e.g. "
+    return [f"{checks.counted(len(result.unverifiable), 'document')} {are} gone or changed since signing (e.g. "
             f"{result.unverifiable[0]}); their sampled pairs were left out and the others of their stratum weigh more"]
