@@ -352,7 +352,8 @@ quiet_option = click.option(
 strict_option = click.option(
     "--strict", is_flag=True,
     help="Any input or record skipped in signing (binary, unreadable, malformed, a duplicate id, too large) is an "
-         "error (exit 1), and nothing is stored or written; without it, skips are warnings and the rest is signed.")
+         "error (exit 1), and nothing is stored or written; without it, skips are warnings and the rest is signed "
+         "(filter: with --sign).")
 
 out_option = click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str, allow_dash=True),
                           default=None, help="Write to FILE instead of stdout (a file is replaced atomically; a "

@@ -75,6 +75,9 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
 
     if out == removed == "-":
         raise UsageError("-o - and --removed - cannot both be stdout; name a file for one of them")
+    if strict and not sign_first:
+        raise UsageError("--strict applies to the signing of --sign (filter copies the records it cannot read as they "
+                         "are); add --sign, or leave --strict out")
     engine = engine_of(given)
     reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__ if name in given})
     options = FilterOptions(input=reading, find=FindOptions(group=group_method, engine=engine, **given),

@@ -141,6 +141,8 @@ def test_strict_makes_a_partial_skip_fatal_and_without_it_it_is_a_warning(tmp_pa
     code, _, stderr = run("filter", str(corpus), "--sign", "--id-field", "id", "-s", str(tmp_path / "s2"), "-o",
                           str(out), "--strict")
     assert code == 1 and "--strict" in one_error_line(stderr) and not out.exists()
+    code, _, stderr = run("filter", str(corpus), "-s", str(store), "-o", str(out), "--strict")  # nothing to sign
+    assert code == 2 and "--strict applies to the signing of --sign" in one_error_line(stderr)
 
 
 def test_filter_sign_stops_on_every_record_skipped_before_writing(tmp_path: Path) -> None:
