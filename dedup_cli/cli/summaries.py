@@ -114,8 +114,7 @@ def find_summary(store: str, result: FindResult) -> str:
     ]
     if result.triple_count is not None:
         parts.append(counted(result.triple_count, "triple"))
-    drops = result.drop_count
-    parts.append(counted(result.group_count, "group") + ("" if drops is None else f" ({drops} to drop)"))
+    parts.append(f"{counted(result.group_count, 'group')} ({result.drop_count} to drop)")
     if result.verification is not None:
         parts.append(f"{counted(result.verification.checked, 'pair')} verified exactly")
     parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")
