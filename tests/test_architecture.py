@@ -169,7 +169,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin"], ["inputs.tables"],
         ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"],
-        ["inputs.task_planning"], ["inputs.reading"],
+        ["inputs.task_planning"], ["inputs.reading", "inputs.skips"],
     ]),
     ("store: the Parquet signature store", [
         ["store.format", "store.places"],

@@ -34,6 +34,7 @@ from dedup_cli.inputs.discovery import plan_sources
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path
 from dedup_cli.inputs.members import read_members
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.skips import check_options_apply
 from dedup_cli.objectstore.urls import absolute as absolute_path
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
@@ -133,13 +134,33 @@ def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[So
             defaults = InputOptions()
             # --id-column and --text-column are other names of --id-field and --text-field: named once, not twice.
             aliases = {"id_column": "id_field", "text_column": "text_field"}
-            flags = "".join(f" {{{option}}} {literal(quote(str(getattr(reading, option))))}"
-                            for option in READING_OPTIONS if getattr(reading, option) != getattr(defaults, option)
-                            and not (option in aliases and getattr(reading, option) == getattr(reading, aliases[option])))
+            named = [option for option in READING_OPTIONS if getattr(reading, option) != getattr(defaults, option)
+                     and not (option in aliases and getattr(reading, option) == getattr(reading, aliases[option]))]
+            flags = "".join(f" {{{option}}} {literal(quote(str(getattr(reading, option))))}" for option in named)
             raise InputError(f"input {literal(shown)} was never signed into {literal(path)}; sign it first (dedup sign "
                              f"{literal(quote(name))} -o {literal(quote(path))}{flags}), or name the store it was "
                              "signed into", options=True)
     return signed
+
+
+def _check_present(sources: Sequence[Source]) -> None:
+    """Refuse, before anything is signed or written, a file the walk found but that is not there: a symbolic link
+    to nothing (``sign`` would skip it as unreadable after storing the rest, and ``filter`` copy the link).
+
+    Raises:
+        InputError: naming the first such file.
+    """
+    for source in sources:
+        if source.status is not None or source.path == STDIN or is_url(source.path):
+            continue
+        try:
+            os.stat(source.path)
+        except OSError as error:
+            if not isinstance(error, FileNotFoundError):
+                continue  # there, but not readable: the reading (or the exact checks) says why
+            link = " (a symbolic link to nothing)" if os.path.islink(source.path) else ""
+            raise InputError(f"cannot read {source.display}{link}: {error.strerror or error}; remove it or name "
+                             "the inputs without it; nothing was written") from None
 
 
 def _plan(store: Store, path: str, options: FilterOptions) -> _Plan:
@@ -265,6 +286,9 @@ def filter(
     if options.sign is not None:
         if STDIN in inputs:
             raise UsageError("{sign} cannot read stdin twice (to sign, then to filter); sign it first", options=True)
+        stream = stdin if stdin is not None else sys.stdin.buffer
+        _check_present(plan_sources(inputs, dataclasses.replace(options.sign.input, id_root=stored_id_root(path)),
+                                    ReadReport(), stream))  # before the store is touched
         signing = sign(inputs, path, options.sign, progress, on_start)
         if signing.read.unreadable:
             where, reason = signing.read.unreadable[0]
@@ -287,6 +311,8 @@ def filter(
     if report.read.unreadable:
         where, reason = report.read.unreadable[0]
         raise InputError(f"cannot read {where}: {reason}; nothing was written")
+    _check_present(sources)
+    check_options_apply(reading, report.read, inputs)
     check_sources(options.find.engine, sources)
     layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
     signed = _signed(opened, path, inputs, sources, reading)

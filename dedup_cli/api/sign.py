@@ -19,15 +19,16 @@ from typing import Any
 
 from dedup_cli.engine.engines import engine_for, input_sources
 from dedup_cli.engine.progress import Advance, InputProgress
-from dedup_cli.errors import OptionError, StoreError, UsageError
+from dedup_cli.errors import InputError, OptionError, StoreError, UsageError
 from dedup_cli.inputs.locations import STDIN
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.skips import check_options_apply, check_reading
 from dedup_cli.kernel.background import compile_later
 from dedup_cli.kernel.cache import failure
 from dedup_cli.kernel.choice import COMPILE_FAILED, INTEGER_SETS, NOT_COMPILED, KernelChoice, numba_version
 from dedup_cli.objectstore.urls import absolute
-from dedup_cli.options.checks import literal
-from dedup_cli.options.signing import SignOptions
+from dedup_cli.options.checks import counted, literal
+from dedup_cli.options.signing import PRUNE_SHARE, SignOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.manifest import RunInput, RunRecord
@@ -78,6 +79,12 @@ def sign(
     Ids of files are relative to the store's id root: the root ``options.input.id_root`` names on the first
     run, else the deepest directory holding the first run's inputs; later runs keep it, and refuse an input
     outside it (:class:`dedup_cli.errors.UsageError`) rather than give a document a second id.
+
+    A run that did the wrong job stores nothing and raises: an :class:`~dedup_cli.errors.OptionError` for a record
+    option (``id_field``, ...) given for inputs that are all plain text files; an
+    :class:`~dedup_cli.errors.InputError` when no document was read though inputs were skipped, when every
+    record of an input was skipped, with ``options.strict`` when anything was skipped, and when a prune would
+    remove every stored document or more than half of them (unless ``options.force_prune``).
     """
     started = time.perf_counter()
     options = SignOptions() if options is None else options
@@ -117,16 +124,35 @@ def sign(
         report.unchanged += signed.unchanged
         seen.extend(signed.seen)
         report.files_found = report.read.files_found
+        check_options_apply(options.input, report.read, inputs)
+        check_reading(report.read, options.strict)
         if options.prune:
             if report.read.count("unreadable"):
                 report.prune_skipped = True
             else:
-                run.remove(index.ids_at(index.absent(seen, [read.ids for read in signed.seen_ids])))
+                gone = index.ids_at(index.absent(seen, [read.ids for read in signed.seen_ids]))
+                _check_prune(len(gone), len(index), output, options.force_prune)
+                run.remove(gone)
     _report_kernel(report, choice, params)
     report.unchanged += report.read.unchanged
     report.run = run.record
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _check_prune(removed: int, stored: int, output: str, forced: bool) -> None:
+    """Refuse a prune that would remove every stored document, or more than :data:`PRUNE_SHARE` of them (inputs
+    moved or not mounted look so), unless ``forced``.
+
+    Raises:
+        InputError: naming how many documents it would remove of how many.
+    """
+    if forced or not removed or (removed < stored and removed <= PRUNE_SHARE * stored):
+        return
+    share = "every one" if removed == stored else f"more than {PRUNE_SHARE:.0%}"
+    raise InputError(f"{{prune}} would remove {removed} of the {counted(stored, 'document')} in {literal(output)} "
+                     f"({share}): are the inputs all there? Nothing was stored; pass {{force_prune}} to remove them",
+                     options=True)
 
 
 def _id_root(output: str, asked: str | None) -> str | None:

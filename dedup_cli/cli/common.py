@@ -1,7 +1,10 @@
 """What every command of the command line shares: flag wording, error → exit code, output files, progress.
 
-Exit codes: 0 success, 1 runtime error (bad input, damaged store, unreadable files), 2 usage error,
-3 duplicates found with find --fail-on-duplicates, 130 interrupted.
+Exit codes (docs/outputs.md): 0 success, 1 runtime error (bad input, damaged store, unreadable files, a run that
+did the wrong job), 2 usage error, 3 duplicates found with find --fail-on-duplicates, 130 interrupted.
+
+``-q`` means the same in every command: no progress and no summary, but every warning (what was skipped, not
+re-read or left unchecked: what changes the meaning of the result) still reaches stderr.
 """
 
 from __future__ import annotations
@@ -344,6 +347,17 @@ def echo_output(text: str, out: str | None) -> None:
     with output_stream(out) as stream:
         stream.write(text + "\n")
 
+
+quiet_option = click.option(
+    "-q", "--quiet", is_flag=True,
+    help="No progress and no summary; warnings that change what the result means (inputs or records skipped, "
+         "documents not re-read, pairs left unchecked) still go to stderr.")
+
+strict_option = click.option(
+    "--strict", is_flag=True,
+    help="Any input or record skipped in signing (binary, unreadable, malformed, a duplicate id, too large) is an "
+         "error (exit 1), and nothing is stored or written; without it, skips are warnings and the rest is signed "
+         "(filter: with --sign).")
 
 out_option = click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str, allow_dash=True),
                           default=None, help="Write to FILE instead of stdout (a file is replaced atomically; a "

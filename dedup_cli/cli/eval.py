@@ -7,7 +7,17 @@ from typing import Any
 
 import click
 
-from dedup_cli.cli.common import ESTIMATOR_BITS, StageBars, echo_output, jobs_option, out_option, reports_errors, say
+from dedup_cli.cli.common import (
+    ESTIMATOR_BITS,
+    StageBars,
+    echo_output,
+    jobs_option,
+    out_option,
+    quiet_option,
+    reports_errors,
+    say,
+    warn,
+)
 from dedup_cli.cli.store_option import chosen_store, store_option
 from dedup_cli.options.evaluating import MAX_SAMPLE, MIN_SAMPLE, EvalOptions
 from dedup_cli.options.finding import FindOptions
@@ -37,7 +47,7 @@ from dedup_cli.options.vocabulary import MAX_SEED, default_store
               help="text: the summary on stderr only; json: also every number as one JSON object on stdout.")
 @out_option
 @jobs_option
-@click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
+@quiet_option
 @reports_errors
 def evaluate(store: str | None, store_named: str | None, sample: int, seed: int, truth: str | None,
              plot: str | None, fmt: str, out: str | None, quiet: bool, **given: Any) -> None:
@@ -54,7 +64,7 @@ def evaluate(store: str | None, store_named: str | None, sample: int, seed: int,
       dedup eval sigs.parquet --truth truth.tsv --format json > accuracy.json
     """
     import dedup_cli as api
-    from dedup_cli.cli.eval_report import eval_record, eval_summary
+    from dedup_cli.cli.eval_report import eval_record, eval_summary, eval_warnings
 
     options = EvalOptions(FindOptions(**given), sample=sample, seed=seed, truth=truth)
     if plot is not None:
@@ -69,7 +79,9 @@ def evaluate(store: str | None, store_named: str | None, sample: int, seed: int,
     if fmt == "json":
         echo_output(json.dumps(eval_record(result)), out)
     elif out is not None:  # the report itself, which stderr shows as the summary
-        echo_output("\n".join(eval_summary(result)), out)
+        echo_output("\n".join(eval_summary(result) + [f"warning: {line}" for line in eval_warnings(result)]), out)
     if not quiet:
         for line in eval_summary(result):
             say(line)
+    for line in eval_warnings(result):  # with -q too: they change what the measures mean
+        warn(line)

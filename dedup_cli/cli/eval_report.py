@@ -13,6 +13,7 @@ from dedup_cli.engine.stages.results import EvalResult
 from dedup_cli.evaluation.accuracy import DomainAccuracy
 from dedup_cli.evaluation.retrieval import Retrieval
 from dedup_cli.evaluation.survey import Estimate
+from dedup_cli.options import checks  # checks.counted: eval_summary's own `counted` is a flag
 from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 
@@ -142,8 +143,13 @@ def eval_summary(result: EvalResult) -> list[str]:
                      f"{_with_interval(retrieval.recall, counted)}")
     storage = ", ".join(f"b = {bits_label(line.bits)}: {line.storage_factor:.3g}" for line in result.storage.lines)
     lines.append(f"storage factor B(b) = b·k·Var near R0 (Li & König eq. 12): {storage}")
-    if result.unverifiable:
-        lines.append(f"warning: {len(result.unverifiable)} document(s) are gone or changed since signing "
-                     f"(e.g. {result.unverifiable[0]}); their sampled pairs were left out and the others of their "
-                     "stratum weigh more")
     return lines
+
+
+def eval_warnings(result: EvalResult) -> list[str]:
+    """What changes the meaning of ``dedup eval``'s measures: documents of the sample that could not be re-read."""
+    if not result.unverifiable:
+        return []
+    are = "is" if len(result.unverifiable) == 1 else "are"
+    return [f"{checks.counted(len(result.unverifiable), 'document')} {are} gone or changed since signing (e.g. "
+            f"{result.unverifiable[0]}); their sampled pairs were left out and the others of their stratum weigh more"]

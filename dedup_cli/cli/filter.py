@@ -15,9 +15,11 @@ from dedup_cli.cli.common import (
     flag,
     print_warnings,
     progress_bar,
+    quiet_option,
     reading_options,
     reports_errors,
     say,
+    strict_option,
     tuning_options,
     write_records,
 )
@@ -46,14 +48,15 @@ from dedup_cli.options.vocabulary import DEFAULT_STORE, OUTPUT_FORMATS, STORE_VA
               help="Write one record per dropped document to FILE: id, group, representative, similarity.")
 @click.option("--removed-format", type=click.Choice(OUTPUT_FORMATS), default=None,
               help="Format of --removed.  [default: by its extension (.tsv, .csv, .parquet), else jsonl]")
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
+@strict_option
+@quiet_option
 @click.option("-v", "--verbose", is_flag=True, help="List every warning, not only the first few.")
 @tuning_options
 @engine_options
 @reports_errors
 def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_method: str, members: str | None,
-                  annotate: bool, sign_first: bool, removed: str | None, removed_format: str | None, quiet: bool,
-                  verbose: bool, **given: Any) -> None:
+                  annotate: bool, sign_first: bool, removed: str | None, removed_format: str | None, strict: bool,
+                  quiet: bool, verbose: bool, **given: Any) -> None:
     """Write the documents to keep, in the inputs' own formats: the deduplicated corpus.
 
     INPUTS (files, directories, - for stdin) are read as the store's sign runs read them; what to drop
@@ -72,11 +75,14 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
 
     if out == removed == "-":
         raise UsageError("-o - and --removed - cannot both be stdout; name a file for one of them")
+    if strict and not sign_first:
+        raise UsageError("--strict applies to the signing of --sign (filter copies the records it cannot read as they "
+                         "are); add --sign, or leave --strict out")
     engine = engine_of(given)
     reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__ if name in given})
     options = FilterOptions(input=reading, find=FindOptions(group=group_method, engine=engine, **given),
                             members=members, annotate=annotate,
-                            sign=SignOptions(input=reading) if sign_first else None)
+                            sign=SignOptions(input=reading, strict=strict) if sign_first else None)
     with progress_bar(quiet, "filtering") as (on_start, advance):
         report = api.filter(inputs, out, default_store(store), options, progress=advance, on_start=on_start)
     if removed is not None:

@@ -15,6 +15,7 @@ from dedup_cli.cli.common import (
     find_options,
     flag,
     out_option,
+    quiet_option,
     reports_errors,
     say,
     tuning_options,
@@ -43,7 +44,7 @@ from dedup_cli.options.vocabulary import OUTPUT_FORMATS, OUTPUT_KINDS, default_s
 @click.option("--keep-work", is_flag=True, help="With --work-dir: keep its files after the run completes.")
 @click.option("--fail-on-duplicates", is_flag=True,
               help=f"Exit with code {EXIT_DUPLICATES} when anything is reported (like grep), for scripts and cron.")
-@click.option("-q", "--quiet", is_flag=True, help="No summary on stderr.")
+@quiet_option
 @click.option("-v", "--verbose", is_flag=True, help="A second summary line: the store, its runs and the banding.")
 @engine_options
 @reports_errors
@@ -82,9 +83,9 @@ def find(store: str | None, store_named: str | None, group_method: str, kind: st
         warn(unverified)
     if not quiet:
         say(find_summary(store, result))
-        for line in find_warnings(result, flag):
-            warn(line)
         if verbose:
             say(find_store_line(store, result))
+    for line in find_warnings(result, flag):  # with -q too: they change what the output means
+        warn(line)
     if fail_on_duplicates and written:
         sys.exit(EXIT_DUPLICATES)

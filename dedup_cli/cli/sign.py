@@ -15,13 +15,15 @@ from dedup_cli.cli.common import (
     flag,
     print_warnings,
     progress_bar,
+    quiet_option,
     reading_options,
     reports_errors,
     say,
+    strict_option,
     warn,
 )
 from dedup_cli.cli.pandas_hidden import pandas_hidden
-from dedup_cli.options.checks import text_option_for_sets
+from dedup_cli.options.checks import counted, text_option_for_sets
 from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.signing import TEXT_OPTIONS, SignOptions
 from dedup_cli.options.vocabulary import (
@@ -72,11 +74,16 @@ from dedup_cli.options.vocabulary import (
 @click.option("--kernel", type=click.Choice(SIGNING_KERNELS), default=SignOptions.kernel,
               help="Signing kernel: numba (compiled; the fast extra) or numpy, the same signatures; auto takes numba "
                    "once it is compiled (in the background, never during a run) and the run repays loading it.")
-@click.option("--prune", is_flag=True, help="Remove stored documents that are no longer in the inputs.")
+@click.option("--prune", is_flag=True,
+              help="Remove stored documents that are no longer in the inputs; refused (nothing stored) when that "
+                   "would remove all of them or more than half.")
+@click.option("--force-prune", is_flag=True,
+              help="--prune, even when it removes more than half of the stored documents, or all of them.")
+@strict_option
 @click.option("--wait", type=click.FloatRange(0), default=SignOptions.wait,
               help="Seconds to wait for another run on the same store before giving up.")
 @engine_options
-@click.option("-q", "--quiet", is_flag=True, help="No progress bar or summary.")
+@quiet_option
 @click.option("-v", "--verbose", is_flag=True,
               help="List every skipped input, not only the first few; say which signing kernel ran.")
 @reports_errors
@@ -116,4 +123,4 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
             say(kernel_line(report, flag))
     unreadable = report.read.count("unreadable")
     if unreadable:
-        fail(f"{unreadable} input(s) could not be read; {report.store} holds the rest", EXIT_ERROR)
+        fail(f"{counted(unreadable, 'input')} could not be read; {report.store} holds the rest", EXIT_ERROR)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from dedup_cli.options.checks import counted
 from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
@@ -32,10 +33,13 @@ def read_warnings(report: ReadReport, flag: Flag) -> list[str]:
     lines += [f"skipped {where}: {size} bytes or more exceed {flag('max_document_bytes')} {limit}; raise the "
               "limit to read it" for where, size in report.oversized]
     lines += [f"read {where} with U+FFFD in place of invalid UTF-8" for where in report.invalid_utf8]
-    names = {"binary": "binary files", "unreadable": "unreadable files", "malformed": "malformed records",
-             "duplicate_ids": "duplicate ids", "held_elsewhere": "ids stored from another source",
-             "oversized": "documents too large", "invalid_utf8": "documents with invalid UTF-8"}
-    lines += [f"... and {count} more {names[kind]}" for kind, count in sorted(report.unlisted.items())]
+    names = {"binary": ("binary file", None), "unreadable": ("unreadable file", None),
+             "malformed": ("malformed record", None), "duplicate_ids": ("duplicate id", None),
+             "held_elsewhere": ("id stored from another source", "ids stored from another source"),
+             "oversized": ("document too large", "documents too large"),
+             "invalid_utf8": ("document with invalid UTF-8", "documents with invalid UTF-8")}
+    lines += [f"... and {count} more {counted(count, *names[kind]).split(' ', 1)[1]}"
+              for kind, count in sorted(report.unlisted.items())]
     return lines
 
 
@@ -47,9 +51,10 @@ def sign_summary(report: SignReport) -> str:
     changes = (f"{run.added} new, {run.changed} changed, {report.unchanged} unchanged, {run.removed} removed"
                if run is not None else "")
     return (
-        f"signed {report.documents} documents ({changes}; {report.empty} with no shingle; "
-        f"{read.skipped} inputs skipped) from {megabytes:.1f} MB in {report.seconds:.2f} s ({rate:.1f} MB/s) "
-        f"into {report.store}" + (f", run {run.run}, {run.documents} documents stored" if run is not None else "")
+        f"signed {counted(report.documents, 'document')} ({changes}; {report.empty} with no shingle; "
+        f"{counted(read.skipped, 'input')} skipped) from {megabytes:.1f} MB in {report.seconds:.2f} s "
+        f"({rate:.1f} MB/s) into {report.store}"
+        + (f", run {run.run}, {counted(run.documents, 'document')} stored" if run is not None else "")
     )
 
 
@@ -99,22 +104,22 @@ def find_summary(store: str, result: FindResult) -> str:
         banding = result.banding
         how = (f"{banding.bands}×{banding.rows} bands on {band_bits_label(banding.band_bits)} "
                f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g})")
-    stores = f"{store}: {documents} documents"
+    stores = f"{store}: {counted(documents, 'document')}"
     if result.reference is not None:
         against = (int(result.reference.sum()) if result.reference_documents is None
                    else result.reference_documents)
-        stores = f"{store}: {documents - against} documents against {against} in {result.against}"
+        stores = f"{store}: {counted(documents - against, 'document')} against {against} in {result.against}"
     parts = [
         f"{stores} ({documents - result.eligible} with no shingle)",
         how,
-        f"{result.candidates} candidates",
-        f"{result.pair_count} pairs with {bits_label(result.bits)}-bit R̂ ≥ {threshold:g}",
+        counted(result.candidates, "candidate"),
+        f"{counted(result.pair_count, 'pair')} with {bits_label(result.bits)}-bit R̂ ≥ {threshold:g}",
     ]
     if result.triple_count is not None:
-        parts.append(f"{result.triple_count} triples")
-    parts.append(f"{result.group_count} groups")
+        parts.append(counted(result.triple_count, "triple"))
+    parts.append(f"{counted(result.group_count, 'group')} ({result.drop_count} to drop)")
     if result.verification is not None:
-        parts.append(f"{result.verification.checked} pairs verified exactly")
+        parts.append(f"{counted(result.verification.checked, 'pair')} verified exactly")
     parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")
     return ", ".join(parts)
 
@@ -133,13 +138,14 @@ def find_warnings(result: FindResult, flag: Flag) -> list[str]:
     lines = []
     if result.verification is not None and result.verification.unverifiable_documents:
         missing = result.verification.unverifiable_documents
-        lines.append(f"{len(missing)} document(s) are gone or changed since signing "
+        lines.append(f"{_are(len(missing), 'document')} gone or changed since signing "
                      f"(e.g. {missing[0]}); their pairs keep the estimate")
     if result.aliases:
-        lines.append(f"{result.aliases} document(s) are the same file on disk as another document (a link); "
+        lines.append(f"{_are(result.aliases, 'document')} the same file on disk as another document (a link); "
                      "only the first id of each file is reported")
     if result.oversized_buckets:
-        lines.append(f"{result.oversized_buckets} LSH buckets held more than 1000 documents and were cut")
+        lines.append(f"{counted(result.oversized_buckets, 'LSH bucket')} held more than 1000 documents and "
+                     f"{'was' if result.oversized_buckets == 1 else 'were'} cut")
     if result.banding_choice is not None:
         from dedup_cli.api.plan import banding_warnings  # here: sign's summary must not import plan
 
@@ -151,20 +157,26 @@ def _keep_field_lines(problems: list[tuple[str, str]]) -> list[str]:
     if not problems:
         return []
     identifier, reason = problems[0]
-    return [f"{len(problems)} grouped document(s) have no value to keep by and rank lowest (e.g. {identifier}: "
-            f"{reason})"]
+    have = "has" if len(problems) == 1 else "have"
+    return [f"{counted(len(problems), 'grouped document')} {have} no value to keep by and rank lowest (e.g. "
+            f"{identifier}: {reason})"]
+
+
+def _are(count: int, noun: str) -> str:
+    """``1 document is``, ``2 documents are``: a count, its noun and the verb in agreement."""
+    return f"{counted(count, noun)} {'is' if count == 1 else 'are'}"
 
 
 def filter_summary(report: FilterReport) -> str:
     """``filtered N records from M inputs into OUT (store S): K kept, D dropped from G groups, C changed …``."""
     dropped = "marked dedup_keep false (annotated, kept)" if report.annotated else "dropped"
-    parts = [f"{report.kept} kept", f"{report.dropped} {dropped} from {report.groups} groups",
+    parts = [f"{report.kept} kept", f"{report.dropped} {dropped} from {counted(report.groups, 'group')}",
              f"{len(report.changed)} changed since signing and kept"]
     if report.unsigned:
-        parts.append(f"{len(report.unsigned)} files not in the store copied")
+        parts.append(f"{counted(len(report.unsigned), 'file')} not in the store copied")
     where = "stdout" if report.out == "-" else report.out
-    inputs = f"{report.inputs} input" + ("" if report.inputs == 1 else "s")
-    return (f"filtered {report.records} records from {inputs} into {where} (store {report.store}): "
+    inputs = counted(report.inputs, "input")
+    return (f"filtered {counted(report.records, 'record')} from {inputs} into {where} (store {report.store}): "
             f"{', '.join(parts)}; {report.seconds:.2f} s")
 
 
@@ -174,7 +186,8 @@ def filter_warnings(report: FilterReport) -> list[str]:
              report.changed]
     lines += [f"copied {name} unread: the store holds none of its documents" for name in report.unsigned]
     if report.not_found:
-        lines.append(f"{len(report.not_found)} document(s) to drop are in none of these inputs (e.g. "
+        lines.append(f"{counted(len(report.not_found), 'document')} to drop "
+                     f"{'is' if len(report.not_found) == 1 else 'are'} in none of these inputs (e.g. "
                      f"{report.not_found[0]!r}); were they signed from other files, or read with other options?")
     return lines + _keep_field_lines(report.keep_field_problems)
 

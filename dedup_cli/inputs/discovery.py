@@ -416,6 +416,8 @@ def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOpti
                       if format_and_compression(paths[position])[0] != "text"]
         else:
             others = [] if fixed == "text" else list(range(len(paths)))
+        if len(others) < len(paths):  # whole text files (the walk's counts tell which options apply)
+            report.formats["text"] = report.formats.get("text", 0) + len(paths) - len(others)
         start = 0
         for position in [*others, len(paths)]:
             if position > start:
@@ -437,6 +439,7 @@ def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOpti
                 file_format, file_compression = format_and_compression(path)
                 source = Source(ids[position], path, display_name(path), fixed or file_format, file_compression,
                                 size, status)
+                report.formats[source.format] = report.formats.get(source.format, 0) + 1
                 if source.format == "parquet" and source.compression is None:
                     _check_parquet(source, options)
                 yield source

@@ -40,6 +40,11 @@ class ReadReport:
     max_document_bytes: int | None = None
     max_listed: int = MAX_LISTED
     unlisted: dict[str, int] = field(default_factory=dict)
+    # Per input of records (lines, JSON Lines, Parquet, sets; stdin too), by its name in messages: [records read
+    # as documents, records skipped]: an input whose every record was skipped is a run that did the wrong job.
+    records_by_input: dict[str, list[int]] = field(default_factory=dict)
+    # The files the walk found, by the format they are read in (text, jsonl, parquet, ...); stdin is not counted.
+    formats: dict[str, int] = field(default_factory=dict)
 
     SKIPPED_KINDS = ("binary", "unreadable", "malformed", "duplicate_ids", "held_elsewhere", "oversized")
 
@@ -57,6 +62,15 @@ class ReadReport:
 
     LISTED_KINDS = (*SKIPPED_KINDS, "invalid_utf8")
     COUNTS = ("bytes_read", "documents", "empty_documents", "blank_lines", "unchanged")
+    RECORD_SKIPS = ("malformed", "duplicate_ids", "oversized")  # what skips one record, not a whole input
+
+    def tally_input(self, name: str, documents: int) -> None:
+        """Count, for the input ``name``, ``documents`` read and the records this report has skipped so far (a
+        task's own report: what reading that task of the input skipped)."""
+        skipped = sum(self.count(kind) for kind in self.RECORD_SKIPS)
+        counts = self.records_by_input.setdefault(name, [0, 0])
+        counts[0] += documents
+        counts[1] += skipped
 
     def merge(self, other: ReadReport) -> None:
         """Add what another reader of part of the inputs saw (one task of a distributed run), listed after ours."""
@@ -67,9 +81,20 @@ class ReadReport:
                 self.unlisted[kind] = self.unlisted.get(kind, 0) + other.unlisted[kind]
         for name in self.COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name, (documents, skipped) in other.records_by_input.items():
+            counts = self.records_by_input.setdefault(name, [0, 0])
+            counts[0] += documents
+            counts[1] += skipped
+        for file_format, files in other.formats.items():
+            self.formats[file_format] = self.formats.get(file_format, 0) + files
 
     @property
     def skipped(self) -> int:
         """Inputs skipped for any reason (binary, unreadable, malformed, duplicate id, id stored from another
         source, too large)."""
         return sum(self.count(kind) for kind in self.SKIPPED_KINDS)
+
+    @property
+    def wholly_skipped(self) -> list[str]:
+        """The inputs of records none of which was read: every record skipped (malformed, too large, ...)."""
+        return [name for name, (documents, skipped) in self.records_by_input.items() if not documents and skipped]

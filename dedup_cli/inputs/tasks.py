@@ -251,6 +251,7 @@ def read_task_columns(task: ReadTask, options: InputOptions) -> TaskColumns:
         columns = read_files(task.ids, task.paths, options.max_document_bytes, report)
     elif isinstance(task, LinesTask):
         columns = _line_columns(task, options, report)
+        report.tally_input(task.source.display, len(columns))
     else:
         read = read_task(task, options)
         columns = columns_of(read.documents, read.wheres)  # type: ignore[arg-type]
@@ -272,16 +273,19 @@ def read_task(task: ReadTask, options: InputOptions) -> TaskDocuments:
         if chunk is not None:
             read.add(_line_documents(task, chunk, options, read.report))
             _task_notes(task, read.report)
+        read.report.tally_input(task.source.display, len(read.documents))
     elif isinstance(task, TableTask):
         chunk = _chunk(task, read.report)
         if chunk is not None:
             read.add(table_documents(chunk.data, chunk.first_line, task.source, task.header, options.text_field,
                                      options.id_field, options.max_document_bytes, task.mtime_ns, read.report))
             _task_notes(task, read.report)
+        read.report.tally_input(task.source.display, len(read.documents))
     elif isinstance(task, RowsTask):
         from dedup_cli.inputs.parquet_inputs import row_documents  # only with Parquet inputs
 
         read.add(row_documents(task.rows, task.source, options, task.mtime_ns, read.report))
+        read.report.tally_input(task.source.display, len(read.documents))
     else:
         read.documents, read.wheres = list(task.documents), list(task.wheres)
     return read

@@ -24,6 +24,12 @@ def literal(value: object) -> str:
     return str(value).replace("{", "{{").replace("}", "}}")
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and ``noun`` in agreement: ``1 document``, ``4496 documents``; ``plural`` when adding an ``s``
+    does not make it (``1 copy``, ``2 copies``)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def whole_number(name: str, value: Any) -> int:
     try:
         return operator.index(value)

@@ -22,6 +22,10 @@ from dedup_cli.options.vocabulary import HALF_BIT, SIGNING_KERNELS, TEXT_UNIVERS
 TEXT_OPTIONS = ("shingle_size", "shingle_unit", "tokenisation", "scheme")
 """The options of :class:`SignOptions` that apply to text only, not to integer sets."""
 
+PRUNE_SHARE = 0.5
+"""The largest share of a store's documents a prune removes without ``force_prune``: more is what a corpus that
+was moved, or a mount that was not there, looks like."""
+
 
 @dataclass(frozen=True)
 class SignOptions:
@@ -45,7 +49,12 @@ class SignOptions:
         jobs: worker processes of the local engine (0: one per core); the store is the same whatever the number.
         kernel: the signing kernel: ``numba`` (compiled; the ``fast`` extra), ``numpy``, or ``auto`` (numba for
             runs large enough to repay loading it); the store is the same whatever the kernel.
-        prune: remove stored documents this run did not see (skipped when an input was unreadable).
+        prune: remove stored documents this run did not see (skipped when an input was unreadable); refused
+            when it would remove every stored document, or more than :data:`PRUNE_SHARE` of them, unless
+            ``force_prune``.
+        force_prune: let ``prune`` remove any share of the store, all of it included.
+        strict: any input or record skipped (binary, unreadable, malformed, a duplicate id, too large) is an
+            error, and nothing is stored; without it, skips are reported and the rest is signed.
         wait: seconds to wait for another run on the same store (0: fail at once).
         engine: where to sign (the local engine, or tasks on a Dask cluster, each writing a part).
     """
@@ -61,6 +70,8 @@ class SignOptions:
     jobs: int = 0
     kernel: str = "auto"
     prune: bool = False
+    force_prune: bool = False
+    strict: bool = False
     wait: float = 0.0
     engine: EngineOptions = EngineOptions()
 
@@ -87,6 +98,8 @@ class SignOptions:
                 raise OptionError("tokenisation", self.tokenisation, "{tokenisation} says how words are found; "
                                   "character shingles have one tokenisation, so leave it out")
         set_fields(self, jobs=at_least("jobs", self.jobs, 0))
+        if self.force_prune:
+            set_fields(self, prune=True)
         choice("kernel", self.kernel, SIGNING_KERNELS, "unknown kernel {value}; choose one of {choices}")
         if self.kernel == "numba" and sets:
             raise OptionError("kernel", self.kernel, "{kernel} numba signs text; integer sets are signed with numpy")

@@ -190,7 +190,7 @@ class Store:
         """How many live documents were read from stdin (their locations start with ``-``), which nothing can read
         again to verify them, and which of the ids ``among`` they hold. The parts' statistics rule stdin out
         first, reading no row: a location starting with ``-`` sorts before every path and URL."""
-        if self._manifest is not None and not self._reading(lambda manifest: may_hold_stdin(self.path, manifest)):
+        if self._manifest is not None and not self.reading(lambda manifest: may_hold_stdin(self.path, manifest)):
             return 0, []
         import pyarrow.compute as pc
 

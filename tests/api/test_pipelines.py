@@ -132,7 +132,7 @@ def test_jsonl_from_stdin(tmp_path: Path) -> None:
         input="\n".join(lines) + "\n", capture_output=True, text=True, env=ENV, check=False)
     assert feed.returncode == 0, feed.stderr
     assert "<stdin>:3: invalid JSON" in feed.stderr
-    assert "signed 4 documents" in feed.stderr and "1 inputs skipped" in feed.stderr
+    assert "signed 4 documents" in feed.stderr and "1 input skipped" in feed.stderr
     _, stdout, _ = run("find", str(store), "--output", "pairs", "-q")
     assert [(r["id_a"], r["id_b"]) for r in map(json.loads, stdout.splitlines())] == [("u0", "u1")]
 

@@ -185,7 +185,7 @@ def test_one_file_under_two_names_is_never_its_own_duplicate(tmp_path: Path) -> 
     assert len(read_store(store)) == 4
     code, stdout, stderr = run("find", str(store), "--output", "pairs")
     assert code == 0 and stdout == ""
-    assert "2 document(s) are the same file on disk as another document" in stderr
+    assert "2 documents are the same file on disk as another document" in stderr
     # With a real near-duplicate beside it, a group holds the file once, so deleting the drops keeps it.
     (corpus / "zcopy.txt").write_text(words("r") + " tail")
     assert run("sign", str(corpus), "-o", str(store), "-q")[0] == 0
@@ -279,12 +279,14 @@ def test_prune_does_not_depend_on_modification_times(tmp_path: Path, compressed:
     for name in ("touched", "untouched"):
         data = words(name).encode()
         (corpus / f"{name}{suffix}").write_bytes(gzip.compress(data, mtime=0) if compressed else data)
+    (corpus / "short.txt").write_text("a short document under the limit")
     assert run("sign", str(corpus), "-o", str(store), "-q")[0] == 0
     os.utime(corpus / f"touched{suffix}", ns=(10**18, 10**18))
-    # Both documents are now over the limit: both are skipped, so --prune treats them alike.
-    code, _, stderr = run("sign", str(corpus), "-o", str(store), "--prune", "--max-document-bytes", "100")
+    # Both long documents are now over the limit: both are skipped, so --prune treats them alike (removing 2 of
+    # the 3 stored documents takes --force-prune).
+    code, _, stderr = run("sign", str(corpus), "-o", str(store), "--force-prune", "--max-document-bytes", "100")
     assert code == 0 and "2 removed" in stderr
-    assert read_store(store).ids == []
+    assert read_store(store).ids == ["short.txt"]
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "jsonl.gz", "files"])

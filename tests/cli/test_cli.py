@@ -82,7 +82,7 @@ def test_small_corpus_skips_binary_and_never_groups_empty_documents(small_corpus
     assert code == 0
     assert "skipped binary file" in stderr and "image.bin" in stderr
     # the empty document has no shingle; "too short" (fewer words than a shingle) has one, itself
-    assert "signed 6 documents (6 new, 0 changed, 0 unchanged, 0 removed; 1 with no shingle; 1 inputs skipped)" in (
+    assert "signed 6 documents (6 new, 0 changed, 0 unchanged, 0 removed; 1 with no shingle; 1 input skipped)" in (
         stderr
     )
     code, stdout, _ = run("find", str(store), "--threshold", "0.8", "-q")
@@ -164,7 +164,7 @@ def test_unreadable_file_is_reported_and_the_rest_is_signed(small_corpus: Path, 
     code, _, stderr = run("sign", str(small_corpus), "-o", str(store))
     assert code == 1
     assert "cannot read" in stderr and "dangling.txt" in stderr
-    assert "1 input(s) could not be read" in stderr
+    assert "1 input could not be read" in stderr
     assert run("info", str(store))[0] == 0
 
 

@@ -344,7 +344,7 @@ def test_whole_files_are_never_touched_nor_dropped_when_annotating(tmp_path: Pat
     assert (tmp_path / "b.out").read_bytes() == b""  # dropped: the output is empty, but complete
     _, stderr = ok("filter", str(corpus), "-o", str(tmp_path / "all"), "-s", str(store), "--annotate")
     assert sorted(p.name for p in (tmp_path / "all").iterdir()) == [".dedup-filter.json", "a.txt", "b.txt", "r.jsonl"]
-    assert "3 kept, 1 marked dedup_keep false (annotated, kept) from 1 groups" in stderr
+    assert "3 kept, 1 marked dedup_keep false (annotated, kept) from 1 group" in stderr
 
 
 def test_several_inputs_mirror_their_common_directory(tmp_path: Path) -> None:
@@ -411,7 +411,7 @@ def test_filter_reads_inputs_as_sign_did_and_older_stores_still_work(tmp_path: P
     del document["inputs"]
     manifest.write_text(json.dumps(document))
     _, stderr = ok("filter", str(corpus), "-o", str(out), "-s", str(store))
-    assert "3 kept" in stderr and "2 document(s) to drop are in none of these inputs" not in stderr
+    assert "3 kept" in stderr and "2 documents to drop are in none of these inputs" not in stderr
     assert "no \"body\"" not in stderr
     ok("filter", str(corpus), "-o", str(out), "-s", str(store), "--id-field", "url", "--text-field", "body", "-q")
     assert [json.loads(line)["url"] for line in out.read_text().splitlines()] == ["u1", "u3"]

@@ -76,7 +76,7 @@ def test_changed_document_is_left_unverified(tmp_path: Path) -> None:
     code, stdout, stderr = run("find", str(store), "-t", "0.5", "--verify", "all", "--output", "pairs")
     assert code == 0
     assert records(stdout)[0]["exact"] is None
-    assert "are gone or changed since signing" in stderr
+    assert "1 document is gone or changed since signing" in stderr
 
 
 def test_strict_groups_do_not_chain_where_components_do(tmp_path: Path) -> None:

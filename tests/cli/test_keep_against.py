@@ -117,7 +117,7 @@ def test_keep_field_keeps_the_highest_value_and_reports_missing_ones(tmp_path: P
     # y and v tie at 0.9: the smaller id wins.
     assert {r["id"]: r["action"] for r in records(stdout)} == {"u": "drop", "v": "keep", "x": "drop", "y": "drop",
                                                                "z": "drop"}
-    assert "2 grouped document(s) have no value to keep by and rank lowest" in stderr
+    assert "2 grouped documents have no value to keep by and rank lowest" in stderr
     assert kept_by(store, "--keep-field", "missing") == ["u"]  # nobody has it: ties by id
 
 

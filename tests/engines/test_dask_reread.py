@@ -47,4 +47,4 @@ def test_a_document_a_worker_cannot_read_is_one_line(tmp_path: Path, engine: Eng
     for engine_options in ((), on_cluster):
         code, stdout, stderr = invoke("find", store, *FIND, *engine_options)
         assert code == 0 and json.loads(stdout)["exact"] is None
-        assert "1 document(s) are gone or changed since signing" in stderr
+        assert "1 document is gone or changed since signing" in stderr

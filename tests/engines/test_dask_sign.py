@@ -236,3 +236,21 @@ def test_documents_shorter_than_a_shingle_are_signed_and_found_as_locally(engine
     assert remote.empty == local.empty == 1
     found = dedup.find(tmp_path / "dask.parquet", dedup.FindOptions(engine=engine, verify="all"))
     assert [list(group.ids) for group in found.groups()] == [["a.txt", "b.txt", "c.txt"]]
+
+
+def test_a_run_that_did_the_wrong_job_stores_nothing_as_on_the_local_engine(engine: EngineOptions,
+                                                                           tmp_path: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{n}", "text": f"record {n} of a few words"}) + "\n"
+                              for n in range(40)))
+    store = tmp_path / "s"
+    wrong = dedup.SignOptions(engine=engine, input=dedup.InputOptions(id_field="url"))
+    with pytest.raises(dedup.InputError, match=r'every record of .*c\.jsonl was skipped: 40 records.*"url"'):
+        dedup.sign([str(corpus)], store, wrong)
+    assert read_store(store).ids == []
+    dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine, input=dedup.InputOptions(id_field="id")))
+    corpus.write_text("")
+    with pytest.raises(dedup.InputError, match="would remove 40 of the 40 documents"):
+        dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine, prune=True,
+                                                           input=dedup.InputOptions(id_field="id")))
+    assert len(read_store(store).ids) == 40

@@ -59,6 +59,9 @@ def as_columns(data: bytes, first_line: int, source: Source, options: InputOptio
     # The flags the kernel relies on: which texts are ASCII (JSON escapes make others of ASCII lines), which empty.
     assert columns.ascii.tolist() == [document.text.isascii() for document in documents]
     assert columns.empty.tolist() == [document.is_empty for document in documents]
+    # The input's tally (documents read, records skipped), which the line-by-line reader leaves to its caller.
+    skipped = sum(read.report.count(kind) for kind in ReadReport.RECORD_SKIPS)
+    assert read.report.records_by_input.pop(source.display) == [len(columns), skipped]
     return list(zip([columns.wheres[d] for d in range(len(columns))], documents, strict=True)), read.report
 
 

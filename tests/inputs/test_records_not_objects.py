@@ -47,9 +47,11 @@ def test_the_block_parser_declines_a_chunk_whose_first_value_is_not_an_object() 
 def test_a_file_of_one_null_line_signs_nothing_and_says_why(tmp_path: Path) -> None:
     (tmp_path / "n.jsonl").write_bytes(b"null\n")
     signed = dedup("sign", "n.jsonl", "-o", "s", cwd=tmp_path)
-    assert signed.returncode == 0, signed.stderr
-    assert "/n.jsonl:1: expected a JSON object, found null" in signed.stderr
-    assert "1 inputs skipped" in signed.stderr and "Traceback" not in signed.stderr
+    # Every record of the input skipped: the run did the wrong job, says so in one line, and stores nothing.
+    assert signed.returncode == 1, signed.stderr
+    assert signed.stderr.count("\n") == 1 and "Traceback" not in signed.stderr
+    assert "every record of" in signed.stderr and "/n.jsonl was skipped" in signed.stderr
+    assert "expected a JSON object, found null" in signed.stderr
     assert len(read_store(tmp_path / "s")) == 0
 
 
@@ -57,7 +59,7 @@ def test_a_file_of_one_null_line_signs_nothing_and_says_why(tmp_path: Path) -> N
 def test_a_folder_with_one_bad_file_beside_good_ones_is_signed(tmp_path: Path, jobs: str) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
-    (corpus / "a-null.jsonl").write_bytes(b"null\n")  # the five bytes that stopped a whole corpus
+    (corpus / "a-null.jsonl").write_bytes(b"null\n" + GOOD)  # the five bytes that stopped a whole corpus, first
     for number, first in enumerate(NOT_OBJECTS):
         (corpus / f"b-{number:02d}.jsonl").write_bytes(first + b"\n" + GOOD)
     for number in range(3):
@@ -69,7 +71,8 @@ def test_a_folder_with_one_bad_file_beside_good_ones_is_signed(tmp_path: Path, j
     assert f"{skipped} inputs skipped" in signed.stderr
     assert "/corpus/a-null.jsonl:1: expected a JSON object, found null" in signed.stderr
     # Every record but the first line of each b- file, by its file's id and line number.
-    expected = [f"b-{n:02d}.jsonl:{line}" for n in range(len(NOT_OBJECTS)) for line in (2, 3, 4)]
+    expected = [f"a-null.jsonl:{line}" for line in (2, 3, 4)]
+    expected += [f"b-{n:02d}.jsonl:{line}" for n in range(len(NOT_OBJECTS)) for line in (2, 3, 4)]
     expected += [f"c-good-{n}.jsonl:{line}" for n in range(3) for line in (1, 2, 3)]
     assert sorted(read_store(tmp_path / "s").ids) == sorted(expected)
 

@@ -79,7 +79,7 @@ def test_a_local_document_that_cannot_be_read_is_one_line_and_a_missing_one_a_wa
     link.unlink()
     code, stdout, stderr = invoke("find", store, *FIND)
     assert code == 0 and json.loads(stdout)["exact"] is None
-    assert "1 document(s) are gone or changed since signing" in stderr
+    assert "1 document is gone or changed since signing" in stderr
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs /proc/self/mem (Linux) for a real EIO")

@@ -106,7 +106,7 @@ def test_a_failed_compilation_is_silent_but_for_verbose_and_not_retried(tmp_path
     quiet = subprocess.run([sys.executable, "-m", "dedup_cli", "sign", str(tmp_path / "small.txt"), "-o",
                             str(tmp_path / "b.parquet")], env=env, capture_output=True, text=True, cwd=REPO)
     assert quiet.returncode == 0 and len(quiet.stderr.splitlines()) == 1
-    assert quiet.stderr.startswith("signed 1 documents")  # the summary alone
+    assert quiet.stderr.startswith("signed 1 document (")  # the summary alone
     verbose = sign(env, str(tmp_path / "small.txt"), "-o", str(tmp_path / "c.parquet"))
     _, stderr = verbose.communicate(timeout=120)
     assert verbose.returncode == 0

@@ -109,6 +109,6 @@ def test_only_a_document_that_is_gone_keeps_its_estimate(bucket: str, tmp_path: 
     objects.delete(f"{bucket}/corpus/{pair['id_a']}")
     code, stdout, stderr = invoke("find", store, *FIND)
     assert code == 0
-    assert "1 document(s) are gone or changed since signing" in stderr
+    assert "1 document is gone or changed since signing" in stderr
     unchecked = [record for record in map(json.loads, stdout.splitlines()) if record["exact"] is None]
     assert unchecked and all(pair["id_a"] in (record["id_a"], record["id_b"]) for record in unchecked)

@@ -94,6 +94,20 @@ class FindResult:
         return len(self.grouping) if self.streamed is None else self.streamed.groups
 
     @property
+    def drop_count(self) -> int:
+        """Documents the groups would drop: every member but its group's representative, a reference store's
+        documents excepted (as ``find --output members`` marks them); of a streamed result, its chunks' (read
+        again, groups only)."""
+        if self.streamed is not None:
+            return sum(chunk.drop_count for chunk in self.streamed.chunks("groups"))
+        groups = self.grouping
+        members = groups.members.astype(np.int64)
+        dropped = members != np.repeat(self.kept.astype(np.int64), np.diff(groups.offsets))
+        if self.reference is not None:
+            dropped &= ~self.reference[members]
+        return int(np.count_nonzero(dropped))
+
+    @property
     def triple_count(self) -> int | None:
         """Accepted triples reported; None unless triples were sought (``ways=3``)."""
         if self.streamed is not None:

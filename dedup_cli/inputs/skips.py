@@ -1,0 +1,133 @@
+"""Whether reading did the job asked of it: a run that read nothing of non-empty inputs, skipped every record of
+an input, or was given an option the inputs' format ignores did the wrong job, and says so rather than succeed.
+
+Skipping a bad record among good ones is the reading's ordinary work (counted and reported); with ``strict`` any
+skip is an error. The checks run on a run's :class:`~dedup_cli.inputs.report.ReadReport` once its inputs are read,
+before anything is stored or written, so a refused run leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from dedup_cli.errors import InputError, OptionError
+from dedup_cli.inputs.byte_streams import open_decompressed
+from dedup_cli.inputs.discovery import format_and_compression
+from dedup_cli.inputs.locations import STDIN, STDIN_NAME
+from dedup_cli.inputs.report import ReadReport
+from dedup_cli.options.checks import counted, literal
+from dedup_cli.options.reading import InputOptions
+
+RECORD_OPTIONS = {"id_field": "JSON Lines records", "text_field": "JSON Lines records", "id_column": "Parquet rows",
+                  "text_column": "Parquet rows"}
+"""The options that say how to read records, and what they apply to: a whole text file is one document, and
+ignores them."""
+
+_SKIPPED = {"binary": ("binary file", None), "unreadable": ("unreadable file", None),
+            "malformed": ("malformed record", None), "duplicate_ids": ("duplicate id", None),
+            "oversized": ("document too large", "documents too large")}
+
+FIRST_RECORD_BYTES = 1 << 20
+"""How much of a JSON Lines input is read to name the fields of its first record."""
+
+
+def check_options_apply(options: InputOptions, report: ReadReport, inputs: Sequence[str]) -> None:
+    """Refuse a record option (:data:`RECORD_OPTIONS`) given for inputs that are all whole text files.
+
+    Raises:
+        OptionError: such an option was given, and every file the walk found is plain text (stdin, whose
+            format the reading may find from its bytes, is not judged here).
+    """
+    if STDIN in inputs or set(report.formats) != {"text"}:
+        return
+    defaults = InputOptions()
+    for name, applies in RECORD_OPTIONS.items():
+        value = getattr(options, name)
+        if value != getattr(defaults, name):
+            files = counted(report.formats["text"], "input file")
+            raise OptionError(name, value, f"{{{name}}} {literal(value)} applies to {applies}, but the {files} are "
+                              "plain text (a file is one document), so it would be ignored; leave it out, or name "
+                              "the record files (or {input_format} jsonl or parquet)")
+
+
+def check_reading(report: ReadReport, strict: bool = False, done: str = "nothing was stored") -> None:
+    """Refuse a run whose reading did the wrong job: nothing read although inputs were skipped, every record of an
+    input skipped, or (``strict``) anything skipped. ``done`` says what the refusal left (for the message).
+
+    Raises:
+        InputError: naming the input, what was skipped and why (the first reason), and ``done``.
+    """
+    skipped = report.skipped
+    if not skipped:
+        return
+    wholly = report.wholly_skipped
+    if wholly:
+        raise InputError(_wholly_skipped(report, wholly) + f"; {done}")
+    if not report.documents and not report.unchanged:
+        raise InputError(f"no document was read: {_skipped_words(report)} skipped ({_example(report)}); {done}")
+    if strict:
+        raise InputError(f"{literal(_skipped_words(report))} skipped ({literal(_example(report))}); {{strict}} makes "
+                         f"any skip an error; {literal(done)}", options=True)
+
+
+def _skipped_words(report: ReadReport) -> str:
+    """``1 binary file, 3 malformed records``: what was skipped, by kind."""
+    return ", ".join(counted(report.count(kind), *_SKIPPED[kind]) for kind in _SKIPPED if report.count(kind))
+
+
+def _example(report: ReadReport) -> str:
+    """The first input or record skipped, and why."""
+    if report.binary:
+        return f"e.g. {report.binary[0]} is binary"
+    if report.unreadable:
+        return "e.g. cannot read {}: {}".format(*report.unreadable[0])
+    if report.malformed:
+        return "e.g. {}: {}".format(*report.malformed[0])
+    if report.duplicate_ids:
+        where, identifier = report.duplicate_ids[0]
+        return f"e.g. {where}: id {identifier!r} was already read"
+    if report.oversized:
+        where, size = report.oversized[0]
+        limit = report.max_document_bytes
+        return f"e.g. {where}: {size} bytes or more, over the limit of {limit}"
+    return "not listed"
+
+
+def _wholly_skipped(report: ReadReport, names: list[str]) -> str:
+    """Every record of ``names[0]`` (and of the others) skipped: how many, the first reason, and the fields its
+    first record has when the reason is a missing field."""
+    name = names[0]
+    records = report.records_by_input[name][1]
+    where, reason = next(((where, why) for where, why in report.malformed if _of(where, name)), ("", ""))
+    if not where:
+        where, reason = next(((where, f"{size} bytes or more, over the limit of {report.max_document_bytes}")
+                              for where, size in report.oversized if _of(where, name)), ("", ""))
+    others = f" (and of {counted(len(names) - 1, 'other input')})" if len(names) > 1 else ""
+    text = f"every record of {name}{others} was skipped: {counted(records, 'record')}" + (
+        f", e.g. {where}: {reason}" if where else "")
+    fields = _first_record_fields(name) if reason.startswith("no ") else None
+    if fields is not None:
+        text += f"; its first record has the fields {', '.join(json.dumps(f) for f in fields) or 'none'}"
+    return text
+
+
+def _of(where: str, name: str) -> bool:
+    """Whether the location ``where`` (``FILE:LINE``, ``FILE row N``) is in the input ``name``."""
+    return where.startswith((name + ":", name + " row "))
+
+
+def _first_record_fields(name: str) -> list[str] | None:
+    """The fields of the first record of the JSON Lines input ``name`` (None when stdin, not JSON Lines, or not
+    readable now)."""
+    file_format, compression = format_and_compression(name)
+    if name == STDIN_NAME or file_format != "jsonl":
+        return None
+    try:
+        with open_decompressed(name, compression) as (stream, _, _):
+            head = stream.read(FIRST_RECORD_BYTES)
+        line = next(line for line in head.splitlines() if line.strip())
+        record = json.loads(line)
+    except (OSError, ValueError, StopIteration, EOFError):
+        return None
+    return list(record) if isinstance(record, dict) else None
