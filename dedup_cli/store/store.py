@@ -52,6 +52,7 @@ from dedup_cli.store.snapshot import (
     index_of_rows,
     may_hold_stdin,
     missing_file,
+    named_rows,
     read_files,
     read_rows,
     read_snapshot,
@@ -68,28 +69,6 @@ if TYPE_CHECKING:
 
 READ_ATTEMPTS = 8
 T = TypeVar("T")
-
-
-def _is_utf8(name: str) -> bool:
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _named_rows(ids: pa.ChunkedArray, keep: np.ndarray, names: Sequence[str]) -> tuple[np.ndarray, list[str]]:
-    """The positions (among all rows) of the live rows named by ``names``, in that order, and the names that
-    are not live ids."""
-    import pyarrow.compute as pc  # 30-50 ms: imported by the commands that need it, not by every sign
-
-    # A name that is not valid UTF-8 (an undecodable file name given on the command line) is no stored id.
-    valid = [_is_utf8(name) for name in names]
-    found = pc.index_in(pa.array([name if ok else None for name, ok in zip(names, valid, strict=True)],
-                                 pa.string()), value_set=ids.take(pa.array(keep, pa.int64())))
-    present = pc.is_valid(found).to_numpy(zero_copy_only=False)
-    missing = [name for name, here in zip(names, present.tolist(), strict=True) if not here]
-    return keep[pc.fill_null(found, 0).to_numpy()[present]], missing
 
 
 class Store:
@@ -245,13 +224,13 @@ class Store:
         if self._manifest is None:
             assert isinstance(self.path, Path)  # a format 1 store is a local file
             table = read_legacy_table(self.path, SIGNATURE_COLUMNS)
-            rows, missing = _named_rows(table.column("id"), np.arange(table.num_rows, dtype=np.int64), ids)
+            rows, missing = named_rows(table.column("id"), np.arange(table.num_rows, dtype=np.int64), ids)
             return stored_signatures(table.take(pa.array(rows, pa.int64())), self.params, self.path), missing
 
         def read(manifest: Manifest) -> tuple[pa.Table, list[str]]:
             # The positions refer to this manifest's parts, so both reads use it (a compaction restarts both).
             table, keep = read_snapshot(self.path, manifest, ["id"])
-            rows, missing = _named_rows(table.column("id"), keep, ids)
+            rows, missing = named_rows(table.column("id"), keep, ids)
             return read_rows(self.path, manifest, rows, SIGNATURE_COLUMNS), missing
 
         chosen, missing = self.reading(read)
