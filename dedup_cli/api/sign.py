@@ -126,6 +126,7 @@ def sign(
         report.files_found = report.read.files_found
         check_options_apply(options.input, report.read, inputs)
         check_reading(report.read, options.strict)
+        _check_id_scheme(run, inputs, report.read, output)
         if options.prune:
             if report.read.count("unreadable"):
                 report.prune_skipped = True
@@ -181,8 +182,20 @@ def _record_input(run: StoreRun, options: SignOptions, read_root: str | None, ou
     elif read_root is not None and read_root != run.id_root:
         raise StoreError(f"another run fixed the id root of {output} while this one started; run again")
     run.input = RunInput(run.number, **{name: getattr(options.input, name) for name in READING_OPTIONS})
-    pinned = next((recorded for recorded in reversed(run.inputs_before)), None)
-    if pinned is not None and pinned.id_scheme() != run.input.id_scheme():
+
+
+def _check_id_scheme(run: StoreRun, inputs: Sequence[str], read: ReadReport, output: str) -> None:
+    """Refuse a run that names documents another way than the store's runs that read records did (before its
+    commit: nothing is stored). A run of plain-text files only names them by their paths, whatever the options.
+
+    Raises:
+        UsageError: naming both ways.
+    """
+    assert run.input is not None
+    records = STDIN in inputs or set(read.formats) != {"text"}
+    run.input = dataclasses.replace(run.input, records=records)
+    pinned = next((recorded for recorded in reversed(run.inputs_before) if recorded.records), None)
+    if records and pinned is not None and not run.input.gives_ids_as(pinned):
         raise UsageError(f"this run would give documents ids by {run.input.id_options()}, but {literal(output)} "
                          f"gives them by {pinned.id_options()} (as its run {pinned.run} did), so each document "
                          "would be stored twice; sign with those options, or into another store", options=True)

@@ -26,6 +26,7 @@ ignores them."""
 
 _SKIPPED = {"binary": ("binary file", None), "unreadable": ("unreadable file", None),
             "malformed": ("malformed record", None), "duplicate_ids": ("duplicate id", None),
+            "held_elsewhere": ("id stored from another source", "ids stored from another source"),
             "oversized": ("document too large", "documents too large")}
 
 FIRST_RECORD_BYTES = 1 << 20
@@ -64,7 +65,8 @@ def check_reading(report: ReadReport, strict: bool = False, done: str = "nothing
     wholly = report.wholly_skipped
     if wholly:
         raise InputError(_wholly_skipped(report, wholly) + f"; {done}")
-    if not report.documents and not report.unchanged:
+    # A record whose id another source keeps is known to the store, as an unchanged one is: not a failed read.
+    if not report.documents and not report.unchanged and report.count("held_elsewhere") < skipped:
         raise InputError(f"no document was read: {_skipped_words(report)} skipped ({_example(report)}); {done}")
     if strict:
         raise InputError(f"{literal(_skipped_words(report))} skipped ({literal(_example(report))}); {{strict}} makes "
@@ -87,6 +89,9 @@ def _example(report: ReadReport) -> str:
     if report.duplicate_ids:
         where, identifier = report.duplicate_ids[0]
         return f"e.g. {where}: id {identifier!r} was already read"
+    if report.held_elsewhere:
+        where, identifier, other = report.held_elsewhere[0]
+        return f"e.g. {where}: id {identifier!r} is stored from another source, {other}"
     if report.oversized:
         where, size = report.oversized[0]
         limit = report.max_document_bytes

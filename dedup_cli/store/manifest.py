@@ -63,6 +63,10 @@ class RunRecord:
     replaced: bool = False  # the run replaced every row (a whole-store rewrite)
 
 
+# The input formats ``auto`` picks by a file's name: an explicit one of these reads such a file as ``auto`` does.
+AUTO_FORMATS = frozenset({"auto", "text", "jsonl", "csv", "tsv", "parquet"})
+
+
 @dataclass(frozen=True)
 class RunInput:
     """How one sign run read its inputs: the options that decide documents' ids and texts (``READING_OPTIONS``),
@@ -74,10 +78,14 @@ class RunInput:
     text_field: str = "text"
     id_column: str | None = None
     text_column: str = "text"
+    # Whether the run read records (JSON Lines, CSV, TSV, Parquet, stdin), whose ids the id field gives: a run of
+    # plain-text files only names documents by their paths whatever the options say, and pins no id scheme.
+    # Runs recorded before this was are taken to have read records.
+    records: bool = True
 
     def reading(self) -> dict[str, str | None]:
         """The options, without the run."""
-        return {name: value for name, value in vars(self).items() if name != "run"}
+        return {name: value for name, value in vars(self).items() if name not in ("run", "records")}
 
     def id_scheme(self) -> tuple[str, str | None]:
         """How the run gave documents their ids: the input format and the id field or column (None: ids from file
@@ -85,6 +93,13 @@ class RunInput:
         one way names nothing an id given another way names, so a run that differs would store every document
         twice."""
         return self.input_format, self.id_field if self.id_field is not None else self.id_column
+
+    def gives_ids_as(self, other: RunInput) -> bool:
+        """Whether this run names documents as ``other`` did: the same id field, and the same input format, where
+        ``auto`` is the same as each format it tells by a file's name (``lines`` and ``sets`` it never picks)."""
+        (own_format, own_id), (other_format, other_id) = self.id_scheme(), other.id_scheme()
+        formats = {own_format, other_format}
+        return own_id == other_id and (len(formats) == 1 or ("auto" in formats and formats <= AUTO_FORMATS))
 
     def id_options(self) -> str:
         """The id scheme as options, e.g. ``{input_format} jsonl, {id_field} 'url'`` (an error template)."""

@@ -60,7 +60,7 @@ def test_an_id_from_another_file_in_a_later_run_is_skipped_naming_both_as_in_one
     code, _, stderr = run("sign", str(b2), "--id-field", "id", "-o", str(apart))
     assert code == 0
     assert f"skipped {b2}:1: id 'x' is stored from another source, {b1}:1, which keeps it" in stderr
-    assert "(1 new, 0 changed, 0 unchanged, 0 removed;" in stderr and "1 inputs skipped" in stderr
+    assert "(1 new, 0 changed, 0 unchanged, 0 removed;" in stderr and "1 input skipped" in stderr
     assert stored(apart) == stored(together)
     assert groups(apart) == groups(together) == [["x", "z"]]
     # From the file that gave it, the same id with other text is a change; the other file's is still skipped.
@@ -135,7 +135,8 @@ def test_stdin_batches_with_ids_add_and_change_documents_from_one_source(tmp_pat
     # A batch without ids would name its documents by their positions in the stream: the store gives ids by the
     # field, and says so.
     refused = process("sign", "-", "--input-format", "jsonl", "-o", str(store), stdin=second)
-    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "--id-field 'id'" in refused.stderr
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "earlier stdin batch" in refused.stderr
+    assert "--id-field" in refused.stderr
 
 
 def test_a_run_that_gives_ids_another_way_is_refused_naming_both(tmp_path: Path) -> None:
@@ -147,8 +148,10 @@ def test_a_run_that_gives_ids_another_way_is_refused_naming_both(tmp_path: Path)
     assert code == 2 and len(stderr.splitlines()) == 1
     assert "--input-format auto, no --id-field" in stderr and "--input-format auto, --id-field 'id'" in stderr
     assert (store / "_dedup_manifest.json").read_bytes() == manifest
-    done = process("sign", str(b1), "--input-format", "jsonl", "--id-field", "id", "-o", str(store))
-    assert done.returncode == 2 and "--input-format jsonl, --id-field 'id'" in done.stderr
+    # auto reads a .jsonl file as JSON Lines: naming the format gives the same ids; reading it by lines does not.
+    assert run("sign", str(b1), "--input-format", "jsonl", "--id-field", "id", "-o", str(store), "-q")[0] == 0
+    done = process("sign", str(b1), "--input-format", "lines", "-o", str(store))
+    assert done.returncode == 2 and "--input-format lines, no --id-field" in done.stderr
     assert "Traceback" not in done.stderr
     assert groups(store) == [] and sorted(stored(store)) == ["x", "y"]
 
@@ -182,3 +185,23 @@ def test_find_says_once_even_quiet_that_stdin_documents_cannot_be_verified(tmp_p
     assert run("sign", str(tmp_path / "corpus.txt"), "--input-format", "lines", "-o", str(tmp_path / "f.parquet"),
                "-q")[0] == 0
     assert "stdin" not in process("find", str(tmp_path / "f.parquet"), "-q").stderr
+
+
+def test_plain_text_files_join_a_store_of_records_without_its_id_field_and_pin_nothing(tmp_path: Path) -> None:
+    # Text files are named by their paths whatever the options: --id-field does not apply to them (and is refused
+    # there), so the store's id field for its records neither asks for it nor is changed by such a run.
+    b1, _ = batches(tmp_path)
+    store = tmp_path / "s.parquet"
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "a.txt").write_text(A)
+    assert run("sign", str(b1), "--id-field", "id", "-o", str(store), "-q")[0] == 0
+    code, _, stderr = run("sign", str(texts), "-o", str(store))
+    assert code == 0 and "(1 new, 0 changed" in stderr, stderr
+    code, _, stderr = run("sign", str(texts), "--id-field", "id", "-o", str(store))
+    assert code == 2 and "plain text" in stderr
+    later = jsonl(tmp_path / "later.jsonl", ("z", C))
+    assert run("sign", str(later), "--id-field", "id", "-o", str(store), "-q")[0] == 0
+    code, _, stderr = run("sign", str(later), "-o", str(store))
+    assert code == 2 and "--id-field 'id'" in stderr
+    assert sorted(stored(store)) == ["texts/a.txt", "x", "y", "z"]

@@ -64,7 +64,7 @@ def test_stdin_that_is_not_json_lines_is_refused_with_an_id_field(tmp_path: Path
         "Error: --id-field applies to records, but stdin is not JSON Lines (its first line is not a JSON object); "
         "name its format with --input-format"]
     text = CliRunner().invoke(cli, ["sign", "-", "-o", str(tmp_path / "t")], input=b"{not json\n" + SAME.encode())
-    assert text.exit_code == 0 and "signed 1 documents" in text.output
+    assert text.exit_code == 0 and "signed 1 document" in text.output
 
 
 CSV = (f'id,text,n\r\na,"{SAME}",1\r\nb,"{SAME}",2\r\nc,"multi\nline, ""quoted"" {OTHER}",3\r\n'
@@ -122,7 +122,7 @@ def test_one_id_option_for_every_format(tmp_path: Path) -> None:
     assert '"members": ["p", "q"]' in found.output
     signed = runner.invoke(cli, ["sign", str(tmp_path / "c.csv"), "--id-column", "key", "--text-column", "body",
                                  "-o", str(tmp_path / "t")])
-    assert signed.exit_code == 0 and "signed 1 documents" in signed.output
+    assert signed.exit_code == 0 and "signed 1 document" in signed.output
     info = runner.invoke(cli, ["find", str(tmp_path / "t"), "-o", "-", "--output", "members", "-t", "0.1"])
     assert info.exit_code == 0
 

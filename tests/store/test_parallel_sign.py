@@ -170,17 +170,15 @@ def test_a_worker_that_dies_names_what_it_was_reading_and_nothing_is_stored(
     dedup.sign([str(folder / "a.jsonl")], store, dedup.SignOptions(input=dedup.InputOptions(id_field="id")))
     before = contents(store)
     monkeypatch.setattr(sign_workers, "sign_task", _killed)  # the forked workers inherit it
-    # The store gives ids by the id field (its pinned id scheme): so does every later run.
-    result = CliRunner().invoke(cli, ["sign", str(folder / "docs"), "-o", str(store), "--id-field", "id", "-j", "2",
-                                      "-q"])
+    # Plain-text files are named by their paths: the store's id field (for its records) does not apply to them.
+    result = CliRunner().invoke(cli, ["sign", str(folder / "docs"), "-o", str(store), "-j", "2", "-q"])
     lines = result.output.strip().splitlines()
     assert result.exit_code != 0 and len(lines) == 1 and "Traceback" not in result.output
     assert "a signing worker process died while reading" in lines[0] and "08.txt" in lines[0]
     assert "SIGKILL" in lines[0] and "--jobs 1" in lines[0]
     assert contents(store) == before and not list(store.glob(".*tmp"))
     monkeypatch.setattr(sign_workers, "sign_task", real_sign_task)
-    assert CliRunner().invoke(cli, ["sign", str(folder / "docs"), "-o", str(store), "--id-field", "id",
-                                    "-q"]).exit_code == 0
+    assert CliRunner().invoke(cli, ["sign", str(folder / "docs"), "-o", str(store), "-q"]).exit_code == 0
 
 
 def _failing_write(*args: Any, **kwargs: Any) -> Any:
