@@ -340,6 +340,41 @@ def test_no_module_is_over_the_size_limit() -> None:
     assert not offenders, f"modules over {MAX_LINES} lines: {offenders}"
 
 
+# Functions allowed above MAX_FUNCTION_LINES: the compiled kernel's, one loop each that numba compiles whole (a
+# call out of it costs per document).
+LONG_FUNCTION_MODULES = {"kernel.compiled"}
+MAX_FUNCTION_LINES = 80
+
+
+def function_lengths(source: str) -> dict[str, int]:
+    """Each function's (and method's) lines, from its ``def`` to its last line, less its docstring."""
+    lengths = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            first = node.body[0]
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                lines -= (first.end_lineno or first.lineno) - first.lineno + 1
+            lengths[f"{node.name}:{node.lineno}"] = lines
+    return lengths
+
+
+def test_no_function_is_over_the_size_limit() -> None:
+    offenders = {f"{name}.{function}": lines for name, path in _package_modules(PACKAGE_DIR).items()
+                 if name not in LONG_FUNCTION_MODULES
+                 for function, lines in function_lengths(path.read_text(encoding="utf-8")).items()
+                 if lines > MAX_FUNCTION_LINES}
+    assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines (split them): {offenders}"
+
+
+def test_function_lengths_leave_out_the_docstring_only() -> None:
+    body = "\n".join(f"    x{n} = {n}" for n in range(81))
+    assert function_lengths(f'def f():\n    """Doc\n    string."""\n{body}\n') == {"f:1": 82}
+    method = body.replace("\n", "\n    ")
+    assert function_lengths(f"class C:\n    def m(self):\n    {method}\n") == {"m:2": 82}
+
+
 def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
