@@ -114,11 +114,13 @@ def peers_table(path: Path) -> list[str]:
         raise ResultsError(f"{path.name} does not name its machine, commit, k and shingles")
     lines = [f"Against the peers, on {machine.group(1)} (`bench/RESULTS.md`: dedup at commit {commit.group(1)} of "
              f"{commit_date(commit.group(1))}): the same corpus for every tool, k = {k.group(1)}, "
-             f"{k.group(2)}; sign + find at R0 = 0.5 with each tool's own banding.",
+             f"{k.group(2)}; sign + find at R0 = {{r0}} with each tool's own banding.",
              "",
-             "| corpus | sign MB/s per CPU second: dedup, rensa, datasketch | sign + find, wall: dedup | rensa | "
-             "datasketch |",
+             "| corpus | sign, MB/s per CPU second: dedup (-j 1), rensa, datasketch "
+             "| sign + find, wall: dedup (-j {jobs}) | rensa | datasketch |",
              "|---|---|---|---|---|"]
+    jobs: set[str] = set()
+    thresholds: set[str] = set()
     by_corpus: dict[tuple[str, ...], list[Table]] = {}
     for table in tables(path):
         by_corpus.setdefault(table.headings[:1], []).append(table)
@@ -131,16 +133,20 @@ def peers_table(path: Path) -> list[str]:
         dedup_sign = next(tool for tool in rate if tool.startswith("dedup oph jobs=1"))
         both = next(table for table in found if "dedup wall s" in table.header)
         row = both.rows[0]  # R0 without verification, as the peers run
+        jobs.update(re.findall(r"dedup \w+ jobs=(\d+)", both.headings[-1]))
+        thresholds.add(row[both.column("R0")])
 
         def peer(tool: str, row: list[str] = row, both: Table = both) -> str:
             at = both.column(f"{tool} wall s")
-            return f"{row[at]} s ({row[at + 2]} dedup's)"
+            return f"{row[at]} s (dedup {row[at + 2]} faster)"
 
         lines.append(f"| {_docs(corpus.group(1))} documents, {corpus.group(2)} | {rate[dedup_sign]}, "
                      f"{rate['rensa']}, {rate['datasketch']} | {row[both.column('dedup wall s')]} s | "
                      f"{peer('rensa')} | {peer('datasketch')} |")
-    if len(lines) == 4:
-        raise ResultsError(f"{path.name} holds no end-to-end table")
+    if len(lines) == 4 or len(jobs) != 1 or len(thresholds) != 1:
+        raise ResultsError(f"{path.name} holds no end-to-end table, or tables of several jobs=N or R0")
+    lines[0] = lines[0].format(r0=thresholds.pop())
+    lines[2] = lines[2].format(jobs=jobs.pop())
     return lines
 
 
