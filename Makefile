@@ -70,8 +70,8 @@ corpora:
 # dedup at BENCH_BASELINE), then find at scale, the languages (bench/RESULTS-languages.md: what w means per
 # script, planted copies found per language, word hashing beside BENCH_BASELINE; it also writes a planted
 # multilingual corpus), and the accuracy tables from dedup eval --truth on the same corpora and the multilingual
-# one (their truth.tsv), with the main venv. Every measurement holds BENCH_LOCK, so benchmarks on a shared
-# machine take turns.
+# one (their truth.tsv), with the main venv; then README.md's How fast section from the results
+# (bench/readme_numbers.py). Every measurement holds BENCH_LOCK, so benchmarks on a shared machine take turns.
 BENCH_VENV ?= bench/.venv
 BENCH_BIN := $(BENCH_VENV)/bin
 BENCH_SIZES ?= 10000 100000
@@ -115,8 +115,9 @@ bench: bench-corpora $(VENV)/.installed
 		--baseline $(BENCH_BASELINE) --accuracy-corpus bench/data/languages --out bench/RESULTS-languages.md
 	$(BENCH_LOCK) $(BIN)/python bench/accuracy.py --corpus $(BENCH_CORPORA) bench/data/languages \
 		--out bench/RESULTS-accuracy.md
+	$(BIN)/python bench/readme_numbers.py
 	@echo "wrote bench/RESULTS.md, bench/RESULTS-sign.md, bench/RESULTS-find.md, bench/RESULTS-languages.md," \
-		"bench/RESULTS-accuracy.md"
+		"bench/RESULTS-accuracy.md, and README.md's How fast"
 
 # find at 10^6 and 10^7 documents with the local engine and the Dask engine on 1 and 2 workers (about 15 minutes,
 # 2.8 GB of synthetic stores in bench/data/), and at 10^8 documents with the Dask engine on 2 workers
@@ -128,6 +129,7 @@ BENCH_SCALE_SIZES ?= 1000000 10000000
 bench-scale: $(VENV)/.installed-dask
 	flock /tmp/dedup-bench.lock $(BIN)/python bench/scale.py --sizes $(BENCH_SCALE_SIZES) --threshold 0.55 \
 	  --log bench/scale-runs.jsonl --out bench/RESULTS-scale.md
+	$(BIN)/python bench/readme_numbers.py
 
 bench-scale-100m: $(VENV)/.installed-dask
 	flock /tmp/dedup-bench.lock $(BIN)/python bench/scale.py --sizes 100000000 --engines dask --workers 2 \
@@ -145,6 +147,7 @@ BENCH_SCALING_INPUTS = $(if $(BENCH_LONG_GENERATOR),--long-generator $(BENCH_LON
 bench-scaling: $(VENV)/.installed-dask
 	$(BENCH_LOCK) $(BIN)/python bench/scaling.py --prepare $(BENCH_SCALING_INPUTS)
 	$(BENCH_LOCK) $(BIN)/python bench/scaling.py $(BENCH_SCALING_INPUTS) --out bench/RESULTS-scaling.md
+	$(BIN)/python bench/readme_numbers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -110,7 +110,7 @@ def measure(inputs: Path, store: Path, out: Path, engine: str, workers: int, mem
     from scale import Peaks
 
     import dedup_cli as dedup
-    from dedup_cli.options.engines import EngineOptions
+    from dedup_cli.options.engine_choice import EngineOptions
 
     peaks = Peaks()
     options = EngineOptions() if engine == "local" else EngineOptions("dask", workers=workers,

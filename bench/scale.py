@@ -101,7 +101,7 @@ def measure(store: Path, engine: str, workers: int, memory_limit: str, threshold
     import tempfile
 
     import dedup_cli as dedup
-    from dedup_cli.options.engines import EngineOptions
+    from dedup_cli.options.engine_choice import EngineOptions
 
     scratch = Path(tempfile.gettempdir()) / "dask-scratch-space"
     peaks = Peaks(scratch=scratch if engine == "dask" else None)

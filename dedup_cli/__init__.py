@@ -54,12 +54,12 @@ if TYPE_CHECKING:
     from dedup_cli.estimates.triple_scores import ScoredTriples
     from dedup_cli.groups.components import Groups
     from dedup_cli.inputs.report import ReadReport
-    from dedup_cli.options.engines import EngineOptions
+    from dedup_cli.options.engine_choice import EngineOptions
     from dedup_cli.options.evaluating import EvalOptions
     from dedup_cli.options.filtering import FilterOptions
     from dedup_cli.options.finding import EstimateOptions, FindOptions
+    from dedup_cli.options.input_options import InputOptions
     from dedup_cli.options.planning import PlanOptions
-    from dedup_cli.options.reading import InputOptions
     from dedup_cli.options.signing import SignOptions
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.memory import Signatures
@@ -71,12 +71,12 @@ if TYPE_CHECKING:
 _PUBLIC = {
     "sign": "dedup_cli.api.sign",
     "SignOptions": "dedup_cli.options.signing",
-    "InputOptions": "dedup_cli.options.reading",
+    "InputOptions": "dedup_cli.options.input_options",
     "SignReport": "dedup_cli.api.sign",
     "ReadReport": "dedup_cli.inputs.report",
     "find": "dedup_cli.api.find",
     "FindOptions": "dedup_cli.options.finding",
-    "EngineOptions": "dedup_cli.options.engines",
+    "EngineOptions": "dedup_cli.options.engine_choice",
     "FindResult": "dedup_cli.engine.stages.results",
     "Group": "dedup_cli.engine.stages.results",
     "Pair": "dedup_cli.engine.stages.results",

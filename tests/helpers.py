@@ -38,7 +38,7 @@ from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.reread import reread_documents, reread_group
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch, batch_table, store_schema
 from dedup_cli.store.manifest import MANIFEST_NAME

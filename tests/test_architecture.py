@@ -140,7 +140,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
-        ["options.reading", "options.engines"],
+        ["options.input_options", "options.engine_choice"],
         ["options.signing", "options.finding", "options.planning"], ["options.filtering", "options.evaluating"],
         ["params"],
     ]),
@@ -166,7 +166,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
         ["inputs.byte_streams", "inputs.blocks"],
-        ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin"], ["inputs.tables"],
+        ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin"], ["inputs.delimited"],
         ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"],
         ["inputs.task_planning"], ["inputs.reading", "inputs.skips"],
@@ -204,8 +204,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("the public API", [["__init__"]]),
     ("cli: the command line, and how it words and writes what the API returns", [
-        ["cli.writers", "cli.removed", "cli.eval_report", "cli.plan_report", "cli.summaries", "cli.pandas_hidden",
-         "cli.blas_threads", "cli.store_option"],
+        ["cli.record_writers", "cli.removed", "cli.eval_report", "cli.plan_report", "cli.summaries",
+         "cli.pandas_hidden", "cli.blas_threads", "cli.store_option"],
         ["cli.common"],
         ["cli.sign", "cli.find", "cli.filter", "cli.estimate", "cli.eval", "cli.plan", "cli.info"],
         ["cli.main"], ["__main__"],
@@ -218,8 +218,9 @@ LAYER = {module: (tier, step) for tier, (_, steps) in enumerate(LAYERS) for step
 CONFINED = {
     "click": {"cli."},
     "tqdm": {"cli."},
-    # The store, the input readers (Parquet text columns), the Parquet writers of filter and of find --format parquet.
-    "pyarrow": {"store.", "inputs.", "corpus.", "cli.writers", "engine.stages.results"},  # FindResult.to_arrow, lazily
+    # The store, the input readers (Parquet text columns), the Parquet writers of filter and of find --format parquet,
+    # and FindResult.to_arrow (engine.stages.results, lazily).
+    "pyarrow": {"store.", "inputs.", "corpus.", "cli.record_writers", "engine.stages.results"},
     # The compiled kernel (the fast extra); kernel.choice and kernel.tables decide and prepare without it.
     "numba": {"kernel.primitives", "kernel.sketch", "kernel.tokenise", "kernel.compiled"},
     # eval's pictures, an optional extra.
@@ -338,6 +339,41 @@ def test_no_module_is_over_the_size_limit() -> None:
             for name, path in _package_modules(PACKAGE_DIR).items()}
     offenders = {name: lines for name, lines in long.items() if lines > MAX_LINES and name not in LONG_MODULES}
     assert not offenders, f"modules over {MAX_LINES} lines: {offenders}"
+
+
+# Functions allowed above MAX_FUNCTION_LINES: the compiled kernel's, one loop each that numba compiles whole (a
+# call out of it costs per document).
+LONG_FUNCTION_MODULES = {"kernel.compiled"}
+MAX_FUNCTION_LINES = 80
+
+
+def function_lengths(source: str) -> dict[str, int]:
+    """Each function's (and method's) lines, from its ``def`` to its last line, less its docstring."""
+    lengths = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            first = node.body[0]
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                lines -= (first.end_lineno or first.lineno) - first.lineno + 1
+            lengths[f"{node.name}:{node.lineno}"] = lines
+    return lengths
+
+
+def test_no_function_is_over_the_size_limit() -> None:
+    offenders = {f"{name}.{function}": lines for name, path in _package_modules(PACKAGE_DIR).items()
+                 if name not in LONG_FUNCTION_MODULES
+                 for function, lines in function_lengths(path.read_text(encoding="utf-8")).items()
+                 if lines > MAX_FUNCTION_LINES}
+    assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines (split them): {offenders}"
+
+
+def test_function_lengths_leave_out_the_docstring_only() -> None:
+    body = "\n".join(f"    x{n} = {n}" for n in range(81))
+    assert function_lengths(f'def f():\n    """Doc\n    string."""\n{body}\n') == {"f:1": 82}
+    method = body.replace("\n", "\n    ")
+    assert function_lengths(f"class C:\n    def m(self):\n    {method}\n") == {"m:2": 82}
 
 
 def test_stages_raise_no_usage_errors() -> None:
@@ -658,3 +694,40 @@ from .spark import run
         ("dedup_cli.engine.spark", 4),
         ("dedup_cli.engine.spark", 5),
     }
+
+
+def one_idea_names(document: str) -> set[str]:
+    """The module names docs/architecture.md allows in several packages: the code spans of its paragraph
+    "One name, one idea." after the words "one idea at each layer"."""
+    paragraph = re.search(r"\*\*One name, one idea\.\*\*(.*?)(?:\n- |\n\n|\Z)", document, re.DOTALL)
+    assert paragraph, "docs/architecture.md lacks its paragraph **One name, one idea.**"
+    words = " ".join(paragraph.group(1).split())
+    assert "one idea at each layer" in words, "docs/architecture.md: One name, one idea. names no shared names"
+    return set(re.findall(r"`(\w+)`", words.split("one idea at each layer", 1)[1]))
+
+
+def repeated_module_names(modules: dict[str, Path]) -> dict[str, list[str]]:
+    """Module file names (not packages' ``__init__``) found in more than one package → the modules."""
+    by_name: dict[str, list[str]] = {}
+    for module, path in modules.items():
+        if path.name != "__init__.py":
+            by_name.setdefault(path.stem, []).append(module)
+    return {name: sorted(found) for name, found in by_name.items() if len(found) > 1}
+
+
+def test_no_module_name_is_two_ideas() -> None:
+    allowed = one_idea_names(ARCHITECTURE.read_text(encoding="utf-8"))
+    offenders = {name: modules for name, modules in repeated_module_names(_package_modules(PACKAGE_DIR)).items()
+                 if name not in allowed}
+    assert not offenders, (f"module names used in several packages: {offenders}; rename one to say what it is, or, "
+                           "when it is one idea at each layer, say so in docs/architecture.md (One name, one idea)")
+
+
+def test_repeated_module_names_are_found() -> None:
+    modules = {"cli.writers": Path("cli/writers.py"), "corpus.writers": Path("corpus/writers.py"),
+               "cli.find": Path("cli/find.py"), "api.find": Path("api/find.py"), "cli": Path("cli/__init__.py"),
+               "api": Path("api/__init__.py"), "errors": Path("errors.py")}
+    assert repeated_module_names(modules) == {"writers": ["cli.writers", "corpus.writers"],
+                                              "find": ["api.find", "cli.find"]}
+    document = "- **One name, one idea.** `a/x.py` and `b/x.py` differ. The rest are one idea at each layer: `find`.\n"
+    assert one_idea_names(document) == {"find"}

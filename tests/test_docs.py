@@ -125,3 +125,45 @@ def test_the_readme_is_a_front_door() -> None:
     readme = (REPOSITORY / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200
     assert "make test" in readme and "make demo" in readme  # .ci/run runs the README's test command
+
+
+def _bench_script(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, REPOSITORY / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+readme_numbers = _bench_script("readme_numbers")
+
+
+def _how_fast(bench: Path) -> str:
+    try:
+        return str(readme_numbers.section(bench))
+    except readme_numbers.ResultsError as error:
+        if "git does not know" in str(error) and not (REPOSITORY / ".git").exists():
+            pytest.skip("the results name commits, dated by git, and this is no git checkout")
+        raise
+
+
+def test_the_readme_numbers_are_the_benchmarks_numbers() -> None:
+    readme = (REPOSITORY / "README.md").read_text(encoding="utf-8")
+    assert readme_numbers.with_section(readme, _how_fast(REPOSITORY / "bench")) == readme, (
+        "README.md's How fast section differs from bench/RESULTS*.md; run python bench/readme_numbers.py")
+
+
+@pytest.mark.parametrize(("name", "measured", "changed"), [
+    ("RESULTS.md", "| 0.5 | 5.27 |", "| 0.5 | 5.30 |"),  # dedup's sign + find of 10^5 documents
+    ("RESULTS-scaling.md", "| 10,000,000 | 2 | 10.87 |", "| 10,000,000 | 2 | 11.87 |"),  # find 10^7, -j 2
+    ("RESULTS-scale.md", "| 2001.3 |", "| 2101.3 |"),  # the Dask engine at 10^8
+])
+def test_a_number_changed_in_the_results_changes_the_readme(tmp_path: Path, name: str, measured: str,
+                                                            changed: str) -> None:
+    for path in (REPOSITORY / "bench").glob("RESULTS*.md"):
+        (tmp_path / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    text = (tmp_path / name).read_text(encoding="utf-8")
+    assert text.count(measured) == 1
+    (tmp_path / name).write_text(text.replace(measured, changed), encoding="utf-8")
+    assert _how_fast(tmp_path) != _how_fast(REPOSITORY / "bench")

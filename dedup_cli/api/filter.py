@@ -39,7 +39,7 @@ from dedup_cli.objectstore.urls import absolute as absolute_path
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
 from dedup_cli.options.filtering import FilterOptions
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.store.store import Store, open_store, stored_id_root
 

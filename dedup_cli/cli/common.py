@@ -25,9 +25,9 @@ from dedup_cli.atomic_files import OutputError, open_output
 from dedup_cli.errors import DedupError, DedupWarning, UsageError
 from dedup_cli.inputs.locations import display_name
 from dedup_cli.options.checks import memory_bytes
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.options.finding import FindOptions
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.vocabulary import (
     CANDIDATE_METHODS,
     ENGINES,
@@ -329,10 +329,10 @@ def write_records(records: Iterator[dict[str, Any]], kind: str, fields: tuple[tu
     try:
         with output_stream(out, binary=fmt == "parquet") as stream:
             if fmt == "parquet":
-                from dedup_cli.cli.writers import write_records_parquet
+                from dedup_cli.cli.record_writers import write_records_parquet
 
                 return write_records_parquet(iter(counted), fields[1], stream)
-            from dedup_cli.cli.writers import write_records
+            from dedup_cli.cli.record_writers import write_records
 
             return write_records(iter(counted), kind, fmt, stream, header=header, fields=fields[0])
     except OSError as error:

@@ -26,7 +26,7 @@ from dedup_cli.cli.common import (
 from dedup_cli.errors import UsageError
 from dedup_cli.options.filtering import FilterOptions
 from dedup_cli.options.finding import FindOptions
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.options.vocabulary import DEFAULT_STORE, OUTPUT_FORMATS, STORE_VARIABLE, default_store
 

@@ -2,7 +2,7 @@
 
 Nothing here computes: each command (one module of :mod:`dedup_cli.cli` each) builds the options of
 :mod:`dedup_cli.options` (whose defaults are the flags' defaults), calls the public API (:mod:`dedup_cli`), and
-prints what comes back: records through :mod:`dedup_cli.cli.writers`, summaries and reports through
+prints what comes back: records through :mod:`dedup_cli.cli.record_writers`, summaries and reports through
 :mod:`dedup_cli.cli.summaries`, :mod:`dedup_cli.cli.plan_report` and :mod:`dedup_cli.cli.eval_report`. numpy and
 pyarrow are imported only by the commands that run, so ``dedup --help`` and ``dedup --version`` stay fast.
 

@@ -24,7 +24,7 @@ from dedup_cli.cli.common import (
 )
 from dedup_cli.cli.pandas_hidden import pandas_hidden
 from dedup_cli.options.checks import counted, text_option_for_sets
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.signing import TEXT_OPTIONS, SignOptions
 from dedup_cli.options.vocabulary import (
     DEFAULT_STORE,

@@ -33,7 +33,7 @@ from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.sources import read_failure
 from dedup_cli.inputs.byte_streams import READ_ERRORS
 from dedup_cli.inputs.locations import Source
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 LINE_FORMATS = ("jsonl", "lines", "sets")
 _SCAN = 1 << 16

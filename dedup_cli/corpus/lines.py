@@ -23,7 +23,7 @@ from dedup_cli.inputs.files import line_document
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.checks import literal
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 LINE_BATCH = 4096
 ANNOTATION_FIELDS = ("dedup_group", "dedup_keep", "dedup_representative")

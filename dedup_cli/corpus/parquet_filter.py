@@ -23,7 +23,7 @@ from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.parquet_inputs import check_columns, column_values, row_identifier
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.options.checks import literal
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 PARQUET_FILTER_ROWS = 1 << 16
 ANNOTATION_TYPES = (pa.int64(), pa.bool_(), pa.string())

@@ -22,12 +22,12 @@ from dedup_cli.corpus.table_filter import filter_table
 from dedup_cli.corpus.writers import compressed, link_or_copy, output_file
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, open_decompressed
+from dedup_cli.inputs.delimited import TABLE_FORMATS
 from dedup_cli.inputs.files import read_whole
 from dedup_cli.inputs.locations import STDIN, Source
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.stdin import stdin_stream
-from dedup_cli.inputs.tables import TABLE_FORMATS
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 
 @contextmanager

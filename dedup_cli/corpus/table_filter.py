@@ -1,6 +1,6 @@
 """Filtering CSV and TSV inputs: the header and the kept records copied byte for byte, in order.
 
-Records are found as ``sign`` found them (:func:`dedup_cli.inputs.tables.iter_raw_records`: a newline outside
+Records are found as ``sign`` found them (:func:`dedup_cli.inputs.delimited.iter_raw_records`: a newline outside
 quotes ends one, so a quoted field keeps its newlines) and read in batches. When ids are ``FILE:N`` the records to
 check are found from their numbers, a batch at a time, and only those are parsed; otherwise each record is parsed
 for its id. Blank and malformed records are never documents, so they are kept. With ``annotate`` the header gets
@@ -18,10 +18,7 @@ import numpy as np
 from dedup_cli.corpus.lines import ANNOTATION_FIELDS, LINE_BATCH
 from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.errors import InputError
-from dedup_cli.inputs.locations import Source
-from dedup_cli.inputs.records import Document
-from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.tables import (
+from dedup_cli.inputs.delimited import (
     DELIMITERS,
     format_annotations,
     iter_raw_records,
@@ -29,8 +26,11 @@ from dedup_cli.inputs.tables import (
     record_content,
     record_document,
 )
+from dedup_cli.inputs.locations import Source
+from dedup_cli.inputs.records import Document
+from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.checks import literal
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 Record = tuple[int, bytes]  # (number: 0 for the header, the record as read with its line end)
 

@@ -17,7 +17,7 @@ from dedup_cli.engine.optional_engines import require_dask
 from dedup_cli.engine.progress import InputProgress, Progress, silent
 from dedup_cli.errors import UsageError
 from dedup_cli.inputs.locations import STDIN, FileRun, Source
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 if TYPE_CHECKING:
     from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from dedup_cli.inputs.report import ReadReport
     from dedup_cli.kernel.choice import KernelChoice
     from dedup_cli.options.finding import FindOptions
-    from dedup_cli.options.reading import InputOptions
+    from dedup_cli.options.input_options import InputOptions
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.runs import StoreRun
     from dedup_cli.store.snapshot import DocumentIndex

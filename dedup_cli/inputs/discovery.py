@@ -36,7 +36,7 @@ from dedup_cli.inputs.locations import STDIN, STDIN_NAME, FileRun, Source, displ
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
 _KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)

@@ -21,10 +21,10 @@ import numpy as np
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.byte_streams import READ_ERRORS, compression, open_decompressed
 from dedup_cli.inputs.decoding import clean, decode
+from dedup_cli.inputs.delimited import TABLE_FORMATS, reread_records
 from dedup_cli.inputs.locations import STDIN, Location, parse_location
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.inputs.reread import is_change, reread_cells, reread_lines, unreadable
-from dedup_cli.inputs.tables import TABLE_FORMATS, reread_records
 
 
 def _number(value: Any, field: str) -> float | str:

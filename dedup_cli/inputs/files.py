@@ -29,7 +29,7 @@ from dedup_cli.inputs.records import Document, IntegerSet, make_document
 from dedup_cli.inputs.remote import fetch_documents
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.objectstore.urls import is_url
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 BINARY_SNIFF_BYTES = 8192
 

@@ -22,7 +22,7 @@ from dedup_cli.inputs.locations import Source, record_location
 from dedup_cli.inputs.records import Document, make_document
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.checks import literal
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 PARQUET_BATCH_ROWS = 256
 

@@ -27,7 +27,7 @@ from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.task_planning import Unchanged, plan_tasks
 from dedup_cli.inputs.tasks import read_task
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 
 def plan_inputs(inputs: Sequence[str], options: InputOptions, report: ReadReport,

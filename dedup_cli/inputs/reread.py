@@ -21,11 +21,11 @@ from dedup_cli.atomic_files import open_input
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.byte_streams import READ_ERRORS, Prefixed, compression, iter_lines, open_decompressed, read_capped
 from dedup_cli.inputs.decoding import clean, decode, json_record, whole_text
+from dedup_cli.inputs.delimited import TABLE_FORMATS, reread_records
 from dedup_cli.inputs.locations import STDIN, display_name, parse_location
 from dedup_cli.inputs.parquet_inputs import column_values
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.inputs.remote import fetch_documents
-from dedup_cli.inputs.tables import TABLE_FORMATS, reread_records
 
 
 def reread_lines(path: str, numbers: set[int], field_name: str | None) -> dict[int, str]:

@@ -17,7 +17,7 @@ from dedup_cli.inputs.discovery import format_and_compression
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.checks import counted, literal
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 RECORD_OPTIONS = {"id_field": "JSON Lines records", "text_field": "JSON Lines records", "id_column": "Parquet rows",
                   "text_column": "Parquet rows"}

@@ -24,7 +24,7 @@ from dedup_cli.errors import UsageError
 from dedup_cli.inputs.byte_streams import MAGIC_BYTES, Prefixed, decompressing, read_head, sniffed_compression
 from dedup_cli.inputs.decoding import BOM
 from dedup_cli.inputs.locations import Source
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 # The first line is looked at up to this many bytes: a longer one is taken for text, not JSON Lines.
 FIRST_LINE_BYTES = 16 << 20

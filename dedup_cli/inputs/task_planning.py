@@ -8,7 +8,7 @@ their size on disk (every file's ``stat`` when an incremental run compares them 
 bytes by its size alone when the caller can number the lines of each once the ranges before it are counted (the
 local engine's ``sign``), its lines then found and counted by the workers; other line files and stdin are read
 here in blocks and cut into chunks of whole lines (:mod:`dedup_cli.inputs.chunks`), CSV and TSV files into chunks
-of whole records (:mod:`dedup_cli.inputs.tables`: where a record ends depends on the quotes before it, so only a
+of whole records (:mod:`dedup_cli.inputs.delimited`: where a record ends depends on the quotes before it, so only a
 pass from the file's start can tell), Parquet files into parts of rows. Which tasks there are depends on the
 inputs alone, so the store is the same however many workers read them.
 """
@@ -24,15 +24,15 @@ from typing import Any, BinaryIO
 
 from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, Position, Prefixed, compression, open_decompressed
 from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, NEWLINE, LineChunk, in_place_chunks, line_chunks
+from dedup_cli.inputs.delimited import TABLE_FORMATS, column_positions, parse_header, table_chunks
 from dedup_cli.inputs.discovery import stat_run
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
 from dedup_cli.inputs.locations import STDIN, FileRun, Source, location_path
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.stdin import stdin_stream
-from dedup_cli.inputs.tables import TABLE_FORMATS, column_positions, parse_header, table_chunks
 from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LineRangeTask, LinesTask, ReadTask, RowsTask, TableTask
 from dedup_cli.objectstore.urls import is_url
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 Unchanged = Callable[[str, str, os.stat_result], bool]
 """Told (id, location, stat) of a whole text file before it is read; True skips it as already signed."""
@@ -255,7 +255,7 @@ def _in_place(source: Source, status: os.stat_result | None) -> bool:
 def _table_tasks(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
                  position: Position) -> Iterator[TableTask]:
     """The chunks of whole records of a CSV or TSV file (or stdin) as tasks, cut where quotes say records end
-    (:func:`dedup_cli.inputs.tables.table_chunks`: this process reads the input once, the workers parse the
+    (:func:`dedup_cli.inputs.delimited.table_chunks`: this process reads the input once, the workers parse the
     records); a binary file is one task with nothing but its note. InputError when the header lacks a named
     column."""
     mtime_ns = status.st_mtime_ns if status is not None else 0

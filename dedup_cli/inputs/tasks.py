@@ -11,7 +11,7 @@ files (rows in batches). Workers do the rest, in parallel: open and read whole f
   the worker, which becomes a :class:`LinesTask` once the lines before the range are counted
   (:func:`numbered_lines`);
 * :class:`TableTask`: a chunk of whole records of one CSV or TSV input, with its header
-  (:mod:`dedup_cli.inputs.tables`);
+  (:mod:`dedup_cli.inputs.delimited`);
 * :class:`RowsTask`: consecutive rows of one Parquet input (its text and id columns);
 * :class:`DocumentsTask`: documents already read (stdin read as one document).
 
@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 from dedup_cli.inputs.blocks import parse_block
 from dedup_cli.inputs.chunks import LineChunk, chunk_lines, count_newlines, read_range
 from dedup_cli.inputs.columns import ColumnsBuilder, TextColumns, columns_of
+from dedup_cli.inputs.delimited import table_documents
 from dedup_cli.inputs.files import line_document, note_unreadable, read_files
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.tables import table_documents
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 if TYPE_CHECKING:
     from dedup_cli.inputs.parquet_inputs import ParquetRows

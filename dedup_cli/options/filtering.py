@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from dedup_cli.errors import OptionError
 from dedup_cli.options.checks import set_fields
 from dedup_cli.options.finding import FindOptions
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.signing import SignOptions
 
 

@@ -21,7 +21,7 @@ from dedup_cli.options.checks import (
     set_fields,
     threshold_value,
 )
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.options.vocabulary import (
     BAND_MEMORY,
     CANDIDATE_METHODS,

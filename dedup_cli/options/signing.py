@@ -15,8 +15,8 @@ from dedup_cli.options.checks import (
     set_fields,
     text_option_for_sets,
 )
-from dedup_cli.options.engines import EngineOptions
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.engine_choice import EngineOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.vocabulary import HALF_BIT, SIGNING_KERNELS, TEXT_UNIVERSE, WORD_TOKENISATIONS
 
 TEXT_OPTIONS = ("shingle_size", "shingle_unit", "tokenisation", "scheme")

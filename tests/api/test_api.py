@@ -19,8 +19,8 @@ from dedup_cli.estimates.exact import pair_resemblances
 from dedup_cli.minhash.feistel import feistel
 from dedup_cli.options.checks import literal
 from dedup_cli.options.finding import EstimateOptions, FindOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.planning import PlanOptions
-from dedup_cli.options.reading import InputOptions
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store import parts

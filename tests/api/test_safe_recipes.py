@@ -20,7 +20,7 @@ import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.errors import UsageError
 from dedup_cli.options.finding import FindOptions
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.store.format import MANIFEST_NAME
 from dedup_cli.store.store import open_store, read_store

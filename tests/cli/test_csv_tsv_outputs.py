@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.cli.main import cli
-from dedup_cli.cli.writers import CsvWriter, write_records
+from dedup_cli.cli.record_writers import CsvWriter, write_records
 from dedup_cli.engine.stages.results import FIELDS
 from dedup_cli.inputs.decoding import tsv_unescape
 from dedup_cli.inputs.members import read_members

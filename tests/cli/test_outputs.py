@@ -207,7 +207,7 @@ def test_a_full_disk_under_find_is_one_line_and_the_old_output_stays(store: Path
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "out.jsonl"
     out.write_text("old\n")
-    import dedup_cli.cli.writers as delimited
+    import dedup_cli.cli.record_writers as delimited
 
     class Full:
         def write(self, data: object) -> int:

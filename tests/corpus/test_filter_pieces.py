@@ -28,7 +28,7 @@ from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.sources import filter_source
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.records import text_hash
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 
 def _decisions(ids: list[str], texts: list[str], drop: list[bool]) -> Decisions:

@@ -21,7 +21,7 @@ from dedup_cli.corpus.lines import filter_lines
 from dedup_cli.corpus.record_decisions import Decisions
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.records import text_hash
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 ENDINGS = st.sampled_from([b"\n", b"\r\n"])
 LINES = st.one_of(

@@ -28,7 +28,7 @@ from helpers import SAMPLE_CORPORA as SAMPLES  # noqa: E402
 from helpers import StoreWriter  # noqa: E402
 
 import dedup_cli as dedup  # noqa: E402
-from dedup_cli.options.engines import EngineOptions  # noqa: E402
+from dedup_cli.options.engine_choice import EngineOptions  # noqa: E402
 from dedup_cli.store.format import DocumentBatch  # noqa: E402
 from dedup_cli.store.store import read_store  # noqa: E402
 

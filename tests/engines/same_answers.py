@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 
-from dedup_cli.cli.writers import write_records, write_records_parquet
+from dedup_cli.cli.record_writers import write_records, write_records_parquet
 from dedup_cli.engine.stages.results import RECORD_FIELDS, FindResult, find_records
 
 FORMATS = ("jsonl", "tsv", "csv", "parquet")

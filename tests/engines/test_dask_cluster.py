@@ -19,7 +19,7 @@ from helpers import REPO
 from same_answers import assert_same_answers
 
 import dedup_cli as dedup
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.store.store import read_store
 
 SAMPLES = REPO / "sample_corpora"
@@ -156,7 +156,7 @@ TWO_FINDS = """
 import json, sys, threading
 import dedup_cli as dedup
 from dedup_cli.engine.dask import cluster
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 
 def main():

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from helpers import SAMPLE_CORPORA
 
 from dedup_cli.cli.main import cli
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 
 def test_a_damaged_part_read_by_workers_is_one_line_naming_it(engine: EngineOptions, tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from distributed import Client
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.dask import end_on_workers
 from dedup_cli.engine.dask import filter as dask_filter
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 WORDS = 120
 TASK_BYTES = 8_000

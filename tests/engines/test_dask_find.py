@@ -26,7 +26,7 @@ from dedup_cli.engine.dask import candidates as dask_candidates
 from dedup_cli.engine.dask import end_on_workers
 from dedup_cli.engine.stages.results import find_records
 from dedup_cli.estimates.simultaneous import SimultaneousBound
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 SAMPLES = REPO / "sample_corpora"
 

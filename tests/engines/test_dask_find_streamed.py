@@ -20,7 +20,7 @@ from same_answers import without_time
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.dask import end_on_workers
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.store.format import DocumentBatch
 
 SAMPLES = REPO / "sample_corpora"

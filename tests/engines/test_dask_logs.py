@@ -20,12 +20,12 @@ from distributed import LocalCluster
 from helpers import REPO, SAMPLE_CORPORA
 
 from dedup_cli.engine.dask import cluster as dask_cluster
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 NOISY_RUN = """
 import logging, sys
 from dedup_cli.engine.dask.cluster import connected
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 def noisy(fail):
     logging.getLogger("distributed.worker").error("a record a worker logged")
@@ -46,7 +46,7 @@ KILLING_RUN = """
 import os
 from dedup_cli.engine.dask.cluster import connected
 from dedup_cli.errors import DedupError
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 try:
     with connected(EngineOptions("dask", workers=1)) as client:
@@ -59,7 +59,7 @@ except DedupError as error:
 RESTARTING_RUN = """
 import json, logging, os, time
 from dedup_cli.engine.dask.cluster import connected
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 def level():
     return logging.getLogger("distributed.worker").getEffectiveLevel()

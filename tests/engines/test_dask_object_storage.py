@@ -12,7 +12,7 @@ from helpers import SAMPLE_CORPORA
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.dask import sign as dask_sign
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 pytest.importorskip("s3fs", reason="object storage needs the s3 extra: pip install 'dedup-cli[s3]'")
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from dedup_cli.cli.main import cli
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 FIND = ("-t", "0.3", "-b", "2", "--verify", "all", "--output", "pairs")
 

@@ -26,7 +26,7 @@ from helpers import REPO
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.dask import sign as dask_sign
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.store.store import open_store, read_store
 
 SAMPLES = REPO / "sample_corpora"
@@ -194,7 +194,7 @@ _DRIVER = """
 import os, signal, sys
 import dedup_cli as dedup
 from dedup_cli.engine.dask import sign
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.store import runs
 
 sign.TASK_BYTES = 6000

@@ -20,7 +20,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 import dedup_cli as dedup
 from dedup_cli.engine.dask import sign as dask_sign
 from dedup_cli.errors import DedupError
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.store.store import read_store
 
 GOOD = b"".join(json.dumps({"text": f"the record number {n} of a good file"}).encode() + b"\n" for n in range(3))

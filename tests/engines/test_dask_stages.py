@@ -21,7 +21,7 @@ from dedup_cli.engine.dask.frames import pack_bits, read_documents
 from dedup_cli.engine.dask.sign import plan_tasks
 from dedup_cli.inputs.locations import Source
 from dedup_cli.minhash.packing import pack_values
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import create_store, open_store

@@ -10,7 +10,7 @@ from helpers import REPO
 from same_answers import assert_same_answers
 
 import dedup_cli as dedup
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 
 sys.path.insert(0, str(REPO / "bench"))
 from find_scale import build_store  # noqa: E402 - the benchmark's generator of synthetic stores

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from dedup_cli.cli.main import cli
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.store.format import MANIFEST_NAME
 from dedup_cli.store.snapshot import read_snapshot
 from dedup_cli.store.store import open_store

@@ -24,7 +24,7 @@ from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.stages import find as find_stages
 from dedup_cli.engine.stages import plan as find_plan
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.documents import NumberedDocuments

@@ -28,7 +28,7 @@ from dedup_cli.inputs.locations import Source, display_name
 from dedup_cli.inputs.records import Document
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import LinesTask, read_task_columns
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 SOURCE_PATH = "/corpus/records.jsonl"
 

@@ -30,7 +30,7 @@ from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document, text_hash
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.reread import reread_documents
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 
 def read(inputs: list[Any], stdin: bytes | None = None, **options: Any) -> tuple[list[Document], ReadReport]:

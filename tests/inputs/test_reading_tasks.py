@@ -24,7 +24,7 @@ from dedup_cli.inputs.chunks import LineChunk, chunk_lines, in_place_chunks, lin
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import FilesTask, LinesTask, read_task
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 LINE_PIECES = [b"a", b"word ", b'{"text": "x"}', b"\r", b"\xef\xbb\xbf", b"\xc3\xa9", b"\t", b" " * 9, b"z" * 40]
 

@@ -21,7 +21,7 @@ import dedup_cli as dedup
 from dedup_cli.inputs import discovery, task_planning
 from dedup_cli.inputs.locations import FileRun, Source
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 
 def nested_corpus(root: Path) -> Path:

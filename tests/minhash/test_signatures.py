@@ -44,7 +44,7 @@ def test_params_round_trip_and_differences() -> None:
 
 
 def test_params_pin_the_rule_for_short_documents() -> None:
-    from dedup_cli.options.reading import InputOptions
+    from dedup_cli.options.input_options import InputOptions
     from dedup_cli.options.signing import SignOptions
 
     assert SignatureParams().short_documents == "whole"  # new stores

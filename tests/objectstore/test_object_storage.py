@@ -115,7 +115,7 @@ def test_every_kind_of_input_is_read_from_objects_as_from_files(bucket: str, tmp
     from dedup_cli.errors import InputError
     from dedup_cli.inputs.discovery import plan_sources
     from dedup_cli.inputs.report import ReadReport
-    from dedup_cli.options.reading import InputOptions
+    from dedup_cli.options.input_options import InputOptions
 
     corpus = tmp_path / "corpus"
     (corpus / "texts").mkdir(parents=True)

@@ -22,7 +22,7 @@ from dedup_cli.inputs import chunks, task_planning
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import LineRangeTask, LinesTask, numbered_lines, task_documents
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
 

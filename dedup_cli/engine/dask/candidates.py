@@ -25,7 +25,7 @@ store) step 2 and 3 vanish: the share pairs everything itself. On one machine (b
 a store of local files in id order) the workers split the bands instead: each reads every piece and pairs whole
 bands of its own as the local engine does, and nothing but the pair codes moves (docs/scaling.md). Moved per
 document and band: the fingerprint (about 1.1 bytes at two shares), and for the few rows of crossing buckets or
-chance fingerprint matches (about 1/64), 12 or 16 bytes; docs/scaling.md has the measured bytes.
+chance fingerprint matches (about 1/64), 12 or 16 bytes; bench/RESULTS-scale.md has the measured bytes.
 """
 
 from __future__ import annotations

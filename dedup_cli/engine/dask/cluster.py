@@ -39,7 +39,7 @@ from distributed.scheduler import KilledWorker
 from dedup_cli.atomic_files import unlink_quietly
 from dedup_cli.errors import DedupError
 from dedup_cli.options.checks import literal
-from dedup_cli.options.engines import EngineOptions
+from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.processes import die_with_parent
 
 ALLOWED_FAILURES = 3

@@ -45,7 +45,7 @@ from dedup_cli.corpus.sources import filter_source
 from dedup_cli.corpus.writers import output_file
 from dedup_cli.inputs.locations import Source
 from dedup_cli.inputs.parquet_inputs import row_group_sizes
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 TASK_BYTES = 64 << 20
 """Input bytes a task aims at: a few seconds of filtering, so a lost worker costs little."""

@@ -36,7 +36,7 @@ from dedup_cli.inputs.reading import read_sources
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.checks import literal
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun, rewrite_task_part, write_task_part

@@ -24,7 +24,7 @@ from dedup_cli.inputs.locations import FileRun, Source
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.task_planning import plan_tasks
 from dedup_cli.kernel.choice import KernelChoice
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun

@@ -24,7 +24,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,7 @@ from dedup_cli.inputs.tasks import (
 )
 from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.checks import literal
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun
@@ -230,6 +230,33 @@ def sign_tasks(tasks: Iterator[ReadTask], job: SignJob, jobs: int, choice: Kerne
         return pool.run(planner, take, signed)
 
 
+@dataclass
+class _RunLedger:
+    """What :meth:`WorkerPool.run` keeps track of while the workers sign."""
+
+    handed: dict[int, ReadTask] = field(default_factory=dict)  # tasks handed out and not yet told
+    oversized: dict[int, bytes | memoryview] = field(default_factory=dict)  # too large for the board, until asked
+    arrived: set[int] = field(default_factory=set)  # tasks done, not yet told
+    paths: dict[int, tuple[str, ...]] = field(default_factory=dict)  # files task → its paths, left out of its rows
+    rows: list[WorkerRows] = field(default_factory=list)
+    numbering: LineNumbering = field(default_factory=LineNumbering)
+    counting: dict[int, int] = field(default_factory=dict)  # range task → the worker waiting for its first line
+    written: list[WrittenFile] = field(default_factory=list)
+    finished: set[int] = field(default_factory=set)  # workers that said they are done
+    next_told: int = 0
+    index: int = 0  # the next task's index
+    exhausted: bool = False
+
+    def tell_arrived(self) -> None:
+        """Forget the tasks done, in order, keeping a files task's paths for its rows."""
+        while self.next_told in self.arrived:
+            self.arrived.remove(self.next_told)
+            task = self.handed.pop(self.next_told)
+            if isinstance(task, FilesTask):
+                self.paths[self.next_told] = task.paths
+            self.next_told += 1
+
+
 class WorkerPool:
     """``jobs`` forked worker processes, each with a pipe back to this one; tasks are handed out by index through
     shared memory (:class:`TaskBoard`), so an idle worker takes the next. Leaving the ``with`` block ends every
@@ -296,39 +323,15 @@ class WorkerPool:
             ) -> list[WrittenFile]:
         """Hand out every task, tell ``signed`` each one's input bytes as it is done and ``take`` each one's rows
         in order once the workers end; the parts written."""
-        job, jobs = self.job, self.jobs
-        handed: dict[int, ReadTask] = {}  # tasks handed out and not yet told
-        oversized: dict[int, bytes | memoryview] = {}  # tasks too large for the board, until their worker asks
+        ledger = _RunLedger()
         # One poll object for the run (multiprocessing's wait builds a selector per call): pipes and sentinels.
         poller, owner = select.poll(), {}  # owner: descriptor → its worker
         for worker, pipe in enumerate(self.pipes):
             for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
                 poller.register(descriptor, select.POLLIN)
                 owner[descriptor] = worker
-        arrived: set[int] = set()  # tasks done, not yet told
-        paths: dict[int, tuple[str, ...]] = {}  # files task → its paths, which its worker leaves out of its rows
-        rows: list[WorkerRows] = []
-        numbering = LineNumbering()
-        counting: dict[int, int] = {}  # range task → the worker waiting for its first line
-        next_told = 0
-        index = 0
-        exhausted = False
-        written: list[WrittenFile] = []
-        finished: set[int] = set()
-        while len(finished) < jobs:
-            while not exhausted and len(handed) < self.in_flight:
-                task = planner.next()
-                if task is None:
-                    exhausted = True
-                    self.board.end(index, jobs)
-                    break
-                handed[index] = task
-                # Plain pickle (no pipe or socket is in a task): its C path, with no Pickler and buffer per task.
-                item = (index, task, planner.kernel(task), job.run.reserve_part())
-                pickled = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
-                if not self.board.post(index, pickled):
-                    oversized[index] = pickled
-                index += 1
+        while len(ledger.finished) < self.jobs:
+            self._hand_out(planner, ledger)
             while True:
                 polled = [descriptor for descriptor, _ in poller.poll(0 if planner.undecided() else None)]
                 if polled or not planner.undecided():
@@ -336,50 +339,66 @@ class WorkerPool:
                 planner.ahead(len(planner.planned) + 1)  # plan ahead while the workers sign
             ready = {owner[descriptor] for descriptor in polled}
             for worker, pipe in enumerate(self.pipes):
-                if worker in finished or worker not in ready:
-                    continue
-                message: Any
-                try:  # a pipe that polled ready holds a message, or has ended (EOFError)
-                    kind, message = pipe.recv() if pipe.fileno() in polled or pipe.poll() else ("died", None)
-                except (EOFError, OSError):
-                    kind, message = "died", None
-                if kind == "ask":
-                    with suppress(OSError):  # a worker that died since it asked: its sentinel tells, ending the run
-                        self.lines[worker].send_bytes(oversized.pop(message))
-                elif kind == "lines":
-                    counted, newlines = message
-                    counting[counted] = worker
-                    for resolved, first_line in numbering.count(counted, newlines, handed, next_told).items():
-                        with suppress(OSError):  # the worker died since it asked: its sentinel tells, ending the run
-                            self.lines[counting.pop(resolved)].send(first_line)
-                elif kind == "task":
-                    done, input_bytes, closed, sent = message
-                    written.extend(closed)
-                    rows.extend([sent] if sent is not None else [])
-                    arrived.add(done)
-                    signed(input_bytes)
-                elif kind == "done":
-                    finished.add(worker)
-                    for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
-                        poller.unregister(descriptor)
-                    closed, worker_rows = message
-                    if closed is not None:
-                        written.append(closed)
-                    rows.append(worker_rows)
-                elif kind == "error":
-                    raise message
-                else:
-                    self._died(worker, handed.get(self.reading[worker]))
-            while next_told in arrived:
-                arrived.remove(next_told)
-                task = handed.pop(next_told)
-                if isinstance(task, FilesTask):
-                    paths[next_told] = task.paths
-                next_told += 1
-        for task_rows in sorted((task_rows for worker_rows in rows for task_rows in worker_rows.unpacked()),
+                if worker not in ledger.finished and worker in ready:
+                    self._receive(worker, pipe, pipe.fileno() in polled, poller, ledger, signed)
+            ledger.tell_arrived()
+        for task_rows in sorted((task_rows for worker_rows in ledger.rows for task_rows in worker_rows.unpacked()),
                                 key=lambda task_rows: task_rows.index):
-            take(task_rows.received(paths.pop(task_rows.index, ())))
-        return written
+            take(task_rows.received(ledger.paths.pop(task_rows.index, ())))
+        return ledger.written
+
+    def _hand_out(self, planner: TaskPlanner, ledger: _RunLedger) -> None:
+        """Post tasks to the board until ``in_flight`` are out, or tell the workers there are no more."""
+        while not ledger.exhausted and len(ledger.handed) < self.in_flight:
+            task = planner.next()
+            if task is None:
+                ledger.exhausted = True
+                self.board.end(ledger.index, self.jobs)
+                return
+            ledger.handed[ledger.index] = task
+            # Plain pickle (no pipe or socket is in a task): its C path, with no Pickler and buffer per task.
+            item = (ledger.index, task, planner.kernel(task), self.job.run.reserve_part())
+            pickled = pickle.dumps(item, pickle.HIGHEST_PROTOCOL)
+            if not self.board.post(ledger.index, pickled):
+                ledger.oversized[ledger.index] = pickled
+            ledger.index += 1
+
+    def _receive(self, worker: int, pipe: Any, pipe_ready: bool, poller: Any, ledger: _RunLedger,
+                 signed: Callable[[int], None]) -> None:
+        """Act on one message of ``worker``, whose pipe or sentinel polled ready."""
+        message: Any
+        try:  # a pipe that polled ready holds a message, or has ended (EOFError)
+            kind, message = pipe.recv() if pipe_ready or pipe.poll() else ("died", None)
+        except (EOFError, OSError):
+            kind, message = "died", None
+        if kind == "ask":
+            with suppress(OSError):  # a worker that died since it asked: its sentinel tells, ending the run
+                self.lines[worker].send_bytes(ledger.oversized.pop(message))
+        elif kind == "lines":
+            counted, newlines = message
+            ledger.counting[counted] = worker
+            for resolved, first_line in ledger.numbering.count(counted, newlines, ledger.handed,
+                                                               ledger.next_told).items():
+                with suppress(OSError):  # the worker died since it asked: its sentinel tells, ending the run
+                    self.lines[ledger.counting.pop(resolved)].send(first_line)
+        elif kind == "task":
+            done, input_bytes, closed, sent = message
+            ledger.written.extend(closed)
+            ledger.rows.extend([sent] if sent is not None else [])
+            ledger.arrived.add(done)
+            signed(input_bytes)
+        elif kind == "done":
+            ledger.finished.add(worker)
+            for descriptor in (pipe.fileno(), self.processes[worker].sentinel):
+                poller.unregister(descriptor)
+            closed, worker_rows = message
+            if closed is not None:
+                ledger.written.append(closed)
+            ledger.rows.append(worker_rows)
+        elif kind == "error":
+            raise message
+        else:
+            self._died(worker, ledger.handed.get(self.reading[worker]))
 
     def _died(self, worker: int, task: ReadTask | None) -> None:
         process = self.processes[worker]

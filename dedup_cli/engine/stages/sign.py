@@ -30,7 +30,7 @@ from dedup_cli.kernel.choice import compiled_kernel
 from dedup_cli.minhash.kperm import HashFamily, min_hash_values
 from dedup_cli.minhash.oph import min_hash_values_oph
 from dedup_cli.minhash.packing import pack_values, unpack_values, xor_bits
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.snapshot import HELD_ELSEWHERE, MOVED, DocumentIndex

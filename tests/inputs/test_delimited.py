@@ -14,11 +14,11 @@ from helpers import raises_worded
 
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.chunks import LineChunk
+from dedup_cli.inputs.delimited import iter_raw_records, split_records, table_chunks
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.reread import reread_documents
-from dedup_cli.inputs.tables import iter_raw_records, split_records, table_chunks
-from dedup_cli.options.reading import InputOptions
+from dedup_cli.options.input_options import InputOptions
 
 
 class Trickle(io.RawIOBase):
