@@ -167,7 +167,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
         ["inputs.byte_streams", "inputs.blocks"], ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote"],
         ["inputs.discovery", "inputs.reread"],
-        ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"],
+        ["inputs.sets", "inputs.fields", "inputs.members", "inputs.liveness"], ["inputs.files"], ["inputs.tasks"],
         ["inputs.task_planning"], ["inputs.reading"],
     ]),
     ("store: the Parquet signature store", [

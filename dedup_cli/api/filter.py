@@ -74,6 +74,7 @@ class FilterReport:
     changed: list[tuple[str, str]] = field(default_factory=list)  # (where, id): to drop but changed since; kept
     unsigned: list[str] = field(default_factory=list)  # files under a named directory the store never read
     not_found: list[str] = field(default_factory=list)  # ids to drop that no input held
+    gone: list[str] = field(default_factory=list)  # stored ids gone since signing: never kept, never dropped
     groups: int = 0
     removed: Removed | None = None
     against: str | None = None
@@ -98,6 +99,7 @@ class _Plan:
     representative_stores: list[str] | None
     groups: int
     keep_field_problems: list[tuple[str, str]]
+    gone: list[str] = field(default_factory=list)
 
 
 def reading_options(store: Store, given: InputOptions) -> InputOptions:
@@ -144,7 +146,8 @@ def _from_find(path: str, options: FilterOptions) -> _Plan:
     stores = None
     if found.representative_in_reference is not None:
         stores = ["reference" if origin else "new" for origin in found.representative_in_reference.tolist()]
-    return _Plan(decisions, found.similarity, found.verified, stores, found.group_count, result.keep_field_problems)
+    return _Plan(decisions, found.similarity, found.verified, stores, found.group_count, result.keep_field_problems,
+                 result.gone)
 
 
 def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
@@ -299,7 +302,7 @@ def _summarise(report: FilterReport, plan: _Plan, outcome: SourceOutcome, source
     decisions = plan.decisions
     report.inputs, report.records, report.dropped = sources, outcome.records, outcome.dropped
     report.changed, report.unsigned = outcome.changed, outcome.unsigned
-    report.groups, report.keep_field_problems = plan.groups, plan.keep_field_problems
+    report.groups, report.keep_field_problems, report.gone = plan.groups, plan.keep_field_problems, plan.gone
     met = np.zeros(len(decisions), bool)
     met[np.array(outcome.seen, np.int64)] = True
     report.not_found = [decisions.ids[p] for p in np.flatnonzero(decisions.drop & ~met).tolist()]

@@ -118,8 +118,8 @@ def find_summary(store: str, result: FindResult) -> str:
 
 
 def find_warnings(result: FindResult, flag: Flag) -> list[str]:
-    """Documents that could not be re-read, same-file aliases left out, LSH buckets cut."""
-    lines = []
+    """Documents that could not be re-read, documents gone and same-file aliases left out, LSH buckets cut."""
+    lines = _gone_lines(result.gone)
     if result.verification is not None and result.verification.unverifiable_documents:
         missing = result.verification.unverifiable_documents
         lines.append(f"{len(missing)} document(s) are gone or changed since signing "
@@ -134,6 +134,14 @@ def find_warnings(result: FindResult, flag: Flag) -> list[str]:
 
         lines += banding_warnings(result.banding_choice, result.threshold, result.store.params.num_perm, flag)
     return lines + _keep_field_lines(result.keep_field_problems)
+
+
+def _gone_lines(gone: list[str]) -> list[str]:
+    if not gone:
+        return []
+    return [f"{len(gone)} grouped document(s) are gone or changed since they were signed (their file or line is "
+            f"missing or holds other text, e.g. {gone[0]}): never kept in place of a live copy, never dropped "
+            "(members say gone); sign again, with --prune to remove the gone ones"]
 
 
 def _keep_field_lines(problems: list[tuple[str, str]]) -> list[str]:
@@ -158,8 +166,10 @@ def filter_summary(report: FilterReport) -> str:
 
 
 def filter_warnings(report: FilterReport) -> list[str]:
-    """Documents kept because they changed, files the store never read, documents to drop no input held."""
-    lines = [f"kept {where} (id {identifier!r}): it changed since it was signed" for where, identifier in
+    """Documents kept because they changed, files the store never read, documents to drop no input held,
+    stored documents gone since signing."""
+    lines = _gone_lines(report.gone)
+    lines += [f"kept {where} (id {identifier!r}): it changed since it was signed" for where, identifier in
              report.changed]
     lines += [f"copied {name} unread: the store holds none of its documents" for name in report.unsigned]
     if report.not_found:

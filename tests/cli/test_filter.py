@@ -167,11 +167,19 @@ def test_annotate_keeps_every_line_and_adds_the_fields(jsonl_corpus: tuple[Path,
 
 def test_a_changed_document_is_kept_and_reported(jsonl_corpus: tuple[Path, Path, list[bytes]]) -> None:
     corpus, store, lines = jsonl_corpus
+    members = corpus.parent / "members.jsonl"
+    ok("find", str(store), "--output", "members", "-q", "-o", str(members))  # written before the change
     changed = [line.replace(b"t0w0 ", b"edited ") if b'"id": "f"' in line else line for line in lines]
     assert changed != lines
     corpus.write_bytes(b"".join(changed))
     out = corpus.parent / "out.jsonl"
+    # find sees that f no longer holds the text it signed: f is left out of its group, so kept, and named.
     code, _, stderr = run("filter", str(corpus), "-o", str(out), "-s", str(store))
+    assert code == 0
+    assert out.read_bytes() == kept_lines(changed, {"b", "d"})
+    assert "gone or changed since they were signed" in stderr and "e.g. f)" in stderr
+    # A members file written before the change still says drop f: the record is kept all the same, and said so.
+    code, _, stderr = run("filter", str(corpus), "-o", str(out), "-s", str(store), "--members", str(members))
     assert code == 0
     assert out.read_bytes() == kept_lines(changed, {"b", "d"})
     assert "kept " in stderr and "(id 'f'): it changed since it was signed" in stderr
