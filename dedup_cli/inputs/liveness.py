@@ -10,14 +10,16 @@ stat-ed once. A document whose file is missing is gone; one whose file still has
 when it was signed is live (the file has not changed since). Only the rest, whose file changed since they were
 signed, are re-read (:func:`dedup_cli.inputs.reread.reread_documents`, each file once, and a file of records only
 up to the last line asked for), and are gone unless the text at their location still has the recorded content
-hash. A document that cannot be re-read at all (stdin, signed from memory), or whose file cannot be looked at or
-read now (permission denied, an I/O error), is taken as live: nothing says it is gone, and whether the run can go
-on without reading it is for the exact checks to say.
+hash. A document that cannot be re-read at all (stdin, signed from memory, a FIFO or a device, which only the
+reader that opens it first can read), or whose file cannot be looked at or read now (permission denied, an I/O
+error), is taken as live: nothing says it is gone, and whether the run can go on without reading it is for the
+exact checks to say.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,13 +38,24 @@ def _file_mtime_ns(location_file: str) -> int:
     if location_file in ("", STDIN):
         return _UNKNOWN
     path = path_of_location(location_file)
+    if is_url(path):
+        return _object_mtime_ns(path)
     try:
-        if is_url(path):
-            from dedup_cli.objectstore import objects  # only stores of objects pay for the client
+        status = os.stat(path)
+    except GONE_ERRORS:
+        return _MISSING
+    except OSError:
+        return _UNKNOWN
+    # A FIFO or a device is read once, by whoever opens it first: never here.
+    return status.st_mtime_ns if stat.S_ISREG(status.st_mode) else _UNKNOWN
 
-            described = objects.info(path)
-            return _MISSING if described is None else described.mtime_ns
-        return os.stat(path).st_mtime_ns
+
+def _object_mtime_ns(path: str) -> int:
+    try:
+        from dedup_cli.objectstore import objects  # only stores of objects pay for the client
+
+        described = objects.info(path)
+        return _MISSING if described is None else described.mtime_ns
     except GONE_ERRORS:
         return _MISSING
     except OSError:

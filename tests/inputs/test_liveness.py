@@ -44,9 +44,12 @@ def test_a_whole_file_touched_but_not_changed_is_live(tmp_path: Path) -> None:
 
 
 def test_what_cannot_be_looked_at_counts_as_live(tmp_path: Path) -> None:
-    """Stdin, a document signed from memory, and a file that is there but cannot be read now."""
+    """Stdin, a document signed from memory, a directory where a file was, and a FIFO (which only the reader that
+    opens it first can read: opening it here would block, or take its bytes from that reader)."""
     unreadable = tmp_path / "folder"
-    unreadable.mkdir()  # a directory where a file was: reading it fails with EISDIR, no sign that it is gone
-    locations = ["-#line=1", "", str(unreadable)]
-    gone = gone_documents(locations, np.zeros(3, np.int64), np.zeros(3, np.uint64))
-    assert gone.tolist() == [False, False, False]
+    unreadable.mkdir()
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    locations = ["-#line=1", "", str(unreadable), record_location(str(fifo), "line", 1, "text")]
+    gone = gone_documents(locations, np.zeros(4, np.int64), np.zeros(4, np.uint64))
+    assert gone.tolist() == [False, False, False, False]
