@@ -70,6 +70,7 @@ class FilterReport:
     inputs: int = 0  # input sources (files, stdin)
     records: int = 0  # records read: whole files, non-blank lines, rows
     dropped: int = 0  # records left out (with ``annotate``: marked ``dedup_keep`` false, and kept)
+    repeated: int = 0  # records skipped because an earlier record of their input had their id (``read`` lists them)
     annotated: bool = False
     changed: list[tuple[str, str]] = field(default_factory=list)  # (where, id): to drop but changed since; kept
     unsigned: list[str] = field(default_factory=list)  # files under a named directory the store never read
@@ -86,7 +87,7 @@ class FilterReport:
     @property
     def kept(self) -> int:
         """Records written (all of them with ``annotate``)."""
-        return self.records if self.annotated else self.records - self.dropped
+        return self.records if self.annotated else self.records - self.dropped - self.repeated
 
 
 @dataclass
@@ -302,6 +303,9 @@ def _summarise(report: FilterReport, plan: _Plan, outcome: SourceOutcome, source
     decisions = plan.decisions
     report.inputs, report.records, report.dropped = sources, outcome.records, outcome.dropped
     report.changed, report.unsigned = outcome.changed, outcome.unsigned
+    report.repeated = len(outcome.repeated)
+    for repeat in outcome.repeated:  # said as sign says it: "skipped WHERE: id 'x' was already read"
+        report.read.note("duplicate_ids", repeat)
     report.groups, report.keep_field_problems, report.gone = plan.groups, plan.keep_field_problems, plan.gone
     met = np.zeros(len(decisions), bool)
     met[np.array(outcome.seen, np.int64)] = True

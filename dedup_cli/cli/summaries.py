@@ -157,6 +157,8 @@ def filter_summary(report: FilterReport) -> str:
     dropped = "marked dedup_keep false (annotated, kept)" if report.annotated else "dropped"
     parts = [f"{report.kept} kept", f"{report.dropped} {dropped} from {report.groups} groups",
              f"{len(report.changed)} changed since signing and kept"]
+    if report.repeated:
+        parts.append(f"{report.repeated} with an id already read skipped")
     if report.unsigned:
         parts.append(f"{len(report.unsigned)} files not in the store copied")
     where = "stdout" if report.out == "-" else report.out

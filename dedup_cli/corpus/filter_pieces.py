@@ -173,9 +173,11 @@ def filter_piece(piece: Piece, decisions: Decisions, options: InputOptions, anno
                                            row_groups=list(range(*source.row_groups)), use_threads=False)
             outcome = SourceOutcome()
             numbers: list[int] = []
+            seen: set[str] = set()
             with pa.ipc.new_stream(out, schema) as writer:
                 for number, row, rows in _fragments(batches, source.first_row):
-                    writer.write_batch(filter_batch(rows, row, source, options, decisions, annotate, schema, outcome))
+                    writer.write_batch(filter_batch(rows, row, source, options, decisions, annotate, schema, outcome,
+                                                    seen))
                     numbers.append(number)
             return outcome, numbers
     except OutputError:
