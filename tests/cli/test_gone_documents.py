@@ -139,6 +139,11 @@ def test_a_line_that_moved_to_another_file_is_written_once(tmp_path: Path) -> No
     assert "0 dropped" in stderr and "e.g. a.jsonl:2" in stderr
     stdout, _ = ok("find", str(store), "--output", "members", "--format", "tsv", "--no-header", "-q")
     assert stdout == "a.jsonl:2\t1\tgone\t2\tb.jsonl:2\nb.jsonl:2\t1\tkeep\t2\tb.jsonl:2\n"
+    members_file = tmp_path / "members.tsv"  # read back by filter --members: gone is neither keep nor drop
+    members_file.write_text(stdout)
+    _, stderr = ok("filter", str(first), str(second), "-s", str(store), "-o", str(tmp_path / "again"), "--members",
+                   str(members_file))
+    assert (tmp_path / "again" / "b.jsonl").read_bytes() == second.read_bytes() and "0 dropped" in stderr
 
 
 def test_a_line_that_now_holds_another_record_is_gone(tmp_path: Path) -> None:
