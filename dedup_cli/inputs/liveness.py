@@ -6,8 +6,9 @@ Such a document must never be kept in place of a live one: the live copy would b
 would be one that does not exist (docs/outputs.md, "Gone documents").
 
 The check costs a ``stat`` per file, not a read per document: each distinct file of the documents asked about is
-stat-ed once. A document whose file is missing is gone; one whose file still has the modification time recorded
-when it was signed is live (the file has not changed since). Only the rest, whose file changed since they were
+stat-ed once (objects: one listing per prefix holding many of them, else a request each). A document whose file
+is missing is gone; one whose file still has the modification time recorded when it was signed is live (the file
+has not changed since). Only the rest, whose file changed since they were
 signed, are re-read (:func:`dedup_cli.inputs.reread.reread_documents`, each file once, and a file of records only
 up to the last line asked for), and are gone unless the text at their location still has the recorded content
 hash. A document that cannot be re-read at all (stdin, signed from memory, a FIFO or a device, which only the
@@ -31,15 +32,13 @@ from dedup_cli.objectstore.urls import is_url
 
 _MISSING = -1  # the file is not there
 _UNKNOWN = -2  # nothing to look at (stdin, a document signed from memory) or it cannot be looked at now
+LISTED_OBJECTS = 8
+"""Objects under one prefix from which the prefix is listed (a request per 1000 objects) rather than each asked
+for (a request each)."""
 
 
-def _file_mtime_ns(location_file: str) -> int:
-    """The modification time (ns) of a location's file, :data:`_MISSING` or :data:`_UNKNOWN`."""
-    if location_file in ("", STDIN):
-        return _UNKNOWN
-    path = path_of_location(location_file)
-    if is_url(path):
-        return _object_mtime_ns(path)
+def _file_mtime_ns(path: str) -> int:
+    """The modification time (ns) of a local file, :data:`_MISSING` or :data:`_UNKNOWN`."""
     try:
         status = os.stat(path)
     except GONE_ERRORS:
@@ -50,16 +49,48 @@ def _file_mtime_ns(location_file: str) -> int:
     return status.st_mtime_ns if stat.S_ISREG(status.st_mode) else _UNKNOWN
 
 
-def _object_mtime_ns(path: str) -> int:
-    try:
-        from dedup_cli.objectstore import objects  # only stores of objects pay for the client
+def _object_mtime_ns(url: str) -> int:
+    """The modification time (ns) of an object, :data:`_MISSING` or :data:`_UNKNOWN`."""
+    from dedup_cli.objectstore import objects  # only stores of objects pay for the client
 
-        described = objects.info(path)
-        return _MISSING if described is None else described.mtime_ns
+    try:
+        described = objects.info(url)
     except GONE_ERRORS:
         return _MISSING
     except OSError:
         return _UNKNOWN
+    return _MISSING if described is None else described.mtime_ns
+
+
+def _objects_mtime_ns(urls: list[str]) -> dict[str, int]:
+    """:func:`_object_mtime_ns` of many objects: those of a prefix holding more than :data:`LISTED_OBJECTS` of them
+    from one listing of it (an object the listing does not show is asked for on its own)."""
+    from dedup_cli.objectstore import objects
+
+    prefixes: dict[str, list[str]] = {}
+    for url in urls:
+        prefixes.setdefault(url.rpartition("/")[0] + "/", []).append(url)
+    found: dict[str, int] = {}
+    for prefix, members in prefixes.items():
+        listed: dict[str, int] = {}
+        if len(members) > LISTED_OBJECTS:
+            try:
+                listed = {item.url: item.mtime_ns for item in objects.listing(prefix, recursive=False)}
+            except OSError:
+                listed = {}
+        for url in members:
+            found[url] = listed[url] if url in listed else _object_mtime_ns(url)
+    return found
+
+
+def _mtimes_ns(location_files: list[str]) -> np.ndarray:
+    """int64[f]: the modification time of each distinct file of the locations (``PATH``, ``-`` or ``""``),
+    :data:`_MISSING` or :data:`_UNKNOWN`."""
+    paths = [None if name in ("", STDIN) else path_of_location(name) for name in location_files]
+    urls = [path for path in paths if path is not None and is_url(path)]
+    remote = _objects_mtime_ns(urls) if urls else {}
+    return np.array([_UNKNOWN if path is None else remote[path] if path in remote else _file_mtime_ns(path)
+                     for path in paths], dtype=np.int64)
 
 
 def gone_documents(locations: Sequence[str], mtimes_ns: np.ndarray | None,
@@ -70,7 +101,6 @@ def gone_documents(locations: Sequence[str], mtimes_ns: np.ndarray | None,
         locations: the documents' recorded locations (``Document.path``; ``""`` for one signed from memory).
         mtimes_ns: int64[m], the modification time recorded for each (None: unknown, every file is re-read).
         content_hashes: uint64[m], the content hash recorded for each (None: only missing files count).
-
     """
     count = len(locations)
     gone = np.zeros(count, dtype=bool)
@@ -80,7 +110,7 @@ def gone_documents(locations: Sequence[str], mtimes_ns: np.ndarray | None,
     files = [location.partition("#")[0] for location in locations]
     distinct = list(dict.fromkeys(files))
     number = {name: index for index, name in enumerate(distinct)}
-    file_times = np.array([_file_mtime_ns(name) for name in distinct], dtype=np.int64)
+    file_times = _mtimes_ns(distinct)
     now = file_times[np.fromiter((number[name] for name in files), dtype=np.int64, count=count)]
     gone = now == _MISSING
     present = now >= 0
