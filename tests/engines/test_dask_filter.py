@@ -313,3 +313,28 @@ def test_a_gone_record_is_never_kept_on_the_cluster(engine: EngineOptions, tmp_p
     code, _, stderr = run("filter", str(corpus), "-s", str(store), "-o", str(tmp_path / "clean.jsonl"), *on_cluster)
     assert code == 0, stderr
     assert (tmp_path / "clean.jsonl").read_bytes() == corpus.read_bytes()
+
+
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_a_renamed_file_is_never_kept_on_the_cluster(engine: EngineOptions, tmp_path: Path, keep: str) -> None:
+    """A file renamed without --prune: its old name, gone, sorts first and is as long as the new one. The members
+    the cluster writes are the local engine's: the old name gone, the new one kept; the rm recipe run on them
+    leaves the live copy. (The end of find on the workers is tested with records above.)"""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, content in {"a.txt": text(0), "m.txt": text(0, 1), "b.txt": text(1)}.items():
+        (corpus / name).write_text(content)
+    store = tmp_path / "dedup.parquet"
+    assert run("sign", str(corpus), "-o", str(store), "-q")[0] == 0
+    os.rename(corpus / "a.txt", corpus / "z.txt")
+    assert run("sign", str(corpus), "-o", str(store), "-q")[0] == 0
+    common = ["find", str(store), "--keep", keep, "--output", "members", "--format", "tsv", "-q"]
+    local = run(*common)[1]
+    assert "a.txt\t1\tgone\t3\t" in local
+    code, members, stderr = run(*common, "--engine", "dask", "--scheduler", str(engine.scheduler))
+    assert code == 0, stderr
+    assert members == local
+    dropped = [line.split("\t")[0] for line in local.splitlines()[1:] if line.split("\t")[2] == "drop"]
+    for name in dropped:
+        (corpus / name).unlink()
+    assert {path.read_text() for path in corpus.iterdir()} & {text(0), text(0, 1)}
