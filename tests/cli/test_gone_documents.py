@@ -161,3 +161,8 @@ def test_a_line_that_now_holds_another_record_is_gone(tmp_path: Path) -> None:
     assert found == {"a.jsonl:1": ("gone", "b.jsonl:1"), "b.jsonl:1": ("keep", "b.jsonl:1"),
                      "a.jsonl:3": ("keep", "a.jsonl:3"), "b.jsonl:2": ("drop", "a.jsonl:3")}
     assert dedup.find(store).gone == ["a.jsonl:1"]
+    # Annotated, the record now at a.jsonl:1 is in no group: the text grouped under that id is not there any more.
+    out = tmp_path / "annotated"
+    ok("filter", str(first), str(second), "-s", str(store), "-o", str(out), "--annotate", "-q")
+    annotated = [json.loads(line) for line in (out / "a.jsonl").read_text().splitlines()]
+    assert [(r["dedup_group"], r["dedup_keep"]) for r in annotated] == [(None, True), (None, True), (2, True)]
