@@ -34,7 +34,7 @@ Line = tuple[int, bytes, bytes]  # (number from 1, the line as read, its content
 
 def filter_lines(stream: Any, source: Source, options: InputOptions, decisions: Decisions, out: BinaryIO,
                  annotate: bool = False, progress: Callable[[], None] | None = None,
-                 first_line: int = 1) -> SourceOutcome:
+                 first_line: int = 1, seen: set[str] | None = None) -> SourceOutcome:
     """Write the lines of ``source`` (its decompressed bytes ``stream``) to keep to ``out``, in order.
 
     Args:
@@ -46,9 +46,11 @@ def filter_lines(stream: Any, source: Source, options: InputOptions, decisions: 
         annotate: keep every line; add the ``dedup_*`` fields to JSON objects.
         progress: called after each batch of lines.
         first_line: the number of the stream's first line in its file (a part of a file read from a line on).
+        seen: the ids read before the stream (a part of a file: those of earlier parts that it repeats), told of
+            the ids the stream reads (named ids only: ``FILE:LINE`` ids cannot repeat).
     """
     outcome = SourceOutcome()
-    seen: set[str] = set()  # the ids read so far (named ids only: FILE:LINE ids cannot repeat)
+    seen = set() if seen is None else seen
     reader = io.BufferedReader(Prefixed(b"", stream), buffer_size=1 << 16)
     batch: list[Line] = []
     for line in iter_raw_lines(reader, first_line):

@@ -338,3 +338,27 @@ def test_a_renamed_file_is_never_kept_on_the_cluster(engine: EngineOptions, tmp_
     for name in dropped:
         (corpus / name).unlink()
     assert {path.read_text() for path in corpus.iterdir()} & {text(0), text(0, 1)}
+
+
+@pytest.mark.parametrize("out", ["dir", "one.jsonl"])
+def test_ids_repeated_across_pieces_are_written_once(engine: EngineOptions, cut_pieces: list[int], tmp_path: Path,
+                                                     out: str) -> None:
+    """Records whose id an earlier record had, the two in different pieces of an input cut for the cluster: each
+    is written once, its first time, as filtering the input whole writes it (a directory, and one stream)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    records = [{"id": f"u{n % 25}", "text": text(n % 25 + 100, n // 25)} for n in range(100)]
+    (corpus / "r.jsonl").write_bytes(_jsonl(records))
+    table = pa.table({"key": [f"k{n % 30}" for n in range(90)], "text": [text(n % 30 + 200) for n in range(90)]})
+    pq.write_table(table, corpus / "r.parquet", row_group_size=10, compression="none")
+    store = tmp_path / "s.parquet"
+    code, _, stderr = run("sign", str(corpus), "-o", str(store), "-k", "64", "-q", "--id-field", "id", "--id-column",
+                          "key")
+    assert code == 0, stderr
+    inputs = str(corpus) if out == "dir" else str(corpus / "r.jsonl")
+    summary = both(engine, tmp_path / out, inputs, "-s", str(store))
+    assert cut_pieces and min(cut_pieces) > 2, "inputs were cut into pieces"
+    assert "with an id already read skipped" in summary
+    written = (tmp_path / f"local-{out}" / "r.jsonl") if out == "dir" else tmp_path / f"local-{out}"
+    assert sorted(json.loads(line)["id"] for line in written.read_text().splitlines()) == sorted(
+        {f"u{n}" for n in range(25)})
