@@ -168,7 +168,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["inputs.byte_streams", "inputs.blocks"],
         ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin"], ["inputs.delimited"],
         ["inputs.discovery", "inputs.reread"],
-        ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"],
+        ["inputs.sets", "inputs.fields", "inputs.members", "inputs.liveness"], ["inputs.files"], ["inputs.tasks"],
         ["inputs.task_planning"], ["inputs.reading", "inputs.skips"],
     ]),
     ("store: the Parquet signature store", [

@@ -72,10 +72,12 @@ class FilterReport:
     inputs: int = 0  # input sources (files, stdin)
     records: int = 0  # records read: whole files, non-blank lines, rows
     dropped: int = 0  # records left out (with ``annotate``: marked ``dedup_keep`` false, and kept)
+    repeated: int = 0  # records skipped because an earlier record of their input had their id (``read`` lists them)
     annotated: bool = False
     changed: list[tuple[str, str]] = field(default_factory=list)  # (where, id): to drop but changed since; kept
     unsigned: list[str] = field(default_factory=list)  # files under a named directory the store never read
     not_found: list[str] = field(default_factory=list)  # ids to drop that no input held
+    gone: list[str] = field(default_factory=list)  # stored ids gone since signing: never kept, never dropped
     groups: int = 0
     removed: Removed | None = None
     against: str | None = None
@@ -87,7 +89,7 @@ class FilterReport:
     @property
     def kept(self) -> int:
         """Records written (all of them with ``annotate``)."""
-        return self.records if self.annotated else self.records - self.dropped
+        return self.records if self.annotated else self.records - self.dropped - self.repeated
 
 
 @dataclass
@@ -100,6 +102,7 @@ class _Plan:
     representative_stores: list[str] | None
     groups: int
     keep_field_problems: list[tuple[str, str]]
+    gone: list[str] = field(default_factory=list)
 
 
 def reading_options(store: Store, given: InputOptions) -> InputOptions:
@@ -175,7 +178,8 @@ def _from_find(path: str, options: FilterOptions) -> _Plan:
     stores = None
     if found.representative_in_reference is not None:
         stores = ["reference" if origin else "new" for origin in found.representative_in_reference.tolist()]
-    return _Plan(decisions, found.similarity, found.verified, stores, found.group_count, result.keep_field_problems)
+    return _Plan(decisions, found.similarity, found.verified, stores, found.group_count, result.keep_field_problems,
+                 result.gone)
 
 
 def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
@@ -337,7 +341,10 @@ def _summarise(report: FilterReport, plan: _Plan, outcome: SourceOutcome, source
     decisions = plan.decisions
     report.inputs, report.records, report.dropped = sources, outcome.records, outcome.dropped
     report.changed, report.unsigned = outcome.changed, outcome.unsigned
-    report.groups, report.keep_field_problems = plan.groups, plan.keep_field_problems
+    report.repeated = len(outcome.repeated)
+    for repeat in outcome.repeated:  # said as sign says it: "skipped WHERE: id 'x' was already read"
+        report.read.note("duplicate_ids", repeat)
+    report.groups, report.keep_field_problems, report.gone = plan.groups, plan.keep_field_problems, plan.gone
     met = np.zeros(len(decisions), bool)
     met[np.array(outcome.seen, np.int64)] = True
     report.not_found = [decisions.ids[p] for p in np.flatnonzero(decisions.drop & ~met).tolist()]

@@ -71,7 +71,7 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
     """
     import dedup_cli as api
     from dedup_cli.cli.removed import removed_fields, removed_records
-    from dedup_cli.cli.summaries import filter_summary, filter_warnings, read_warnings, sign_summary
+    from dedup_cli.cli.summaries import filter_summary, filter_warnings, kernel_line, read_warnings, sign_summary
 
     if out == removed == "-":
         raise UsageError("-o - and --removed - cannot both be stdout; name a file for one of them")
@@ -88,8 +88,13 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
     if removed is not None:
         fmt = removed_format or FORMAT_SUFFIXES.get(os.path.splitext(removed)[1].lower(), "jsonl")
         write_records(removed_records(report), "removed", (removed_fields(report),) * 2, fmt, removed, True)
-    print_warnings(read_warnings(report.read, flag) + filter_warnings(report), verbose)
+    # With --sign, what sign skipped or repaired is said as sign says it; a line the filtering pass says again
+    # (the same record skipped for the same reason) is said once.
+    signed = [] if report.signed is None else read_warnings(report.signed.read, flag)
+    print_warnings(list(dict.fromkeys(signed + read_warnings(report.read, flag))) + filter_warnings(report), verbose)
     if not quiet:
         if report.signed is not None:
             say(sign_summary(report.signed))
+            if verbose:
+                say(kernel_line(report.signed, flag))
         say(filter_summary(report))

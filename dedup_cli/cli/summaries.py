@@ -134,8 +134,8 @@ def stdin_warning(result: FindResult) -> str | None:
 
 
 def find_warnings(result: FindResult, flag: Flag) -> list[str]:
-    """Documents that could not be re-read, same-file aliases left out, LSH buckets cut."""
-    lines = []
+    """Documents that could not be re-read, documents gone and same-file aliases left out, LSH buckets cut."""
+    lines = _gone_lines(result.gone)
     if result.verification is not None and result.verification.unverifiable_documents:
         missing = result.verification.unverifiable_documents
         lines.append(f"{_are(len(missing), 'document')} gone or changed since signing "
@@ -151,6 +151,14 @@ def find_warnings(result: FindResult, flag: Flag) -> list[str]:
 
         lines += banding_warnings(result.banding_choice, result.threshold, result.store.params.num_perm, flag)
     return lines + _keep_field_lines(result.keep_field_problems)
+
+
+def _gone_lines(gone: list[str]) -> list[str]:
+    if not gone:
+        return []
+    return [f"{len(gone)} grouped document(s) are gone or changed since they were signed (their file or line is "
+            f"missing or holds other text, e.g. {gone[0]}): never kept in place of a live copy, never dropped "
+            "(members say gone); sign again, with --prune to remove the gone ones"]
 
 
 def _keep_field_lines(problems: list[tuple[str, str]]) -> list[str]:
@@ -172,6 +180,8 @@ def filter_summary(report: FilterReport) -> str:
     dropped = "marked dedup_keep false (annotated, kept)" if report.annotated else "dropped"
     parts = [f"{report.kept} kept", f"{report.dropped} {dropped} from {counted(report.groups, 'group')}",
              f"{len(report.changed)} changed since signing and kept"]
+    if report.repeated:
+        parts.append(f"{report.repeated} with an id already read skipped")
     if report.unsigned:
         parts.append(f"{counted(len(report.unsigned), 'file')} not in the store copied")
     where = "stdout" if report.out == "-" else report.out
@@ -181,8 +191,10 @@ def filter_summary(report: FilterReport) -> str:
 
 
 def filter_warnings(report: FilterReport) -> list[str]:
-    """Documents kept because they changed, files the store never read, documents to drop no input held."""
-    lines = [f"kept {where} (id {identifier!r}): it changed since it was signed" for where, identifier in
+    """Documents kept because they changed, files the store never read, documents to drop no input held,
+    stored documents gone since signing."""
+    lines = _gone_lines(report.gone)
+    lines += [f"kept {where} (id {identifier!r}): it changed since it was signed" for where, identifier in
              report.changed]
     lines += [f"copied {name} unread: the store holds none of its documents" for name in report.unsigned]
     if report.not_found:

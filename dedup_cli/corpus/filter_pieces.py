@@ -151,9 +151,10 @@ def _fragments(batches: Iterable[pa.RecordBatch], first_row: int) -> Iterator[tu
 
 
 def filter_piece(piece: Piece, decisions: Decisions, options: InputOptions, annotate: bool,
-                 out: BinaryIO) -> tuple[SourceOutcome, list[int]]:
+                 out: BinaryIO, seen: set[str] | None = None) -> tuple[SourceOutcome, list[int]]:
     """Filter one piece into ``out``: its kept lines, or its kept (annotated) Parquet fragments as an Arrow IPC
-    stream; returns what it did and, for Parquet, the batch number of each fragment written.
+    stream; returns what it did and, for Parquet, the batch number of each fragment written. ``seen``: the ids of
+    earlier pieces that this one repeats (skipped), told of the ids the piece reads.
 
     Raises:
         InputError: the input could not be read to the piece's end.
@@ -164,7 +165,7 @@ def filter_piece(piece: Piece, decisions: Decisions, options: InputOptions, anno
             if source.format != "parquet":
                 handle.seek(piece.start)
                 outcome = filter_lines(_Range(handle, piece.stop), source, options, decisions, out, annotate,
-                                       first_line=piece.first_line)
+                                       first_line=piece.first_line, seen=seen)
                 return outcome, []
             parquet = pq.ParquetFile(handle)
             schema = output_schema(parquet, source, options, annotate)
@@ -173,9 +174,11 @@ def filter_piece(piece: Piece, decisions: Decisions, options: InputOptions, anno
                                            row_groups=list(range(*source.row_groups)), use_threads=False)
             outcome = SourceOutcome()
             numbers: list[int] = []
+            seen = set() if seen is None else seen
             with pa.ipc.new_stream(out, schema) as writer:
                 for number, row, rows in _fragments(batches, source.first_row):
-                    writer.write_batch(filter_batch(rows, row, source, options, decisions, annotate, schema, outcome))
+                    writer.write_batch(filter_batch(rows, row, source, options, decisions, annotate, schema, outcome,
+                                                    seen))
                     numbers.append(number)
             return outcome, numbers
     except OutputError:

@@ -3,8 +3,9 @@
 Lines are read in batches. When ids are ``FILE:LINE`` (no id field) the lines to check are found from their
 numbers, a batch at a time, and only those are decoded; otherwise each line is read as ``sign`` reads it
 (:func:`dedup_cli.inputs.files.line_document`) for its id. Blank and malformed lines are never documents, so they
-are kept. With ``annotate`` every JSON object gets the three ``dedup_*`` fields, added before its closing brace so
-that the rest of the line stays as it was.
+are kept. A record whose id an earlier record of the input already had is skipped, as ``sign`` skips it (the
+store holds the first); ``annotate`` keeps it with ``dedup_keep`` false. With ``annotate`` every JSON object gets
+the three ``dedup_*`` fields, added before its closing brace so that the rest of the line stays as it was.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ Line = tuple[int, bytes, bytes]  # (number from 1, the line as read, its content
 
 def filter_lines(stream: Any, source: Source, options: InputOptions, decisions: Decisions, out: BinaryIO,
                  annotate: bool = False, progress: Callable[[], None] | None = None,
-                 first_line: int = 1) -> SourceOutcome:
+                 first_line: int = 1, seen: set[str] | None = None) -> SourceOutcome:
     """Write the lines of ``source`` (its decompressed bytes ``stream``) to keep to ``out``, in order.
 
     Args:
@@ -45,19 +46,22 @@ def filter_lines(stream: Any, source: Source, options: InputOptions, decisions: 
         annotate: keep every line; add the ``dedup_*`` fields to JSON objects.
         progress: called after each batch of lines.
         first_line: the number of the stream's first line in its file (a part of a file read from a line on).
+        seen: the ids read before the stream (a part of a file: those of earlier parts that it repeats), told of
+            the ids the stream reads (named ids only: ``FILE:LINE`` ids cannot repeat).
     """
     outcome = SourceOutcome()
+    seen = set() if seen is None else seen
     reader = io.BufferedReader(Prefixed(b"", stream), buffer_size=1 << 16)
     batch: list[Line] = []
     for line in iter_raw_lines(reader, first_line):
         batch.append(line)
         if len(batch) == LINE_BATCH:
-            out.write(_filter_batch(batch, source, options, decisions, annotate, outcome))
+            out.write(_filter_batch(batch, source, options, decisions, annotate, outcome, seen))
             batch = []
             if progress is not None:
                 progress()
     if batch:
-        out.write(_filter_batch(batch, source, options, decisions, annotate, outcome))
+        out.write(_filter_batch(batch, source, options, decisions, annotate, outcome, seen))
     return outcome
 
 
@@ -69,10 +73,25 @@ def _document(line: Line, source: Source, options: InputOptions) -> Any:
     return line_document(content, number, source, options, 0, ReadReport())
 
 
+def repeated_ids(ids: list[str | None], seen: set[str]) -> np.ndarray:
+    """bool[len(ids)]: ids already in ``seen`` (or earlier in ``ids``), which is told of the others (None: no id,
+    not a record)."""
+    repeated = np.zeros(len(ids), bool)
+    for index, identifier in enumerate(ids):
+        if identifier is None:
+            continue
+        if identifier in seen:
+            repeated[index] = True
+        else:
+            seen.add(identifier)
+    return repeated
+
+
 def _filter_batch(batch: list[Line], source: Source, options: InputOptions, decisions: Decisions, annotate: bool,
-                  outcome: SourceOutcome) -> bytes:
+                  outcome: SourceOutcome, seen: set[str]) -> bytes:
     outcome.records += sum(1 for _, _, content in batch if content and not content.isspace())
     documents: list[Any] | None = None
+    repeated = np.zeros(len(batch), bool)
     if options.id_field is None and source.format != "sets":  # ids are FILE:LINE: match the numbers
         first = batch[0][0]
         positions = np.full(len(batch), -1, np.int64)
@@ -80,7 +99,12 @@ def _filter_batch(batch: list[Line], source: Source, options: InputOptions, deci
         positions[numbers - first] = found
     else:
         documents = [_document(line, source, options) for line in batch]
-        positions = decisions.lookup([None if document is None else document.id for document in documents])
+        ids = [None if document is None else document.id for document in documents]
+        repeated = repeated_ids(ids, seen)
+        for index in np.flatnonzero(repeated).tolist():
+            outcome.repeated.append((f"{source.display}:{batch[index][0]}", str(ids[index])))
+        positions = decisions.lookup([None if skip else identifier for identifier, skip in
+                                      zip(ids, repeated.tolist(), strict=True)])
     dropped = np.zeros(len(batch), bool)
     for index in np.flatnonzero(positions >= 0).tolist():
         document = documents[index] if documents is not None else _document(batch[index], source, options)
@@ -88,8 +112,10 @@ def _filter_batch(batch: list[Line], source: Source, options: InputOptions, deci
                                           None if document is None else document.content_hash,
                                           f"{source.display}:{batch[index][0]}")
     if annotate:
-        return b"".join(_annotated(line, decisions.annotation(int(position), bool(drop)), source)
-                        for line, position, drop in zip(batch, positions, dropped, strict=True))
+        values = [(None, False, None) if skip else decisions.annotation(int(position), bool(drop))
+                  for position, drop, skip in zip(positions, dropped, repeated, strict=True)]
+        return b"".join(_annotated(line, value, source) for line, value in zip(batch, values, strict=True))
+    dropped |= repeated
     if not dropped.any():
         return b"".join(raw for _, raw, _ in batch)
     return b"".join(raw for (_, raw, _), drop in zip(batch, dropped, strict=True) if not drop)

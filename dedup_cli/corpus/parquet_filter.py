@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_cli.corpus.lines import ANNOTATION_FIELDS
+from dedup_cli.corpus.lines import ANNOTATION_FIELDS, repeated_ids
 from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.decoding import decode
@@ -49,15 +49,21 @@ def _annotated_schema(schema: pa.Schema, source: Source) -> pa.Schema:
 
 
 def _row_positions(batch: pa.RecordBatch, row: int, source: Source, options: InputOptions,
-                   decisions: Decisions) -> np.ndarray:
-    """int64[rows]: the decision of each row of ``batch`` (the rows from ``row`` on), -1 where none."""
+                   decisions: Decisions, seen: set[str], outcome: SourceOutcome) -> tuple[np.ndarray, np.ndarray]:
+    """int64[rows]: the decision of each row of ``batch`` (the rows from ``row`` on), -1 where none; and bool[rows]:
+    the rows whose id an earlier row already had (``seen``: the ids read so far; noted in ``outcome``)."""
     if options.id_column is None:
         positions = np.full(batch.num_rows, -1, np.int64)
         numbers, found = decisions.numbered(source.id, row, row + batch.num_rows)
         positions[numbers - row] = found
-        return positions
+        return positions, np.zeros(batch.num_rows, bool)
     values = column_values(batch.column(options.id_column))
-    return decisions.lookup([None if value is None else row_identifier(value) for value in values])
+    ids = [None if value is None else row_identifier(value) for value in values]
+    repeated = repeated_ids(ids, seen)
+    for offset in np.flatnonzero(repeated).tolist():
+        outcome.repeated.append((f"{source.display} row {row + offset}", str(ids[offset])))
+        ids[offset] = None
+    return decisions.lookup(ids), repeated
 
 
 def output_schema(parquet: pq.ParquetFile, source: Source, options: InputOptions, annotate: bool) -> pa.Schema:
@@ -68,11 +74,12 @@ def output_schema(parquet: pq.ParquetFile, source: Source, options: InputOptions
 
 
 def filter_batch(batch: pa.RecordBatch, row: int, source: Source, options: InputOptions, decisions: Decisions,
-                 annotate: bool, schema: pa.Schema, outcome: SourceOutcome) -> pa.RecordBatch:
+                 annotate: bool, schema: pa.Schema, outcome: SourceOutcome, seen: set[str]) -> pa.RecordBatch:
     """The rows of ``batch`` (the input's rows from ``row`` on) to keep, or every row annotated; noted in
-    ``outcome``. Only the text of rows to drop is decoded, to check its content hash."""
+    ``outcome``. Only the text of rows to drop is decoded, to check its content hash. A row whose id an earlier
+    row had (``seen``: the ids read so far) is skipped, as ``sign`` skipped it; annotated, it is kept, not to keep."""
     size = batch.num_rows
-    positions = _row_positions(batch, row, source, options, decisions)
+    positions, repeated = _row_positions(batch, row, source, options, decisions, seen, outcome)
     hits = np.flatnonzero(positions >= 0)
     texts = column_values(batch.column(options.text_column).take(pa.array(hits, pa.int64())))
     dropped = np.zeros(size, bool)
@@ -82,10 +89,12 @@ def filter_batch(batch: pa.RecordBatch, row: int, source: Source, options: Input
                                            f"{source.display} row {row + offset}")
     outcome.records += size
     if annotate:
-        values = [decisions.annotation(int(p), bool(d)) for p, d in zip(positions, dropped, strict=True)]
+        values = [(None, False, None) if r else decisions.annotation(int(p), bool(d))
+                  for p, d, r in zip(positions, dropped, repeated, strict=True)]
         columns = [pa.array([value[i] for value in values], data_type)
                    for i, data_type in enumerate(ANNOTATION_TYPES)]
         return pa.RecordBatch.from_arrays([*batch.columns, *columns], schema=schema)
+    dropped |= repeated
     return batch.filter(pa.array(~dropped)) if dropped.any() else batch
 
 
@@ -106,9 +115,10 @@ def filter_parquet(handle: Any, source: Source, options: InputOptions, decisions
     parquet = pq.ParquetFile(handle)
     schema = output_schema(parquet, source, options, annotate)
     row = 0
+    seen: set[str] = set()
     with parquet_writer(out, parquet, schema) as writer:
         for batch in parquet.iter_batches(batch_size=PARQUET_FILTER_ROWS, use_threads=False):
-            writer.write_batch(filter_batch(batch, row, source, options, decisions, annotate, schema, outcome))
+            writer.write_batch(filter_batch(batch, row, source, options, decisions, annotate, schema, outcome, seen))
             row += batch.num_rows
             if progress is not None:
                 progress()

@@ -28,6 +28,7 @@ class SourceOutcome:
     dropped_positions: list[int] = field(default_factory=list)  # decisions applied: the documents dropped
     changed: list[tuple[str, str]] = field(default_factory=list)  # (where, id): to drop, but changed; kept
     unsigned: list[str] = field(default_factory=list)  # files the store never read, copied whole
+    repeated: list[tuple[str, str]] = field(default_factory=list)  # (where, id): a repeated id, skipped
 
     def add(self, other: SourceOutcome) -> None:
         self.records += other.records
@@ -36,6 +37,7 @@ class SourceOutcome:
         self.dropped_positions += other.dropped_positions
         self.changed += other.changed
         self.unsigned += other.unsigned
+        self.repeated += other.repeated
 
 
 @dataclass

@@ -54,7 +54,7 @@ def weakest_estimates(groups: Groups, first: np.ndarray, second: np.ndarray, est
 
 def representatives(groups: Groups, keep: str, shingle_counts: np.ndarray, runs: np.ndarray | None = None,
                     mtimes_ns: np.ndarray | None = None, scores: np.ndarray | None = None,
-                    preferred: np.ndarray | None = None) -> np.ndarray:
+                    preferred: np.ndarray | None = None, live: np.ndarray | None = None) -> np.ndarray:
     """The member each group keeps (the others are the duplicates to delete): int64[n_groups].
 
     ``keep`` is one of :data:`KEEP_POLICIES`:
@@ -68,7 +68,8 @@ def representatives(groups: Groups, keep: str, shingle_counts: np.ndarray, runs:
     - ``field``: the member with the highest ``scores`` value; NaN (a missing value) ranks lowest.
 
     Ties go to the smallest index (id). With ``preferred``, a group's preferred members (a reference store's
-    documents) come before all others, and the policy chooses among them.
+    documents) come before all others, and the policy chooses among them. With ``live``, a group's live members
+    come before everything else: a document that is gone since it was signed is kept only when all are gone.
 
     Args:
         groups: the groups (members ascending within each group).
@@ -77,6 +78,8 @@ def representatives(groups: Groups, keep: str, shingle_counts: np.ndarray, runs:
         runs, mtimes_ns: int64[num_docs], the sign run and modification time of each (``oldest``, ``newest``).
         scores: float64[num_docs], the values ``field`` compares (NaN where missing).
         preferred: bool[num_docs], documents a group keeps before any other.
+        live: bool[num_docs], documents that can still be read; a group keeps one before any other, preferred
+            or not.
 
     Raises:
         ValueError: if ``keep`` is not one of :data:`KEEP_POLICIES` (the option is checked before), or the
@@ -86,7 +89,7 @@ def representatives(groups: Groups, keep: str, shingle_counts: np.ndarray, runs:
         raise ValueError(f"keep {keep!r} is not a policy; choose one of {', '.join(KEEP_POLICIES)}")
     starts = groups.offsets[:-1]
     members = groups.members
-    if (keep in ("first", "id") and preferred is None) or members.size == 0:
+    if (keep in ("first", "id") and preferred is None and live is None) or members.size == 0:
         return members[starts].astype(np.int64)
     keys: list[np.ndarray] = [members]  # np.lexsort: the last key is the primary one
     if keep in ("longest", "shortest"):
@@ -105,6 +108,8 @@ def representatives(groups: Groups, keep: str, shingle_counts: np.ndarray, runs:
         keys.append(np.where(np.isnan(values), np.inf, -values))
     if preferred is not None:
         keys.append(~np.asarray(preferred, dtype=bool)[members])
+    if live is not None:
+        keys.append(~np.asarray(live, dtype=bool)[members])
     keys.append(np.repeat(np.arange(len(groups), dtype=np.int64), np.diff(groups.offsets)))
     # Within each group (primary key) the best member comes first, ties in member (id) order; groups stay in
     # place because their segments are contiguous and already sorted by group id.

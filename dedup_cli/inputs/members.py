@@ -30,7 +30,7 @@ from dedup_cli.inputs.locations import display_name
 from dedup_cli.options.checks import literal
 
 MEMBER_FIELDS = ("id", "group", "action", "group_size", "representative", "store", "representative_store")
-ACTIONS = ("keep", "drop")
+ACTIONS = ("keep", "drop", "gone")
 
 
 @dataclass
@@ -119,7 +119,7 @@ def _check(where: str, record: Any) -> tuple[str, int, bool, str]:
     if missing:
         raise ValueError(f"{where} has no {missing[0]!r}")
     if record["action"] not in ACTIONS:
-        raise ValueError(f"{where}: action {record['action']!r} is neither keep nor drop")
+        raise ValueError(f"{where}: action {record['action']!r} is not keep, drop or gone")
     try:
         group = int(record["group"])
     except (TypeError, ValueError):

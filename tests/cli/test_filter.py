@@ -167,11 +167,19 @@ def test_annotate_keeps_every_line_and_adds_the_fields(jsonl_corpus: tuple[Path,
 
 def test_a_changed_document_is_kept_and_reported(jsonl_corpus: tuple[Path, Path, list[bytes]]) -> None:
     corpus, store, lines = jsonl_corpus
+    members = corpus.parent / "members.jsonl"
+    ok("find", str(store), "--output", "members", "-q", "-o", str(members))  # written before the change
     changed = [line.replace(b"t0w0 ", b"edited ") if b'"id": "f"' in line else line for line in lines]
     assert changed != lines
     corpus.write_bytes(b"".join(changed))
     out = corpus.parent / "out.jsonl"
+    # find sees that f no longer holds the text it signed: f is left out of its group, so kept, and named.
     code, _, stderr = run("filter", str(corpus), "-o", str(out), "-s", str(store))
+    assert code == 0
+    assert out.read_bytes() == kept_lines(changed, {"b", "d"})
+    assert "gone or changed since they were signed" in stderr and "e.g. f)" in stderr
+    # A members file written before the change still says drop f: the record is kept all the same, and said so.
+    code, _, stderr = run("filter", str(corpus), "-o", str(out), "-s", str(store), "--members", str(members))
     assert code == 0
     assert out.read_bytes() == kept_lines(changed, {"b", "d"})
     assert "kept " in stderr and "(id 'f'): it changed since it was signed" in stderr
@@ -286,14 +294,14 @@ def test_lines_format_and_stdin(tmp_path: Path) -> None:
 
 def test_integer_sets_are_filtered_like_lines(tmp_path: Path) -> None:
     lines = ["a\t" + " ".join(map(str, range(0, 200))), '{"id": "b", "elements": ' + str(list(range(1, 200))) + "}",
-             "c\t" + " ".join(map(str, range(500, 700))), "a\t1 2 3"]  # a repeated id: never signed, kept
+             "c\t" + " ".join(map(str, range(500, 700))), "a\t1 2 3"]  # a repeated id: skipped, as sign skipped it
     corpus = tmp_path / "sets.tsv"
     corpus.write_text("\n".join(lines) + "\n")
     store = tmp_path / "s.parquet"
     sign(str(corpus), "--input-format", "sets", "--universe", "1000", "-o", str(store))
     out = tmp_path / "out.tsv"
     ok("filter", str(corpus), "-o", str(out), "-s", str(store), "-q")  # reads the store's options: sets, D
-    assert out.read_text() == "\n".join([lines[0], lines[2], lines[3]]) + "\n"
+    assert out.read_text() == "\n".join([lines[0], lines[2]]) + "\n"
 
 
 def test_directory_of_files_becomes_the_same_tree_of_hard_links(tmp_path: Path) -> None:
@@ -429,6 +437,70 @@ def test_one_command_signs_and_filters(tmp_path: Path, monkeypatch: pytest.Monke
     assert "signed 0 documents (0 new, 0 changed, 3 unchanged" in stderr and "2 kept, 1 dropped" in stderr
     code, _, stderr = run("filter", "-", "--sign", "-o", "x.txt", stdin=b"text")
     assert code == 2 and "--sign cannot read stdin twice" in stderr
+
+
+def test_a_repeated_record_is_written_once_and_named_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sign skips a record whose id an earlier one had, and so does filter: the first is written, the others are
+    named as sign names them (once, though both sign and filter met them) and counted."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DEDUP_STORE", raising=False)
+    records = [("u1", text(0)), ("u1", text(0)), ("u3", text(1)), ("u1", text(0))]
+    Path("crawl.jsonl").write_text("".join(json.dumps({"url": u, "text": t}) + "\n" for u, t in records))
+    _, stderr = ok("filter", "crawl.jsonl", "--sign", "--id-field", "url", "-o", "clean.jsonl")
+    lines = Path("crawl.jsonl").read_text().splitlines(keepends=True)
+    assert Path("clean.jsonl").read_text() == lines[0] + lines[2]
+    where = tmp_path / "crawl.jsonl"
+    assert stderr.count(f"skipped {where}:2: id 'u1' was already read") == 1
+    assert stderr.count(f"skipped {where}:4: id 'u1' was already read") == 1
+    assert ("2 kept, 0 dropped from 0 groups, 0 changed since signing and kept, 2 with an id already read skipped"
+            in stderr)
+
+
+def test_a_repeated_id_with_other_text_is_a_repeat_not_a_change(tmp_path: Path) -> None:
+    """u2 is a near-duplicate of u1 and dropped; a later record repeating the id u2 with another text is the same
+    id read again (skipped, as sign skipped it), not u2 changed since it was signed."""
+    corpus = tmp_path / "c.jsonl"
+    records = [("u1", text(0)), ("u2", text(0, 1)), ("u3", text(1)), ("u2", text(2))]
+    corpus.write_text("".join(json.dumps({"url": u, "text": t}) + "\n" for u, t in records))
+    store = tmp_path / "s.parquet"
+    sign(str(corpus), "--id-field", "url", "-o", str(store))
+    out = tmp_path / "o.jsonl"
+    _, stderr = ok("filter", str(corpus), "-o", str(out), "-s", str(store))
+    assert [json.loads(line)["url"] for line in out.read_text().splitlines()] == ["u1", "u3"]
+    assert "changed since it was signed" not in stderr
+    assert f"skipped {corpus}:4: id 'u2' was already read" in stderr
+    assert "2 kept, 1 dropped from 1 groups, 0 changed since signing and kept, 1 with an id already read" in stderr
+    ok("filter", str(corpus), "-o", str(out), "-s", str(store), "--annotate", "-q")
+    assert [(r["url"], r["dedup_keep"]) for r in map(json.loads, out.read_text().splitlines())] == [
+        ("u1", True), ("u2", False), ("u3", True), ("u2", False)]
+
+
+def test_a_repeated_id_in_a_parquet_column_is_written_once(tmp_path: Path) -> None:
+    corpus = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"key": ["k1", "k2", "k1"], "text": [text(0), text(1), text(0)]}), corpus)
+    store = tmp_path / "s.parquet"
+    sign(str(corpus), "--id-column", "key", "-o", str(store))
+    out = tmp_path / "o.parquet"
+    _, stderr = ok("filter", str(corpus), "-o", str(out), "-s", str(store))
+    assert pq.read_table(out).column("key").to_pylist() == ["k1", "k2"]
+    assert f"skipped {corpus} row 2: id 'k1' was already read" in stderr
+
+
+def test_filter_sign_says_what_sign_skipped(tmp_path: Path) -> None:
+    """filter --sign warns of the records sign skipped as sign warns of them (the filtering pass keeps what is not
+    a document, and would say nothing); -v lists them all and the kernel sign used."""
+    corpus = tmp_path / "c.jsonl"
+    lines = [json.dumps({"id": "a", "text": text(0)}), "{broken", json.dumps({"id": "b"})]
+    lines += [json.dumps({"id": f"x{i}", "body": "no text field"}) for i in range(20)]
+    corpus.write_text("\n".join(lines) + "\n")
+    store, out = tmp_path / "s.parquet", tmp_path / "o.jsonl"
+    _, stderr = ok("filter", str(corpus), "--sign", "--id-field", "id", "-s", str(store), "-o", str(out))
+    assert f"warning: skipped {corpus}:2: invalid JSON" in stderr
+    assert f'warning: skipped {corpus}:3: no "text" field' in stderr
+    assert "(-v lists them all)" in stderr
+    _, verbose = ok("filter", str(corpus), "--sign", "--id-field", "id", "-s", str(store), "-o", str(out), "-v")
+    assert f'warning: skipped {corpus}:23: no "text" field' in verbose and "kernel: " in verbose
+    assert out.read_text() == corpus.read_text()
 
 
 def test_api_returns_the_report_and_names_parameters(jsonl_corpus: tuple[Path, Path, list[bytes]]) -> None:

@@ -47,8 +47,8 @@ def test_kept_lines_are_the_input_less_the_dropped_lines(lines: list[bytes], dro
     if lines and not last_newline:
         lines[-1] = lines[-1].rstrip(b"\r\n")
     records = [_record(raw) for raw in lines]
-    # The store holds the first record of each id (as sign keeps it); a later one with the same text is the same
-    # document and goes too, one with another text is kept (changed).
+    # The store holds the first record of each id (as sign keeps it); a later one with the same id, whatever its
+    # text, is skipped as sign skipped it (a repeated id), not written again nor taken for a change.
     stored: dict[str, str] = {}
     for number, record in enumerate(records, start=1):
         if record is not None:
@@ -60,13 +60,17 @@ def test_kept_lines_are_the_input_less_the_dropped_lines(lines: list[bytes], dro
     out = io.BytesIO()
     outcome = filter_lines(io.BytesIO(b"".join(lines)), Source("c", "c", "c", "jsonl", None), options, decisions, out)
     expected = []
+    seen: set[str] = set()
     for number, (raw, record) in enumerate(zip(lines, records, strict=True), start=1):
         key = None if record is None else (f"c:{number}" if by_number else record[0])
+        repeated = key in seen
         dropped = key in chosen and record is not None and stored[key] == record[1]
-        if not dropped:
+        if key is not None:
+            seen.add(key)
+        if not dropped and not repeated:
             expected.append(raw)
     assert out.getvalue() == b"".join(expected)
-    assert outcome.dropped == len(lines) - len(expected)
+    assert outcome.dropped + len(outcome.repeated) == len(lines) - len(expected)
 
 
 # --- killed processes ------------------------------------------------------------------------------------------

@@ -158,7 +158,8 @@ def test_the_cluster_writes_the_local_bytes(corpora: dict[str, Path], engine: En
     assert cut_pieces and min(cut_pieces) > 2, "inputs were cut into pieces"
     assert re.search(r"from [1-9]\d* groups", summary), summary
     if inputs == "corpus":
-        assert "changed since it was signed" in summary  # the changed record is kept, on either engine
+        # The changed record is never dropped nor kept in place of another, and named, on either engine.
+        assert "1 grouped document(s) are gone or changed since they were signed" in summary
 
 
 def test_decisions_streamed_from_the_cluster_against_a_reference(corpora: dict[str, Path], engine: EngineOptions,
@@ -286,3 +287,78 @@ def test_a_real_process_filters_on_the_cluster_against_a_reference(corpora: dict
              for run, name in ((local, "local"), (remote, "dask"))]
     assert shown[0] == shown[1] and "from 1 input" not in shown[0]
     assert _tree(tmp_path / "dask") == _tree(tmp_path / "local") and len(_tree(tmp_path / "local")) == 16
+
+
+@pytest.mark.parametrize("gather_limit", [None, 0])
+def test_a_gone_record_is_never_kept_on_the_cluster(engine: EngineOptions, tmp_path: Path,
+                                                    gather_limit: int | None) -> None:
+    """Records signed, the first deleted and signed again (without --prune): the old id of the last line points past
+    the end and holds the text the new last line holds. On the cluster, the end of find gathered or run per
+    component on the workers, the live one is kept and the gone one marked, as the local engine does: nothing is
+    dropped."""
+    corpus = tmp_path / "d.jsonl"
+    corpus.write_text("".join(json.dumps({"text": text(topic)}) + "\n" for topic in range(10)) +
+                      json.dumps({"text": text(0, 1)}) + "\n")
+    store = tmp_path / "dedup.parquet"
+    assert run("sign", str(corpus), "-o", str(store), "-q")[0] == 0
+    corpus.write_text("".join(corpus.read_text().splitlines(keepends=True)[1:]))
+    assert run("sign", str(corpus), "-o", str(store), "-q")[0] == 0
+    limit = [] if gather_limit is None else ["--gather-limit", str(gather_limit)]
+    on_cluster = ["--engine", "dask", "--scheduler", str(engine.scheduler), *limit]
+    code, members, stderr = run("find", str(store), "--output", "members", "--format", "tsv", *on_cluster)
+    assert code == 0, stderr
+    assert members == run("find", str(store), "--output", "members", "--format", "tsv")[1]
+    assert "d.jsonl:10\t1\tkeep\t2\td.jsonl:10\nd.jsonl:11\t1\tgone\t2\td.jsonl:10\n" in members
+    assert "e.g. d.jsonl:11" in stderr
+    code, _, stderr = run("filter", str(corpus), "-s", str(store), "-o", str(tmp_path / "clean.jsonl"), *on_cluster)
+    assert code == 0, stderr
+    assert (tmp_path / "clean.jsonl").read_bytes() == corpus.read_bytes()
+
+
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_a_renamed_file_is_never_kept_on_the_cluster(engine: EngineOptions, tmp_path: Path, keep: str) -> None:
+    """A file renamed without --prune: its old name, gone, sorts first and is as long as the new one. The members
+    the cluster writes are the local engine's: the old name gone, the new one kept; the rm recipe run on them
+    leaves the live copy. (The end of find on the workers is tested with records above.)"""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for name, content in {"a.txt": text(0), "m.txt": text(0, 1), "b.txt": text(1)}.items():
+        (corpus / name).write_text(content)
+    store = tmp_path / "dedup.parquet"
+    assert run("sign", str(corpus), "-o", str(store), "-q")[0] == 0
+    os.rename(corpus / "a.txt", corpus / "z.txt")
+    assert run("sign", str(corpus), "-o", str(store), "-q")[0] == 0
+    common = ["find", str(store), "--keep", keep, "--output", "members", "--format", "tsv", "-q"]
+    local = run(*common)[1]
+    assert "a.txt\t1\tgone\t3\t" in local
+    code, members, stderr = run(*common, "--engine", "dask", "--scheduler", str(engine.scheduler))
+    assert code == 0, stderr
+    assert members == local
+    dropped = [line.split("\t")[0] for line in local.splitlines()[1:] if line.split("\t")[2] == "drop"]
+    for name in dropped:
+        (corpus / name).unlink()
+    assert {path.read_text() for path in corpus.iterdir()} & {text(0), text(0, 1)}
+
+
+@pytest.mark.parametrize("out", ["dir", "one.jsonl"])
+def test_ids_repeated_across_pieces_are_written_once(engine: EngineOptions, cut_pieces: list[int], tmp_path: Path,
+                                                     out: str) -> None:
+    """Records whose id an earlier record had, the two in different pieces of an input cut for the cluster: each
+    is written once, its first time, as filtering the input whole writes it (a directory, and one stream)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    records = [{"id": f"u{n % 25}", "text": text(n % 25 + 100, n // 25)} for n in range(100)]
+    (corpus / "r.jsonl").write_bytes(_jsonl(records))
+    table = pa.table({"key": [f"k{n % 30}" for n in range(90)], "text": [text(n % 30 + 200) for n in range(90)]})
+    pq.write_table(table, corpus / "r.parquet", row_group_size=10, compression="none")
+    store = tmp_path / "s.parquet"
+    code, _, stderr = run("sign", str(corpus), "-o", str(store), "-k", "64", "-q", "--id-field", "id", "--id-column",
+                          "key")
+    assert code == 0, stderr
+    inputs = str(corpus) if out == "dir" else str(corpus / "r.jsonl")
+    summary = both(engine, tmp_path / out, inputs, "-s", str(store))
+    assert cut_pieces and min(cut_pieces) > 2, "inputs were cut into pieces"
+    assert "with an id already read skipped" in summary
+    written = (tmp_path / f"local-{out}" / "r.jsonl") if out == "dir" else tmp_path / f"local-{out}"
+    assert sorted(json.loads(line)["id"] for line in written.read_text().splitlines()) == sorted(
+        {f"u{n}" for n in range(25)})

@@ -283,6 +283,24 @@ def test_representatives_shortest_tie() -> None:
     assert representatives(groups, "longest", counts).tolist() == [2]
 
 
+@pytest.mark.parametrize("keep", [*KEEP_CHOICES, "field"])
+def test_a_live_member_is_kept_before_a_gone_one_under_every_policy(keep: str) -> None:
+    """Document 0 wins every policy (smallest id, most and fewest shingles: all tie, earliest and latest run and
+    time, highest value, and it is the preferred one) but is gone: its group keeps the best live member. A group
+    whose members are all gone keeps one of them."""
+    groups = Groups(members=np.array([0, 1, 2, 3, 4], np.int64), offsets=np.array([0, 3, 5], np.int64))
+    counts = np.full(5, 7, np.int64)
+    runs, times = np.array([1, 2, 2, 1, 1]), np.zeros(5, np.int64)
+    if keep == "newest":
+        runs = np.array([3, 2, 2, 1, 1])
+    scores = np.array([9.0, 1.0, 1.0, 1.0, 1.0])
+    preferred = np.array([True, False, False, False, False])
+    live = np.array([False, True, True, False, False])
+    kept = representatives(groups, keep, counts, runs, times, scores, preferred, live)
+    assert kept.tolist() == [1, 3]
+    assert representatives(groups, keep, counts, runs, times, scores, preferred).tolist()[0] == 0
+
+
 def test_representatives_of_no_groups() -> None:
     none = Groups(members=np.array([], np.int64), offsets=np.array([0], np.int64))
     for keep in KEEP_CHOICES:

@@ -114,10 +114,12 @@ def count_partition_triples(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindP
 
 def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, alias_documents: np.ndarray,
                        triple_candidates: int | None = None
-                       ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[tuple[str, str]]]:
+                       ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[tuple[str, str]],
+                                  list[tuple[int, str]]]:
     """The end of find on the whole components of one partition: its (pairs, triples, members) with global
-    document numbers and ids, and the grouped documents without a value to keep by (a reference store's
-    documents from ``plan.reference_start`` on); ``triple_candidates``: the run's candidate triples."""
+    document numbers and ids, the grouped documents without a value to keep by (a reference store's
+    documents from ``plan.reference_start`` on), and the (number, id) of the documents gone since signing;
+    ``triple_candidates``: the run's candidate triples."""
     params, bits, reference_start = plan.params, int(plan.bits), plan.reference_start
     docs, numbers, pairs, scored, values = _numbered(pairs, docs, plan)
     ids = np.asarray(docs["id"].astype(object).to_numpy())
@@ -154,8 +156,10 @@ def conclude_partition(pairs: pd.DataFrame, docs: pd.DataFrame, plan: FindPlan, 
         "first": numbers[done.groups.members[done.groups.offsets[:-1]]][group] if group.size else np.empty(0, np.int64),
         "member": numbers[done.groups.members], "id": ids[done.groups.members], "size": sizes[group],
         "weakest": done.weakest[group], "kept": numbers[done.kept][group], "kept_id": ids[done.kept][group],
-        "content_hash": details.content_hashes, "similarity": details.similarity, "verified": details.verified})
-    return pairs_out, triples_out, members_out, done.keep_field_problems
+        "content_hash": details.content_hashes, "similarity": details.similarity, "verified": details.verified,
+        "gone": np.isin(done.groups.members, done.gone)})
+    gone = list(zip(numbers[done.gone].tolist(), [str(x) for x in ids[done.gone]], strict=True))
+    return pairs_out, triples_out, members_out, done.keep_field_problems, gone
 
 
 def _pairs_result(frame: pd.DataFrame, params: SignatureParams, common: dict[str, Any],
@@ -194,7 +198,10 @@ def _groups_result(frame: pd.DataFrame, params: SignatureParams, common: dict[st
                     offsets=np.r_[starts, firsts.size].astype(np.int64))
     details = MemberDetails(frame["content_hash"].to_numpy(dtype=np.uint64),
                             frame["similarity"].to_numpy(dtype=np.float64), frame["verified"].to_numpy(dtype=bool))
+    gone = frame["gone"].to_numpy(dtype=bool)
+    is_gone = np.isin(docs, frame["member"].to_numpy()[gone]) if gone.any() else None
     return _result(_mini_store(params, [str(x) for x in ids]), common, reference_start, docs, grouping=groups,
+                   is_gone=is_gone,
                    weakest=frame["weakest"].to_numpy()[starts], first_group=first_group,
                    kept=np.searchsorted(docs, frame["kept"].to_numpy()[starts]), member_details=details)
 
@@ -268,12 +275,12 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
         triple_candidates = int(sum(dask.compute(*[
             dask.delayed(count_partition_triples)(p, d, plan)
             for p, d in zip(by_pairs.to_delayed(), by_docs.to_delayed(), strict=True)])))
-    steps = [dask.delayed(conclude_partition, nout=4)(p, d, plan, alias_documents, triple_candidates)
+    steps = [dask.delayed(conclude_partition, nout=5)(p, d, plan, alias_documents, triple_candidates)
              for p, d in zip(by_pairs.to_delayed(), by_docs.to_delayed(), strict=True)]
+    joined = dask.delayed(lambda lists: [item for found in lists for item in found])
     outputs = settled(*[step[0] for step in steps], *[step[1] for step in steps], *[step[2] for step in steps],
-                      dask.delayed(lambda lists: [item for found in lists for item in found])(
-                          [step[3] for step in steps]))
-    problems = dask.compute(outputs[-1])[0]
+                      joined([step[3] for step in steps]), joined([step[4] for step in steps]))
+    problems, gone = dask.compute(outputs[-2], outputs[-1])
     count_parts = len(steps)
     folder = tempfile.TemporaryDirectory(prefix="dedup-find-")
     found = [dd.from_delayed(list(outputs[i * count_parts:(i + 1) * count_parts]), verify_meta=False)
@@ -289,4 +296,5 @@ def conclude_on_cluster(needed: dd.DataFrame, frames: DocumentFrames, reduced: d
                      accepted_triples=None if options.ways != 3 else ScoredTriples.empty())
     result.streamed = Spilled(folder, counts, partitions)
     result.keep_field_problems = problems
+    result.gone = [identifier for _, identifier in sorted(gone)]  # in document order, as the local engine's
     return result

@@ -14,7 +14,10 @@ counted so that each piece knows the number of its first line.
   are written through the same file the local engine writes (atomically replaced, or written in place); an input
   too small to cut is filtered here.
 
-Either way OUT is absent or complete, and its bytes are the local engine's.
+Either way OUT is absent or complete, and its bytes are the local engine's. A record whose id an earlier record
+of its input had is skipped (:mod:`dedup_cli.corpus.lines`); a piece finds the repeats inside it, and returns the
+ids it read first, so that this process can find those that repeat an earlier piece's: such a piece is filtered
+again, told to skip them, before it is joined (seldom: an id repeated across pieces).
 """
 
 from __future__ import annotations
@@ -106,18 +109,32 @@ def whole_task(sources: list[Source], signed: list[bool], targets: list[str], ro
 
 
 def piece_task(piece: Piece, decisions: Decisions, options: InputOptions, annotate: bool, part: str | None,
-               root: str | None) -> tuple[SourceOutcome, list[int], bytes | None]:
+               root: str | None, repeated: frozenset[str] = frozenset()
+               ) -> tuple[SourceOutcome, list[int], bytes | None, set[str]]:
     """Filter one piece into the file ``part`` (under the scratch directory ``root``), or into bytes returned to the
-    driver when ``part`` is None (runs on a worker)."""
+    driver when ``part`` is None (runs on a worker); also returns the ids the piece read first (named ids only).
+    ``repeated``: ids of earlier pieces that this one repeats, skipped as the local engine skips them."""
+    seen = set(repeated)
     if part is None:
         buffer = io.BytesIO()
-        outcome, numbers = filter_piece(piece, decisions, options, annotate, buffer)
-        return outcome, numbers, buffer.getvalue()
+        outcome, numbers = filter_piece(piece, decisions, options, annotate, buffer, seen)
+        return outcome, numbers, buffer.getvalue(), seen - repeated
     assert root is not None
     _check_scratch(root)
     with output_file(part) as out:
-        outcome, numbers = filter_piece(piece, decisions, options, annotate, out)
-    return outcome, numbers, None
+        outcome, numbers = filter_piece(piece, decisions, options, annotate, out, seen)
+    return outcome, numbers, None, seen - repeated
+
+
+def repeats_of_earlier_pieces(first_ids: list[set[str]]) -> list[frozenset[str]]:
+    """For each piece of one input (in order), the ids it read first that an earlier piece read too: what the piece
+    must skip to write what filtering the input whole writes (a repeated id is written once, its first time)."""
+    earlier: set[str] = set()
+    repeats = []
+    for ids in first_ids:
+        repeats.append(frozenset(ids & earlier))
+        earlier |= ids
+    return repeats
 
 
 def join_task(source: Source, parts: list[str], numbers: list[list[int]], target: str, root: str,
@@ -229,6 +246,18 @@ def filter_into_directory(client: Client, sources: Sequence[Source], signed: Seq
                 sizes[future] = piece.size
         futures = run_futures + [future for found in piece_futures.values() for future in found]
         _settle(client, futures, sizes, progress)
+        # A piece that repeats ids of earlier pieces is filtered again, skipping them (seldom: repeats are rare).
+        again: list[Future] = []
+        for index, pieces in cuts.items():
+            repeats = repeats_of_earlier_pieces([future.result()[3] for future in piece_futures[index]])
+            for place, (piece, repeated) in enumerate(zip(pieces, repeats, strict=True)):
+                if repeated:
+                    future = client.submit(piece_task, piece, shared, options, annotate,
+                                           _part_name(targets[index], piece), root, repeated, pure=False)
+                    piece_futures[index][place] = future
+                    again.append(future)
+        futures += again
+        _settle(client, again, {}, None)
         joins = [client.submit(join_task, sources[index], [_part_name(targets[index], piece) for piece in pieces],
                                [future.result()[1] for future in piece_futures[index]], targets[index], root, options,
                                annotate, pure=False) for index, pieces in cuts.items()]
@@ -266,9 +295,14 @@ def filter_into_stream(client: Client, source: Source, signed: bool, out: Binary
                    for piece in pieces]
 
         def parts() -> Iterator[tuple[Any, list[int]]]:
+            earlier: set[str] = set()
             for piece, future in zip(pieces, futures, strict=True):
-                outcome, numbers, data = future.result()
+                outcome, numbers, data, first_ids = future.result()
                 future.release()  # the next parts are being filtered meanwhile; this one is done with
+                if repeated := frozenset(first_ids & earlier):  # filtered again, skipping ids of earlier pieces
+                    outcome, numbers, data, _ = client.submit(piece_task, piece, shared, options, annotate, None,
+                                                              None, repeated, pure=False).result()
+                earlier |= first_ids
                 total.add(outcome)
                 if progress is not None:
                     progress(piece.size)

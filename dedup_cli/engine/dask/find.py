@@ -41,7 +41,7 @@ from dedup_cli.engine.dask.kept_frames import keep_frame, kept_frame
 from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.filter import member_details
-from dedup_cli.engine.stages.find import conclude, decision_bound, new_documents, store_runs
+from dedup_cli.engine.stages.find import conclude, decision_bound, gone_fields, new_documents, store_runs
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.options.finding import FindOptions
@@ -304,7 +304,8 @@ def concluded_gathered(needed: pd.DataFrame, frames: DocumentFrames, reduced: dd
                     local_aliases, new, plan, in_reference)
     result = FindResult(store=got.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
                         grouping=done.groups, weakest=done.weakest, kept=done.kept,
-                        keep_field_problems=done.keep_field_problems, reference=in_reference, **common)
+                        keep_field_problems=done.keep_field_problems, reference=in_reference,
+                        **gone_fields(got.store, done.gone), **common)
     # The gathered store holds b-bit values, not signatures: what filter needs of each member is found here.
     result.member_details = member_details(got.store, got.values, done.pairs, done.exact, done.groups, done.kept,
                                            bits)

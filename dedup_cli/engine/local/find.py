@@ -206,7 +206,8 @@ def concluded(candidates: Candidates, scored: ScoredPairs, decisions: Decisions,
                            decisions.decided, decisions.aliases, new, plan, reference)
     return FindResult(store=candidates.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
                       grouping=done.groups, weakest=done.weakest, kept=done.kept,
-                      keep_field_problems=done.keep_field_problems, reference=reference, **common)
+                      keep_field_problems=done.keep_field_problems, reference=reference,
+                      **stages.gone_fields(candidates.store, done.gone), **common)
 
 
 def _reference_start(documents: Documents) -> int | None:

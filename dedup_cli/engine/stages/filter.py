@@ -35,8 +35,10 @@ class MemberDecisions:
 
 def member_decisions(result: FindResult, dropped_only: bool = True) -> MemberDecisions:
     """Every member but its group's representative is dropped, except a reference store's documents (never
-    dropped, nor listed). ``dropped_only``: list only the dropped ones (what filtering needs without annotating).
-    ``result`` may be one chunk of a streamed result: its groups are numbered from ``result.first_group``.
+    dropped, nor listed) and documents gone or changed since they were signed (never dropped nor listed: a record
+    that is there now holds other text, which was not grouped). ``dropped_only``: list only the dropped ones (what
+    filtering needs without annotating). ``result`` may be one chunk of a streamed result: its groups are numbered
+    from ``result.first_group``.
 
     The same rule as ``find --output members`` (``dedup_cli.engine.stages.results.member_records``).
     """
@@ -46,6 +48,8 @@ def member_decisions(result: FindResult, dropped_only: bool = True) -> MemberDec
     numbers = np.repeat(np.arange(result.first_group, result.first_group + len(groups), dtype=np.int64), sizes)
     kept = np.repeat(result.kept.astype(np.int64), sizes)
     listed = np.ones(members.size, bool) if result.reference is None else ~result.reference[members]
+    if result.is_gone is not None:  # whatever its location holds now is not what was grouped: left as it is
+        listed &= ~result.is_gone[members]
     drop = (members != kept) & listed
     if dropped_only:
         listed = drop

@@ -36,6 +36,7 @@ from dedup_cli.groups.components import Groups, group_components
 from dedup_cli.groups.representatives import representatives, weakest_estimates
 from dedup_cli.groups.strict import strict_groups
 from dedup_cli.inputs.fields import field_values
+from dedup_cli.inputs.liveness import gone_documents
 from dedup_cli.inputs.reread import same_file_aliases
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.store.snapshot import StoredSignatures
@@ -195,6 +196,29 @@ def alias_documents(paths: list[str], first: np.ndarray, second: np.ndarray) -> 
     One file under two names is one document, not a duplicate pair: only its first id is reported.
     """
     return same_file_aliases(paths, sorted_unique(np.concatenate([first, second])))
+
+
+def gone_members(store: StoredSignatures, members: np.ndarray) -> np.ndarray:
+    """int64[g], ascending: the documents of ``members`` (int64, the grouped documents) that are gone or changed
+    since they were signed (a file renamed or deleted without ``--prune``, a line that moved:
+    :mod:`dedup_cli.inputs.liveness`). Documents signed in memory (``store.texts``) are never gone."""
+    docs = sorted_unique(np.asarray(members, np.int64))
+    if docs.size == 0 or store.texts is not None:
+        return np.empty(0, np.int64)
+    pick = docs.tolist()
+    gone = gone_documents([store.paths[row] for row in pick],
+                          None if store.mtimes_ns is None else store.mtimes_ns[docs],
+                          None if store.content_hashes is None else store.content_hashes[docs])
+    return docs[gone]
+
+
+def gone_fields(store: StoredSignatures, gone: np.ndarray) -> dict[str, Any]:
+    """The ``gone`` and ``is_gone`` fields of a ``FindResult`` of ``store``'s rows, from the gone rows (int64)."""
+    if gone.size == 0:
+        return {"gone": [], "is_gone": None}
+    flags = np.zeros(len(store), bool)
+    flags[gone] = True
+    return {"gone": [store.ids[row] for row in gone.tolist()], "is_gone": flags}
 
 
 def without(documents: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -358,6 +382,7 @@ class Concluded:
     weakest: np.ndarray  # float64[n_groups]
     kept: np.ndarray  # int64[n_groups]
     keep_field_problems: list[tuple[str, str]]  # (id, reason): grouped documents without a value to keep by
+    gone: np.ndarray  # int64[g]: grouped documents gone or changed since they were signed, ascending
 
 
 def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored: ScoredPairs,
@@ -366,6 +391,10 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
              ) -> Concluded:
     """The stages after the decisions: accepted pairs, triples (``ways=3``), ``new_since`` and ``against``,
     groups, weakest links and representatives.
+
+    Grouped documents that are gone since they were signed (:func:`gone_members`) stay in their pairs and groups
+    (what the store says of them), but a group keeps a live member before any gone one, whatever the keep policy:
+    a live document is never dropped in favour of one that cannot be read.
 
     Every array is indexed by document number in (store, id) order; the documents may be all of a store (the
     local engine) or only those a distributed engine gathered (any subset holding every document of ``scored``,
@@ -420,8 +449,13 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
     scores, problems = None, list[tuple[str, str]]()
     if options.keep_field is not None:
         scores, problems = keep_field_values(store, groups.members, options.keep_field)
+    gone = gone_members(store, groups.members)
+    live = None
+    if gone.size:
+        live = np.ones(len(store), bool)
+        live[gone] = False
     kept = representatives(groups, options.keep_policy, store.shingle_counts, store_runs(store), store.mtimes_ns,
-                           scores, reference)
+                           scores, reference, live)
     return Concluded(pairs=accepted, exact=exact, triples=found_triples, groups=groups,
                      weakest=weakest_estimates(groups, accepted.first, accepted.second, similarity), kept=kept,
-                     keep_field_problems=problems)
+                     keep_field_problems=problems, gone=gone)

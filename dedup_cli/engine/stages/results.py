@@ -82,6 +82,8 @@ class FindResult:
     reference_documents: int | None = None  # with ``against``: the reference store's live documents
     member_details: MemberDetails | None = None  # from an engine whose ``store`` holds no signatures (None: from it)
     stdin_documents: int = 0  # live documents read from stdin: never re-read, so never verified exactly
+    gone: list[str] = field(default_factory=list)  # ids of grouped documents gone or changed since signing
+    is_gone: np.ndarray | None = None  # bool[n_docs]: True for those documents (None: none is gone)
 
     @property
     def pair_count(self) -> int:
@@ -145,8 +147,8 @@ class FindResult:
                          record["estimate_ac"], record["estimate_bc"], record["exact"])
 
     def members(self) -> Iterator[Member]:
-        """Each grouped document: its group, ``keep`` or ``drop`` (a reference store's are always kept), the
-        group's size and kept member."""
+        """Each grouped document: its group, ``keep``, ``drop`` or ``gone`` (a reference store's are always kept,
+        a document gone or changed since it was signed is ``gone``), the group's size and kept member."""
         for record in find_records("members", self):
             yield Member(record["id"], record["group"], record["action"], record["group_size"],
                          record["representative"], record.get("store"))
@@ -215,7 +217,7 @@ class Member(NamedTuple):
 
     id: str
     group: int
-    action: str  # "keep" or "drop"
+    action: str  # "keep", "drop" or "gone" (gone or changed since it was signed: neither kept nor to delete)
     group_size: int
     representative: str
     store: str | None = None
@@ -318,9 +320,18 @@ def group_records(result: FindResult) -> Iterator[dict[str, Any]]:
         yield record
 
 
+def member_action(member: int, kept: int, reference: np.ndarray | None, gone: np.ndarray | None) -> str:
+    """``gone`` for a document gone or changed since it was signed (never kept, never to delete: a group keeps a
+    live member before it), else ``keep`` for the representative and a reference store's documents, else
+    ``drop``."""
+    if gone is not None and gone[member]:
+        return "gone"
+    return "keep" if member == kept or (reference is not None and reference[member]) else "drop"
+
+
 def member_records(result: FindResult) -> Iterator[dict[str, Any]]:
-    """One record per grouped document: its group and whether it is kept or may be dropped (a reference
-    store's documents are always kept)."""
+    """One record per grouped document: its group and whether it is kept, may be dropped or is gone
+    (:func:`member_action`)."""
     groups, ids, reference = result.grouping, result.store.ids, result.reference
     for index in range(len(groups)):
         members = groups.group(index)
@@ -329,7 +340,7 @@ def member_records(result: FindResult) -> Iterator[dict[str, Any]]:
             record = {
                 "id": ids[member],
                 "group": index + result.first_group,
-                "action": "keep" if member == kept or (reference is not None and reference[member]) else "drop",
+                "action": member_action(member, kept, reference, result.is_gone),
                 "group_size": int(members.size),
                 "representative": ids[kept],
             }
