@@ -26,7 +26,7 @@ from dedup_cli.engine.stages.plan import estimated_positions, find_banding
 from dedup_cli.engine.stages.results import EvalResult, EvalSample
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs
-from dedup_cli.estimates.simultaneous import SimultaneousBound
+from dedup_cli.estimates.simultaneous import DEFAULT_RECALL, SimultaneousBound
 from dedup_cli.evaluation.accuracy import (
     STORAGE_BITS,
     estimator_accuracy,
@@ -101,13 +101,15 @@ class LocalPairs:
         self.unverifiable.update(verification.unverifiable_documents)
         return verification.exact
 
-    def accepted(self, banding: Banding, threshold: float, bits: float, verify: str) -> tuple[np.ndarray, np.ndarray]:
-        """The pairs ``find`` accepts (before same-file aliases are dropped): candidates, scores, exact checks."""
+    def accepted(self, banding: Banding, threshold: float, bits: float, verify: str, recall: float = DEFAULT_RECALL
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs ``find --recall recall`` accepts (before same-file aliases are dropped): candidates, scores,
+        exact checks."""
         if self._scored is None or self._scored[:2] != (banding, bits):
             first, second, _ = self.candidates(banding)
             self._scored = banding, bits, self.score(first, second, bits)
         scored = self._scored[2]
-        bound = SimultaneousBound(bits, estimated_positions(self.params, bits), scored.first.size)
+        bound = SimultaneousBound(bits, estimated_positions(self.params, bits), scored.first.size, recall=recall)
         exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs, bound)
         if verification is not None:
             self.unverifiable.update(verification.unverifiable_documents)
@@ -129,8 +131,8 @@ def find_reports(scored: ScoredPairs, exact: np.ndarray, candidate: np.ndarray, 
     return candidate & stages.decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
 
 
-def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold: float, bits: float, verify: str
-                    ) -> Retrieval:
+def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold: float, bits: float, verify: str,
+                    recall: float = DEFAULT_RECALL) -> Retrieval:
     """Precision and recall of the pairs ``find`` reports, counted against a truth file.
 
     A reported pair the file does not list is re-read and judged by its exact resemblance (so an omission of the
@@ -140,7 +142,7 @@ def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold
     listed_codes = pair_codes(truth.first, truth.second, num_docs)
     order = np.argsort(listed_codes)
     listed_codes, listed_values = listed_codes[order], truth.resemblance[order]
-    first, second = pairs.accepted(banding, threshold, bits, verify)
+    first, second = pairs.accepted(banding, threshold, bits, verify, recall)
     codes = pair_codes(first, second, num_docs)
     where = np.minimum(np.searchsorted(listed_codes, codes), max(listed_codes.size - 1, 0))
     listed = (listed_codes[where] == codes) if listed_codes.size else np.zeros(codes.size, dtype=bool)
@@ -293,17 +295,19 @@ def retrievals(pairs: LocalPairs, options: EvalOptions, measured: Measured, band
     """Precision and recall of ``find`` at its threshold (per evaluated b and verify mode), and over the sweep of
     thresholds (at find's b): from the sample, or counted against a truth file. ``candidates``: find's candidate
     pairs at its threshold, for the bound its decisions use there (the sweep's other bandings decide per pair)."""
-    params, threshold = pairs.params, options.find.threshold
+    params, threshold, recall = pairs.params, options.find.threshold, options.find.recall
     bits = options.find.bits_for(params.stored_bits)
     if truth is not None:
-        at_threshold = [truth_retrieval(pairs, truth, banding, threshold, b, verify)
+        at_threshold = [truth_retrieval(pairs, truth, banding, threshold, b, verify, recall)
                         for b in evaluated for verify in VERIFY_MODES]
-        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, params, eligible), level, bits, verify)
+        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, params, eligible), level, bits, verify,
+                                 recall)
                  for level in SWEEP_THRESHOLDS if level >= truth.floor for verify in VERIFY_MODES]
         return at_threshold, sweep
     scores, exact, design = measured.scores, measured.exact, measured.design
     def bound(b: float) -> SimultaneousBound | None:
-        return None if candidates is None else SimultaneousBound(b, estimated_positions(params, b), candidates)
+        return None if candidates is None else SimultaneousBound(b, estimated_positions(params, b), candidates,
+                                                                 recall=recall)
 
     at_threshold = [sampled_retrieval(design, find_reports(scores[b], exact, measured.candidate, threshold, verify,
                                                            bound(b)),
