@@ -160,7 +160,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("candidates: signatures → candidate pairs and triples", [
         ["candidates.banding", "candidates.buckets", "candidates.triangles", "candidates.allpairs",
          "candidates.match_bounds", "candidates.elias_fano"],
-        ["candidates.candidate_triples", "candidates.crossing"],
+        ["candidates.candidate_triples", "candidates.crossing", "candidates.recall_costs"],
     ]),
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
