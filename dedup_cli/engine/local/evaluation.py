@@ -14,12 +14,13 @@ a banding, scores of given pairs, the stored values of given documents, the exac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.candidates.banding import Banding
+from dedup_cli.candidates.recall_costs import compared_recalls
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
 from dedup_cli.engine.stages.plan import estimated_positions, find_banding
@@ -35,6 +36,7 @@ from dedup_cli.evaluation.accuracy import (
     storage_tradeoff,
 )
 from dedup_cli.evaluation.design import Draw, draw_pairs, frame_banding, inside, pair_codes, reach
+from dedup_cli.evaluation.recall_curves import RecallCurve, recall_curve
 from dedup_cli.evaluation.retrieval import (
     Retrieval,
     counted_retrieval,
@@ -250,7 +252,24 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
         s_curve=s_curve(design, exact, measured.candidate, banding, RESEMBLANCE_BINS),
         accuracy_source="sample" if truth is None else "truth",
         at_threshold=at_threshold, sweep=sweep, storage=storage, truth=truth,
+        recall_curves=compared_recall_curves(options, params, measured, left_values, right_values, eligible),
     )
+
+
+def compared_recall_curves(options: EvalOptions, params: SignatureParams, measured: Measured,
+                           left_values: np.ndarray, right_values: np.ndarray, eligible: int) -> list[RecallCurve]:
+    """The measured recall against R above R0 of the banding find chooses for the default recall and for the one
+    asked for (or for 0.99 and 0.999): the sampled pairs sharing one of its bands are its candidates. None when
+    the bands or rows were given (no recall chooses them)."""
+    find = options.find
+    if find.bands is not None or find.rows is not None:
+        return []
+    curves = []
+    for recall in compared_recalls(find.recall):
+        banding = find_banding(replace(find, recall=recall), find.threshold, params, eligible).banding
+        shared = share_a_band(left_values, right_values, banding)
+        curves.append(recall_curve(measured.design, measured.exact, shared, recall, banding, find.threshold))
+    return curves
 
 
 def banded_sample(pairs: LocalPairs, options: EvalOptions, eligible: int, progress: Progress) -> Banded:
