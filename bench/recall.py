@@ -122,7 +122,8 @@ def main() -> None:
         f"documents of the long-document benchmark generator (`make_corpus.py --docs {documents} --seed 1 --out DIR "
         "--jsonl --no-files`; its `truth.csv` gives the exact 5-word-shingle Jaccard of every pair with J ≥ 0.1), "
         f"signed with `-k 128` (8 stored bits); `find -t R0 -b 2 --recall R --output pairs -j 1` with the default "
-        f"`--verify borderline`. Commit {commit}, {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
+        f"`--verify borderline`. Commit {commit}, {os.cpu_count()} cores "
+        f"({platform.processor() or platform.machine()}), "
         f"Python {platform.python_version()}; the seconds are the fastest of {args.repeat} wall times, start-up "
         "included, on a machine shared with other work.",
         "",

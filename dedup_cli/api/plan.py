@@ -374,7 +374,8 @@ def _needs(threshold: float, band_bits: float, recall: float) -> str:
     required = required_num_perm(threshold, band_bits, recall, None)
     if required is None:
         return f"no --num-perm up to {MAX_NUM_PERM} can; use a lower --recall"
-    return f"sign with --num-perm {required * 2 if band_bits == HALF_BIT else required} or more, or use a lower --recall"
+    required *= 2 if band_bits == HALF_BIT else 1
+    return f"sign with --num-perm {required} or more, or use a lower --recall"
 
 
 def _plan_warnings(options: PlanOptions, choice: BandingChoice, stored_bits: float) -> list[str]:

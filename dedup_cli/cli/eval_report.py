@@ -159,7 +159,7 @@ def _recall_curve_lines(result: EvalResult) -> list[str]:
     if not result.recall_curves:
         return []
     points = result.recall_curves[0].points
-    lines = [f"recall of banding above R0 by exact R, for the banding each --recall chooses (measured; predicted):",
+    lines = ["recall of banding above R0 by exact R, for the banding each --recall chooses (measured; predicted):",
              "  --recall  banding  R ≥ R0  " + "".join(f"{point.low:>6.2f}+" for point in points)]
     for curve in result.recall_curves:
         shape = f"{curve.banding.bands}×{curve.banding.rows}"
