@@ -1,8 +1,8 @@
 """What ``find --recall`` buys: recall, precision and find time at R0 0.5 and 0.8 for --recall 0.99 and 0.999.
 
-Usage:
+Usage (``make_corpus.py`` is the long-document benchmark generator's, kept outside the repository):
 
-    python ../shared-corpus/make_corpus.py --docs 100000 --seed 1 --out DIR --jsonl --no-files   # the corpus
+    python make_corpus.py --docs 100000 --seed 1 --out DIR --jsonl --no-files     # the corpus and its truth
     python bench/recall.py --corpus DIR [--repeat 3] [--baseline CHECKOUT] [--out bench/RESULTS-recall.md]
 
 The corpus is a long-document benchmark corpus (``make_corpus.py`` of the benchmark corpus generator:
@@ -91,7 +91,7 @@ def main() -> None:
     documents = sum(1 for _ in (args.corpus / "corpus.jsonl").open())
     work = store.parent / "recall-bench-out"
     work.mkdir(exist_ok=True)
-    rows, identical = [], []
+    rows, identical, warnings = [], [], []
     for threshold in THRESHOLDS:
         true = {pair for pair, value in truth.items() if value >= threshold}
         times = {}
@@ -102,6 +102,8 @@ def main() -> None:
             reported = reported_pairs(out)
             hits = len(reported & true)
             below = sum(1 for pair in reported if truth.get(pair, 0.0) < threshold)
+            warnings += [f"R0 {threshold:g}, --recall {recall:g}: {line.removeprefix('warning: ')}"
+                         for line in summary.splitlines() if line.startswith("warning:")]
             match = SUMMARY.search(summary)
             bands, rows_, candidates, checks = match.groups() if match else ("?", "?", "?", "?")
             rows.append(f"| {threshold:g} | {recall:g} | {bands}×{rows_} | {candidates} | {checks} | {len(true):,} "
@@ -132,8 +134,20 @@ def main() -> None:
         "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *rows,
     ]
+    if warnings:
+        lines += ["", "What find warned:", "", *(f"- {line}" for line in warnings)]
+    lines += [
+        "",
+        f"This run used {documents:,} documents. At 10^5 (about 7 minutes to generate, most of it the exact truth):",
+        "",
+        "    python make_corpus.py --docs 100000 --seed 1 --out DIR --jsonl --no-files",
+        f"    python bench/recall.py --corpus DIR --repeat {args.repeat} --baseline MAIN_CHECKOUT",
+    ]
     if identical:
-        lines += ["", f"Default output (no `--recall`) against `{args.baseline}`: " + "; ".join(identical) + "."]
+        baseline = subprocess.run(["git", "-C", str(args.baseline), "rev-parse", "--short=12", "HEAD"],
+                                  capture_output=True, text=True).stdout.strip() or "another checkout"
+        lines += ["", f"Default output (no `--recall`, `--output pairs --format tsv`) against commit {baseline}'s: "
+                  + "; ".join(identical) + "."]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
