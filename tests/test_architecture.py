@@ -160,7 +160,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("candidates: signatures → candidate pairs and triples", [
         ["candidates.banding", "candidates.buckets", "candidates.triangles", "candidates.allpairs",
          "candidates.match_bounds", "candidates.elias_fano"],
-        ["candidates.candidate_triples", "candidates.crossing"],
+        ["candidates.candidate_triples", "candidates.crossing", "candidates.recall_costs"],
     ]),
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
@@ -179,6 +179,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
+        ["evaluation.recall_curves"],
     ]),
     ("corpus: the kept records of each input, written in its own format", [
         ["corpus.record_decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"],

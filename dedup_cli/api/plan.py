@@ -23,10 +23,12 @@ from dedup_cli.candidates.banding import (
     Banding,
     BandingChoice,
     candidate_probability,
+    required_num_perm,
     resolve_banding,
     row_agreement_probability,
 )
 from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
+from dedup_cli.candidates.recall_costs import RecallCost, compared_recalls, recall_costs
 from dedup_cli.engine.local import forked
 from dedup_cli.engine.local.forked import useful_workers
 from dedup_cli.estimates.half_bit import (
@@ -152,6 +154,9 @@ class Plan:
     chance_fraction: float = CHANCE_FRACTION  # chance candidates per document a banding chosen for N allows
     chance_budget: float | None = None  # with docs: chance_fraction · N, the chance candidates the banding aims at
     required_num_perm: int | None = None  # with docs: the smallest k meeting both the recall and that budget
+    # a chosen banding: the default recall's beside this one (or 0.99 beside 0.999), each with its recall at R0,
+    # chance candidates (with docs) and bands relative to the lower recall's
+    recall_costs: tuple[RecallCost, ...] = ()
     warnings: tuple[str, ...] = ()
 
     def candidate_probabilities(self, resemblances: np.ndarray) -> np.ndarray:
@@ -289,7 +294,8 @@ def banding_warnings(choice: BandingChoice, threshold: float, num_perm: int, fla
     needs = (f"sign with {flag('num_perm')} {choice.required_num_perm} or more" if choice.required_num_perm
              else f"no {flag('num_perm')} up to {MAX_NUM_PERM} can")
     if not choice.meets_recall:
-        return [f"recall at R0 = {threshold:g} is {choice.recall:.4f} ({shape}), below the target "
+        return [f"recall at R0 = {threshold:g} is {recall_text(choice.recall, choice.recall_target)} ({shape}), "
+                "below the target "
                 f"{choice.recall_target:g}: no banding of k = {num_perm} values reaches it; {needs}"]
     return [f"k = {num_perm} values are too few to keep chance candidates within {CHANCE_FRACTION:g} per document "
             f"at {documents:,} documents with recall {choice.recall_target:g} at R0 = {threshold:g}: {shape} expect "
@@ -355,6 +361,23 @@ def _signature_bytes(values: int, bits: float) -> int:
     return (values * math.ceil(bits) + 7) // 8
 
 
+def recall_text(value: float, target: float) -> str:
+    """A recall with as many decimals as its target shows, and one more (4 at least), so that a recall below its
+    target never prints as 1.0000 beside 0.999999."""
+    decimals = max(4, len(f"{target:g}".partition(".")[2]) + 1) if target > 0.99 else 4
+    return f"{value:.{decimals}f}"
+
+
+def _needs(threshold: float, band_bits: float, recall: float) -> str:
+    """The fix for a recall no banding of the values reaches: the smallest k that does, as ``sign --num-perm``
+    takes it (twice the XOR bits for rows of XOR bits), or a lower recall."""
+    required = required_num_perm(threshold, band_bits, recall, None)
+    if required is None:
+        return f"no --num-perm up to {MAX_NUM_PERM} can; use a lower --recall"
+    required *= 2 if band_bits == HALF_BIT else 1
+    return f"sign with --num-perm {required} or more, or use a lower --recall"
+
+
 def _plan_warnings(options: PlanOptions, choice: BandingChoice, stored_bits: float) -> list[str]:
     """Values no band uses, a recall below its target, too many chance candidates for the corpus, and band values
     so few bits wide that unrelated pairs become candidates, each with its fix."""
@@ -370,8 +393,9 @@ def _plan_warnings(options: PlanOptions, choice: BandingChoice, stored_bits: flo
         )
     if at_threshold < recall and (not choice.chosen or options.docs is None):
         fix = ("choose more --bands or fewer --rows" if not choice.chosen
-               else "no banding of these values reaches it; use a larger --num-perm or a lower --recall")
-        warnings.append(f"recall at R0 = {threshold:g} is {at_threshold:.4f}, below the target {recall:g}; {fix}")
+               else f"no banding of k = {values} values reaches it; {_needs(threshold, stored_bits, recall)}")
+        warnings.append(f"recall at R0 = {threshold:g} is {recall_text(at_threshold, recall)}, below the target "
+                        f"{recall:g}; {fix}")
     warnings += banding_warnings(choice, threshold, values, _flag)
     if unrelated > 0.01 and is_half_bit(stored_bits):
         warnings.append(
@@ -459,6 +483,8 @@ def plan(options: PlanOptions | None = None) -> Plan:
         estimator_signature_bytes=_signature_bytes(num_perm, bits),
         value_bytes=value_dtype(math.ceil(stored_bits)).itemsize,
         estimator_value_bytes=value_dtype(math.ceil(bits)).itemsize,
+        recall_costs=(recall_costs(threshold, values, stored_bits, compared_recalls(options.recall), options.docs)
+                      if choice.chosen else ()),
         warnings=tuple(_plan_warnings(options, choice, stored_bits)),
         jobs=options.workers,
         **corpus,

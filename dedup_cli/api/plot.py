@@ -1,11 +1,13 @@
-"""``eval --plot FILE.png``: the four pictures of what ``eval`` measured, drawn with matplotlib (the ``plot`` extra).
+"""``eval --plot FILE.png``: the pictures of what ``eval`` measured, drawn with matplotlib (the ``plot`` extra).
 
 Top row, one panel per evaluated b: each sampled pair's estimate R̂_b against its exact resemblance R, with the band
 R ± 2σ of Li & König 2010, eq. 11 (sparse limit); about 95 % of the pairs should fall inside it. Bottom row: the
 banding's predicted S-curve (Mining of Massive Datasets §3.4.2, rows agreeing with probability E_B) with the
 measured candidate probability per bin of R; precision and recall of ``find`` against the threshold, with and
 without ``--verify borderline``; the standard error near R0 against the bytes a document takes (k·b/8), the storage
-trade-off of eq. 12, as lines from the formula and points measured on the sample. The figure is drawn on a
+trade-off of eq. 12, as lines from the formula and points measured on the sample; and, beside them, the recall of
+banding against R above R0 for the default recall's banding and the chosen one (or 0.99 and 0.999), predicted and
+measured: what ``--recall`` buys. The figure is drawn on a
 :class:`matplotlib.figure.Figure` (Agg), without pyplot's global state.
 """
 
@@ -122,6 +124,34 @@ def _sweep_panel(axes: Any, result: EvalResult) -> None:
            (-0.03, 1.03))
 
 
+def _recall_panel(axes: Any, result: EvalResult) -> None:
+    """Recall of banding against exact R above R0 for the two compared recalls: predicted curves and measured
+    points per slice of [R0, 1] (docs/evaluation.md, "What --recall buys")."""
+    grid = np.linspace(result.threshold, 1.0, 101)
+    lowest = 1.0
+    # the two recalls are measured on the same pairs: their points are set a little apart so both show
+    dodge = (1.0 - result.threshold) * 0.012
+    for index, (curve, colour) in enumerate(zip(result.recall_curves, ("#1f77b4", "#d62728"), strict=False)):
+        banding = curve.banding
+        predicted = candidate_probability(grid, banding.bands, banding.rows, banding.band_bits)
+        lowest = min(lowest, float(predicted.min()))
+        axes.plot(grid, predicted, color=colour, label=f"--recall {curve.recall:g}: {banding.bands}×{banding.rows} "
+                                                       "bands, predicted")
+        points = [point for point in curve.points if point.measured is not None and point.resemblance is not None]
+        if points:
+            x = np.array([point.resemblance for point in points]) + (index - 0.5) * dodge
+            y = np.array([point.measured.value for point in points if point.measured is not None])
+            low = np.array([point.measured.ci_low for point in points if point.measured is not None])
+            high = np.array([point.measured.ci_high for point in points if point.measured is not None])
+            lowest = min(lowest, float(y.min()))  # the scale follows the values; a wide interval may leave it
+            axes.errorbar(x, y, yerr=[y - low, high - y], fmt="o", color=colour, capsize=3, markersize=4,
+                          label=f"--recall {curve.recall:g}, measured (95 % interval)")
+    margin = max(1.0 - lowest, 0.01) * 0.1
+    _label(axes, "What --recall buys:\nrecall of banding above R0", "exact resemblance R (≥ R0)",
+           "share of pairs that are candidates", "center right", (result.threshold, 1.0),
+           (max(lowest - margin, 0.0), 1.0 + margin))
+
+
 def _storage_panel(axes: Any, result: EvalResult, colours: dict[float, Any]) -> None:
     storage = result.storage
     for line in storage.lines:
@@ -153,15 +183,19 @@ def plot_evaluation(result: EvalResult, path: str | os.PathLike[str]) -> None:
 
     bits = result.evaluated_bits
     colours = _colours(sorted(set(bits) | {line.bits for line in result.storage.lines}))
-    figure = Figure(figsize=(3.7 * max(len(bits), 3), 8.5), dpi=90, layout="constrained")
-    width = len(bits) * 3
-    grid = GridSpec(2, width, figure=figure)
+    # the bottom row: 3 panels, or 4 with the recalls compared; each top panel spans as many columns as there are
+    # bottom panels, each bottom one as many as there are b
+    bottom = 4 if result.recall_curves else 3
+    figure = Figure(figsize=(3.7 * max(len(bits), bottom), 8.5), dpi=90, layout="constrained")
+    grid = GridSpec(2, len(bits) * bottom, figure=figure)
     for index, b in enumerate(bits):
-        _estimates_panel(figure.add_subplot(grid[0, index * 3 : index * 3 + 3]), result, b, colours[b])
-    third = width // 3
-    _s_curve_panel(figure.add_subplot(grid[1, :third]), result)
-    _sweep_panel(figure.add_subplot(grid[1, third : 2 * third]), result)
-    _storage_panel(figure.add_subplot(grid[1, 2 * third :]), result, colours)
+        _estimates_panel(figure.add_subplot(grid[0, index * bottom : (index + 1) * bottom]), result, b, colours[b])
+    span = len(bits)
+    _s_curve_panel(figure.add_subplot(grid[1, :span]), result)
+    _sweep_panel(figure.add_subplot(grid[1, span : 2 * span]), result)
+    _storage_panel(figure.add_subplot(grid[1, 2 * span : 3 * span]), result, colours)
+    if result.recall_curves:
+        _recall_panel(figure.add_subplot(grid[1, 3 * span :]), result)
     figure.suptitle(f"dedup eval {os.path.basename(result.store)}: {result.eligible:,} documents, "
                     f"{sum(s.drawn for s in result.strata):,} sampled pairs (seed {result.seed}), "
                     f"R0 = {result.threshold:g}", fontsize=12)

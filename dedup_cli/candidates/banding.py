@@ -150,21 +150,21 @@ def _max_bands_for_budget(documents: int, rows: int, band_bits: float, budget: f
     return math.floor(math.log1p(-budget / pairs) / math.log1p(-q) * (1 + 1e-12)) if q > 0.0 else math.inf
 
 
-def required_num_perm(threshold: float, band_bits: float, recall: float, documents: int,
+def required_num_perm(threshold: float, band_bits: float, recall: float, documents: int | None,
                       chance_fraction: float = CHANCE_FRACTION) -> int | None:
     """The smallest k for which some bands × rows reaches ``recall`` at R0 within ``chance_fraction`` · n chance
-    candidates; None when no k ≤ 2^16 does.
+    candidates (any number of them without ``documents``); None when no k ≤ 2^16 does.
 
     For each rows, the fewest bands for the recall (:func:`bands_for_recall`) must not exceed the most bands the
     budget allows; rows are tried until bands · rows alone exceeds the best k found (or 2^16).
     """
-    budget = chance_fraction * documents
     best: int | None = None
     for rows in range(1, MAX_NUM_PERM + 1):
         needed = bands_for_recall(threshold, rows, band_bits, recall)
         if needed * rows > MAX_NUM_PERM or (best is not None and rows > best):
             break
-        if needed <= _max_bands_for_budget(documents, rows, band_bits, budget):
+        if documents is None or needed <= _max_bands_for_budget(documents, rows, band_bits,
+                                                                 chance_fraction * documents):
             best = int(needed) * rows if best is None else min(best, int(needed) * rows)
     return best
 

@@ -231,6 +231,13 @@ reading_options = option_group(
                  help="Skip files matching GLOB (path or name); repeatable."),
 )
 
+RECALL = click.FloatRange(0.0, 1.0, min_open=True, max_open=True)
+
+recall_option = click.option(
+    "--recall", type=RECALL, default=FindOptions.recall,
+    help="Chance that a pair at R0 becomes a candidate, for which the banding is chosen (higher: fewer misses "
+         "just above R0, more candidates and time; see dedup plan --recall).")
+
 find_options = option_group(
     click.option("--threshold", "-t", type=click.FloatRange(0.0, 1.0, min_open=True), default=FindOptions.threshold,
                  help="Report pairs with estimated resemblance R ≥ this (R0)."),
@@ -255,8 +262,9 @@ find_options = option_group(
                  help="Only pairs, triples and groups involving documents signed after sign run RUN "
                       "(see dedup info)."),
     click.option("--bands", type=click.IntRange(1), default=FindOptions.bands,
-                 help="LSH bands (default: chosen for 0.99 recall at R0)."),
+                 help="LSH bands (default: chosen for --recall at R0)."),
     click.option("--rows", type=click.IntRange(1), default=FindOptions.rows, help="Values per LSH band."),
+    recall_option,
     click.option("--against", metavar="REF", type=click.Path(path_type=str), default=FindOptions.against,
                  help="Also compare with the reference store REF (read only); its documents are always kept."),
     click.option("--only-across", is_flag=True, help="With --against: only pairs across the two stores."),

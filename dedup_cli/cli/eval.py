@@ -14,6 +14,7 @@ from dedup_cli.cli.common import (
     jobs_option,
     out_option,
     quiet_option,
+    recall_option,
     reports_errors,
     say,
     warn,
@@ -39,8 +40,9 @@ from dedup_cli.options.vocabulary import MAX_SEED, default_store
               help="Pairs with their exact resemblance (CSV, TSV or JSON Lines: id_a, id_b, resemblance): count "
                    "precision and recall against them instead of the sample.")
 @click.option("--bands", type=click.IntRange(1), default=FindOptions.bands,
-              help="LSH bands (default: chosen for 0.99 recall at R0, as find does).")
+              help="LSH bands (default: chosen for --recall at R0, as find does).")
 @click.option("--rows", type=click.IntRange(1), default=FindOptions.rows, help="Values per LSH band.")
+@recall_option
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=str), default=None, metavar="FILE.png",
               help="Draw the four pictures into FILE.png (needs the plot extra: pip install 'dedup-cli[plot]').")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",

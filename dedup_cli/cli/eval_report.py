@@ -86,6 +86,13 @@ def eval_record(result: EvalResult) -> dict[str, Any]:
             "measured": [{"bits": point.bits, "num_perm": point.num_perm, "bytes": point.bytes,
                           "rmse": estimate_record(point.rmse)} for point in result.storage.measured],
         },
+        "recall_curves": [{"recall": curve.recall, "banding": _banding(curve.banding),
+                           "recall_above_threshold": estimate_record(curve.overall),
+                           "points": [{"low": number(point.low), "high": number(point.high), "pairs": point.pairs,
+                                       "resemblance": number(point.resemblance),
+                                       "measured": estimate_record(point.measured),
+                                       "predicted": number(point.predicted)} for point in curve.points]}
+                          for curve in result.recall_curves],
         "seconds": number(result.seconds),
     }
 
@@ -141,8 +148,25 @@ def eval_summary(result: EvalResult) -> list[str]:
         lines.append(f"  b = {bits_label(retrieval.bits)}, verify {retrieval.verify:10} precision "
                      f"{_with_interval(retrieval.precision, counted)}  recall "
                      f"{_with_interval(retrieval.recall, counted)}")
+    lines += _recall_curve_lines(result)
     storage = ", ".join(f"b = {bits_label(line.bits)}: {line.storage_factor:.3g}" for line in result.storage.lines)
     lines.append(f"storage factor B(b) = b·k·Var near R0 (Li & König eq. 12): {storage}")
+    return lines
+
+
+def _recall_curve_lines(result: EvalResult) -> list[str]:
+    """Measured recall of banding against the exact R above R0, for the default recall and the chosen one."""
+    if not result.recall_curves:
+        return []
+    points = result.recall_curves[0].points
+    lines = ["recall of banding above R0 by exact R, for the banding each --recall chooses (measured; predicted):",
+             "  --recall  banding  R ≥ R0  " + "".join(f"{point.low:>6.2f}+" for point in points)]
+    for curve in result.recall_curves:
+        shape = f"{curve.banding.bands}×{curve.banding.rows}"
+        lines.append(f"  {curve.recall:<8g}  {shape:<7}  {_value(curve.overall):>6}  "
+                     + "".join(f"{_value(point.measured):>7}" for point in curve.points))
+        lines.append(" " * 29 + "".join(f"{'–' if point.predicted is None else f'{point.predicted:.3f}':>7}"
+                                        for point in curve.points))
     return lines
 
 

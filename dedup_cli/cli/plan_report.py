@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.api.plan import Plan
+from dedup_cli.api.plan import Plan, recall_text
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.options.vocabulary import HALF_BIT, bits_label
 
@@ -158,6 +158,28 @@ def _threshold_lines(plan: Plan) -> list[str]:
     ]
 
 
+def _recall_lines(plan: Plan) -> list[str]:
+    """The banding chosen for this recall beside the default's (or 0.99 beside 0.999): what --recall buys."""
+    if not plan.recall_costs:
+        return []
+    lines = ["", "Recall and its cost (find --recall R: bands × rows with Pr(candidate) ≥ R at R0):",
+             "  --recall  banding   recall at R0  pairs at R0 missed    candidates  band time"]
+    for cost in plan.recall_costs:
+        missed = cost.missed_at_threshold
+        one_in = f"1 in {1.0 / missed:,.0f}" if missed > 0.0 else "none"
+        candidates = "–" if cost.candidates is None else _count(cost.candidates)
+        mark = "  <- this plan" if cost.recall == plan.recall_target else ""
+        shape = f"{cost.banding.bands}×{cost.banding.rows}"
+        lines.append(f"  {cost.recall:<8g}  {shape:<8}  {recall_text(cost.recall_at_threshold, cost.recall):<12}  "
+                     f"{one_in:<18}  {candidates:>12}  {cost.band_work:.2f}×{mark}")
+    chance = ("expected between unrelated documents among N (near-duplicates add theirs)" if plan.docs is not None
+              else "give --docs N to see those expected between unrelated documents")
+    return lines + [f"  candidates: {chance};",
+                    "  time: the band stage computes and sorts bands·N keys (the last column, against the first",
+                    "  row); scoring and the exact checks follow the candidates. Above 0.99 the pairs estimated",
+                    "  just below R0 that might reach it are checked exactly too."]
+
+
 def _storage_lines(plan: Plan) -> list[str]:
     """A store row's bytes, and the space b saves against 32 and 64 bits (and against the other b)."""
     b, stored = bits_label(plan.bits), bits_label(plan.stored_bits)
@@ -241,7 +263,8 @@ def render_plan(plan: Plan, width: int = 60) -> str:
     """
     if width < 20:
         raise ValueError(f"plot width {width} is too narrow; use 20 columns or more")
-    lines = [*_banding_lines(plan), *_curve_lines(plan, width), *_threshold_lines(plan), *_storage_lines(plan),
+    lines = [*_banding_lines(plan), *_curve_lines(plan, width), *_threshold_lines(plan), *_recall_lines(plan),
+             *_storage_lines(plan),
              *_shingle_lines(), *_corpus_lines(plan)]
     if plan.warnings:
         lines += ["", "Warnings:", *(f"  - {warning}" for warning in plan.warnings)]
@@ -284,6 +307,9 @@ def plan_record(plan: Plan) -> dict[str, Any]:
         "chance_fraction": plan.chance_fraction,
         "chance_budget": plan.chance_budget,
         "required_num_perm": plan.required_num_perm,
+        "recall_costs": [{"recall": cost.recall, "bands": cost.banding.bands, "rows": cost.banding.rows,
+                          "recall_at_threshold": cost.recall_at_threshold, "candidates": cost.candidates,
+                          "band_work": cost.band_work} for cost in plan.recall_costs],
         "memory_peak_bytes": plan.memory_peak_bytes,
         "memory_peak_phase": plan.memory_peak_phase,
         "memory_peak_formula": plan.memory_peak_formula,

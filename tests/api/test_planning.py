@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import time
@@ -194,7 +195,11 @@ def test_recall_below_target_and_unselective_banding_warn() -> None:
     assert not any("unrelated" in w for w in make_plan(0.5, 2).warnings)
     # No banding of 16 values reaches 0.99 at R0 = 0.2: the fallback is explained.
     unreachable = make_plan(0.2, 2, num_perm=16)
-    assert any("no banding of these values reaches it" in w for w in unreachable.warnings)
+    (line,) = [w for w in unreachable.warnings if "no banding of k = 16 values reaches it" in w]
+    # ... with the k that does reach it, which then plans without the warning.
+    needed = int(re.search(r"sign with --num-perm (\d+) or more", line).group(1))
+    assert not any("below the target" in w for w in make_plan(0.2, 2, num_perm=needed).warnings)
+    assert any("below the target" in w for w in make_plan(0.2, 2, num_perm=needed - 1).warnings)
 
 
 @pytest.mark.parametrize(

@@ -195,6 +195,36 @@ def test_precision_and_recall_at_r0_and_over_thresholds(census: Census) -> None:
     assert at_threshold[0]["precision"]["value"] < 1 and at_threshold[1]["precision"]["value"] == 1
 
 
+def test_the_recall_of_banding_above_r0_for_two_recalls(census: Census) -> None:
+    # The default recall 0.99 beside 0.999: each curve is the banding find chooses for that recall, and over the
+    # census its measured share of candidates is the population's, overall above R0 and per fifth of [R0, 1].
+    curves = census.record["recall_curves"]
+    assert [curve["recall"] for curve in curves] == [0.99, 0.999]
+    true = census.exact >= THRESHOLD
+    for curve in curves:
+        found = dedup.find(census.store, dedup.FindOptions(threshold=THRESHOLD, bits=BITS, recall=curve["recall"]))
+        assert found.banding is not None
+        bands, rows = found.banding.bands, found.banding.rows
+        assert curve["banding"] == {"bands": bands, "rows": rows, "band_bits": 8}
+        candidate = census.share_a_band(bands, rows)
+        exact_estimate(curve["recall_above_threshold"], candidate[true].mean())
+        predicted = 1 - (1 - (2.0**-8 + (1 - 2.0**-8) * census.exact) ** rows) ** bands
+        slices = np.minimum(((census.exact - THRESHOLD) / 0.1).astype(int), 4)
+        assert [(point["low"], point["high"]) for point in curve["points"]] == [
+            (pytest.approx(THRESHOLD + i / 10), pytest.approx(THRESHOLD + (i + 1) / 10)) for i in range(5)]
+        for index, point in enumerate(curve["points"]):
+            inside = true & (slices == index)
+            assert point["pairs"] == int(inside.sum())
+            if not inside.any():
+                assert point["measured"] is None and point["resemblance"] is None
+                continue
+            exact_estimate(point["measured"], candidate[inside].mean())
+            assert point["resemblance"] == pytest.approx(census.exact[inside].mean(), rel=1e-5)
+            assert point["predicted"] == pytest.approx(predicted[inside].mean(), rel=1e-5)
+    # the higher recall's banding differs, and catches every pair the default one does near R0
+    assert curves[0]["banding"] != curves[1]["banding"]
+
+
 def test_the_storage_trade_off(census: Census) -> None:
     storage = census.record["storage"]
     inside = (census.exact >= 0.4) & (census.exact <= 0.6)
@@ -256,6 +286,11 @@ TESTED = {
     *{f"storage.lines[].points[].{key}" for key in ("num_perm", "bytes", "stderr")},
     "storage.measured[].bits", "storage.measured[].num_perm", "storage.measured[].bytes",
     *{f"storage.measured[].rmse.{part}" for part in ESTIMATE},
+    # test_the_recall_of_banding_above_r0_for_two_recalls
+    "recall_curves[].recall", "recall_curves[].banding.bands", "recall_curves[].banding.rows",
+    "recall_curves[].banding.band_bits", *{f"recall_curves[].recall_above_threshold.{part}" for part in ESTIMATE},
+    *{f"recall_curves[].points[].{key}" for key in ("low", "high", "pairs", "resemblance", "predicted")},
+    *{f"recall_curves[].points[].measured.{part}" for part in ESTIMATE},
 }
 
 
@@ -366,6 +401,26 @@ def test_the_command_writes_json_a_summary_and_a_picture(census: Census, tmp_pat
     assert data[-8:-4] == b"IEND" and len(data) < 400_000
     code, stdout, stderr = run("eval", str(census.store), "--sample", "100", "-q")
     assert (code, stdout, stderr) == (0, "", "")
+
+
+def test_the_summary_shows_the_recall_asked_for_beside_the_default(census: Census) -> None:
+    code, _, stderr = run("eval", str(census.store), "-t", "0.5", "-b", "2", "--sample", "300", "--recall", "0.9999")
+    assert code == 0, stderr
+    lines = stderr.splitlines()
+    start = lines.index("recall of banding above R0 by exact R, for the banding each --recall chooses (measured; "
+                        "predicted):")
+    assert lines[start + 1].split()[:5] == ["--recall", "banding", "R", "≥", "R0"]
+    default = dedup.find(census.store, dedup.FindOptions(threshold=0.5, bits=2)).banding
+    chosen = dedup.find(census.store, dedup.FindOptions(threshold=0.5, bits=2, recall=0.9999)).banding
+    assert default is not None and chosen is not None and default != chosen
+    assert lines[start + 2].split()[:2] == ["0.99", f"{default.bands}×{default.rows}"]
+    assert lines[start + 4].split()[:2] == ["0.9999", f"{chosen.bands}×{chosen.rows}"]
+    # A banding given by hand is chosen by no recall: nothing to compare.
+    code, _, stderr = run("eval", str(census.store), "--sample", "300", "--bands", "20", "--rows", "5")
+    assert code == 0 and "recall of banding above R0" not in stderr
+    for wrong in ("0", "1", "1.5"):
+        code, _, stderr = run("eval", str(census.store), "--recall", wrong)
+        assert code == 2 and "Invalid value for '--recall'" in stderr and "Traceback" not in stderr
 
 
 def test_without_matplotlib_plot_is_a_one_line_error_before_any_work(monkeypatch: pytest.MonkeyPatch,

@@ -239,6 +239,29 @@ def test_pairs_the_bound_for_every_candidate_cannot_clear_are_checked_alike(engi
                                                                        **options)))
 
 
+def test_a_higher_recall_chooses_and_checks_alike(engine: EngineOptions, tmp_path: Path) -> None:
+    """--recall 0.999: both engines choose the same banding (one planner) and check the same pairs estimated just
+    below R0 that the recall rescues, deciding in the driver or on the workers."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for index in range(150):  # pairs just above R0 = 0.5 (139 of 200 words shared: R = 0.53)
+        words = [f"p{index}w{i}" for i in range(200)]
+        (corpus / f"{index:03d}a.txt").write_text(" ".join(words))
+        (corpus / f"{index:03d}b.txt").write_text(" ".join(words[:139] + [f"p{index}x{i}" for i in range(61)]))
+    store = tmp_path / "store.parquet"
+    dedup.sign([str(corpus)], store, dedup.SignOptions(num_perm=64, shingle_size=1, jobs=1))
+    options = {"threshold": 0.5, "bits": 1, "recall": 0.999}
+    local = dedup.find(store, dedup.FindOptions(**options))
+    default = dedup.find(store, dedup.FindOptions(threshold=0.5, bits=1))
+    assert local.banding != default.banding
+    accepted = local.accepted
+    assert (accepted.ci_high < 0.5).any()  # a pair its interval put below R0, checked and found above
+    for gather_limit in (10**9, 0):
+        remote = dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=gather_limit, **options))
+        assert remote.banding == local.banding
+        assert_same_answers(local, remote)
+
+
 def test_triples_are_checked_alike_per_component(engine: EngineOptions, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Triples of planted families (b = 2, R0 = 0.5, strict groups): the triples the bound for all candidate

@@ -7,7 +7,14 @@ import pytest
 
 from dedup_cli.estimates.half_bit import HALF_BIT, expected_xor_match
 from dedup_cli.estimates.intervals import confidence_interval_2way, confidence_interval_half_bit
-from dedup_cli.estimates.simultaneous import SimultaneousBound, simultaneous_level, simultaneous_lower_bound
+from dedup_cli.estimates.simultaneous import (
+    DECISION_LEVEL,
+    SimultaneousBound,
+    rescue_level,
+    rescue_upper_bound,
+    simultaneous_level,
+    simultaneous_lower_bound,
+)
 from dedup_cli.estimates.two_way import estimate_2way, expected_match_2way
 
 
@@ -54,3 +61,30 @@ def test_only_pairs_accepted_by_their_own_interval_are_bounded_again() -> None:
     among_many = SimultaneousBound(2, k, 10**9).unsure(0.5, estimate, low, matches, zero, zero)
     assert alone.tolist() == [False, False, False]
     assert among_many.tolist() == [False, True, False]
+
+
+def test_the_rescue_level_scales_the_estimates_misses_with_the_bandings() -> None:
+    # At the default recall the per-pair level stands; above it, the chance that a pair at R0 is put below R0 by
+    # its upper bound, (1 − level)/2, shrinks with 1 − recall: ten times fewer misses at 0.999 (2.81 σ).
+    assert rescue_level(0.99) == DECISION_LEVEL and rescue_level(0.5) == DECISION_LEVEL
+    assert rescue_level(0.999) == pytest.approx(0.995)
+    assert rescue_level(0.9999) == pytest.approx(0.9995)
+    assert DECISION_LEVEL < rescue_level(0.999999) < 1.0
+    matches = np.arange(0, 65)
+    r = np.zeros(matches.size)
+    _, per_pair = confidence_interval_2way(matches, 64, r, r, 1, level=DECISION_LEVEL)
+    wide = rescue_upper_bound(matches, 64, r, r, 1, 0.999)
+    assert np.all(wide >= per_pair - 1e-12) and np.any(wide > per_pair)
+
+
+def test_above_099_pairs_just_below_r0_are_checked_and_at_099_none() -> None:
+    matches = np.array([30, 36, 38, 40, 42, 44])  # of k = 64 one-bit values: R̂ = 2·m/64 − 1 from −0.06 to 0.375
+    r = np.zeros(matches.size)
+    estimate = 2 * matches / 64 - 1
+    low, high = confidence_interval_2way(matches, 64, r, r, 1, level=DECISION_LEVEL)
+    threshold = 0.5
+    default = SimultaneousBound(1, 64, 100).unsure(threshold, estimate, low, matches, r, r, high)
+    higher = SimultaneousBound(1, 64, 100, recall=0.999).unsure(threshold, estimate, low, matches, r, r, high)
+    assert not default.any()
+    _, wide = confidence_interval_2way(matches, 64, r, r, 1, level=0.995)
+    assert higher.tolist() == ((high < threshold) & (wide >= threshold)).tolist() and higher.any()

@@ -96,10 +96,10 @@ def verify_partition(frame: pd.DataFrame, params: SignatureParams) -> tuple[pd.D
 
 
 def _borderline(frame: pd.DataFrame, mode: str, threshold: float, bound: SimultaneousBound) -> pd.DataFrame:
-    estimate, ci_low = frame["estimate"].to_numpy(), frame["ci_low"].to_numpy()
+    estimate, ci_low, ci_high = (frame[name].to_numpy() for name in ("estimate", "ci_low", "ci_high"))
     unsure = bound.unsure(threshold, estimate, ci_low, frame["matches"].to_numpy(), frame["r1"].to_numpy(),
-                          frame["r2"].to_numpy())
-    check = pairs_to_verify(mode, threshold, estimate, ci_low, frame["ci_high"].to_numpy(), unsure)
+                          frame["r2"].to_numpy(), ci_high)
+    check = pairs_to_verify(mode, threshold, estimate, ci_low, ci_high, unsure)
     return pd.DataFrame({"first": frame["first"].to_numpy()[check], "second": frame.index.to_numpy()[check]})
 
 

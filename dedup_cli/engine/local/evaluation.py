@@ -14,19 +14,20 @@ a banding, scores of given pairs, the stored values of given documents, the exac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.candidates.banding import Banding
+from dedup_cli.candidates.recall_costs import compared_recalls
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
 from dedup_cli.engine.stages.plan import estimated_positions, find_banding
 from dedup_cli.engine.stages.results import EvalResult, EvalSample
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs
-from dedup_cli.estimates.simultaneous import SimultaneousBound
+from dedup_cli.estimates.simultaneous import DEFAULT_RECALL, SimultaneousBound
 from dedup_cli.evaluation.accuracy import (
     STORAGE_BITS,
     estimator_accuracy,
@@ -35,6 +36,7 @@ from dedup_cli.evaluation.accuracy import (
     storage_tradeoff,
 )
 from dedup_cli.evaluation.design import Draw, draw_pairs, frame_banding, inside, pair_codes, reach
+from dedup_cli.evaluation.recall_curves import RecallCurve, recall_curve
 from dedup_cli.evaluation.retrieval import (
     Retrieval,
     counted_retrieval,
@@ -101,13 +103,15 @@ class LocalPairs:
         self.unverifiable.update(verification.unverifiable_documents)
         return verification.exact
 
-    def accepted(self, banding: Banding, threshold: float, bits: float, verify: str) -> tuple[np.ndarray, np.ndarray]:
-        """The pairs ``find`` accepts (before same-file aliases are dropped): candidates, scores, exact checks."""
+    def accepted(self, banding: Banding, threshold: float, bits: float, verify: str, recall: float = DEFAULT_RECALL
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """The pairs ``find --recall recall`` accepts (before same-file aliases are dropped): candidates, scores,
+        exact checks."""
         if self._scored is None or self._scored[:2] != (banding, bits):
             first, second, _ = self.candidates(banding)
             self._scored = banding, bits, self.score(first, second, bits)
         scored = self._scored[2]
-        bound = SimultaneousBound(bits, estimated_positions(self.params, bits), scored.first.size)
+        bound = SimultaneousBound(bits, estimated_positions(self.params, bits), scored.first.size, recall=recall)
         exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs, bound)
         if verification is not None:
             self.unverifiable.update(verification.unverifiable_documents)
@@ -129,8 +133,8 @@ def find_reports(scored: ScoredPairs, exact: np.ndarray, candidate: np.ndarray, 
     return candidate & stages.decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
 
 
-def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold: float, bits: float, verify: str
-                    ) -> Retrieval:
+def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold: float, bits: float, verify: str,
+                    recall: float = DEFAULT_RECALL) -> Retrieval:
     """Precision and recall of the pairs ``find`` reports, counted against a truth file.
 
     A reported pair the file does not list is re-read and judged by its exact resemblance (so an omission of the
@@ -140,7 +144,7 @@ def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold
     listed_codes = pair_codes(truth.first, truth.second, num_docs)
     order = np.argsort(listed_codes)
     listed_codes, listed_values = listed_codes[order], truth.resemblance[order]
-    first, second = pairs.accepted(banding, threshold, bits, verify)
+    first, second = pairs.accepted(banding, threshold, bits, verify, recall)
     codes = pair_codes(first, second, num_docs)
     where = np.minimum(np.searchsorted(listed_codes, codes), max(listed_codes.size - 1, 0))
     listed = (listed_codes[where] == codes) if listed_codes.size else np.zeros(codes.size, dtype=bool)
@@ -248,7 +252,24 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
         s_curve=s_curve(design, exact, measured.candidate, banding, RESEMBLANCE_BINS),
         accuracy_source="sample" if truth is None else "truth",
         at_threshold=at_threshold, sweep=sweep, storage=storage, truth=truth,
+        recall_curves=compared_recall_curves(options, params, measured, left_values, right_values, eligible),
     )
+
+
+def compared_recall_curves(options: EvalOptions, params: SignatureParams, measured: Measured,
+                           left_values: np.ndarray, right_values: np.ndarray, eligible: int) -> list[RecallCurve]:
+    """The measured recall against R above R0 of the banding find chooses for the default recall and for the one
+    asked for (or for 0.99 and 0.999): the sampled pairs sharing one of its bands are its candidates. None when
+    the bands or rows were given (no recall chooses them)."""
+    find = options.find
+    if find.bands is not None or find.rows is not None:
+        return []
+    curves = []
+    for recall in compared_recalls(find.recall):
+        banding = find_banding(replace(find, recall=recall), find.threshold, params, eligible).banding
+        shared = share_a_band(left_values, right_values, banding)
+        curves.append(recall_curve(measured.design, measured.exact, shared, recall, banding, find.threshold))
+    return curves
 
 
 def banded_sample(pairs: LocalPairs, options: EvalOptions, eligible: int, progress: Progress) -> Banded:
@@ -293,17 +314,19 @@ def retrievals(pairs: LocalPairs, options: EvalOptions, measured: Measured, band
     """Precision and recall of ``find`` at its threshold (per evaluated b and verify mode), and over the sweep of
     thresholds (at find's b): from the sample, or counted against a truth file. ``candidates``: find's candidate
     pairs at its threshold, for the bound its decisions use there (the sweep's other bandings decide per pair)."""
-    params, threshold = pairs.params, options.find.threshold
+    params, threshold, recall = pairs.params, options.find.threshold, options.find.recall
     bits = options.find.bits_for(params.stored_bits)
     if truth is not None:
-        at_threshold = [truth_retrieval(pairs, truth, banding, threshold, b, verify)
+        at_threshold = [truth_retrieval(pairs, truth, banding, threshold, b, verify, recall)
                         for b in evaluated for verify in VERIFY_MODES]
-        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, params, eligible), level, bits, verify)
+        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, params, eligible), level, bits, verify,
+                                 recall)
                  for level in SWEEP_THRESHOLDS if level >= truth.floor for verify in VERIFY_MODES]
         return at_threshold, sweep
     scores, exact, design = measured.scores, measured.exact, measured.design
     def bound(b: float) -> SimultaneousBound | None:
-        return None if candidates is None else SimultaneousBound(b, estimated_positions(params, b), candidates)
+        return None if candidates is None else SimultaneousBound(b, estimated_positions(params, b), candidates,
+                                                                 recall=recall)
 
     at_threshold = [sampled_retrieval(design, find_reports(scores[b], exact, measured.candidate, threshold, verify,
                                                            bound(b)),

@@ -173,16 +173,19 @@ def verify_borderline(store: StoredSignatures, scored: ScoredPairs, threshold: f
 
 def unsure_pairs(scored: ScoredPairs, threshold: float, bound: SimultaneousBound | None) -> np.ndarray | None:
     """bool[m]: the scored pairs estimated ≥ R0 that ``bound`` (the lower bound for all the run's candidates at
-    once) does not clear, or None without a bound."""
+    once) does not clear, and those below R0 that its recall rescues, or None without a bound."""
     if bound is None:
         return None
-    return bound.unsure(threshold, scored.estimate, scored.ci_low, scored.matches, scored.r1, scored.r2)
+    return bound.unsure(threshold, scored.estimate, scored.ci_low, scored.matches, scored.r1, scored.r2,
+                        scored.ci_high)
 
 
 def decision_bound(plan: FindPlan, candidates: int) -> SimultaneousBound:
     """The simultaneous bound of a find with ``plan`` that scored ``candidates`` pairs: both engines decide with
-    it, counting the same candidates."""
-    return SimultaneousBound(plan.bits, estimated_positions(plan.params, plan.bits), int(candidates))
+    it, counting the same candidates (and checking, for a recall above 0.99, the pairs its estimate may have put
+    below R0 by chance)."""
+    return SimultaneousBound(plan.bits, estimated_positions(plan.params, plan.bits), int(candidates),
+                             recall=plan.options.recall)
 
 
 def decide(estimate: np.ndarray, exact: np.ndarray, threshold: float) -> np.ndarray:

@@ -30,6 +30,7 @@ from dedup_cli.candidates.candidate_triples import pair_floor
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.half_bit import is_half_bit
+from dedup_cli.estimates.simultaneous import DECISION_LEVEL, rescue_level
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.checkpoints import WorkDir
@@ -106,6 +107,8 @@ class FindPlan:
             reference_start=self.reference_start, **engine_fields)
         if stage == "decisions":
             depends["verify"] = options.verify
+            if rescue_level(options.recall) != DECISION_LEVEL:  # the default recall keeps the keys it always had
+                depends["rescue_level"] = rescue_level(options.recall)
         return depends
 
     def key(self, work: WorkDir | None, stage: str, **engine_fields: object) -> str | None:

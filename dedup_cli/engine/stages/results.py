@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # named in annotations only: find must not import eval's modu
     from dedup_cli.estimates.triple_scores import ScoredTriples
     from dedup_cli.evaluation.accuracy import EstimatorAccuracy, StorageTradeoff
     from dedup_cli.evaluation.design import Stratum
+    from dedup_cli.evaluation.recall_curves import RecallCurve
     from dedup_cli.evaluation.retrieval import CurvePoint, Retrieval
     from dedup_cli.groups.components import Groups
     from dedup_cli.inputs.truth import Truth
@@ -407,3 +408,6 @@ class EvalResult:
     storage: StorageTradeoff
     truth: Truth | None = None
     seconds: float = 0.0
+    # measured recall against R above R0 for the default recall's banding and the chosen one (or 0.99 and 0.999);
+    # empty when the bands or rows were given
+    recall_curves: list[RecallCurve] = field(default_factory=list)
