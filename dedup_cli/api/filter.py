@@ -201,7 +201,7 @@ def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
         stored, missing = store.read_documents(list(dict.fromkeys(names + kept)))
         absent = sorted(set(missing).intersection(names))
         if absent:
-            raise InputError(f"{{members}} {literal(options.members)} names document(s) to drop that {literal(path)} "
+            raise InputError(f"{{members}} {literal(options.members)} names documents to drop that {literal(path)} "
                              f"does not hold (e.g. {literal(absent[0])}); pass the members file of this store",
                              options=True)
         row = {identifier: index for index, identifier in enumerate(stored.ids)}

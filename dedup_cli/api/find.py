@@ -19,7 +19,7 @@ from dedup_cli.engine.engines import engine_for
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.errors import DedupWarning, OptionError, UsageError
-from dedup_cli.options.checks import literal
+from dedup_cli.options.checks import counted, literal
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.vocabulary import LEGACY_SHORT_DOCUMENTS, default_store
 from dedup_cli.store.store import Store, open_store
@@ -65,7 +65,8 @@ def _warn_of_short_documents(store: Store, result: FindResult) -> None:
     if params.short_documents != LEGACY_SHORT_DOCUMENTS or params.input_kind != "text" or uncompared == 0:
         return
     unit = "words" if params.shingle_unit == "word" else "characters"
-    warnings.warn(f"{uncompared} document(s) have no shingle and were not compared: {store.path} was signed before "
+    warnings.warn(f"{counted(uncompared, 'document')} {'has' if uncompared == 1 else 'have'} no shingle and "
+                  f"were not compared: {store.path} was signed before "
                   f"documents of fewer than {params.shingle_size} {unit} had one, so identical short documents "
                   "are not found; to compare them, sign the corpus into a new store (dedup sign INPUT -o NEW)",
                   DedupWarning, stacklevel=3)

@@ -215,10 +215,10 @@ def _refuse_second_stdin_batch(inputs: Sequence[str], options: SignOptions, inde
         return
     earlier = index.stdin_documents()
     if earlier:
-        raise UsageError(f"{literal(output)} holds {earlier} document(s) of an earlier stdin batch, whose ids are "
-                         "positions in the stream (-, or -:LINE) that this batch would reuse and replace; give the "
-                         "records ids ({id_field}), save each batch to a file and sign the files, or add {prune} if "
-                         "this stream is the whole corpus again", options=True)
+        raise UsageError(f"{literal(output)} holds {counted(earlier, 'document')} of an earlier stdin batch, whose "
+                         "ids are positions in the stream (-, or -:LINE) that this batch would reuse and replace; "
+                         "give the records ids ({id_field}), save each batch to a file and sign the files, or add "
+                         "{prune} if this stream is the whole corpus again", options=True)
 
 
 def _report_kernel(report: SignReport, choice: KernelChoice, params: SignatureParams) -> None:

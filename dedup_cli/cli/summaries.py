@@ -129,8 +129,10 @@ def stdin_warning(result: FindResult) -> str | None:
     ``--quiet``: it changes what the pairs near the threshold mean)."""
     if not result.stdin_documents:
         return None
-    return (f"{result.stdin_documents} document(s) were signed from stdin and cannot be re-read: their pairs near "
-            "the threshold are decided from the estimate alone; sign from files to verify them (docs/inputs.md)")
+    count = result.stdin_documents
+    return (f"{counted(count, 'document')} {'was' if count == 1 else 'were'} signed from stdin and cannot be "
+            "re-read: their pairs near the threshold are decided from the estimate alone; sign from files to verify "
+            "them (docs/inputs.md)")
 
 
 def find_warnings(result: FindResult, flag: Flag) -> list[str]:
@@ -156,8 +158,9 @@ def find_warnings(result: FindResult, flag: Flag) -> list[str]:
 def _gone_lines(gone: list[str]) -> list[str]:
     if not gone:
         return []
-    return [f"{len(gone)} grouped document(s) are gone or changed since they were signed (their file or line is "
-            f"missing or holds other text, e.g. {gone[0]}): never kept in place of a live copy, never dropped "
+    verb = "is gone or changed since it was" if len(gone) == 1 else "are gone or changed since they were"
+    return [f"{counted(len(gone), 'grouped document')} {verb} signed (their file or "
+            f"line is missing or holds other text, e.g. {gone[0]}): never kept in place of a live copy, never dropped "
             "(members say gone); sign again, with --prune to remove the gone ones"]
 
 

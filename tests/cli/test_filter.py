@@ -177,7 +177,7 @@ def test_a_changed_document_is_kept_and_reported(jsonl_corpus: tuple[Path, Path,
     code, _, stderr = run("filter", str(corpus), "-o", str(out), "-s", str(store))
     assert code == 0
     assert out.read_bytes() == kept_lines(changed, {"b", "d"})
-    assert "gone or changed since they were signed" in stderr and "e.g. f)" in stderr
+    assert "gone or changed since it was signed" in stderr and "e.g. f)" in stderr
     # A members file written before the change still says drop f: the record is kept all the same, and said so.
     code, _, stderr = run("filter", str(corpus), "-o", str(out), "-s", str(store), "--members", str(members))
     assert code == 0
@@ -207,7 +207,7 @@ def test_members_naming_documents_the_store_lacks_is_refused(jsonl_corpus: tuple
     members.write_text("id\tgroup\taction\tgroup_size\trepresentative\nzz\t1\tdrop\t2\ta\na\t1\tkeep\t2\ta\n")
     code, _, stderr = run("filter", str(corpus), "-o", str(corpus.parent / "o.jsonl"), "-s", str(store),
                           "--members", str(members))
-    assert code == 1 and "names document(s) to drop that" in stderr and "(e.g. zz)" in stderr
+    assert code == 1 and "names documents to drop that" in stderr and "(e.g. zz)" in stderr
     members.write_text("id\tgroup\taction\trepresentative\na\tone\tdrop\tb\n")
     code, _, stderr = run("filter", str(corpus), "-o", str(corpus.parent / "o.jsonl"), "-s", str(store),
                           "--members", str(members))
@@ -469,7 +469,7 @@ def test_a_repeated_id_with_other_text_is_a_repeat_not_a_change(tmp_path: Path) 
     assert [json.loads(line)["url"] for line in out.read_text().splitlines()] == ["u1", "u3"]
     assert "changed since it was signed" not in stderr
     assert f"skipped {corpus}:4: id 'u2' was already read" in stderr
-    assert "2 kept, 1 dropped from 1 groups, 0 changed since signing and kept, 1 with an id already read" in stderr
+    assert "2 kept, 1 dropped from 1 group, 0 changed since signing and kept, 1 with an id already read" in stderr
     ok("filter", str(corpus), "-o", str(out), "-s", str(store), "--annotate", "-q")
     assert [(r["url"], r["dedup_keep"]) for r in map(json.loads, out.read_text().splitlines())] == [
         ("u1", True), ("u2", False), ("u3", True), ("u2", False)]

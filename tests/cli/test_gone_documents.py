@@ -57,9 +57,9 @@ def test_a_record_deleted_above_others_loses_no_record(tmp_path: Path) -> None:
     corpus.write_text("".join(corpus.read_text().splitlines(keepends=True)[1:]))  # sed -i '1d' d.jsonl
     second = dedup_process("filter", "d.jsonl", "--sign", "-o", "clean.jsonl", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
-    assert "9 kept, 0 dropped from 1 groups" in second.stderr
+    assert "9 kept, 0 dropped from 1 group" in second.stderr
     assert (tmp_path / "clean.jsonl").read_bytes() == corpus.read_bytes()
-    assert "1 grouped document(s) are gone or changed since they were signed" in second.stderr
+    assert "1 grouped document is gone or changed since it was signed" in second.stderr
     assert "e.g. d.jsonl:10" in second.stderr
 
 
@@ -114,7 +114,7 @@ def test_the_gone_document_is_named_and_the_api_lists_it(tmp_path: Path) -> None
     assert [tuple(member) for member in result.members()] == [("a.txt", 1, "gone", 2, "z.txt", None),
                                                               ("z.txt", 1, "keep", 2, "z.txt", None)]
     _, stderr = ok("find", str(store))
-    assert "1 grouped document(s) are gone or changed since they were signed" in stderr
+    assert "1 grouped document is gone or changed since it was signed" in stderr
     assert "e.g. a.txt" in stderr and "--prune" in stderr
     dedup.sign([str(corpus)], store, dedup.SignOptions(prune=True))
     assert dedup.find(store).gone == []

@@ -115,7 +115,7 @@ def test_a_second_stdin_batch_without_ids_is_refused_and_the_store_kept(tmp_path
     manifest = (store / "_dedup_manifest.json").read_bytes()
     code, _, stderr = run("sign", "-", "--input-format", "lines", "-o", str(store), stdin=f"{C}\n")
     assert code == 2 and len(stderr.splitlines()) == 1
-    assert "holds 2 document(s) of an earlier stdin batch" in stderr and "--id-field" in stderr
+    assert "holds 2 documents of an earlier stdin batch" in stderr and "--id-field" in stderr
     assert (store / "_dedup_manifest.json").read_bytes() == manifest
     # The same stream again, as the whole corpus: its lines keep their ids.
     code, _, stderr = run("sign", "-", "--input-format", "lines", "-o", str(store), "--prune", stdin=f"{A}\n{B}\n")
@@ -175,7 +175,7 @@ def test_find_says_once_even_quiet_that_stdin_documents_cannot_be_verified(tmp_p
     found = process("find", str(store), "-q")
     assert found.returncode == 0
     assert found.stderr.splitlines() == [
-        "warning: 3 document(s) were signed from stdin and cannot be re-read: their pairs near the threshold are "
+        "warning: 3 documents were signed from stdin and cannot be re-read: their pairs near the threshold are "
         "decided from the estimate alone; sign from files to verify them (docs/inputs.md)"]
     found = process("find", str(store))
     assert "gone or changed" not in found.stderr and found.stderr.count("signed from stdin") == 1

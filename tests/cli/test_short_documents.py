@@ -86,7 +86,7 @@ def test_a_store_signed_before_keeps_its_rule_and_find_says_what_to_do(corpus: P
     assert json.loads(run("info", str(old))[1])["params"]["short_documents"] == "none"
     code, stdout, stderr = run("find", str(old))
     assert code == 0 and stdout == ""
-    warning = (f"warning: 6 document(s) have no shingle and were not compared: {old} was signed before documents "
+    warning = (f"warning: 6 documents have no shingle and were not compared: {old} was signed before documents "
                "of fewer than 5 words had one, so identical short documents are not found; to compare them, sign "
                "the corpus into a new store (dedup sign INPUT -o NEW)")
     assert stderr.splitlines()[0] == warning
@@ -127,5 +127,5 @@ def test_a_single_file_store_of_the_first_format_is_read_with_the_old_rule(tmp_p
     pq.write_table(table.replace_schema_metadata({b"dedup": json.dumps(header).encode()}), path)
     code, stdout, stderr = run("find", str(path))
     assert code == 0 and json.loads(stdout)["members"] == ["d2", "d3"]
-    assert stderr.startswith("warning: 2 document(s) have no shingle and were not compared: ")
+    assert stderr.startswith("warning: 2 documents have no shingle and were not compared: ")
     assert stderr.splitlines()[0].endswith("sign the corpus into a new store (dedup sign INPUT -o NEW)")

@@ -159,7 +159,7 @@ def test_the_cluster_writes_the_local_bytes(corpora: dict[str, Path], engine: En
     assert re.search(r"from [1-9]\d* groups", summary), summary
     if inputs == "corpus":
         # The changed record is never dropped nor kept in place of another, and named, on either engine.
-        assert "1 grouped document(s) are gone or changed since they were signed" in summary
+        assert "1 grouped document is gone or changed since it was signed" in summary
 
 
 def test_decisions_streamed_from_the_cluster_against_a_reference(corpora: dict[str, Path], engine: EngineOptions,
