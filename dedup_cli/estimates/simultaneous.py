@@ -60,12 +60,8 @@ def simultaneous_lower_bound(matches: ArrayLike, num_perm: int, r1: ArrayLike, r
         candidates: m, the candidate pairs scored in this run.
         level: the level for the whole run.
     """
-    wide = simultaneous_level(level, candidates)
-    if is_half_bit(bits):
-        low, _ = confidence_interval_half_bit(matches, num_perm, r1, r2, level=wide)
-    else:
-        low, _ = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=wide)
-    return np.asarray(as_float(low), dtype=np.float64).reshape(np.shape(matches))
+    low, _ = _interval(matches, num_perm, r1, r2, bits, simultaneous_level(level, candidates))
+    return low
 
 
 def rescue_level(recall: float, level: float = DECISION_LEVEL) -> float:
@@ -94,12 +90,20 @@ def rescue_upper_bound(matches: ArrayLike, num_perm: int, r1: ArrayLike, r2: Arr
                        recall: float, level: float = DECISION_LEVEL) -> FloatArray:
     """Each pair's upper bound on R at :func:`rescue_level` for ``recall``: float64[n] (the upper end of the 2-way
     interval, Li & König 2010, eq. 9; b = 1/2: eq. 25), never below the per-pair one at ``level``."""
-    wide = rescue_level(recall, level)
+    _, high = _interval(matches, num_perm, r1, r2, bits, rescue_level(recall, level))
+    return high
+
+
+def _interval(matches: ArrayLike, num_perm: int, r1: ArrayLike, r2: ArrayLike, bits: float, level: float
+              ) -> tuple[FloatArray, FloatArray]:
+    """Each pair's 2-way interval at ``level`` (b = 1/2: its XOR-bit interval), as float64[n] arrays."""
     if is_half_bit(bits):
-        _, high = confidence_interval_half_bit(matches, num_perm, r1, r2, level=wide)
+        low, high = confidence_interval_half_bit(matches, num_perm, r1, r2, level=level)
     else:
-        _, high = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=wide)
-    return np.asarray(as_float(high), dtype=np.float64).reshape(np.shape(matches))
+        low, high = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=level)
+    shape = np.shape(matches)
+    return (np.asarray(as_float(low), dtype=np.float64).reshape(shape),
+            np.asarray(as_float(high), dtype=np.float64).reshape(shape))
 
 
 @dataclass(frozen=True)
