@@ -26,6 +26,7 @@ from helpers import REPO
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.dask import sign as dask_sign
+from dedup_cli.inputs import chunks, task_planning
 from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.store.store import open_store, read_store
 
@@ -112,6 +113,50 @@ def test_csv_and_tsv_records_signed_as_the_local_engine_signs_them(engine: Engin
     local, remote = sign_both([str(corpus)], tmp_path, engine)
     assert local.read.documents == 80
     assert "a.csv:40" in read_store(tmp_path / "dask.parquet").ids
+
+
+def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_it(
+        engine: EngineOptions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chunks of 7 lines or records; tasks of 6 kB (small_tasks): each file below is several tasks.
+    monkeypatch.setattr(chunks, "CHUNK_LINES", 7)
+    monkeypatch.setattr(task_planning, "CHUNK_LINES", 7)
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:150]]
+    lines = tmp_path / "lines"
+    lines.mkdir()
+    # ids repeat across the file (u0 … u69, then again): the first of each wins, whichever task reads it.
+    (lines / "big.jsonl").write_text("".join(json.dumps({"url": f"u{index % 70}", "body": text}) + "\n"
+                                             for index, text in enumerate(texts)))
+    table = tmp_path / "table"
+    table.mkdir()
+    quoted = ['"' + text.replace('"', '""') + '"' for text in texts]  # newlines, quotes and commas inside
+    (table / "big.csv").write_text("n,text\n" + "".join(f"u{index % 70},{text}\n" for index, text in enumerate(quoted)))
+    planned: list[int] = []
+    original = dask_sign.plan_tasks
+
+    def counted(*arguments: object, **options: object) -> list[list[object]]:
+        tasks = original(*arguments, **options)  # type: ignore[arg-type]
+        planned.append(len(tasks))
+        return tasks  # type: ignore[return-value]
+
+    monkeypatch.setattr(dask_sign, "plan_tasks", counted)
+    cases = [(lines, "by_id", dict(id_field="url", text_field="body")), (lines, "by_line", dict(text_field="body")),
+             (table, "by_id", dict(id_field="n")), (table, "by_line", {})]
+    for corpus, name, reading in cases:
+        folder = tmp_path / f"{corpus.name}-{name}"
+        folder.mkdir()
+        local, remote = sign_both([str(corpus)], folder, engine, input=dedup.InputOptions(**reading))
+        assert planned[-1] > 5, (name, corpus, planned)  # one file, several tasks
+        assert sorted(remote.read.duplicate_ids) == sorted(local.read.duplicate_ids)
+        stored = read_store(folder / "dask.parquet")
+        if name == "by_id":
+            assert len(local.read.duplicate_ids) == 80 and len(stored.ids) == 70
+        else:  # FILE:LINE ids numbered in every task as in one reading of the file; a part per task
+            assert len(stored.ids) == 150 and not local.read.duplicate_ids
+            assert len(open_store(folder / "dask.parquet").manifest.parts) == planned[-1]
+    # A second run finds every record unchanged, in every task.
+    _, again = sign_both([str(lines)], tmp_path / "lines-by_id", engine,
+                         input=dedup.InputOptions(id_field="url", text_field="body"))
+    assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
 
 
 def test_an_id_another_file_keeps_is_skipped_in_later_runs_and_a_renamed_file_hands_its_ids_on(

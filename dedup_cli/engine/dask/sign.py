@@ -34,6 +34,7 @@ from dedup_cli.errors import DedupError
 from dedup_cli.inputs.locations import Source, location_path, where_read
 from dedup_cli.inputs.reading import read_sources
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.task_planning import file_pieces
 from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
@@ -160,19 +161,24 @@ def _parquet_pieces(source: Source, sizes: Sequence[int], task_bytes: int) -> li
 
 
 def plan_tasks(sources: Sequence[Source], row_groups: Callable[[Source], list[int] | None],
-               task_bytes: int | None = None) -> list[list[Source]]:
+               task_bytes: int | None = None, pieces: Callable[[Source, int], list[Source]] | None = None
+               ) -> list[list[Source]]:
     """Sources cut into tasks of about ``task_bytes`` (default :data:`TASK_BYTES`) each, in order; ``row_groups``
-    gives a large Parquet file's row-group sizes (None when it cannot be read: it is one task then)."""
+    gives a large Parquet file's row-group sizes (None when it cannot be read: it is one task then), and
+    ``pieces`` cuts a large line or CSV/TSV file into pieces of about ``task_bytes`` at record boundaries
+    (:func:`dedup_cli.inputs.task_planning.file_pieces`, the local engine's cuts), each a task of its own."""
     task_bytes = TASK_BYTES if task_bytes is None else task_bytes
     tasks: list[list[Source]] = []
     current: list[Source] = []
     size = 0
     for source in sources:
-        pieces = [source]
+        cut = [source]
         if source.format == "parquet" and source.compression is None and source.size > task_bytes:
             sizes = row_groups(source)
-            pieces = _parquet_pieces(source, sizes, task_bytes) if sizes else [source]
-        for piece in pieces:
+            cut = _parquet_pieces(source, sizes, task_bytes) if sizes else [source]
+        elif pieces is not None and source.format not in ("text", "parquet") and source.size > task_bytes:
+            cut = pieces(source, task_bytes)
+        for piece in cut:
             if current and size + piece.size > task_bytes:
                 tasks.append(current)
                 current, size = [], 0
@@ -262,10 +268,13 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
             return "numpy"
         return choice.kernel_for(len(share), sum(source.size for source in share), ahead=True)
 
+    def cut_file(source: Source, task_bytes: int) -> list[Source]:
+        return file_pieces(source, options, task_bytes)
+
     by_source = None if records or not len(index) else index.rows_by_source()
     tasks = [SignTask(number, share, known_entries(index, ids, share, records, by_source), options, params, folder,
                       run.number, run.reserve_file(), token, kernel(share))
-             for number, share in enumerate(plan_tasks(sources, row_groups))]
+             for number, share in enumerate(plan_tasks(sources, row_groups, pieces=cut_file))]
     results: list[TaskResult] = []
     futures = client.map(sign_task, tasks, pure=False)
     task_of = {future.key: task for future, task in zip(futures, tasks, strict=True)}
