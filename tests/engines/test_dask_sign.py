@@ -7,6 +7,7 @@ before its commit are tested with real signals.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -157,6 +158,32 @@ def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_
     _, again = sign_both([str(lines)], tmp_path / "lines-by_id", engine,
                          input=dedup.InputOptions(id_field="url", text_field="body"))
     assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
+
+
+def test_a_compressed_file_holding_most_of_the_input_is_named_as_one_task(engine: EngineOptions,
+                                                                            tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:200]]
+    with gzip.open(corpus / "big.jsonl.gz", "wt") as stream:
+        stream.write("".join(json.dumps({"text": text}) + "\n" for text in texts))
+    assert (corpus / "big.jsonl.gz").stat().st_size > 6_000  # tasks of 6 kB (small_tasks): it would be several
+    (corpus / "small.jsonl").write_text("".join(json.dumps({"text": text}) + "\n" for text in texts[:30]))
+    share = 100 * (corpus / "big.jsonl.gz").stat().st_size // sum(path.stat().st_size for path in corpus.iterdir())
+    command = ["sign", str(corpus), "-o", str(tmp_path / "s"), "--engine", "dask", "--scheduler", str(engine.scheduler)]
+    result = CliRunner().invoke(cli, command)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[0] == (
+        f"{corpus / 'big.jsonl.gz'} is gzip-compressed and holds {share}% of the input bytes: a compressed file "
+        "cannot be cut into tasks, so one Dask worker reads it alone; decompress it (or split it into several "
+        "files) to share it out")
+    assert CliRunner().invoke(cli, command + ["-q"]).stderr == ""
+    # Decompressed, it is cut into tasks: no note.
+    with gzip.open(corpus / "big.jsonl.gz", "rb") as stream:
+        (corpus / "big.jsonl").write_bytes(stream.read())
+    (corpus / "big.jsonl.gz").unlink()
+    result = CliRunner().invoke(cli, command)
+    assert result.exit_code == 0 and "cannot be cut" not in result.stderr
 
 
 def test_an_id_another_file_keeps_is_skipped_in_later_runs_and_a_renamed_file_hands_its_ids_on(

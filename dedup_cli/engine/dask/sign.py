@@ -189,6 +189,20 @@ def plan_tasks(sources: Sequence[Source], row_groups: Callable[[Source], list[in
     return tasks
 
 
+def unsplit_note(sources: Sequence[Source]) -> str | None:
+    """A line for the user when one compressed input holds most (over half) of the inputs' bytes and more than a
+    task's: a compressed file is read from its start, so it cannot be cut into tasks, and one worker reads it
+    while the others wait. None otherwise."""
+    total = sum(source.size for source in sources)
+    largest = max((source for source in sources if source.compression is not None), default=None,
+                  key=lambda source: source.size)
+    if largest is None or 2 * largest.size <= total or largest.size <= TASK_BYTES:
+        return None
+    return (f"{largest.display} is {largest.compression}-compressed and holds "
+            f"{100 * largest.size // total}% of the input bytes: a compressed file cannot be cut into tasks, so one "
+            "Dask worker reads it alone; decompress it (or split it into several files) to share it out")
+
+
 def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source], records: bool,
                   by_source: dict[str, np.ndarray] | None = None) -> Known:
     """The stored entries of a task's documents: its files by id; and its records: without an id field
