@@ -7,6 +7,7 @@ before its commit are tested with real signals.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -28,6 +29,7 @@ import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.dask import sign as dask_sign
 from dedup_cli.inputs import chunks, task_planning
+from dedup_cli.inputs.locations import Source
 from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.store.store import open_store, read_store
 
@@ -158,6 +160,24 @@ def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_
     _, again = sign_both([str(lines)], tmp_path / "lines-by_id", engine,
                          input=dedup.InputOptions(id_field="url", text_field="body"))
     assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
+
+
+def test_a_run_of_less_than_32_full_tasks_is_cut_into_smaller_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dask_sign, "TASK_BYTES", 64 << 20)
+    megabyte = 1 << 20
+    files = [Source(f"f{n}.txt", f"/c/f{n}.txt", f"f{n}.txt", "text", None, megabyte) for n in range(60)]
+    assert len(dask_sign.plan_tasks(files, lambda source: None)) == 15  # 60 MB: 15 tasks of 4 MB, not one
+    asked: list[int] = []
+
+    def pieces(source: Source, task_bytes: int) -> list[Source]:
+        asked.append(task_bytes)
+        return [dataclasses.replace(source, size=task_bytes)] * (source.size // task_bytes)
+
+    shard = Source("a.jsonl", "/c/a.jsonl", "a.jsonl", "jsonl", None, 40 * megabyte)
+    assert len(dask_sign.plan_tasks([shard], lambda source: None, pieces=pieces)) == 10
+    assert asked == [4 * megabyte]
+    big = [dataclasses.replace(shard, size=4096 * megabyte)]
+    assert len(dask_sign.plan_tasks(big, lambda source: None, pieces=pieces)) == 64 and asked[-1] == 64 * megabyte
 
 
 def test_a_compressed_file_holding_most_of_the_input_is_named_as_one_task(engine: EngineOptions,

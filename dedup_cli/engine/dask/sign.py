@@ -45,6 +45,16 @@ from dedup_cli.store.snapshot import HELD_ELSEWHERE, SAME_SOURCE, DocumentIndex,
 
 TASK_BYTES = 64 << 20
 """Input bytes a task aims at: a few seconds of signing, so a lost worker costs little, and few parts per run."""
+SMALLEST_TASK_BYTES = 4 << 20
+TASKS_AT_LEAST = 32
+"""A smaller run has smaller tasks, down to :data:`SMALLEST_TASK_BYTES`, so that it is still :data:`TASKS_AT_LEAST`
+tasks and the workers of a cluster share it (one 30 MB file was one task, read by one worker while the others
+waited); they depend on the inputs alone, not on the number of workers."""
+
+
+def run_task_bytes(total: int) -> int:
+    """The input bytes a task of a run of ``total`` bytes aims at (:data:`TASK_BYTES`, less for a small run)."""
+    return min(TASK_BYTES, max(SMALLEST_TASK_BYTES, total // TASKS_AT_LEAST))
 
 Known = dict[str, tuple[str, int, int, int]]
 """Stored entries a task compares its documents with: id → (location, size, mtime_ns, content hash)."""
@@ -163,11 +173,11 @@ def _parquet_pieces(source: Source, sizes: Sequence[int], task_bytes: int) -> li
 def plan_tasks(sources: Sequence[Source], row_groups: Callable[[Source], list[int] | None],
                task_bytes: int | None = None, pieces: Callable[[Source, int], list[Source]] | None = None
                ) -> list[list[Source]]:
-    """Sources cut into tasks of about ``task_bytes`` (default :data:`TASK_BYTES`) each, in order; ``row_groups``
-    gives a large Parquet file's row-group sizes (None when it cannot be read: it is one task then), and
-    ``pieces`` cuts a large line or CSV/TSV file into pieces of about ``task_bytes`` at record boundaries
+    """Sources cut into tasks of about ``task_bytes`` (default :func:`run_task_bytes` of their size) each, in order;
+    ``row_groups`` gives a large Parquet file's row-group sizes (None when it cannot be read: it is one task then),
+    and ``pieces`` cuts a large line or CSV/TSV file into pieces of about ``task_bytes`` at record boundaries
     (:func:`dedup_cli.inputs.task_planning.file_pieces`, the local engine's cuts), each a task of its own."""
-    task_bytes = TASK_BYTES if task_bytes is None else task_bytes
+    task_bytes = run_task_bytes(sum(source.size for source in sources)) if task_bytes is None else task_bytes
     tasks: list[list[Source]] = []
     current: list[Source] = []
     size = 0
@@ -196,7 +206,7 @@ def unsplit_note(sources: Sequence[Source]) -> str | None:
     total = sum(source.size for source in sources)
     largest = max((source for source in sources if source.compression is not None), default=None,
                   key=lambda source: source.size)
-    if largest is None or 2 * largest.size <= total or largest.size <= TASK_BYTES:
+    if largest is None or 2 * largest.size <= total or largest.size <= run_task_bytes(total):
         return None
     return (f"{largest.display} is {largest.compression}-compressed and holds "
             f"{100 * largest.size // total}% of the input bytes: a compressed file cannot be cut into tasks, so one "
