@@ -156,10 +156,22 @@ def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_
         else:  # FILE:LINE ids numbered in every task as in one reading of the file; a part per task
             assert len(stored.ids) == 150 and not local.read.duplicate_ids
             assert len(open_store(folder / "dask.parquet").manifest.parts) == planned[-1]
-    # A second run finds every record unchanged, in every task.
-    _, again = sign_both([str(lines)], tmp_path / "lines-by_id", engine,
-                         input=dedup.InputOptions(id_field="url", text_field="body"))
-    assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
+    # A second run finds every record unchanged; each task is given the stored entries of its own lines only.
+    known: list[int] = []
+    entries = dask_sign.known_entries
+
+    def looked_up(*arguments: object) -> dict[str, object]:
+        found = entries(*arguments)  # type: ignore[arg-type]
+        known.append(len(found))
+        return found  # type: ignore[return-value]
+
+    monkeypatch.setattr(dask_sign, "known_entries", looked_up)
+    for corpus, name, reading in cases:
+        known.clear()
+        _, again = sign_both([str(corpus)], tmp_path / f"{corpus.name}-{name}", engine,
+                             input=dedup.InputOptions(**reading))
+        assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
+        assert len(known) == planned[-1] and sum(known) == (70 if name == "by_id" else 150)
 
 
 def test_a_run_of_less_than_32_full_tasks_is_cut_into_smaller_ones(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import secrets
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,7 @@ from distributed.scheduler import KilledWorker
 from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
 from dedup_cli.engine.stages.sign import Record, Signed, batches, hasher_for, sign_records
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.locations import Source, location_path, where_read
+from dedup_cli.inputs.locations import Source, location_path, parse_location, where_read
 from dedup_cli.inputs.reading import read_sources
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.task_planning import file_pieces
@@ -213,22 +214,65 @@ def unsplit_note(sources: Sequence[Source]) -> str | None:
             "Dask worker reads it alone; decompress it (or split it into several files) to share it out")
 
 
+def piece_lines(shares: Sequence[Sequence[Source]]) -> dict[int, tuple[int, int]]:
+    """The numbers of the lines (records, for CSV/TSV) each piece of a file cut into tasks starts at and stops
+    before (the next piece's first; no end for the last), by ``id`` of the piece."""
+    pieces = [source for share in shares for source in share if source.chunks]
+    ranges = {}
+    for place, piece in enumerate(pieces):
+        after = pieces[place + 1] if place + 1 < len(pieces) else None
+        assert piece.chunks is not None
+        stop = after.chunks[0].chunk.first_line if after is not None and after.chunks and after.path == piece.path \
+            else sys.maxsize
+        ranges[id(piece)] = (piece.chunks[0].chunk.first_line, stop)
+    return ranges
+
+
+def _numbered_rows(rows: list[int], ids: list[str], index: DocumentIndex, records: bool, prefix: str
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """A file's stored rows and the line (record) number of each: from ``FILE:N`` ids (``records``), else from
+    their locations; -1 where none can be read (such rows go to every piece of the file)."""
+    texts = ids if records else index.path_array.take(rows).to_pylist()
+    numbers = np.full(len(rows), -1, np.int64)
+    for place, row in enumerate(rows):
+        if records:
+            tail = texts[row][len(prefix):]
+            numbers[place] = int(tail) if tail.isdigit() else -1
+        else:
+            where = parse_location(texts[place])
+            numbers[place] = where.number if where.kind != "file" else -1
+    return np.asarray(rows, np.int64), numbers
+
+
 def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source], records: bool,
-                  by_source: dict[str, np.ndarray] | None = None) -> Known:
+                  by_source: dict[str, np.ndarray] | None = None, lines: dict[int, tuple[int, int]] | None = None,
+                  numbered: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Known:
     """The stored entries of a task's documents: its files by id; and its records: without an id field
     (``records``) the records ``FILE:N`` of its files, found by prefix in the sorted ids, else those stored from
-    its files (``by_source``: the rows of each source, :meth:`DocumentIndex.rows_by_source`)."""
+    its files (``by_source``: the rows of each source, :meth:`DocumentIndex.rows_by_source`). A piece of a file
+    gets the rows stored from its ``lines`` (:func:`piece_lines`) only, so that a file cut into many tasks is not
+    looked up whole by each (``numbered`` keeps each file's rows and their numbers for its next pieces); a record
+    stored from another line of the file is found unchanged by the driver (:func:`_corrections`)."""
     rows: list[int] = []
     for source in sources:
         if source.format == "text":
             row = index.row(source.id)
             if row is not None:
                 rows.append(row)
-        elif records:
-            prefix = source.id + ":"
-            rows.extend(range(bisect.bisect_left(ids, prefix), bisect.bisect_left(ids, source.id + ";")))
+            continue
+        if records:
+            found = list(range(bisect.bisect_left(ids, source.id + ":"), bisect.bisect_left(ids, source.id + ";")))
         elif by_source is not None:
-            rows.extend(by_source.get(location_path(source.path), np.empty(0, np.int64)).tolist())
+            found = by_source.get(location_path(source.path), np.empty(0, np.int64)).tolist()
+        else:
+            continue
+        if lines is not None and numbered is not None and id(source) in lines:
+            if source.path not in numbered:
+                numbered[source.path] = _numbered_rows(found, ids, index, records, source.id + ":")
+            stored, numbers = numbered[source.path]
+            first, stop = lines[id(source)]
+            found = stored[(numbers < 0) | ((numbers >= first) & (numbers < stop))].tolist()
+        rows.extend(found)
     if not rows:
         return {}
     paths = index.path_array.take(rows).to_pylist()
@@ -296,9 +340,12 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
         return file_pieces(source, options, task_bytes)
 
     by_source = None if records or not len(index) else index.rows_by_source()
-    tasks = [SignTask(number, share, known_entries(index, ids, share, records, by_source), options, params, folder,
-                      run.number, run.reserve_file(), token, kernel(share))
-             for number, share in enumerate(plan_tasks(sources, row_groups, pieces=cut_file))]
+    shares = plan_tasks(sources, row_groups, pieces=cut_file)
+    lines = piece_lines(shares)
+    numbered: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    tasks = [SignTask(number, share, known_entries(index, ids, share, records, by_source, lines, numbered), options,
+                      params, folder, run.number, run.reserve_file(), token, kernel(share))
+             for number, share in enumerate(shares)]
     results: list[TaskResult] = []
     futures = client.map(sign_task, tasks, pure=False)
     task_of = {future.key: task for future, task in zip(futures, tasks, strict=True)}
