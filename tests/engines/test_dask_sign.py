@@ -174,6 +174,22 @@ def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_
         assert len(known) == planned[-1] and sum(known) == (70 if name == "by_id" else 150)
 
 
+def test_a_shard_of_9_mb_is_signed_by_several_tasks_from_the_command_line(engine: EngineOptions,
+                                                                          tmp_path: Path) -> None:
+    # At the real task sizes (no monkeypatch reaches the subprocess): 9 MB is 32 tasks of at least 4 MB, so 3.
+    words = np.random.default_rng(7).integers(0, 20_000, size=(23_000, 60))
+    shard = tmp_path / "shard.jsonl"
+    shard.write_text("".join(json.dumps({"text": " ".join(f"w{word}" for word in row)}) + "\n" for row in words))
+    assert 8 << 20 < shard.stat().st_size < 12 << 20
+    signed = subprocess.run([sys.executable, "-m", "dedup_cli", "sign", str(shard), "-o", str(tmp_path / "dask"),
+                             "--engine", "dask", "--scheduler", str(engine.scheduler)],
+                            capture_output=True, text=True, timeout=300)
+    assert signed.returncode == 0, signed.stderr
+    assert len(open_store(tmp_path / "dask").manifest.parts) == 3
+    dedup.sign([str(shard)], tmp_path / "local")
+    assert_same_rows(tmp_path / "local", tmp_path / "dask")
+
+
 def test_a_run_of_less_than_32_full_tasks_is_cut_into_smaller_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dask_sign, "TASK_BYTES", 64 << 20)
     megabyte = 1 << 20
