@@ -143,7 +143,8 @@ def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_
 
     monkeypatch.setattr(dask_sign, "plan_tasks", counted)
     cases = [(lines, "by_id", dict(id_field="url", text_field="body")), (lines, "by_line", dict(text_field="body")),
-             (table, "by_id", dict(id_field="n")), (table, "by_line", {})]
+             (table, "by_id", dict(id_field="n")), (table, "by_line", {}),
+             (lines, "over_the_limit", dict(text_field="body", max_document_bytes=600))]  # lines skipped unheld
     for corpus, name, reading in cases:
         folder = tmp_path / f"{corpus.name}-{name}"
         folder.mkdir()
@@ -153,9 +154,11 @@ def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_
         stored = read_store(folder / "dask.parquet")
         if name == "by_id":
             assert len(local.read.duplicate_ids) == 80 and len(stored.ids) == 70
-        else:  # FILE:LINE ids numbered in every task as in one reading of the file; a part per task
+        elif name == "by_line":  # FILE:LINE ids numbered in every task as in one reading of the file; a part per task
             assert len(stored.ids) == 150 and not local.read.duplicate_ids
             assert len(open_store(folder / "dask.parquet").manifest.parts) == planned[-1]
+        else:
+            assert sorted(remote.read.oversized) == sorted(local.read.oversized) and len(local.read.oversized) == 12
     # A second run finds every record unchanged; each task is given the stored entries of its own lines only.
     known: list[int] = []
     entries = dask_sign.known_entries
@@ -171,7 +174,8 @@ def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_
         _, again = sign_both([str(corpus)], tmp_path / f"{corpus.name}-{name}", engine,
                              input=dedup.InputOptions(**reading))
         assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
-        assert len(known) == planned[-1] and sum(known) == (70 if name == "by_id" else 150)
+        assert len(known) == planned[-1] and sum(known) == len(read_store(tmp_path / f"{corpus.name}-{name}"
+                                                                          / "dask.parquet").ids)
 
 
 def test_a_shard_of_9_mb_is_signed_by_several_tasks_from_the_command_line(engine: EngineOptions,
