@@ -1,8 +1,10 @@
 """``sign`` on a Dask cluster: tasks read and sign their share of the inputs and each write one part of the run.
 
 The driver lists the inputs, takes the store's writer lock and reads its document index, as the local engine does
-(:mod:`dedup_cli.api.sign`); it cuts the inputs into tasks of about :data:`TASK_BYTES` (runs of files in id
-order; a Parquet file larger than that by row groups) and gives each task the stored entries of its documents, so
+(:mod:`dedup_cli.api.sign`); it cuts the inputs into tasks of about :data:`TASK_BYTES` (less for a small run:
+:func:`run_task_bytes`), runs of files in id order; a Parquet file larger than that by row groups, and a plain line
+or CSV/TSV file at record boundaries, as the local engine's planning cuts it
+(:func:`dedup_cli.inputs.task_planning.file_pieces`), and gives each task the stored entries of its documents, so
 that unchanged files and records are skipped there without being signed. Each task reads with
 :func:`dedup_cli.inputs.reading.read_sources`, signs with :func:`dedup_cli.engine.stages.sign.sign_records` and
 writes its rows as one part under a temporary name (:func:`dedup_cli.store.runs.write_task_part`). The driver then
@@ -218,13 +220,11 @@ def piece_lines(shares: Sequence[Sequence[Source]]) -> dict[int, tuple[int, int]
     """The numbers of the lines (records, for CSV/TSV) each piece of a file cut into tasks starts at and stops
     before (the next piece's first; no end for the last), by ``id`` of the piece."""
     pieces = [source for share in shares for source in share if source.chunks]
+    firsts = [piece.chunks[0].chunk.first_line for piece in pieces if piece.chunks]
     ranges = {}
     for place, piece in enumerate(pieces):
-        after = pieces[place + 1] if place + 1 < len(pieces) else None
-        assert piece.chunks is not None
-        stop = after.chunks[0].chunk.first_line if after is not None and after.chunks and after.path == piece.path \
-            else sys.maxsize
-        ranges[id(piece)] = (piece.chunks[0].chunk.first_line, stop)
+        same_file = place + 1 < len(pieces) and pieces[place + 1].path == piece.path
+        ranges[id(piece)] = (firsts[place], firsts[place + 1] if same_file else sys.maxsize)
     return ranges
 
 
