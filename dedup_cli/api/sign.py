@@ -63,6 +63,7 @@ def sign(
     progress: Advance | None = None,
     on_start: Callable[[int | None], None] | None = None,
     stdin: Any = None,
+    on_note: Callable[[str], None] | None = None,
 ) -> SignReport:
     """Sign the documents (or integer sets) of ``inputs`` into ``store``, incrementally.
 
@@ -75,6 +76,8 @@ def sign(
         progress: told how many bytes of the inputs (on disk) were just read or skipped.
         on_start: told the inputs' total size on disk (None when reading stdin), before reading.
         stdin: a binary stream for ``-`` (default: the process's stdin).
+        on_note: told a line the user should know before reading, about how the run will go (on a Dask cluster:
+            a compressed input too large for one task, which one worker reads alone).
 
     Ids of files are relative to the store's id root: the root ``options.input.id_root`` names on the first
     run, else the deepest directory holding the first run's inputs; later runs keep it, and refuse an input
@@ -118,7 +121,7 @@ def sign(
             compile_later()  # for later runs: this one signs with numpy, and never waits for the compiler
         known = file_unchanged if len(index) else None  # a new store: nothing to look up
         signed = engine.sign(sources, stream, run, index, params, reading, options.workers, choice, report.read,
-                             InputProgress(on_start, progress), known)
+                             InputProgress(on_start, progress, on_note), known)
         report.documents += signed.documents
         report.empty += signed.empty
         report.unchanged += signed.unchanged

@@ -128,11 +128,14 @@ class DaskEngine:
     def sign(self, sources: Iterable[Walked], stream: Any, run: StoreRun, index: DocumentIndex,
              params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
              progress: InputProgress, unchanged: Unchanged | None) -> Signed:
-        from dedup_cli.engine.dask.sign import sign_on_cluster
+        from dedup_cli.engine.dask.sign import sign_on_cluster, unsplit_note
         from dedup_cli.inputs.parquet_inputs import row_group_sizes
 
         # Every source is planned before a task starts: the total is known, and the kernel is decided once.
         planned = cast(list[Source], list(sources))  # from plan_inputs: a Source per file
+        note = unsplit_note(planned)
+        if note is not None:
+            progress.note(note)
         progress.start(read.input_bytes)
         choice.see(len(planned), read.input_bytes or 0)
         choice.decide()

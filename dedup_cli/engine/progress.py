@@ -45,13 +45,15 @@ silent: Progress = _Silent()
 
 class InputProgress:
     """``sign``'s progress: the caller's callbacks, told the inputs' total (``on_start``) once the walk of the
-    inputs has found it, and bytes read or skipped (``progress``); bytes done before the total is known are added
-    up and told right after it, so a walk that goes on while the first tasks sign never shows a bar without an
-    end."""
+    inputs has found it, notes (``on_note``), and bytes read or skipped (``progress``); bytes done before the
+    total is known are added up and told right after it, so a walk that goes on while the first tasks sign never
+    shows a bar without an end."""
 
-    def __init__(self, on_start: Callable[[int | None], None] | None, progress: Advance | None) -> None:
+    def __init__(self, on_start: Callable[[int | None], None] | None, progress: Advance | None,
+                 on_note: Callable[[str], None] | None = None) -> None:
         self.on_start = on_start
         self.progress = progress
+        self.on_note = on_note
         self.started = False
         self.owed = 0
 
@@ -67,6 +69,11 @@ class InputProgress:
             self.on_start(total)
         if self.owed:
             self.advance(0)
+
+    def note(self, text: str) -> None:
+        """Something the user should know as it happens (an input a cluster cannot share out), told ``on_note``."""
+        if self.on_note is not None:
+            self.on_note(text)
 
     def advance(self, count: int) -> None:
         if not self.started:

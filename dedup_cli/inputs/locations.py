@@ -20,6 +20,7 @@ import re
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 STDIN = "-"
 STDIN_NAME = "<stdin>"
@@ -129,6 +130,9 @@ class Source:
     # Parquet read in parts: row groups start … stop − 1 only, the first of them holding row ``first_row``.
     row_groups: tuple[int, int] | None = None
     first_row: int = 0
+    # A line or CSV/TSV file read in pieces: this piece's reading tasks (chunks of whole lines or records, cut as
+    # :func:`dedup_cli.inputs.task_planning.file_pieces` cuts them), read as they are rather than planned again.
+    chunks: tuple[Any, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ inputs alone, so the store is the same however many workers read them.
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import os
 import stat as stat_module
 from bisect import bisect_left
@@ -183,8 +185,43 @@ def plan_tasks(sources: Iterable[Source | FileRun], options: InputOptions, repor
             yield from files.add([source.id], [source.path], [source.size])
             continue
         yield from files.flush()
+        if source.chunks is not None:  # a piece of a file (file_pieces): its chunks were cut when it was planned
+            yield from source.chunks
+            continue
         yield from _source_tasks(source, options, report, stdin, line_ranges)
     yield from files.flush()
+
+
+def file_pieces(source: Source, options: InputOptions, piece_bytes: int) -> list[Source]:
+    """A plain line or CSV/TSV file larger than ``piece_bytes`` cut into pieces of about that size, for the tasks
+    of a distributed engine; else (a compressed file, which can only be read from its start, stdin, an object
+    store's file, a smaller one) the file itself.
+
+    The cuts are those :func:`plan_tasks` makes for any reader (whole lines; whole records, where the quotes
+    before them say a CSV/TSV record ends), found by reading the file once here: each piece carries its run of
+    chunks (``Source.chunks``), which know their first line's number, so a worker reads its piece alone and numbers
+    its lines (``FILE:LINE`` ids, locations) as a reader of the whole file would. A file this reading cannot cut
+    (read error, binary) stays whole, for the worker to read and report as it reads any file. InputError when a
+    CSV/TSV header lacks a named column.
+    """
+    if (source.format in ("text", "parquet") or source.chunks is not None or source.size <= piece_bytes
+            or not _in_place(source, source.status)):
+        return [source]
+    planned = ReadReport(max_document_bytes=options.max_document_bytes)
+    pieces: list[Source] = []
+    chunks: list[ReadTask] = []
+    start = 0  # where the piece being gathered starts in the file (the first holds the header, if any)
+    for task in _source_tasks(source, options, planned, io.BytesIO()):
+        if not isinstance(task, (LinesTask, TableTask)) or task.notes or task.chunk.offset < 0:
+            return [source]  # binary, or damaged: read whole by the worker, which reports it
+        chunks.append(task)
+        end = task.chunk.offset + task.chunk.length  # a chunk read in place: where its lines are
+        if end - start >= piece_bytes:
+            pieces.append(dataclasses.replace(source, size=end - start, chunks=tuple(chunks)))
+            chunks, start = [], end
+    if chunks:
+        pieces.append(dataclasses.replace(source, size=source.size - start, chunks=tuple(chunks)))
+    return pieces if len(pieces) > 1 and not planned.count("unreadable") else [source]
 
 
 def _source_tasks(source: Source, options: InputOptions, report: ReadReport, stdin: BinaryIO, line_ranges: bool = False

@@ -7,6 +7,8 @@ before its commit are tested with real signals.
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
 import json
 import os
 import shutil
@@ -26,6 +28,8 @@ from helpers import REPO
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.dask import sign as dask_sign
+from dedup_cli.inputs import chunks, task_planning
+from dedup_cli.inputs.locations import Source
 from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.store.store import open_store, read_store
 
@@ -112,6 +116,126 @@ def test_csv_and_tsv_records_signed_as_the_local_engine_signs_them(engine: Engin
     local, remote = sign_both([str(corpus)], tmp_path, engine)
     assert local.read.documents == 80
     assert "a.csv:40" in read_store(tmp_path / "dask.parquet").ids
+
+
+def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_it(
+        engine: EngineOptions, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chunks of 7 lines or records; tasks of 6 kB (small_tasks): each file below is several tasks.
+    monkeypatch.setattr(chunks, "CHUNK_LINES", 7)
+    monkeypatch.setattr(task_planning, "CHUNK_LINES", 7)
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:150]]
+    lines = tmp_path / "lines"
+    lines.mkdir()
+    # ids repeat across the file (u0 … u69, then again): the first of each wins, whichever task reads it.
+    (lines / "big.jsonl").write_text("".join(json.dumps({"url": f"u{index % 70}", "body": text}) + "\n"
+                                             for index, text in enumerate(texts)))
+    table = tmp_path / "table"
+    table.mkdir()
+    quoted = ['"' + text.replace('"', '""') + '"' for text in texts]  # newlines, quotes and commas inside
+    (table / "big.csv").write_text("n,text\n" + "".join(f"u{index % 70},{text}\n" for index, text in enumerate(quoted)))
+    planned: list[int] = []
+    original = dask_sign.plan_tasks
+
+    def counted(*arguments: object, **options: object) -> list[list[object]]:
+        tasks = original(*arguments, **options)  # type: ignore[arg-type]
+        planned.append(len(tasks))
+        return tasks  # type: ignore[return-value]
+
+    monkeypatch.setattr(dask_sign, "plan_tasks", counted)
+    cases = [(lines, "by_id", dict(id_field="url", text_field="body")), (lines, "by_line", dict(text_field="body")),
+             (table, "by_id", dict(id_field="n")), (table, "by_line", {}),
+             (lines, "over_the_limit", dict(text_field="body", max_document_bytes=600))]  # lines skipped unheld
+    for corpus, name, reading in cases:
+        folder = tmp_path / f"{corpus.name}-{name}"
+        folder.mkdir()
+        local, remote = sign_both([str(corpus)], folder, engine, input=dedup.InputOptions(**reading))
+        assert planned[-1] > 5, (name, corpus, planned)  # one file, several tasks
+        assert sorted(remote.read.duplicate_ids) == sorted(local.read.duplicate_ids)
+        stored = read_store(folder / "dask.parquet")
+        if name == "by_id":
+            assert len(local.read.duplicate_ids) == 80 and len(stored.ids) == 70
+        elif name == "by_line":  # FILE:LINE ids numbered in every task as in one reading of the file; a part per task
+            assert len(stored.ids) == 150 and not local.read.duplicate_ids
+            assert len(open_store(folder / "dask.parquet").manifest.parts) == planned[-1]
+        else:
+            assert sorted(remote.read.oversized) == sorted(local.read.oversized) and len(local.read.oversized) == 12
+    # A second run finds every record unchanged; each task is given the stored entries of its own lines only.
+    known: list[int] = []
+    entries = dask_sign.known_entries
+
+    def looked_up(*arguments: object) -> dict[str, object]:
+        found = entries(*arguments)  # type: ignore[arg-type]
+        known.append(len(found))
+        return found  # type: ignore[return-value]
+
+    monkeypatch.setattr(dask_sign, "known_entries", looked_up)
+    for corpus, name, reading in cases:
+        known.clear()
+        _, again = sign_both([str(corpus)], tmp_path / f"{corpus.name}-{name}", engine,
+                             input=dedup.InputOptions(**reading))
+        assert again.run is not None and (again.run.added, again.run.changed, again.documents) == (0, 0, 0)
+        assert len(known) == planned[-1] and sum(known) == len(read_store(tmp_path / f"{corpus.name}-{name}"
+                                                                          / "dask.parquet").ids)
+
+
+def test_a_shard_of_9_mb_is_signed_by_several_tasks_from_the_command_line(engine: EngineOptions,
+                                                                          tmp_path: Path) -> None:
+    # At the real task sizes (no monkeypatch reaches the subprocess): 9 MB is 32 tasks of at least 4 MB, so 3.
+    words = np.random.default_rng(7).integers(0, 20_000, size=(23_000, 60))
+    shard = tmp_path / "shard.jsonl"
+    shard.write_text("".join(json.dumps({"text": " ".join(f"w{word}" for word in row)}) + "\n" for row in words))
+    assert 8 << 20 < shard.stat().st_size < 12 << 20
+    signed = subprocess.run([sys.executable, "-m", "dedup_cli", "sign", str(shard), "-o", str(tmp_path / "dask"),
+                             "--engine", "dask", "--scheduler", str(engine.scheduler)],
+                            capture_output=True, text=True, timeout=300)
+    assert signed.returncode == 0, signed.stderr
+    assert len(open_store(tmp_path / "dask").manifest.parts) == 3
+    dedup.sign([str(shard)], tmp_path / "local")
+    assert_same_rows(tmp_path / "local", tmp_path / "dask")
+
+
+def test_a_run_of_less_than_32_full_tasks_is_cut_into_smaller_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dask_sign, "TASK_BYTES", 64 << 20)
+    megabyte = 1 << 20
+    files = [Source(f"f{n}.txt", f"/c/f{n}.txt", f"f{n}.txt", "text", None, megabyte) for n in range(60)]
+    assert len(dask_sign.plan_tasks(files, lambda source: None)) == 15  # 60 MB: 15 tasks of 4 MB, not one
+    asked: list[int] = []
+
+    def pieces(source: Source, task_bytes: int) -> list[Source]:
+        asked.append(task_bytes)
+        return [dataclasses.replace(source, size=task_bytes)] * (source.size // task_bytes)
+
+    shard = Source("a.jsonl", "/c/a.jsonl", "a.jsonl", "jsonl", None, 40 * megabyte)
+    assert len(dask_sign.plan_tasks([shard], lambda source: None, pieces=pieces)) == 10
+    assert asked == [4 * megabyte]
+    big = [dataclasses.replace(shard, size=4096 * megabyte)]
+    assert len(dask_sign.plan_tasks(big, lambda source: None, pieces=pieces)) == 64 and asked[-1] == 64 * megabyte
+
+
+def test_a_compressed_file_holding_most_of_the_input_is_named_as_one_task(engine: EngineOptions,
+                                                                            tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:200]]
+    with gzip.open(corpus / "big.jsonl.gz", "wt") as stream:
+        stream.write("".join(json.dumps({"text": text}) + "\n" for text in texts))
+    assert (corpus / "big.jsonl.gz").stat().st_size > 6_000  # tasks of 6 kB (small_tasks): it would be several
+    (corpus / "small.jsonl").write_text("".join(json.dumps({"text": text}) + "\n" for text in texts[:30]))
+    share = 100 * (corpus / "big.jsonl.gz").stat().st_size // sum(path.stat().st_size for path in corpus.iterdir())
+    command = ["sign", str(corpus), "-o", str(tmp_path / "s"), "--engine", "dask", "--scheduler", str(engine.scheduler)]
+    result = CliRunner().invoke(cli, command)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[0] == (
+        f"{corpus / 'big.jsonl.gz'} is gzip-compressed and holds {share}% of the input bytes: a compressed file "
+        "cannot be cut into tasks, so one Dask worker reads it alone; decompress it (or split it into several "
+        "files) to share it out")
+    assert CliRunner().invoke(cli, command + ["-q"]).stderr == ""
+    # Decompressed, it is cut into tasks: no note.
+    with gzip.open(corpus / "big.jsonl.gz", "rb") as stream:
+        (corpus / "big.jsonl").write_bytes(stream.read())
+    (corpus / "big.jsonl.gz").unlink()
+    result = CliRunner().invoke(cli, command)
+    assert result.exit_code == 0 and "cannot be cut" not in result.stderr
 
 
 def test_an_id_another_file_keeps_is_skipped_in_later_runs_and_a_renamed_file_hands_its_ids_on(

@@ -1,8 +1,10 @@
 """``sign`` on a Dask cluster: tasks read and sign their share of the inputs and each write one part of the run.
 
 The driver lists the inputs, takes the store's writer lock and reads its document index, as the local engine does
-(:mod:`dedup_cli.api.sign`); it cuts the inputs into tasks of about :data:`TASK_BYTES` (runs of files in id
-order; a Parquet file larger than that by row groups) and gives each task the stored entries of its documents, so
+(:mod:`dedup_cli.api.sign`); it cuts the inputs into tasks of about :data:`TASK_BYTES` (less for a small run:
+:func:`run_task_bytes`), runs of files in id order; a Parquet file larger than that by row groups, and a plain line
+or CSV/TSV file at record boundaries, as the local engine's planning cuts it
+(:func:`dedup_cli.inputs.task_planning.file_pieces`), and gives each task the stored entries of its documents, so
 that unchanged files and records are skipped there without being signed. Each task reads with
 :func:`dedup_cli.inputs.reading.read_sources`, signs with :func:`dedup_cli.engine.stages.sign.sign_records` and
 writes its rows as one part under a temporary name (:func:`dedup_cli.store.runs.write_task_part`). The driver then
@@ -20,6 +22,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import secrets
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +34,10 @@ from distributed.scheduler import KilledWorker
 from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
 from dedup_cli.engine.stages.sign import Record, Signed, batches, hasher_for, sign_records
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.locations import Source, location_path, where_read
+from dedup_cli.inputs.locations import Source, location_path, parse_location, where_read
 from dedup_cli.inputs.reading import read_sources
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.task_planning import file_pieces
 from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
@@ -44,6 +48,16 @@ from dedup_cli.store.snapshot import HELD_ELSEWHERE, SAME_SOURCE, DocumentIndex,
 
 TASK_BYTES = 64 << 20
 """Input bytes a task aims at: a few seconds of signing, so a lost worker costs little, and few parts per run."""
+SMALLEST_TASK_BYTES = 4 << 20
+TASKS_AT_LEAST = 32
+"""A smaller run has smaller tasks, down to :data:`SMALLEST_TASK_BYTES`, so that it is still :data:`TASKS_AT_LEAST`
+tasks and the workers of a cluster share it (one 30 MB file was one task, read by one worker while the others
+waited); they depend on the inputs alone, not on the number of workers."""
+
+
+def run_task_bytes(total: int) -> int:
+    """The input bytes a task of a run of ``total`` bytes aims at (:data:`TASK_BYTES`, less for a small run)."""
+    return min(TASK_BYTES, max(SMALLEST_TASK_BYTES, total // TASKS_AT_LEAST))
 
 Known = dict[str, tuple[str, int, int, int]]
 """Stored entries a task compares its documents with: id → (location, size, mtime_ns, content hash)."""
@@ -160,19 +174,24 @@ def _parquet_pieces(source: Source, sizes: Sequence[int], task_bytes: int) -> li
 
 
 def plan_tasks(sources: Sequence[Source], row_groups: Callable[[Source], list[int] | None],
-               task_bytes: int | None = None) -> list[list[Source]]:
-    """Sources cut into tasks of about ``task_bytes`` (default :data:`TASK_BYTES`) each, in order; ``row_groups``
-    gives a large Parquet file's row-group sizes (None when it cannot be read: it is one task then)."""
-    task_bytes = TASK_BYTES if task_bytes is None else task_bytes
+               task_bytes: int | None = None, pieces: Callable[[Source, int], list[Source]] | None = None
+               ) -> list[list[Source]]:
+    """Sources cut into tasks of about ``task_bytes`` (default :func:`run_task_bytes` of their size) each, in order;
+    ``row_groups`` gives a large Parquet file's row-group sizes (None when it cannot be read: it is one task then),
+    and ``pieces`` cuts a large line or CSV/TSV file into pieces of about ``task_bytes`` at record boundaries
+    (:func:`dedup_cli.inputs.task_planning.file_pieces`, the local engine's cuts), each a task of its own."""
+    task_bytes = run_task_bytes(sum(source.size for source in sources)) if task_bytes is None else task_bytes
     tasks: list[list[Source]] = []
     current: list[Source] = []
     size = 0
     for source in sources:
-        pieces = [source]
+        cut = [source]
         if source.format == "parquet" and source.compression is None and source.size > task_bytes:
             sizes = row_groups(source)
-            pieces = _parquet_pieces(source, sizes, task_bytes) if sizes else [source]
-        for piece in pieces:
+            cut = _parquet_pieces(source, sizes, task_bytes) if sizes else [source]
+        elif pieces is not None and source.format not in ("text", "parquet") and source.size > task_bytes:
+            cut = pieces(source, task_bytes)
+        for piece in cut:
             if current and size + piece.size > task_bytes:
                 tasks.append(current)
                 current, size = [], 0
@@ -183,22 +202,77 @@ def plan_tasks(sources: Sequence[Source], row_groups: Callable[[Source], list[in
     return tasks
 
 
+def unsplit_note(sources: Sequence[Source]) -> str | None:
+    """A line for the user when one compressed input holds most (over half) of the inputs' bytes and more than a
+    task's: a compressed file is read from its start, so it cannot be cut into tasks, and one worker reads it
+    while the others wait. None otherwise."""
+    total = sum(source.size for source in sources)
+    largest = max((source for source in sources if source.compression is not None), default=None,
+                  key=lambda source: source.size)
+    if largest is None or 2 * largest.size <= total or largest.size <= run_task_bytes(total):
+        return None
+    return (f"{largest.display} is {largest.compression}-compressed and holds "
+            f"{100 * largest.size // total}% of the input bytes: a compressed file cannot be cut into tasks, so one "
+            "Dask worker reads it alone; decompress it (or split it into several files) to share it out")
+
+
+def piece_lines(shares: Sequence[Sequence[Source]]) -> dict[int, tuple[int, int]]:
+    """The numbers of the lines (records, for CSV/TSV) each piece of a file cut into tasks starts at and stops
+    before (the next piece's first; no end for the last), by ``id`` of the piece."""
+    pieces = [source for share in shares for source in share if source.chunks]
+    firsts = [piece.chunks[0].chunk.first_line for piece in pieces if piece.chunks]
+    ranges = {}
+    for place, piece in enumerate(pieces):
+        same_file = place + 1 < len(pieces) and pieces[place + 1].path == piece.path
+        ranges[id(piece)] = (firsts[place], firsts[place + 1] if same_file else sys.maxsize)
+    return ranges
+
+
+def _numbered_rows(rows: list[int], ids: list[str], index: DocumentIndex, records: bool, prefix: str
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """A file's stored rows and the line (record) number of each: from ``FILE:N`` ids (``records``), else from
+    their locations; -1 where none can be read (such rows go to every piece of the file)."""
+    texts = ids if records else index.path_array.take(rows).to_pylist()
+    numbers = np.full(len(rows), -1, np.int64)
+    for place, row in enumerate(rows):
+        if records:
+            tail = texts[row][len(prefix):]
+            numbers[place] = int(tail) if tail.isdigit() else -1
+        else:
+            where = parse_location(texts[place])
+            numbers[place] = where.number if where.kind != "file" else -1
+    return np.asarray(rows, np.int64), numbers
+
+
 def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source], records: bool,
-                  by_source: dict[str, np.ndarray] | None = None) -> Known:
+                  by_source: dict[str, np.ndarray] | None = None, lines: dict[int, tuple[int, int]] | None = None,
+                  numbered: dict[str, tuple[np.ndarray, np.ndarray]] | None = None) -> Known:
     """The stored entries of a task's documents: its files by id; and its records: without an id field
     (``records``) the records ``FILE:N`` of its files, found by prefix in the sorted ids, else those stored from
-    its files (``by_source``: the rows of each source, :meth:`DocumentIndex.rows_by_source`)."""
+    its files (``by_source``: the rows of each source, :meth:`DocumentIndex.rows_by_source`). A piece of a file
+    gets the rows stored from its ``lines`` (:func:`piece_lines`) only, so that a file cut into many tasks is not
+    looked up whole by each (``numbered`` keeps each file's rows and their numbers for its next pieces); a record
+    stored from another line of the file is found unchanged by the driver (:func:`_corrections`)."""
     rows: list[int] = []
     for source in sources:
         if source.format == "text":
             row = index.row(source.id)
             if row is not None:
                 rows.append(row)
-        elif records:
-            prefix = source.id + ":"
-            rows.extend(range(bisect.bisect_left(ids, prefix), bisect.bisect_left(ids, source.id + ";")))
+            continue
+        if records:
+            found = list(range(bisect.bisect_left(ids, source.id + ":"), bisect.bisect_left(ids, source.id + ";")))
         elif by_source is not None:
-            rows.extend(by_source.get(location_path(source.path), np.empty(0, np.int64)).tolist())
+            found = by_source.get(location_path(source.path), np.empty(0, np.int64)).tolist()
+        else:
+            continue
+        if lines is not None and numbered is not None and id(source) in lines:
+            if source.path not in numbered:
+                numbered[source.path] = _numbered_rows(found, ids, index, records, source.id + ":")
+            stored, numbers = numbered[source.path]
+            first, stop = lines[id(source)]
+            found = stored[(numbers < 0) | ((numbers >= first) & (numbers < stop))].tolist()
+        rows.extend(found)
     if not rows:
         return {}
     paths = index.path_array.take(rows).to_pylist()
@@ -262,10 +336,16 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
             return "numpy"
         return choice.kernel_for(len(share), sum(source.size for source in share), ahead=True)
 
+    def cut_file(source: Source, task_bytes: int) -> list[Source]:
+        return file_pieces(source, options, task_bytes)
+
     by_source = None if records or not len(index) else index.rows_by_source()
-    tasks = [SignTask(number, share, known_entries(index, ids, share, records, by_source), options, params, folder,
-                      run.number, run.reserve_file(), token, kernel(share))
-             for number, share in enumerate(plan_tasks(sources, row_groups))]
+    shares = plan_tasks(sources, row_groups, pieces=cut_file)
+    lines = piece_lines(shares)
+    numbered: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    tasks = [SignTask(number, share, known_entries(index, ids, share, records, by_source, lines, numbered), options,
+                      params, folder, run.number, run.reserve_file(), token, kernel(share))
+             for number, share in enumerate(shares)]
     results: list[TaskResult] = []
     futures = client.map(sign_task, tasks, pure=False)
     task_of = {future.key: task for future, task in zip(futures, tasks, strict=True)}
