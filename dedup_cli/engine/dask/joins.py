@@ -77,10 +77,18 @@ def by_document(frame: dd.DataFrame, column: str, divisions: tuple[int, ...], sh
 def attach(pairs: dd.DataFrame, column: str, documents: dd.DataFrame, prefix: str, divisions: tuple[int, ...],
            shuffle_method: str | None) -> dd.DataFrame:
     """``pairs`` with the columns of ``documents`` (indexed by doc) for the document in ``column``, each renamed
-    ``prefix`` + name: an inner join, partitioned by the range of that document, which becomes the index."""
+    ``prefix`` + name: an inner join, partitioned by the range of that document, which becomes the index.
+
+    The join runs partition by partition, so the result keeps ``divisions``: Dask's own merge of two frames with
+    known divisions drops a repeated last division (the last range holding one document, as when the last run
+    signed one file whose id sorts last), and a frame of one partition fewer no longer meets the frames that keep
+    them, partition i with partition i.
+    """
     indexed = by_document(pairs, column, divisions, shuffle_method)
     renamed = documents.rename(columns={name: prefix + name for name in documents.columns})
-    joined = indexed.merge(renamed, left_index=True, right_index=True, how="inner")
+    meta = indexed._meta.merge(renamed._meta, left_index=True, right_index=True, how="inner")
+    joined = indexed.map_partitions(pd.DataFrame.merge, renamed, left_index=True, right_index=True, how="inner",
+                                    meta=meta, align_dataframes=False)
     return joined.rename_axis(column)
 
 
