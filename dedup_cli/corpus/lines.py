@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
-from typing import Any, BinaryIO
+from collections.abc import Callable, Iterable
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
 
 LINE_BATCH = 4096
+T = TypeVar("T")
 ANNOTATION_FIELDS = ("dedup_group", "dedup_keep", "dedup_representative")
 
 Line = tuple[int, bytes, bytes]  # (number from 1, the line as read, its content: see iter_raw_lines)
@@ -52,17 +53,26 @@ def filter_lines(stream: Any, source: Source, options: InputOptions, decisions: 
     outcome = SourceOutcome()
     seen = set() if seen is None else seen
     reader = io.BufferedReader(Prefixed(b"", stream), buffer_size=1 << 16)
-    batch: list[Line] = []
-    for line in iter_raw_lines(reader, first_line):
-        batch.append(line)
+    write_in_batches(iter_raw_lines(reader, first_line),
+                     lambda batch: _filter_batch(batch, source, options, decisions, annotate, outcome, seen),
+                     out, progress)
+    return outcome
+
+
+def write_in_batches(items: Iterable[T], filter_batch: Callable[[list[T]], bytes], out: BinaryIO,
+                     progress: Callable[[], None] | None = None) -> None:
+    """Write ``filter_batch`` of each :data:`LINE_BATCH` items in turn to ``out``, calling ``progress`` after each
+    full batch: one record at a time would cost a write and a decision call each."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
         if len(batch) == LINE_BATCH:
-            out.write(_filter_batch(batch, source, options, decisions, annotate, outcome, seen))
+            out.write(filter_batch(batch))
             batch = []
             if progress is not None:
                 progress()
     if batch:
-        out.write(_filter_batch(batch, source, options, decisions, annotate, outcome, seen))
-    return outcome
+        out.write(filter_batch(batch))
 
 
 def _document(line: Line, source: Source, options: InputOptions) -> Any:

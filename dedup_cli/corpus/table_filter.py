@@ -10,12 +10,12 @@ three columns, ``dedup_group``, ``dedup_keep`` and ``dedup_representative``, and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from dedup_cli.corpus.lines import ANNOTATION_FIELDS, LINE_BATCH
+from dedup_cli.corpus.lines import ANNOTATION_FIELDS, write_in_batches
 from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.delimited import (
@@ -41,20 +41,19 @@ def filter_table(stream: Any, source: Source, options: InputOptions, decisions: 
     ``out``, in order; ``options``: how its documents were read when signed (id and text columns)."""
     outcome = SourceOutcome()
     header: tuple[str, ...] = ()
-    batch: list[Record] = []
-    for number, raw in iter_raw_records(stream):
-        if number == 0:
-            header = parse_header(raw, source)
-            out.write(_annotated_header(raw, header, source) if annotate else raw)
-            continue
-        batch.append((number, raw))
-        if len(batch) == LINE_BATCH:
-            out.write(_filter_batch(batch, source, header, options, decisions, annotate, outcome))
-            batch = []
-            if progress is not None:
-                progress()
-    if batch:
-        out.write(_filter_batch(batch, source, header, options, decisions, annotate, outcome))
+
+    def records() -> Iterator[Record]:
+        """The records after the header, which is written (and parsed) as it is met: before any record."""
+        nonlocal header
+        for number, raw in iter_raw_records(stream):
+            if number == 0:
+                header = parse_header(raw, source)
+                out.write(_annotated_header(raw, header, source) if annotate else raw)
+            else:
+                yield number, raw
+
+    write_in_batches(records(), lambda batch: _filter_batch(batch, source, header, options, decisions, annotate,
+                                                            outcome), out, progress)
     return outcome
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.candidates.banding import Banding, candidate_probability
-from dedup_cli.evaluation.retrieval import CurvePoint
+from dedup_cli.candidates.banding import Banding
+from dedup_cli.evaluation.retrieval import CurvePoint, curve_points
 from dedup_cli.evaluation.survey import Estimate, StratifiedSample
 
 RECALL_SLICES = 5
@@ -47,21 +47,11 @@ def recall_curve(design: StratifiedSample, exact: np.ndarray, candidate: np.ndar
         slices: equal slices of [R0, 1].
     """
     true = (exact >= threshold).astype(np.float64)
-    hits = candidate.astype(np.float64)
-    predicted = candidate_probability(exact, banding.bands, banding.rows, banding.band_bits)
     width = (1.0 - threshold) / slices
     # the slice of each pair at or above R0 (R = 1 in the last); -1 below R0
     index = np.where(exact >= threshold,
                      np.minimum(((exact - threshold) / width).astype(np.int64) if width > 0 else 0, slices - 1), -1)
-    points = []
-    for slice_ in range(slices):
-        inside = (index == slice_).astype(np.float64)
-        mean = design.ratio(exact * inside, inside)
-        curve = design.ratio(predicted * inside, inside)
-        points.append(CurvePoint(
-            low=threshold + slice_ * width, high=threshold + (slice_ + 1) * width, pairs=int(np.count_nonzero(inside)),
-            resemblance=None if mean is None else mean.value,
-            measured=design.proportion(hits * inside, inside),
-            predicted=None if curve is None else curve.value,
-        ))
+    edges = [threshold + slice_ * width for slice_ in range(slices + 1)]
+    points = curve_points(design, exact, candidate, banding, index, edges)
+    hits = candidate.astype(np.float64)
     return RecallCurve(recall, banding, design.proportion(hits * true, true), points)

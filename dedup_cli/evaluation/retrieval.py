@@ -37,17 +37,25 @@ def s_curve(design: StratifiedSample, exact: np.ndarray, candidate: np.ndarray, 
             ) -> list[CurvePoint]:
     """Measured and predicted candidate probability per bin of the exact resemblance (float64[n] ``exact``,
     bool[n] ``candidate``)."""
+    edges = [index / bins for index in range(bins + 1)]
+    return curve_points(design, exact, candidate, banding, resemblance_bins(exact, bins), edges)
+
+
+def curve_points(design: StratifiedSample, exact: np.ndarray, candidate: np.ndarray, banding: Banding,
+                 binned: np.ndarray, edges: list[float]) -> list[CurvePoint]:
+    """Measured and predicted candidate probability of the pairs in each bin: int64[n] ``binned`` (-1: in none),
+    bin i spanning ``edges[i]`` to ``edges[i + 1]``."""
     predicted = candidate_probability(exact, banding.bands, banding.rows, banding.band_bits)
-    binned = resemblance_bins(exact, bins)
+    hits = candidate.astype(np.float64)
     points = []
-    for index in range(bins):
+    for index in range(len(edges) - 1):
         inside = (binned == index).astype(np.float64)
         mean = design.ratio(exact * inside, inside)
         curve = design.ratio(predicted * inside, inside)
         points.append(CurvePoint(
-            low=index / bins, high=(index + 1) / bins, pairs=int(np.count_nonzero(inside)),
+            low=edges[index], high=edges[index + 1], pairs=int(np.count_nonzero(inside)),
             resemblance=None if mean is None else mean.value,
-            measured=design.proportion(candidate * inside, inside),
+            measured=design.proportion(hits * inside, inside),
             predicted=None if curve is None else curve.value,
         ))
     return points
