@@ -47,6 +47,7 @@ class _File:
     group_rows: np.ndarray  # int64[groups]
     first_row: int
     legacy: bool
+    name: str = ""  # the file's name in the store's folder
 
 
 @dataclass
@@ -66,13 +67,13 @@ def _open_files(store: Store, manifest: Manifest | None) -> list[_File]:
     passes through, for :meth:`Store.reading` to tell a compaction from a damaged store."""
     if manifest is None:
         handle = open_parquet(Path(str(store.path)))  # format 1 stores are local files
-        return [_File(handle, _group_rows(handle), 0, True)]
+        return [_File(handle, _group_rows(handle), 0, True, Path(str(store.path)).name)]
     files: list[_File] = []
     try:
         first = 0
         for part in manifest.parts:
             handle = open_part(store.path, part.file)
-            files.append(_File(handle, _group_rows(handle), first, False))
+            files.append(_File(handle, _group_rows(handle), first, False, part.file))
             first += int(files[-1].group_rows.sum())
     except BaseException:
         for opened in files:
@@ -233,6 +234,17 @@ class NumberedDocuments:
             for file in numbered.files:
                 file.handle.close()
         self._stores = []
+
+    def row_documents(self, store: int = 0) -> list[tuple[str, np.ndarray, np.ndarray | None]]:
+        """Per file of the store numbered ``store``, in the order they were read: (its name, its row groups'
+        sizes, the document each of its rows is, −1 for a dead row; None when the store's rows are its documents
+        in order, row r document r). What an engine that reads the files in pieces elsewhere needs to number
+        their rows as this numbering does."""
+        numbered = self._stores[store]
+        return [(file.name, file.group_rows,
+                 None if numbered.doc_of_row is None else
+                 numbered.doc_of_row[file.first_row : file.first_row + int(file.group_rows.sum())])
+                for file in numbered.files]
 
     @property
     def row_groups(self) -> int:

@@ -122,11 +122,11 @@ def test_rounds_of_bands_and_progress_through_the_command_line(stores: dict[str,
     common = ["find", str(stores["grown"]), "--output", "pairs", "--format", "csv", "--ways", "3", "--bits", "2"]
     local = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "local.csv")])
     remote = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "dask.csv"), "--engine", "dask", "--scheduler",
-                                      str(engine.scheduler), "--band-memory", "8KiB"])
+                                      str(engine.scheduler), "--band-memory", "2KiB"])
     assert local.exit_code == remote.exit_code == 0, remote.stderr
     assert (tmp_path / "dask.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
     code, shown = on_a_terminal(*common, "--engine", "dask", "--scheduler", str(engine.scheduler), "--band-memory",
-                                "8KiB", "-o", str(tmp_path / "shown.csv"))
+                                "2KiB", "-o", str(tmp_path / "shown.csv"))
     assert code == 0
     assert "round 3 of" in shown and "round 9 of" not in shown, shown[-2000:]  # a few rounds: the stages show
     for stage in ("reading the store's pieces", "candidates, bands 1–", "round 2 of", "scoring the candidate pairs",

@@ -25,7 +25,7 @@ from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import create_store, open_store
-from dedup_cli.store.store_pieces import frame_words, store_pieces, words_to_packed
+from dedup_cli.store.store_pieces import frame_words, words_to_packed
 
 PARAMS = SignatureParams(num_perm=64, bits=8)
 
@@ -39,9 +39,7 @@ def batch(ids: list[str], values: np.ndarray, counts: np.ndarray | None = None) 
 
 
 def frames_of(path: Path, rows_per_piece: int = 7):
-    store = open_store(path)
-    pieces, removals = store_pieces(store, rows_per_piece)
-    return read_documents(store.params, pieces, removals)
+    return read_documents(open_store(path), rows_per_piece)
 
 
 def assert_frames_read_like_the_store(path: Path, in_order: bool) -> None:
@@ -115,11 +113,11 @@ def test_a_share_pairs_its_own_buckets_and_sends_the_crossing_ones_to_their_owne
     (16, 3, 1 << 30, 5_000_000, True, False),   # one round, two shares (one per worker)
     (16, 3, 5_000, 5_000_000, True, False),     # a band a round
     (16, 3, 100_000, 700, True, False),         # several shares on each worker, a few bands a round
-    (6, 10, 1 << 30, 5_000_000, False, False),  # 80-bit bands: hashed 64-bit keys; rows sorted on the cluster first
+    (6, 10, 1 << 30, 5_000_000, False, False),  # 80-bit bands: hashed 64-bit keys; out of order: values ranged
     (16, 3, 1 << 30, 5_000_000, True, True),    # split by bands: one round, eight bands a worker
     (16, 3, 5_000, 5_000_000, True, True),      # split by bands: a band a worker a round
     (5, 10, 1 << 30, 5_000_000, True, True),    # split by bands, hashed keys, an odd number of bands
-    (16, 3, 1 << 30, 5_000_000, False, True),   # out of order: split by documents whatever the size
+    (16, 3, 1 << 30, 5_000_000, False, True),   # out of order: pieces read where they are, rows numbered
 ])
 def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           bands: int, rows: int, band_memory: int, share_documents: int,
@@ -151,7 +149,7 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
     expected_codes = expected.first.astype(np.uint64) * np.uint64(3_000) + expected.second.astype(np.uint64)
     assert np.array_equal(codes, expected_codes)
     assert found.band_keys == frames.eligible * bands
-    if split_bands and in_order:
+    if split_bands:
         # Nothing but the pairs moved; 5,000 bytes is under one band of every document, so a band a worker.
         assert found.shares == 2 and found.fingerprint_bytes == found.crossing_rows == 0
         assert found.rounds == (1 if band_memory > 10**6 else bands // 2)

@@ -44,7 +44,7 @@ from dedup_cli.candidates.buckets import PairCodes, SortBuffers, band_keys, band
 from dedup_cli.candidates.crossing import fingerprint_bits
 from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import DocumentFrames, reduced_meta, reduced_values
+from dedup_cli.engine.dask.frames import DocumentFrames, in_ranges, piece_documents, reduced_meta, reduced_values
 from dedup_cli.engine.dask.kept_frames import keep_frame, kept_frame
 from dedup_cli.engine.local.band_rounds import band_ranges
 from dedup_cli.engine.progress import Progress, silent
@@ -137,7 +137,8 @@ def partition_keys(partition: pd.DataFrame, params: SignatureParams, words: list
 
 def read_partition_keys(piece: StorePiece, first: int, params: SignatureParams, rows: int, first_band: int,
                         last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`partition_keys` of a store piece read here, on the share's worker, straight from Arrow."""
+    """:func:`partition_keys` of a store piece in order (its first document ``first``) read here, on the share's
+    worker, straight from Arrow."""
     counts, packed = read_piece_signatures(piece, params)
     return _keys(np.arange(first, first + counts.size, dtype=np.int64), counts, packed, params, rows, first_band,
                  last_band, dtype)
@@ -199,10 +200,14 @@ class _Plan:
 
 
 def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
-    """Split by bands when the workers share one machine and the store is local files read from its pieces (each
-    worker reads every piece, from the page cache: from object storage, each would fetch the whole store), and
-    one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
-    :data:`SORT_BYTES` a document within a quarter of a worker's memory); else by documents, into shares."""
+    """Split by bands when the store is files (each worker reads every piece: from the page cache when the
+    workers share a machine, else from the file system they share; from object storage each would fetch the
+    whole store) and one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
+    :data:`SORT_BYTES` a document within a quarter of a worker's memory); else by documents, into shares.
+
+    On hosts of their own the band split reads the store's signatures once a worker (k·B/8 bytes a document,
+    from disk), where the document split sends the fingerprints and crossing rows of every band between them and
+    sorts every band's keys twice (docs/scaling.md has the measured bytes and CPU of both)."""
     documents = frames.documents
     info = get_client().scheduler_info()["workers"]
     workers = sorted(info)
@@ -211,10 +216,9 @@ def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
     if all(limits):
         band_memory = min(band_memory, min(limits) // 4)
     dtype = key_dtype(rows, value_dtype(frames.params.bits))
-    one_machine = len({info[worker].get("host") for worker in workers}) == 1
     sortable = documents <= BAND_SPLIT_DOCUMENTS and (not all(limits) or SORT_BYTES * documents <= min(limits) // 4)
-    local_files = frames.pieces is not None and not any(is_url(piece.path) for piece, _ in frames.pieces)
-    if frames.pieces is not None and one_machine and local_files and sortable:
+    local_files = not any(is_url(piece.path) for piece, _ in frames.pieces)
+    if frames.pieces and local_files and sortable:
         # A worker holds its bands' keys of every document, as each of the local engine's workers holds its round's
         # (the one band it sorts at a time needs SORT_BYTES a document beside them, checked above).
         per_worker = max(1, band_memory // max(1, frames.eligible * dtype.itemsize))
@@ -239,8 +243,9 @@ class _RoundGraph:
     values: dict[int, Any] = field(default_factory=dict)  # partition → its b-bit values, when the round reads them
 
 
-def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignatureParams, rows: int, first_band: int,
-                     last_band: int, dtype: np.dtype, max_bucket: int, documents: int, reduce: list[int],
+def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: SignatureParams, rows: int,
+                     first_band: int, last_band: int, dtype: np.dtype, max_bucket: int, documents: int,
+                     reduce: list[int],
                      reduce_bits: int | None) -> tuple[np.ndarray, int, list[pd.DataFrame]]:
     """A worker's bands ``first_band`` … ``last_band`` − 1 of every document (split by bands): every piece read
     here, and each band paired whole as the local engine pairs it (:func:`dedup_cli.candidates.buckets.
@@ -252,34 +257,48 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int]], params: SignaturePara
     keys = large_empty((last_band - first_band, sum(piece.rows for piece, _ in pieces)), dtype)
     docs = large_empty(keys.shape[1], np.int64)
     filled = 0
-    for index, (piece, first) in enumerate(pieces):
+    for index, (piece, numbers) in enumerate(pieces):
         reducing = reduce_bits is not None and index in reduce
         values_of_piece = []
+        piece_docs = piece_documents(numbers, piece.rows)
+        first = 0
         for counts, runs, packed in read_piece_batches(piece, params, runs=reducing):
-            eligible = counts > 0  # a document with no shingle resembles nothing
+            batch_docs = piece_docs[first : first + counts.size]
+            first += counts.size
+            # A document with no shingle resembles nothing; a dead row (replaced or removed) is no document.
+            eligible = (counts > 0) & (batch_docs >= 0)
             count = int(np.count_nonzero(eligible))
             all_eligible = count == counts.size
             values = unpack_values(packed if all_eligible else packed[eligible], params.bits, params.num_perm)
             band_keys(values[:, first_band * rows : last_band * rows], last_band - first_band, rows, dtype,
                       out=keys[:, filled : filled + count])
-            batch_docs = np.arange(first, first + counts.size, dtype=np.int64)
             docs[filled : filled + count] = batch_docs if all_eligible else batch_docs[eligible]
             filled += count
             if reducing:
                 assert reduce_bits is not None and runs is not None
-                values_of_piece.append(reduced_values(counts, runs, packed, pd.Index(batch_docs, name="doc"), params,
-                                                      reduce_bits))
-            first += counts.size
+                live = batch_docs >= 0
+                every = bool(live.all())
+                values_of_piece.append(reduced_values(
+                    counts if every else counts[live], runs if every else runs[live],
+                    packed if every else packed[live], pd.Index(batch_docs if every else batch_docs[live],
+                                                                name="doc"), params, reduce_bits))
         if reducing:
             assert reduce_bits is not None
             reduced.append(values_of_piece[0] if len(values_of_piece) == 1 else pd.concat(
                 [reduced_meta(reduce_bits, params.num_perm), *values_of_piece]))
     docs, keys = docs[:filled], keys[:, :filled]
+    order = None
+    if filled > 1 and not bool(np.all(docs[1:] > docs[:-1])):
+        # Rows numbered out of file order (a store whose parts' ids interleave): pairing takes documents
+        # ascending, as a bucket's members are cut at max_bucket in document order; a band at a time.
+        order = np.argsort(docs, kind="stable")
+        docs = docs[order]
     codes = PairCodes()
     oversized = 0
     buffers = SortBuffers(filled)
     for band in range(last_band - first_band):
-        found, cut = band_pair_codes(keys[band], docs, max_bucket, documents, buffers)
+        found, cut = band_pair_codes(keys[band] if order is None else keys[band][order], docs, max_bucket, documents,
+                                     buffers)
         codes.add(found)
         oversized += cut
     return codes.unique(), oversized, reduced
@@ -314,12 +333,12 @@ def _share_keys(frames: DocumentFrames, partitions: list[Any] | None, members: l
     """Split by documents: the delayed keys of a share's partitions, read where the share runs (and with
     ``reduce_bits`` their b-bit values from the same reads, into ``graph.values``)."""
     params = frames.params
-    if frames.pieces is not None and reduce_bits is not None:
+    if frames.in_order and reduce_bits is not None:
         both = {p: dask.delayed(read_keys_and_values, nout=2)(*frames.pieces[p], params, rows, first_band,
                                                               last_band, dtype, reduce_bits) for p in members}
         graph.values.update({p: both[p][1] for p in members})
         return [both[p][0] for p in members]
-    if frames.pieces is not None:
+    if frames.in_order:
         return [dask.delayed(read_partition_keys)(*frames.pieces[p], params, rows, first_band, last_band, dtype)
                 for p in members]
     assert partitions is not None
@@ -334,7 +353,7 @@ def _document_split_round(frames: DocumentFrames, plan: _Plan, rows: int, first_
     documents, bits, slices = frames.documents, plan.bits, len(plan.shares)
     graph = _RoundGraph()
     states, outgoing = [], []
-    partitions = frames.values.to_delayed() if frames.pieces is None else None
+    partitions = None if frames.in_order else frames.values.to_delayed()
     for members, worker in zip(plan.shares, plan.placed, strict=True):
         with dask.annotate(workers=[worker], allow_other_workers=True):
             parts = _share_keys(frames, partitions, members, rows, first_band, last_band, plan.dtype, reduce_bits,
@@ -431,7 +450,7 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
             reused.append((first_band, last_band))
             continue
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
-        reading = reduce_bits if reduced is None and frames.pieces is not None else None
+        reading = reduce_bits if reduced is None and (plan.split_bands or frames.in_order) else None
         build = _band_split_round if plan.split_bands else _document_split_round
         done = _computed(build(frames, plan, rows, first_band, last_band, max_bucket, reading), plan)
         if done.values is not None:
@@ -448,7 +467,9 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
     values_frame = None
     if reduced is not None and reduce_bits is not None:
         values_frame = dd.from_delayed(reduced, meta=reduced_meta(reduce_bits, frames.params.num_perm),
-                                       divisions=frames.divisions, verify_meta=False)
+                                       divisions=frames.divisions if frames.in_order else None, verify_meta=False)
+        if not frames.in_order:
+            (values_frame,) = settled(in_ranges(values_frame, frames.divisions, shuffle_method))
     shares = len(plan.workers) if plan.split_bands else len(plan.shares)
     return Candidates(codes, frames.documents, oversized, len(rounds), shares, frames.eligible * bands, fingerprint,
                       across, crossing, plan.dtype.itemsize + 8, shuffled, values_frame)

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.engine.dask.frames import DocumentFrames, rows_of, unpack_bits
+from dedup_cli.engine.dask.frames import DocumentFrames, names_of, rows_of, unpack_bits
 from dedup_cli.engine.dask.joins import SCORE_COLUMNS
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
@@ -52,7 +52,7 @@ def documents_of(params: SignatureParams, frames: DocumentFrames, reduced: dd.Da
     The store holds no stored signatures (the end of find needs only the b-bit values), so the driver holds
     about 100 bytes and k·b/8 per document, not the B-bit signatures."""
     reduced_rows = rows_of(reduced, frames.divisions, docs)
-    names = rows_of(frames.names, frames.divisions, docs) if names is None else names.loc[docs]
+    names = names_of(frames, docs) if names is None else names.loc[docs]
     bit_values = unpack_bits(reduced_rows, "s", bits, params.num_perm)
     store = StoredSignatures(
         params=params, ids=[str(x) for x in names["id"].tolist()], paths=[str(x) for x in names["path"].tolist()],

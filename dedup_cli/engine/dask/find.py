@@ -47,7 +47,6 @@ from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.store import Store
-from dedup_cli.store.store_pieces import store_pieces
 from dedup_cli.verification import Verification
 
 
@@ -146,11 +145,9 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
 def read_frames(store: Store, reference: Store | None, shuffle_method: str | None) -> DocumentFrames:
     """The store's live documents (then the reference store's) as frames, numbered as the local engine numbers
     them."""
-    params = store.params
-    pieces, removals = store_pieces(store)
-    frames = read_documents(params, pieces, removals, shuffle_method)
+    frames = read_documents(store, shuffle_method=shuffle_method)
     if reference is not None:
-        frames = with_reference(frames, read_documents(params, *store_pieces(reference), shuffle_method))
+        frames = with_reference(frames, read_documents(reference, shuffle_method=shuffle_method), shuffle_method)
     return frames
 
 
@@ -181,7 +178,7 @@ def scored_candidates(frames: DocumentFrames, plan: FindPlan, work: WorkDir | No
     if kept_scores is None and found.reduced is not None:
         reduced = found.reduced
     else:
-        (reduced,) = settled(reduced_frame(frames, bits))
+        (reduced,) = settled(reduced_frame(frames, bits, shuffle_method))
     if kept_scores is not None:
         assert work is not None and key is not None
         progress.note(f"resuming: scored candidate pairs from {work.path}")

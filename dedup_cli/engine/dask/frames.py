@@ -1,45 +1,51 @@
 """A store's live rows as Dask data frames indexed by document number: the rank of the id, as the local engine counts.
 
 The local engine reads the live rows in ascending id order and calls the i-th one document i; pair codes,
-bucket cuts, component labels and the order of every output follow that number. Numbering the partitions the
-same way is what lets both engines write the same bytes. Two frames share one set of divisions (ranges of
-document numbers): ``values`` (shingle count, run, the packed signature as uint64 words), read by the stages
-that touch every document, and ``names`` (id, location, content hash), joined only with the few documents that
-are re-read or reported.
+bucket cuts, component labels and the order of every output follow that number. The Dask engine numbers them
+with the local engine's own numbering (:class:`dedup_cli.store.documents.NumberedDocuments`), in the driver,
+from the ``id``, ``run`` and ``shingle_count`` columns (the live-row rule of docs/store-format.md applied there),
+and hands each piece of the store (runs of row groups of a file) the number of each of its rows. The stages that
+touch every document read the pieces where they are with those numbers; no signature moves to be numbered.
+
+Two frames share one set of divisions (ranges of document numbers): ``values`` (shingle count, run, the packed
+signature as uint64 words) and ``names`` (id, location, content hash).
 
 - **In order** (one sorted part, a format 1 file, or parts whose ids follow each other in manifest order, with
-  no removal): a piece's first document number is the rows before it; nothing moves, and each stage reads the
-  pieces again from the store rather than hold them.
-- **Otherwise** (incremental runs interleave ids; JSON Lines ids come in file order): the parts' rows and the
-  removals are sorted on ``id`` by one shuffle (range partitions from sampled quantiles, so the rows of one id
-  meet in one partition), the live-row rule is applied per partition (docs/store-format.md), and the live rows
-  are numbered and kept on the cluster, spilling to disk beyond the workers' memory.
+  no removal): a piece is a partition, its first document number the rows before it.
+- **Otherwise** (parallel signing writes parts whose ids interleave; later runs replace rows): the divisions are
+  ranges of about a piece's documents, and a frame that needs them is moved there by one shuffle of what it
+  holds: the b-bit values scoring reads (k·b/8 + 16 bytes a document), the full signatures only for the
+  document split of the candidate stage, and the names only when many pairs are decided on the workers (a few
+  documents' names are read from the pieces where they are, :func:`names_of`).
 
 Scoring and the end of find read of every document only its values' lowest b bits, packed (``s…`` columns:
-:func:`reduce_bits`, about k·b/8 bytes a document); in order, they are made from the pieces' Arrow buffers, in the
-same task that reads a piece for the candidate stage's first round.
+:func:`reduce_bits`, about k·b/8 bytes a document), made from the pieces' Arrow buffers in the same task that
+reads a piece for the candidate stage's first round.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from dedup_cli.engine.dask.cluster import settled
+from dedup_cli.errors import StoreError
 from dedup_cli.minhash.packing import pack_values, unpack_values
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.documents import NumberedDocuments
+from dedup_cli.store.store import Store
 from dedup_cli.store.store_pieces import (
+    ROWS_PER_PIECE,
     StorePiece,
     frame_words,
     packed_to_words,
     read_piece,
     read_piece_values,
+    store_pieces,
     word_columns,
     words_to_packed,
 )
@@ -74,8 +80,10 @@ class DocumentFrames:
     divisions: tuple[int, ...]  # the first document of each partition, then the last document
     values: dd.DataFrame  # index doc; shingle_count, run, w0, w1, … (the packed signature)
     names: dd.DataFrame  # index doc; id, path, content_hash, mtime_ns
-    in_order: bool
-    pieces: list[tuple[StorePiece, int]] | None = None  # in order: each partition's piece and first document
+    in_order: bool  # the pieces' rows are the documents in order, a piece a partition
+    # Each piece of the store with the number of its rows: its first document's (in order), else each row's (−1
+    # for a dead row), read where it is by the stages that touch every document.
+    pieces: list[tuple[StorePiece, int | np.ndarray]] = dataclasses.field(default_factory=list)
     reference_start: int | None = None  # with a reference store: its first document (its documents come last)
 
     @property
@@ -89,194 +97,141 @@ class DocumentFrames:
         return int(sum(ends[p] - firsts[p] for p in partitions))
 
 
-def _bounds(piece: StorePiece) -> tuple[int, str | None, str | None, bool, int, int, int, int]:
-    """(rows, first id, last id, ids strictly increasing, eligible, max shingle count, first and last run)."""
-    frame = read_piece(piece, ["id", "shingle_count", "run"])
-    if frame.empty:
-        return 0, None, None, True, 0, 0, 0, 0
-    ids = frame["id"]
-    # Compared as Arrow strings (UTF-8 bytes order as code points do), not as a numpy array of Python strings.
-    increasing = bool(len(ids) < 2 or (ids.array[1:] > ids.array[:-1]).all())
-    counts, runs = frame["shingle_count"].to_numpy(), frame["run"].to_numpy()
-    return (len(frame), str(ids.iloc[0]), str(ids.iloc[-1]), increasing, int(np.count_nonzero(counts > 0)),
-            int(counts.max()), int(runs.min()), int(runs.max()))
+def piece_documents(numbers: int | np.ndarray, rows: int) -> np.ndarray:
+    """int64[rows]: the document each row of a piece is (−1: a dead row), from its ``numbers``: the first
+    document's number when its rows are documents in order, else the number of each row."""
+    if isinstance(numbers, np.ndarray):
+        return numbers
+    return np.arange(numbers, numbers + rows, dtype=np.int64)
 
 
-def numbered_piece(piece: StorePiece, first: int, params: SignatureParams, names: bool) -> pd.DataFrame:
-    """A piece's value columns (or name columns), indexed by the documents' numbers from ``first``."""
+def numbered_piece(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, names: bool
+                   ) -> pd.DataFrame:
+    """A piece's value columns (or name columns) of its live rows, indexed by the documents' numbers."""
     columns = list(NAME_COLUMNS) if names else [*VALUE_COLUMNS, "signature"]
     frame = read_piece(piece, columns, params)
-    frame.index = pd.Index(np.arange(first, first + len(frame), dtype=np.int64), name="doc")
+    docs = piece_documents(numbers, len(frame))
+    if isinstance(numbers, np.ndarray):
+        live = docs >= 0
+        frame, docs = frame[live], docs[live]
+    frame.index = pd.Index(docs, name="doc")
     return frame
 
 
-def _full_meta(params: SignatureParams) -> pd.DataFrame:
-    """Every column the sort moves: the names, the values, and whether the row is a removal."""
-    frame = pd.concat([_meta(params, True), _meta(params, False)], axis=1).reset_index(drop=True)
-    frame["removed"] = pd.Series([], dtype=bool)
-    return frame
+def _ranges(documents: int, per_range: int) -> tuple[int, ...]:
+    """Divisions of ``documents`` documents into ranges of about ``per_range`` each."""
+    parts = max(1, -(-documents // per_range))
+    return (*(documents * part // parts for part in range(parts)), documents - 1)
 
 
-def _piece_rows(piece: StorePiece, params: SignatureParams, removal: bool) -> pd.DataFrame:
-    """Every column of a piece, for the sort; a removal file's rows carry ``removed`` and zeros."""
-    meta = _full_meta(params)
-    if removal:
-        frame = read_piece(piece, ["id", "run"])
-        frame["path"] = pd.Series([""] * len(frame), dtype=_STRING)
-        for name in meta.columns:
-            if name not in frame:
-                frame[name] = np.zeros(len(frame), dtype=meta[name].dtype)
-        frame["removed"] = True
+def in_ranges(frame: dd.DataFrame, divisions: tuple[int, ...], shuffle_method: str | None = None) -> dd.DataFrame:
+    """A frame indexed by document, its partitions pieces of the store (documents in any order), moved into the
+    ranges ``divisions`` and sorted there: one shuffle of what it holds."""
+    return frame.reset_index().set_index("doc", divisions=list(divisions), shuffle_method=shuffle_method)
+
+
+def _frames(params: SignatureParams, pieces: list[tuple[StorePiece, int | np.ndarray]], documents: int,
+            in_order: bool, shuffle_method: str | None, per_range: int = ROWS_PER_PIECE
+            ) -> tuple[tuple[int, ...], dd.DataFrame, dd.DataFrame]:
+    """(divisions, values, names) of the numbered pieces: in order, a piece a partition; else ranges of
+    documents, each frame moved there by a shuffle when it is computed (the values only by the document split
+    of the candidate stage, the names only when many pairs are decided on the workers)."""
+    ordered = [piece for piece, _ in pieces]
+    numbers = [number for _, number in pieces]
+    if in_order:
+        offsets = [*numbers, documents]
+        divisions = (*(int(x) for x in offsets[:-1]), documents - 1)
     else:
-        frame = read_piece(piece, [*NAME_COLUMNS, *VALUE_COLUMNS, "signature"], params)
-        frame["removed"] = False
-    return frame[list(meta.columns)]
-
-
-def live(frame: pd.DataFrame) -> pd.DataFrame:
-    """The live rows of one id-range partition, ascending id (docs/store-format.md, "Which rows are live").
-
-    Per id the row with the highest run wins; it is dead when a removal of that id has a higher run.
-    """
-    writes = frame[~frame["removed"].to_numpy()]
-    removals = frame[frame["removed"].to_numpy()]
-    writes = writes.sort_values(["id", "run"], ascending=[True, False])  # a lexicographic, stable sort
-    writes = writes[~writes["id"].duplicated(keep="first").to_numpy()]
-    if len(removals):
-        latest = removals.groupby("id", sort=False, observed=True)["run"].max()
-        removed_at = writes["id"].map(latest).to_numpy(dtype=np.float64, na_value=np.nan)
-        writes = writes[~(removed_at > writes["run"].to_numpy())]  # NaN (no removal) compares False: kept
-    return writes.drop(columns="removed")
-
-
-def _number(frame: pd.DataFrame, firsts: list[int], partition_info: dict | None = None) -> pd.DataFrame:
-    """A partition of the sorted live rows with its documents' numbers in a ``doc`` column."""
-    assert partition_info is not None
-    first = firsts[partition_info["number"]]
-    frame = frame.reset_index(drop=True)
-    frame.insert(0, "doc", np.arange(first, first + len(frame), dtype=np.int64))
-    return frame
-
-
-def _ordered(params: SignatureParams, pieces: list[StorePiece], offsets: np.ndarray
-             ) -> tuple[tuple[int, ...], dd.DataFrame, dd.DataFrame]:
-    divisions = (*(int(x) for x in offsets[:-1]), int(offsets[-1]) - 1)
+        divisions = _ranges(documents, per_range)
     frames = []
     for names in (False, True):
-        frames.append(dd.from_map(numbered_piece, pieces, list(offsets[:-1].tolist()), params=params, names=names,
-                                  meta=_meta(params, names), divisions=divisions, enforce_metadata=False))
+        frame = dd.from_map(numbered_piece, ordered, numbers, params=params, names=names, meta=_meta(params, names),
+                            divisions=divisions if in_order else None, enforce_metadata=False)
+        frames.append(frame if in_order else in_ranges(frame, divisions, shuffle_method))
     return divisions, frames[0], frames[1]
 
 
-def read_documents(params: SignatureParams, pieces: list[StorePiece], removals: list[StorePiece],
-                   shuffle_method: str | None = None) -> DocumentFrames:
-    """The live rows of the store whose pieces are ``pieces`` and ``removals`` (:func:`store_pieces`).
+def read_documents(store: Store, rows_per_piece: int = ROWS_PER_PIECE, shuffle_method: str | None = None
+                   ) -> DocumentFrames:
+    """The live documents of ``store``, numbered by the local engine's numbering (:class:`dedup_cli.store.
+    documents.NumberedDocuments`: this process reads the ``id``, ``run`` and ``shingle_count`` columns, about
+    16 bytes a document kept), and its pieces, each with the number of each of its rows, for the workers to
+    read where they are: no signature moves to be numbered."""
+    pieces, _ = store_pieces(store, rows_per_piece)
+    with NumberedDocuments([store]) as numbered:
+        files = {name: (np.r_[0, np.cumsum(sizes)].astype(np.int64), docs)
+                 for name, sizes, docs in numbered.row_documents()}
+        counts, runs, documents = numbered.shingle_counts, numbered.runs, numbered.documents
+    if not documents:
+        return _empty(store.params)
+    in_order = all(docs is None for _, docs in files.values())
+    numbered_pieces: list[tuple[StorePiece, int | np.ndarray]] = []
+    first = 0
+    for piece in pieces:
+        name = piece.path.rsplit("/", 1)[1]
+        starts, docs = files.get(name, (None, None))
+        if starts is None or max(piece.row_groups) + 1 >= starts.size:
+            raise StoreError(f"{store.path} changed while it was read ({name}); run again")
+        if in_order:
+            numbered_pieces.append((piece, first))
+        else:
+            assert docs is not None
+            numbered_pieces.append((piece, np.concatenate([docs[starts[group] : starts[group + 1]]
+                                                           for group in piece.row_groups])))
+        first += piece.rows
+    divisions, values, names = _frames(store.params, numbered_pieces, documents, in_order, shuffle_method,
+                                       rows_per_piece)
+    return DocumentFrames(store.params, documents, int(np.count_nonzero(counts > 0)), int(counts.max()),
+                          (int(runs.min()), int(runs.max())), divisions, values, names, in_order, numbered_pieces)
 
-    One pass over the ``id``, ``shingle_count`` and ``run`` columns decides whether the rows are already in id
-    order; if not, the rows are sorted on the cluster (see the module docstring).
-    """
-    bounds = dask.compute(*[dask.delayed(_bounds)(piece) for piece in pieces]) if pieces else ()
-    kept = [(piece, bound) for piece, bound in zip(pieces, bounds, strict=True) if bound[0] > 0]
-    firsts = [bound[1] for _, bound in kept]
-    lasts = [bound[2] for _, bound in kept]
-    in_order = (not removals and all(bound[3] for _, bound in kept)
-                and all(str(last) < str(first) for last, first in zip(lasts[:-1], firsts[1:], strict=True)))
-    if in_order:
-        if not kept:
-            return _empty(params)
-        rows = np.array([bound[0] for _, bound in kept], dtype=np.int64)
-        offsets = np.r_[0, np.cumsum(rows)].astype(np.int64)
-        ordered = [piece for piece, _ in kept]
-        divisions, values, names = _ordered(params, ordered, offsets)
-        return DocumentFrames(
-            params, int(offsets[-1]), sum(bound[4] for _, bound in kept), max(bound[5] for _, bound in kept),
-            (min(bound[6] for _, bound in kept), max(bound[7] for _, bound in kept)), divisions, values, names, True,
-            list(zip(ordered, offsets[:-1].tolist(), strict=True)))
-    return _sorted(params, [piece for piece, _ in kept], removals, shuffle_method)
 
-
-def _shifted(frame: pd.DataFrame, offset: int) -> pd.DataFrame:
-    frame = frame.copy(deep=False)
-    frame.index = pd.Index(frame.index.to_numpy(dtype=np.int64) + offset, name="doc")
-    return frame
-
-
-def with_reference(new: DocumentFrames, reference: DocumentFrames) -> DocumentFrames:
+def with_reference(new: DocumentFrames, reference: DocumentFrames, shuffle_method: str | None = None
+                   ) -> DocumentFrames:
     """The documents of a store, then those of a reference store numbered on from ``new.documents``: each store's
-    documents by rank of id, the store's first, as the local engine numbers two stores. Nothing is read or moved:
-    the reference's partitions are renumbered where they are (or, both in id order, its pieces listed after the
-    store's)."""
+    documents by rank of id, the store's first, as the local engine numbers two stores. Nothing is read: the
+    reference's pieces are listed after the store's, their numbers raised."""
     start = new.documents
     both = [frames for frames in (new, reference) if frames.documents]
-    if len(both) < 2:
-        only = both[0] if both else new
-        if only is reference:
-            only = _renumbered(reference, start)
-        return dataclasses.replace(only, reference_start=start)
     spans = [span for span in (new.run_span, reference.run_span) if span is not None]
-    divisions = (*new.divisions[:-1], *(division + start for division in reference.divisions))
-    common: dict[str, Any] = dict(documents=start + reference.documents, eligible=new.eligible + reference.eligible,
-                  max_shingle_count=max(new.max_shingle_count, reference.max_shingle_count),
-                  run_span=(min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None,
-                  in_order=new.in_order and reference.in_order, reference_start=start)
-    if new.pieces is not None and reference.pieces is not None:
-        pieces = new.pieces + [(piece, first + start) for piece, first in reference.pieces]
-        offsets = np.array([first for _, first in pieces] + [start + reference.documents], np.int64)
-        _, values, names = _ordered(new.params, [piece for piece, _ in pieces], offsets)
-        return DocumentFrames(new.params, divisions=divisions, values=values, names=names, pieces=pieces, **common)
-    values, names = (dd.from_delayed([*getattr(new, kind).to_delayed(),
-                                      *[dask.delayed(_shifted)(part, start)
-                                        for part in getattr(reference, kind).to_delayed()]],
-                                     meta=getattr(new, kind)._meta, divisions=divisions, verify_meta=False)
-                     for kind in ("values", "names"))
-    return DocumentFrames(new.params, divisions=divisions, values=values, names=names, **common)
+    pieces = new.pieces + [(piece, _raised(numbers, start)) for piece, numbers in reference.pieces]
+    documents = start + reference.documents
+    in_order = new.in_order and reference.in_order
+    if not both:
+        return dataclasses.replace(new, reference_start=start)
+    divisions, values, names = _frames(new.params, pieces, documents, in_order, shuffle_method)
+    return DocumentFrames(new.params, documents, new.eligible + reference.eligible,
+                          max(new.max_shingle_count, reference.max_shingle_count),
+                          (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None, divisions, values,
+                          names, in_order, pieces, start)
 
 
-def _renumbered(frames: DocumentFrames, start: int) -> DocumentFrames:
-    """``frames`` with every document number raised by ``start``."""
-    divisions = tuple(division + start for division in frames.divisions)
-    values, names = (dd.from_delayed([dask.delayed(_shifted)(part, start) for part in getattr(frames, kind)
-                                      .to_delayed()], meta=getattr(frames, kind)._meta, divisions=divisions,
-                                     verify_meta=False) for kind in ("values", "names"))
-    pieces = None if frames.pieces is None else [(piece, first + start) for piece, first in frames.pieces]
-    return dataclasses.replace(frames, divisions=divisions, values=values, names=names, pieces=pieces)
+def _raised(numbers: int | np.ndarray, start: int) -> int | np.ndarray:
+    if isinstance(numbers, np.ndarray):
+        return np.where(numbers >= 0, numbers + start, -1)
+    return numbers + start
 
 
 def _empty(params: SignatureParams) -> DocumentFrames:
     values = dd.from_pandas(_meta(params, False), npartitions=1)
     names = dd.from_pandas(_meta(params, True), npartitions=1)
-    return DocumentFrames(params, 0, 0, 0, None, (0, 0), values, names, True)
+    return DocumentFrames(params, 0, 0, 0, None, (0, 0), values, names, True, [])
 
 
-def _sorted(params: SignatureParams, pieces: list[StorePiece], removals: list[StorePiece],
-            shuffle_method: str | None) -> DocumentFrames:
-    meta = _full_meta(params)
-    rows = [dd.from_map(_piece_rows, pieces, params=params, removal=False, meta=meta, enforce_metadata=False)]
-    if removals:
-        rows.append(dd.from_map(_piece_rows, removals, params=params, removal=True, meta=meta,
-                                enforce_metadata=False))
-    combined = dd.concat(rows) if len(rows) > 1 else rows[0]
-    (ordered,) = settled(combined.sort_values("id", shuffle_method=shuffle_method).map_partitions(
-        live, meta=meta.drop(columns="removed")))
-    lengths = ordered.map_partitions(len).compute().to_numpy().astype(np.int64)
-    if not lengths.sum():
-        return _empty(params)
-    keep = [index for index, length in enumerate(lengths) if length > 0]
-    if len(keep) < len(lengths):
-        ordered = ordered.partitions[keep]
-    offsets = np.r_[0, np.cumsum(lengths[keep])].astype(np.int64)
-    divisions = (*(int(x) for x in offsets[:-1]), int(offsets[-1]) - 1)
-    meta_values, meta_names = _meta(params, False), _meta(params, True)
-    numbered_meta = pd.concat([meta_names, meta_values], axis=1).reset_index()
-    numbered = ordered.map_partitions(_number, offsets[:-1].tolist(), meta=numbered_meta, align_dataframes=False)
-    # The documents are numbered in order, so their ranges are the divisions: no shuffle, no pass over the data.
-    (frame,) = settled(numbered.set_index("doc", sorted=True, divisions=list(divisions)))
-    values, names = frame[list(meta_values.columns)], frame[list(meta_names.columns)]
-    counts = frame["shingle_count"]
-    eligible, most, first_run, last_run = dask.compute((counts > 0).sum(), counts.max(), frame["run"].min(),
-                                                       frame["run"].max())
-    return DocumentFrames(params, int(offsets[-1]), int(eligible), int(most), (int(first_run), int(last_run)),
-                          divisions, values, names, False)
+def names_of(frames: DocumentFrames, docs: np.ndarray) -> pd.DataFrame:
+    """The name columns of the documents ``docs`` (int64, ascending), in that order: in order, from the
+    partitions that hold them; else read from every piece where it is, each keeping only its rows among ``docs``
+    (no shuffle of every document's names for a few of them)."""
+    if frames.in_order:
+        return rows_of(frames.names, frames.divisions, docs)
+    parts = [dask.delayed(_piece_names)(piece, numbers, docs, frames.params) for piece, numbers in frames.pieces]
+    found = pd.concat(dask.compute(*parts)) if parts else frames.names._meta
+    return found.sort_index()
+
+
+def _piece_names(piece: StorePiece, numbers: np.ndarray | int, docs: np.ndarray, params: SignatureParams
+                 ) -> pd.DataFrame:
+    frame = numbered_piece(piece, numbers, params, names=True)
+    return frame[np.isin(frame.index.to_numpy(), docs)]
 
 
 # --- the documents' b-bit values, what scoring and the end of find read of every document -----------------------
@@ -319,12 +274,15 @@ def reduce_bits(frame: pd.DataFrame, words: list[str], params: SignatureParams, 
                     words_to_packed(frame_words(frame, words), params.signature_bytes), frame.index, params, bits)
 
 
-def reduce_piece(piece: StorePiece, first: int, params: SignatureParams, bits: int) -> pd.DataFrame:
-    """:func:`reduce_bits` of a store piece whose first document is ``first``, read here straight from Arrow (no
-    frame of the stored signatures is built)."""
+def reduce_piece(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, bits: int) -> pd.DataFrame:
+    """:func:`reduce_bits` of a store piece's live rows (``numbers``: :func:`piece_documents`), read here straight
+    from Arrow (no frame of the stored signatures is built)."""
     counts, runs, packed = read_piece_values(piece, params)
-    index = pd.Index(np.arange(first, first + counts.size, dtype=np.int64), name="doc")
-    return reduced_values(counts, runs, packed, index, params, bits)
+    docs = piece_documents(numbers, counts.size)
+    if isinstance(numbers, np.ndarray):
+        live = docs >= 0
+        counts, runs, packed, docs = counts[live], runs[live], packed[live], docs[live]
+    return reduced_values(counts, runs, packed, pd.Index(docs, name="doc"), params, bits)
 
 
 def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, index: pd.Index,
@@ -345,16 +303,15 @@ def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, ind
     return frame
 
 
-def reduced_frame(frames: DocumentFrames, bits: int) -> dd.DataFrame:
-    """:func:`reduce_bits` of every document: from the store's pieces when they are in order (each task reads its
-    piece's counts, runs and signatures from Arrow), else of the sorted frame's partitions."""
+def reduced_frame(frames: DocumentFrames, bits: int, shuffle_method: str | None = None) -> dd.DataFrame:
+    """:func:`reduce_bits` of every document, each task reading a piece's counts, runs and signatures from Arrow;
+    when the pieces are not in order, moved into the frames' ranges (k·b/8 + 16 bytes a document)."""
     meta = reduced_meta(bits, frames.params.num_perm)
-    if frames.pieces is None:
-        return frames.values.map_partitions(reduce_bits, frames.words, frames.params, bits, meta=meta)
     pieces = [piece for piece, _ in frames.pieces]
-    firsts = [first for _, first in frames.pieces]
-    return dd.from_map(reduce_piece, pieces, firsts, params=frames.params, bits=bits, meta=meta,
-                       divisions=frames.divisions, enforce_metadata=False)
+    numbers = [number for _, number in frames.pieces]
+    reduced = dd.from_map(reduce_piece, pieces, numbers, params=frames.params, bits=bits, meta=meta,
+                          divisions=frames.divisions if frames.in_order else None, enforce_metadata=False)
+    return reduced if frames.in_order else in_ranges(reduced, frames.divisions, shuffle_method)
 
 
 def reduced_meta(bits: int, num_perm: int) -> pd.DataFrame:

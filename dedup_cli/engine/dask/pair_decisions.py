@@ -29,7 +29,7 @@ from distributed import get_client
 
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import DocumentFrames, rows_of
+from dedup_cli.engine.dask.frames import DocumentFrames, names_of
 from dedup_cli.engine.dask.joins import attach, scored_meta
 from dedup_cli.engine.local.forked import chunk_bounds
 from dedup_cli.engine.stages.find import decide, without
@@ -265,7 +265,7 @@ def decide_gathered(scored: pd.DataFrame, frames: DocumentFrames, mode: str, thr
     from the same functions, without a shuffle."""
     docs = sorted_unique(np.concatenate([scored["first"].to_numpy(dtype=np.int64),
                                          scored.index.to_numpy(dtype=np.int64)]))
-    names = rows_of(frames.names, frames.divisions, docs)
+    names = names_of(frames, docs)
     checked = None
     if mode == "none":
         exact = _no_exact()
