@@ -69,7 +69,9 @@ class WorkDir:
         if is_url(os.fspath(path)):
             raise UsageError(f"--work-dir {os.fspath(path)}: work files are kept on a filesystem (for --engine dask "
                              "one every worker sees), not in object storage; name a folder")
-        self.path = Path(path)
+        # Absolute: a Dask cluster's workers write the parts of large stages here, from working folders of their
+        # own (on other hosts, the folder must be one they all see at the same path).
+        self.path = Path(os.path.abspath(path))
         kind = path_kind(self.path)
         if kind not in (None, "directory"):
             raise StoreError(f"--work-dir {self.path} is a {kind}; name a folder (it is created when missing)")

@@ -29,11 +29,13 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from typing import Any, TextIO
 
 import dask
 from distributed import Client, LocalCluster, WorkerPlugin, futures_of, wait
+from distributed.comm import CommClosedError
 from distributed.scheduler import KilledWorker
 
 from dedup_cli.atomic_files import unlink_quietly
@@ -257,6 +259,15 @@ def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Itera
         raise DedupError(f"Dask workers died {ALLOWED_FAILURES} times running one task ({literal(error)}); give "
                          "each more memory ({memory_limit}) or use more of them ({workers})" + where,
                          options=True) from error
+    except (CancelledError, CommClosedError, OSError) as error:
+        if client.status == "running":  # not the scheduler lost: a fault of the run's own, as it is
+            raise
+        # The scheduler stopped (or the network to it failed): every result it held is gone with it. Nothing was
+        # written (outputs and stores are committed only at the end), and the stages a work folder kept stay.
+        where = f"the Dask scheduler at {literal(address)}" if address else "the local Dask cluster"
+        raise DedupError(f"lost the connection to {where}, which stopped or cannot be reached; nothing was "
+                         "written. Start the cluster again and run again (with {work_dir} a run resumes from the "
+                         "stages it kept)", options=True) from error
     finally:
         client.close()
         if cluster is not None and not _close(cluster):
