@@ -112,10 +112,12 @@ def records(folder: Path, count: int = 3_000) -> Path:
 
 
 def store_digest(store: Path) -> str:
-    """Every file of a store, names and bytes."""
+    """Every file of a store, names and bytes, but its lock and temporary files (``.part-….tmp``: what a run
+    writes before it commits, and what a worker cut off from its driver may still write; the next run removes
+    them)."""
     digest = hashlib.sha256()
     for path in sorted(store.rglob("*")):
-        if path.is_file() and path.name != "_dedup.lock":
+        if path.is_file() and path.name != "_dedup.lock" and not path.name.startswith("."):
             digest.update(str(path.relative_to(store)).encode())
             digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -253,3 +255,29 @@ def test_a_scheduler_killed_mid_find_ends_the_run_in_one_line_and_work_dir_resum
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming: candidates" in resumed.stderr
     assert (tmp_path / "dask.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
+
+
+def test_a_scheduler_killed_mid_sign_ends_the_run_in_one_line_and_leaves_the_store_as_it_was(
+        hosts: Hosts, tmp_path: Path) -> None:
+    corpus = records(tmp_path, 2_000)
+    first = dedup("sign", str(corpus), "--id-field", "id", "-o", "store", "-q", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = store_digest(tmp_path / "store")
+    records(tmp_path, 3_000)  # a thousand records more, and the rest the same
+    marker = tmp_path / "killed"
+    with hosts.client() as client:
+        client.run(_kill_scheduler_once, str(marker), hosts.scheduler.pid, "dedup_cli.engine.dask.sign",
+                   "sign_records")
+    cut_off = dedup("sign", str(corpus), "--id-field", "id", "-o", "store", "--engine", "dask", "--scheduler",
+                    hosts.address, cwd=tmp_path)
+    assert marker.exists() and hosts.scheduler.poll() is not None, cut_off.stderr
+    assert cut_off.returncode not in (0, None)
+    message = cut_off.stderr.strip().splitlines()
+    assert len(message) == 1 and "Traceback" not in cut_off.stderr and "scheduler" in message[0], cut_off.stderr
+    assert store_digest(tmp_path / "store") == before
+    read = dedup("find", "store", "-q", "-o", "pairs.tsv", "--output", "pairs", cwd=tmp_path)
+    assert read.returncode == 0, read.stderr
+    again = dedup("sign", str(corpus), "--id-field", "id", "-o", "store", "-q", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert dedup("info", "store", "--ids", cwd=tmp_path).stdout.count("\n") == 3_000
+    assert not list((tmp_path / "store").glob(".*.tmp")), "a cut-off run's temporary files outlived the next run"
