@@ -193,7 +193,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.local.band_rounds"],
         ["engine.local.find", "engine.local.sign_workers", "engine.stages.filter", "engine.local.evaluation"],
         ["engine.local.sign", "engine.dask.cluster"], ["engine.dask.frames", "engine.dask.kept_frames"],
-        ["engine.dask.shares"], ["engine.dask.candidates"],
+        ["engine.dask.shares", "engine.dask.sorted_frames"], ["engine.dask.candidates"],
         ["engine.dask.joins"],
         ["engine.dask.pair_decisions", "engine.dask.end_gathered", "engine.dask.star_components"],
         ["engine.dask.end_on_workers"],

@@ -23,10 +23,11 @@ from dedup_cli.cli.main import cli
 from dedup_cli.cli.summaries import find_store_line, find_summary
 from dedup_cli.engine import optional_engines
 from dedup_cli.engine.dask import candidates as dask_candidates
-from dedup_cli.engine.dask import end_on_workers
+from dedup_cli.engine.dask import end_on_workers, sorted_frames
 from dedup_cli.engine.stages.results import find_records
 from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.options.engine_choice import EngineOptions
+from dedup_cli.store.store_pieces import store_pieces
 
 SAMPLES = REPO / "sample_corpora"
 
@@ -86,10 +87,18 @@ def test_every_pair_is_refused_on_the_cluster(stores: dict[str, Path]) -> None:
                                      "lsh with --engine dask, or --engine local")
 
 
-def test_against_a_reference_store_the_records_are_the_local_engines(stores: dict[str, Path],
-                                                                     engine: EngineOptions) -> None:
+@pytest.mark.parametrize("sorted_on", [None, "store", "both"])
+def test_against_a_reference_store_the_records_are_the_local_engines(stores: dict[str, Path], engine: EngineOptions,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     sorted_on: str | None) -> None:
     """The store's documents are numbered before the reference's, as the local engine numbers them: every record
-    (with the store of each id), gathered or streamed from the cluster."""
+    (with the store of each id), gathered or streamed from the cluster; whether the driver numbers both stores,
+    or one or both are past its limit and sorted on the cluster."""
+    if sorted_on is not None:
+        rows = {name: sum(piece.rows for piece in store_pieces(dedup.open_store(stores[name]))[0])
+                for name in ("grown", "reference")}
+        assert rows["grown"] > rows["reference"]
+        monkeypatch.setattr(sorted_frames, "NUMBERED_IN_DRIVER", 0 if sorted_on == "both" else rows["reference"])
     options = {"against": str(stores["reference"]), "only_across": True, "ways": 3, "bits": 2}
     local = dedup.find(stores["grown"], dedup.FindOptions(**options))
     assert local.pair_count > 40

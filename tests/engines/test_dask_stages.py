@@ -17,7 +17,8 @@ import dedup_cli as dedup
 from dedup_cli.candidates.buckets import candidate_pairs as local_candidate_pairs
 from dedup_cli.engine.dask import candidates as dask_candidates
 from dedup_cli.engine.dask import shares as dask_shares
-from dedup_cli.engine.dask.frames import pack_bits, read_documents
+from dedup_cli.engine.dask import sorted_frames
+from dedup_cli.engine.dask.frames import pack_bits
 from dedup_cli.engine.dask.sign import plan_tasks
 from dedup_cli.inputs.locations import Source
 from dedup_cli.minhash.packing import pack_values
@@ -39,7 +40,7 @@ def batch(ids: list[str], values: np.ndarray, counts: np.ndarray | None = None) 
 
 
 def frames_of(path: Path, rows_per_piece: int = 7):
-    return read_documents(open_store(path), rows_per_piece)
+    return sorted_frames.store_frames(open_store(path), rows_per_piece)
 
 
 def assert_frames_read_like_the_store(path: Path, in_order: bool) -> None:
@@ -56,7 +57,11 @@ def assert_frames_read_like_the_store(path: Path, in_order: bool) -> None:
     assert frames.eligible == int(np.count_nonzero(expected.shingle_counts > 0))
 
 
-def test_documents_are_numbered_by_rank_of_id(client: Client, engine: EngineOptions, tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_driver", [True, False], ids=["numbered-in-the-driver", "sorted-on-the-cluster"])
+def test_documents_are_numbered_by_rank_of_id(client: Client, engine: EngineOptions, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch, in_driver: bool) -> None:
+    if not in_driver:  # a store past what the driver numbers: its rows sorted by id on the cluster
+        monkeypatch.setattr(sorted_frames, "NUMBERED_IN_DRIVER", 0)
     # Row groups of 4 rows cut into pieces of 7 or more; run 2 interleaves ids, changes doc-03 and removes doc-05.
     values = np.random.default_rng(1).integers(0, 256, size=(12, 64), dtype=np.uint8)
     path = tmp_path / "store"
@@ -64,7 +69,7 @@ def test_documents_are_numbered_by_rank_of_id(client: Client, engine: EngineOpti
         for start in range(0, 10, 4):
             stop = min(start + 4, 10)
             run.write(batch([f"doc-{i:02d}" for i in range(start, stop)], values[start:stop]))
-    assert_frames_read_like_the_store(path, in_order=True)
+    assert_frames_read_like_the_store(path, in_order=in_driver)
     with open_store(path).begin_run(PARAMS) as run:
         run.write(batch(["doc-03", "doc-10", "doc-01b"], values[[11, 10, 9]], np.array([50, 0, 50])))
         run.remove(["doc-05", "doc-99"])
@@ -72,7 +77,7 @@ def test_documents_are_numbered_by_rank_of_id(client: Client, engine: EngineOpti
     legacy = tmp_path / "legacy.parquet"
     with StoreWriter(legacy, PARAMS) as writer:
         writer.write(batch(["a", "b", "c"], values[:3]))
-    assert_frames_read_like_the_store(legacy, in_order=True)
+    assert_frames_read_like_the_store(legacy, in_order=in_driver)
     empty = tmp_path / "empty"
     create_store(empty, PARAMS)
     assert frames_of(empty).documents == 0

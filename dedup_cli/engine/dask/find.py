@@ -32,12 +32,11 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.frames import (
     DocumentFrames,
     bit_columns,
-    read_documents,
     reduced_frame,
-    with_reference,
 )
 from dedup_cli.engine.dask.joins import score_candidates, scored_meta
 from dedup_cli.engine.dask.kept_frames import keep_frame, kept_frame
+from dedup_cli.engine.dask.sorted_frames import store_and_reference, store_frames
 from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.filter import member_details
@@ -145,9 +144,9 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
 def read_frames(store: Store, reference: Store | None, shuffle_method: str | None) -> DocumentFrames:
     """The store's live documents (then the reference store's) as frames, numbered as the local engine numbers
     them."""
-    frames = read_documents(store, shuffle_method=shuffle_method)
+    frames = store_frames(store, shuffle_method=shuffle_method)
     if reference is not None:
-        frames = with_reference(frames, read_documents(reference, shuffle_method=shuffle_method), shuffle_method)
+        frames = store_and_reference(frames, store_frames(reference, shuffle_method=shuffle_method), shuffle_method)
     return frames
 
 

@@ -57,7 +57,7 @@ NAME_COLUMNS = ("id", "path", "content_hash", "mtime_ns")
 _STRING = "str"  # pandas' Arrow-backed strings, what read_piece gives
 
 
-def _meta(params: SignatureParams, names: bool) -> pd.DataFrame:
+def frame_meta(params: SignatureParams, names: bool) -> pd.DataFrame:
     columns: dict[str, pd.Series] = {}
     if names:
         columns = {"id": pd.Series([], dtype=_STRING), "path": pd.Series([], dtype=_STRING),
@@ -145,8 +145,9 @@ def _frames(params: SignatureParams, pieces: list[tuple[StorePiece, int | np.nda
         divisions = _ranges(documents, per_range)
     frames = []
     for names in (False, True):
-        frame = dd.from_map(numbered_piece, ordered, numbers, params=params, names=names, meta=_meta(params, names),
-                            divisions=divisions if in_order else None, enforce_metadata=False)
+        frame = dd.from_map(numbered_piece, ordered, numbers, params=params, names=names,
+                            meta=frame_meta(params, names), divisions=divisions if in_order else None,
+                            enforce_metadata=False)
         frames.append(frame if in_order else in_ranges(frame, divisions, shuffle_method))
     return divisions, frames[0], frames[1]
 
@@ -163,7 +164,7 @@ def read_documents(store: Store, rows_per_piece: int = ROWS_PER_PIECE, shuffle_m
                  for name, sizes, docs in numbered.row_documents()}
         counts, runs, documents = numbered.shingle_counts, numbered.runs, numbered.documents
     if not documents:
-        return _empty(store.params)
+        return empty_frames(store.params)
     in_order = all(docs is None for _, docs in files.values())
     numbered_pieces: list[tuple[StorePiece, int | np.ndarray]] = []
     first = 0
@@ -191,18 +192,21 @@ def with_reference(new: DocumentFrames, reference: DocumentFrames, shuffle_metho
     documents by rank of id, the store's first, as the local engine numbers two stores. Nothing is read: the
     reference's pieces are listed after the store's, their numbers raised."""
     start = new.documents
-    both = [frames for frames in (new, reference) if frames.documents]
-    spans = [span for span in (new.run_span, reference.run_span) if span is not None]
-    pieces = new.pieces + [(piece, _raised(numbers, start)) for piece, numbers in reference.pieces]
-    documents = start + reference.documents
-    in_order = new.in_order and reference.in_order
-    if not both:
+    if not new.documents and not reference.documents:
         return dataclasses.replace(new, reference_start=start)
-    divisions, values, names = _frames(new.params, pieces, documents, in_order, shuffle_method)
-    return DocumentFrames(new.params, documents, new.eligible + reference.eligible,
+    pieces = new.pieces + [(piece, _raised(numbers, start)) for piece, numbers in reference.pieces]
+    in_order = new.in_order and reference.in_order
+    divisions, values, names = _frames(new.params, pieces, start + reference.documents, in_order, shuffle_method)
+    return DocumentFrames(new.params, start + reference.documents, new.eligible + reference.eligible,
                           max(new.max_shingle_count, reference.max_shingle_count),
-                          (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None, divisions, values,
-                          names, in_order, pieces, start)
+                          joined_span(new.run_span, reference.run_span), divisions, values, names, in_order, pieces,
+                          start)
+
+
+def joined_span(first: tuple[int, int] | None, second: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The runs of two stores' documents together, (first run, last run)."""
+    spans = [span for span in (first, second) if span is not None]
+    return (min(span[0] for span in spans), max(span[1] for span in spans)) if spans else None
 
 
 def _raised(numbers: int | np.ndarray, start: int) -> int | np.ndarray:
@@ -211,9 +215,9 @@ def _raised(numbers: int | np.ndarray, start: int) -> int | np.ndarray:
     return numbers + start
 
 
-def _empty(params: SignatureParams) -> DocumentFrames:
-    values = dd.from_pandas(_meta(params, False), npartitions=1)
-    names = dd.from_pandas(_meta(params, True), npartitions=1)
+def empty_frames(params: SignatureParams) -> DocumentFrames:
+    values = dd.from_pandas(frame_meta(params, False), npartitions=1)
+    names = dd.from_pandas(frame_meta(params, True), npartitions=1)
     return DocumentFrames(params, 0, 0, 0, None, (0, 0), values, names, True, [])
 
 
@@ -221,7 +225,7 @@ def names_of(frames: DocumentFrames, docs: np.ndarray) -> pd.DataFrame:
     """The name columns of the documents ``docs`` (int64, ascending), in that order: in order, from the
     partitions that hold them; else read from every piece where it is, each keeping only its rows among ``docs``
     (no shuffle of every document's names for a few of them)."""
-    if frames.in_order:
+    if frames.in_order or not frames.pieces:  # in order, or sorted on the cluster: ranges of documents already
         return rows_of(frames.names, frames.divisions, docs)
     parts = [dask.delayed(_piece_names)(piece, numbers, docs, frames.params) for piece, numbers in frames.pieces]
     found = pd.concat(dask.compute(*parts)) if parts else frames.names._meta
@@ -307,6 +311,8 @@ def reduced_frame(frames: DocumentFrames, bits: int, shuffle_method: str | None 
     """:func:`reduce_bits` of every document, each task reading a piece's counts, runs and signatures from Arrow;
     when the pieces are not in order, moved into the frames' ranges (k·b/8 + 16 bytes a document)."""
     meta = reduced_meta(bits, frames.params.num_perm)
+    if not frames.pieces:  # sorted on the cluster: its values in ranges already
+        return frames.values.map_partitions(reduce_bits, frames.words, frames.params, bits, meta=meta)
     pieces = [piece for piece, _ in frames.pieces]
     numbers = [number for _, number in frames.pieces]
     reduced = dd.from_map(reduce_piece, pieces, numbers, params=frames.params, bits=bits, meta=meta,
