@@ -81,6 +81,14 @@ def unpack_values(packed: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
     if bits in (8, 16, 32, 64):
         # No copy when the stored bytes already are the values (8 bits, or little-endian wider ones).
         return packed.view(dtype.newbyteorder("<")).astype(dtype, copy=False).reshape(n_docs, num_perm)
+    if bits in (1, 2, 4):
+        # Byte q holds values q·(8/b) … (q + 1)·(8/b) − 1, lowest bits first: shifts and a mask, where the bit
+        # planes below take a byte per bit and a multiply-add per value (several times slower).
+        per_byte = 8 // bits
+        shifts = np.arange(0, 8, bits, dtype=np.uint8)
+        values = (packed[:, :, None] >> shifts) & np.uint8((1 << bits) - 1)
+        values = values.reshape(n_docs, packed.shape[1] * per_byte)
+        return values if values.shape[1] == num_perm else np.ascontiguousarray(values[:, :num_perm])
     bit_planes = np.unpackbits(packed, axis=1, count=num_perm * bits, bitorder="little")
     bit_planes = bit_planes.reshape(n_docs, num_perm, bits).astype(dtype)
     weights = (np.ones(1, dtype=dtype) << np.arange(bits, dtype=dtype)).astype(dtype)

@@ -105,16 +105,20 @@ def _borderline(frame: pd.DataFrame, mode: str, threshold: float, bound: Simulta
 
 def _with_exact(scored: pd.DataFrame, exact: pd.DataFrame, threshold: float) -> pd.DataFrame:
     """A scored partition with ``exact`` (NaN where unchecked) and ``decided`` columns."""
-    scored = scored.copy()
     values = np.full(len(scored), np.nan)
     if len(exact):
-        keys = pd.MultiIndex.from_arrays([scored["first"].to_numpy(), scored.index.to_numpy()])
-        found = pd.MultiIndex.from_arrays([exact["first"].to_numpy(), exact.index.to_numpy()])
-        where = found.get_indexer(keys)
-        values = np.where(where >= 0, exact["exact"].to_numpy()[np.maximum(where, 0)], np.nan)
-    scored["exact"] = values
-    scored["decided"] = decide(scored["estimate"].to_numpy(), values, threshold)
-    return scored
+        # Pairs as codes first · 2^32 + second (document numbers are below 2^32), found by a binary search.
+        keys = _pair_codes(scored["first"].to_numpy(), scored.index.to_numpy())
+        found = _pair_codes(exact["first"].to_numpy(), exact.index.to_numpy())
+        order = np.argsort(found, kind="stable")
+        where = np.minimum(np.searchsorted(found, keys, sorter=order), found.size - 1)
+        hit = found[order[where]] == keys
+        values = np.where(hit, exact["exact"].to_numpy()[order[where]], np.nan)
+    return scored.assign(exact=values, decided=decide(scored["estimate"].to_numpy(), values, threshold))
+
+
+def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    return (first.astype(np.uint64) << np.uint64(32)) | second.astype(np.uint64)
 
 
 def check_and_decide(scored: dd.DataFrame, frames: DocumentFrames, mode: str, threshold: float,
