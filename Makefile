@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_STORE := $(VENV)/demo-sigs.parquet
 
-.PHONY: demo test lint docs bench bench-corpora bench-scale bench-scale-100m bench-scaling corpora clean
+.PHONY: demo test lint docs bench bench-corpora bench-scale bench-scale-100m bench-scaling bench-cluster corpora clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -148,6 +148,12 @@ bench-scaling: $(VENV)/.installed-dask
 	$(BENCH_LOCK) $(BIN)/python bench/scaling.py --prepare $(BENCH_SCALING_INPUTS)
 	$(BENCH_LOCK) $(BIN)/python bench/scaling.py $(BENCH_SCALING_INPUTS) --out bench/RESULTS-scaling.md
 	$(BIN)/python bench/readme_numbers.py
+
+# The Dask engine on workers of separate hosts (loopback addresses 127.0.0.2, .3, ...) against the local engine:
+# sign and find of 10^6 short records, find on 2 and 4 hosts and of a store in a local S3 server; wall, CPU of
+# every process and bytes moved, appended to bench/RESULTS-scaling.md (about 10 minutes on 2 cores).
+bench-cluster: $(VENV)/.installed-test
+	$(BENCH_LOCK) $(BIN)/python bench/cluster.py --out bench/RESULTS-scaling.md --append
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
