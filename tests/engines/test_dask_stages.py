@@ -118,7 +118,8 @@ def test_a_share_pairs_its_own_buckets_and_sends_the_crossing_ones_to_their_owne
     (16, 3, 1 << 30, 5_000_000, True, False),   # one round, two shares (one per worker)
     (16, 3, 5_000, 5_000_000, True, False),     # a band a round
     (16, 3, 100_000, 700, True, False),         # several shares on each worker, a few bands a round
-    (6, 10, 1 << 30, 5_000_000, False, False),  # 80-bit bands: hashed 64-bit keys; out of order: values ranged
+    (6, 10, 1 << 30, 5_000_000, False, False),  # 80-bit bands: hashed 64-bit keys; out of order: rows numbered
+    (16, 3, 100_000, 700, False, False),        # several shares of pieces whose rows are numbered out of order
     (16, 3, 1 << 30, 5_000_000, True, True),    # split by bands: one round, eight bands a worker
     (16, 3, 5_000, 5_000_000, True, True),      # split by bands: a band a worker a round
     (5, 10, 1 << 30, 5_000_000, True, True),    # split by bands, hashed keys, an odd number of bands

@@ -135,29 +135,31 @@ def partition_keys(partition: pd.DataFrame, params: SignatureParams, words: list
                  dtype)
 
 
-def read_partition_keys(piece: StorePiece, first: int, params: SignatureParams, rows: int, first_band: int,
-                        last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`partition_keys` of a store piece in order (its first document ``first``) read here, on the share's
-    worker, straight from Arrow."""
+def read_partition_keys(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, rows: int,
+                        first_band: int, last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`partition_keys` of a store piece (``numbers``: :func:`dedup_cli.engine.dask.frames.piece_documents`)
+    read here, on the share's worker, straight from Arrow."""
     counts, packed = read_piece_signatures(piece, params)
-    return _keys(np.arange(first, first + counts.size, dtype=np.int64), counts, packed, params, rows, first_band,
-                 last_band, dtype)
+    return _keys(piece_documents(numbers, counts.size), counts, packed, params, rows, first_band, last_band, dtype)
 
 
-def read_keys_and_values(piece: StorePiece, first: int, params: SignatureParams, rows: int, first_band: int,
-                         last_band: int, dtype: np.dtype, bits: int) -> tuple[tuple[np.ndarray, np.ndarray],
-                                                                              pd.DataFrame]:
-    """:func:`read_partition_keys`, and from the same read of the piece its documents' lowest ``bits`` bits for
-    scoring (:func:`dedup_cli.engine.dask.frames.reduce_piece`): the signatures are read once for both."""
+def read_keys_and_values(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, rows: int,
+                         first_band: int, last_band: int, dtype: np.dtype, bits: int
+                         ) -> tuple[tuple[np.ndarray, np.ndarray], pd.DataFrame]:
+    """:func:`read_partition_keys`, and from the same read of the piece its live documents' lowest ``bits`` bits
+    for scoring (:func:`dedup_cli.engine.dask.frames.reduce_piece`): the signatures are read once for both."""
     counts, runs, packed = read_piece_values(piece, params)
-    docs = np.arange(first, first + counts.size, dtype=np.int64)
+    docs = piece_documents(numbers, counts.size)
     keys = _keys(docs, counts, packed, params, rows, first_band, last_band, dtype)
+    live = docs >= 0
+    if not live.all():
+        counts, runs, packed, docs = counts[live], runs[live], packed[live], docs[live]
     return keys, reduced_values(counts, runs, packed, pd.Index(docs, name="doc"), params, bits)
 
 
 def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: SignatureParams, rows: int,
           first_band: int, last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    eligible = counts > 0  # a document with no shingle resembles nothing
+    eligible = (counts > 0) & (docs >= 0)  # a document with no shingle resembles nothing; a dead row is none
     count = last_band - first_band
     if not eligible.any():
         return docs[:0], np.empty((count, 0), dtype)
@@ -175,13 +177,22 @@ def unique_codes(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"code": sorted_unique(frame["code"].to_numpy(dtype=np.uint64))})
 
 
+def _partition_rows(frames: DocumentFrames) -> np.ndarray:
+    """int64[partitions]: the rows of each partition the candidate stage reads, the pieces of the store (read where
+    they are) or, for a store sorted on the cluster, the frames' ranges of documents."""
+    if frames.pieces:
+        return np.array([piece.rows for piece, _ in frames.pieces], np.int64)
+    return np.diff(np.r_[np.asarray(frames.divisions[:-1], np.int64), frames.divisions[-1] + 1])
+
+
 def _shares(frames: DocumentFrames, workers: int) -> list[list[int]]:
-    """Partitions (by index) of each share: consecutive, about equal in documents, a whole number per worker."""
+    """Partitions (by index) of each share: consecutive, about equal in rows, a whole number per worker."""
     documents = frames.documents
     per_worker = -(-documents // (workers * SHARE_DOCUMENTS)) if documents else 1
     count = max(1, workers * per_worker) if documents > SHARE_DOCUMENTS or workers > 1 else 1
-    firsts = np.asarray(frames.divisions[:-1], np.int64)
-    which = np.minimum(firsts * count // max(documents, 1), count - 1)
+    rows = _partition_rows(frames)
+    firsts = np.r_[0, np.cumsum(rows)[:-1]].astype(np.int64)
+    which = np.minimum(firsts * count // max(int(rows.sum()), 1), count - 1)
     shares = [np.flatnonzero(which == share).tolist() for share in range(count)]
     return [share for share in shares if share]
 
@@ -225,7 +236,8 @@ def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
         return _Plan(workers, True, [], [], dtype, per_worker * len(workers), 0)
     shares = _shares(frames, len(workers))
     placed = [workers[index % len(workers)] for index in range(len(shares))]
-    held = max(sum(frames.partition_documents(share) for share in shares[index::len(workers)])
+    partition_rows = _partition_rows(frames)
+    held = max(sum(int(partition_rows[share].sum()) for share in shares[index::len(workers)])
                for index in range(min(len(workers), len(shares))))
     # A share's round holds its partitions' keys while it sorts them into hashes and positions: three times a key.
     per_round = max(1, band_memory // max(1, held * 3 * dtype.itemsize))
@@ -333,12 +345,12 @@ def _share_keys(frames: DocumentFrames, partitions: list[Any] | None, members: l
     """Split by documents: the delayed keys of a share's partitions, read where the share runs (and with
     ``reduce_bits`` their b-bit values from the same reads, into ``graph.values``)."""
     params = frames.params
-    if frames.in_order and reduce_bits is not None:
+    if frames.pieces and reduce_bits is not None:
         both = {p: dask.delayed(read_keys_and_values, nout=2)(*frames.pieces[p], params, rows, first_band,
                                                               last_band, dtype, reduce_bits) for p in members}
         graph.values.update({p: both[p][1] for p in members})
         return [both[p][0] for p in members]
-    if frames.in_order:
+    if frames.pieces:
         return [dask.delayed(read_partition_keys)(*frames.pieces[p], params, rows, first_band, last_band, dtype)
                 for p in members]
     assert partitions is not None
@@ -353,7 +365,7 @@ def _document_split_round(frames: DocumentFrames, plan: _Plan, rows: int, first_
     documents, bits, slices = frames.documents, plan.bits, len(plan.shares)
     graph = _RoundGraph()
     states, outgoing = [], []
-    partitions = None if frames.in_order else frames.values.to_delayed()
+    partitions = None if frames.pieces else frames.values.to_delayed()
     for members, worker in zip(plan.shares, plan.placed, strict=True):
         with dask.annotate(workers=[worker], allow_other_workers=True):
             parts = _share_keys(frames, partitions, members, rows, first_band, last_band, plan.dtype, reduce_bits,
@@ -450,7 +462,7 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
             reused.append((first_band, last_band))
             continue
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
-        reading = reduce_bits if reduced is None and (plan.split_bands or frames.in_order) else None
+        reading = reduce_bits if reduced is None and frames.pieces else None
         build = _band_split_round if plan.split_bands else _document_split_round
         done = _computed(build(frames, plan, rows, first_band, last_band, max_bucket, reading), plan)
         if done.values is not None:

@@ -90,11 +90,6 @@ class DocumentFrames:
     def words(self) -> list[str]:
         return word_columns(self.params.signature_bytes)
 
-    def partition_documents(self, partitions: list[int]) -> int:
-        """Documents in the partitions numbered ``partitions``."""
-        ends = np.r_[np.asarray(self.divisions[1:-1], np.int64), self.divisions[-1] + 1]
-        firsts = np.asarray(self.divisions[:-1], np.int64)
-        return int(sum(ends[p] - firsts[p] for p in partitions))
 
 
 def piece_documents(numbers: int | np.ndarray, rows: int) -> np.ndarray:

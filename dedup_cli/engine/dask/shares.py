@@ -46,9 +46,17 @@ def share_round(parts: list[tuple[np.ndarray, np.ndarray]], first_band: int, bit
     of its fingerprints (and their sizes in bytes, per owner)."""
     docs = np.concatenate([part[0] for part in parts])
     bands = parts[0][1].shape[0] if parts else 0
+    # Pieces of a store whose parts' ids interleave number their rows out of order: a bucket's members are cut at
+    # max_bucket in document order, so the share's rows are put in that order first.
+    order = None if docs.size < 2 or bool(np.all(docs[1:] > docs[:-1])) else np.argsort(docs, kind="stable")
+    if order is not None:
+        docs = docs[order]
     # One band at a time: the share's keys of a band, sorted by hash (the rows are kept in that order).
-    buckets = [band_buckets(np.concatenate([part[1][band] for part in parts]), docs, first_band + band, bits,
-                            max_bucket) for band in range(bands)]
+    buckets = []
+    for band in range(bands):
+        keys = np.concatenate([part[1][band] for part in parts])
+        buckets.append(band_buckets(keys if order is None else keys[order], docs, first_band + band, bits,
+                                    max_bucket))
     sets: list[list[EliasFano]] = [[] for _ in range(slices if slices > 1 else 0)]
     for found in buckets:
         for owner, coded in enumerate(slice_sets(found.prints, bits, slices) if slices > 1 else []):
@@ -99,13 +107,16 @@ def share_split(state: ShareRound, answers: list[list[np.ndarray]], bits: int, d
 
 def owner_pairs(rows: list[list[tuple[np.ndarray, np.ndarray]]], max_bucket: int, documents: int
                 ) -> tuple[np.ndarray, int]:
-    """The pairs of the crossing buckets of one owner's range: per band, every share's rows (in share order, so
-    documents ascend) sorted by hash and paired; and the buckets cut."""
+    """The pairs of the crossing buckets of one owner's range: per band, every share's rows in document order
+    sorted by hash and paired; and the buckets cut."""
     codes = PairCodes()
     oversized = 0
     for band in range(len(rows[0]) if rows else 0):
         keys = np.concatenate([share[band][0] for share in rows])
         docs = np.concatenate([share[band][1] for share in rows])
+        if docs.size > 1 and not bool(np.all(docs[1:] > docs[:-1])):  # shares of pieces whose ids interleave
+            order = np.argsort(docs, kind="stable")
+            keys, docs = keys[order], docs[order]
         found, cut = band_pair_codes(keys, docs, max_bucket, documents)
         codes.add(found)
         oversized += cut
