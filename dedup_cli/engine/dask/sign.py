@@ -32,16 +32,19 @@ from distributed import as_completed, get_client
 from distributed.scheduler import KilledWorker
 
 from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
-from dedup_cli.engine.stages.sign import Record, Signed, batches, hasher_for, sign_records
+from dedup_cli.engine.stages.sign import Record, Signed, batches, hasher_for, sign_columns, sign_records
 from dedup_cli.errors import DedupError
 from dedup_cli.inputs.locations import Source, location_path, parse_location, where_read
-from dedup_cli.inputs.reading import read_sources
+from dedup_cli.inputs.reading import accept_documents, read_sources
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.task_planning import file_pieces
+from dedup_cli.inputs.task_planning import plan_tasks as plan_read_tasks
+from dedup_cli.inputs.tasks import read_task_columns
 from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun, rewrite_task_part, write_task_part
 from dedup_cli.store.snapshot import HELD_ELSEWHERE, SAME_SOURCE, DocumentIndex, source_of
@@ -101,7 +104,7 @@ def sign_task(task: SignTask) -> TaskResult:
     seen: list[str] = []
     unchanged = 0
     ids: list[str] = []
-    hashes: list[int] = []
+    hashes: list[np.ndarray] = []
     locations: list[str] = []
     empty = 0
 
@@ -116,40 +119,96 @@ def sign_task(task: SignTask) -> TaskResult:
     # comes first in the task (the driver rules on the sources of other tasks, :func:`_corrections`).
     here = {location_path(source.path) for source in task.sources}
 
-    def held_elsewhere(document: Record) -> str | None:
-        entry = task.known.get(document.id)
+    def held_elsewhere(identifier: str, location: str) -> str | None:
+        entry = task.known.get(identifier)
         if entry is None:
             return None
         source = source_of(entry[0])
-        return entry[0] if source != source_of(document.path) and source in here else None
+        return entry[0] if source != source_of(location) and source in here else None
+
+    def stored_unchanged(identifier: str, content_hash: int, location: str) -> bool:
+        entry = task.known.get(identifier)
+        return entry is not None and entry[3] == content_hash and source_of(entry[0]) == source_of(location)
+
+    def signed() -> Iterator[Any]:
+        nonlocal unchanged, empty
+        if task.params.input_kind == "sets":
+            skipped = [0]
+            for batch in _signed_records(task, report, file_unchanged, held_elsewhere, stored_unchanged, seen, ids,
+                                         hashes, locations, skipped):
+                empty += int(np.count_nonzero(batch.shingle_counts == 0))
+                yield batch
+            unchanged += skipped[0]
+            return
+        accepted: set[str] = set()
+        report.max_document_bytes = task.input.max_document_bytes
+        # The local engine's reading tasks and column reading, as each of its workers reads a task.
+        for read in plan_read_tasks(task.sources, task.input, report, sys.stdin.buffer, file_unchanged):
+            found = read_task_columns(read, task.input)
+            report.merge(found.report)
+            columns = found.columns
+            if task.known:
+                elsewhere = [(position, stored) for position, (identifier, location) in
+                             enumerate(zip(columns.ids, columns.locations, strict=True))
+                             if (stored := held_elsewhere(identifier, location)) is not None]
+                for position, stored in elsewhere:
+                    report.note("held_elsewhere", (columns.wheres[position], columns.ids[position],
+                                                   where_read(stored)))
+                if elsewhere:
+                    kept = np.ones(len(columns), np.bool_)
+                    kept[[position for position, _ in elsewhere]] = False
+                    columns = columns.take(np.flatnonzero(kept))
+            kept_positions = accept_documents(report, accepted, columns.ids, columns.wheres, columns.empty)
+            if len(kept_positions) < len(columns):
+                columns = columns.take(np.asarray(kept_positions, np.int64))
+            seen.extend(columns.ids)
+            fresh = np.ones(len(columns), np.bool_)
+            if task.known:
+                fresh = np.array([not stored_unchanged(identifier, int(content_hash), location) for
+                                  identifier, content_hash, location in
+                                  zip(columns.ids, columns.content_hashes.tolist(), columns.locations, strict=True)],
+                                 np.bool_)
+                unchanged += int(np.count_nonzero(~fresh))
+                if not fresh.all():
+                    columns = columns.take(np.flatnonzero(fresh))
+            report.input_done += read.input_bytes
+            if not len(columns):
+                continue
+            counts, signatures = sign_columns(columns, task.params, task.kernel)
+            empty += int(np.count_nonzero(counts == 0))
+            ids.extend(columns.ids)
+            hashes.append(np.asarray(columns.content_hashes, np.uint64))
+            locations.extend(columns.locations)
+            yield DocumentBatch(columns.ids, columns.locations, columns.sizes, columns.mtimes_ns,
+                                columns.content_hashes, counts, signatures)
+
+    part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
+    return TaskResult(task.index, report, part, ids, np.concatenate(hashes) if hashes else np.empty(0, np.uint64),
+                      locations, seen, empty, unchanged, sum(source.size for source in task.sources))
+
+
+def _signed_records(task: SignTask, report: ReadReport, file_unchanged: Callable[..., bool],
+                    held_elsewhere: Callable[[str, str], str | None],
+                    stored_unchanged: Callable[[str, int, str], bool], seen: list[str], ids: list[str],
+                    hashes: list[np.ndarray], locations: list[str], skipped: list[int]) -> Iterator[Any]:
+    """The signed batches of a task of integer sets, read record by record (:func:`read_sources`); ``skipped[0]``
+    counts the records found unchanged."""
+    hasher = hasher_for(task.params)
 
     def to_sign() -> Iterator[Record]:
-        nonlocal unchanged
         for document in read_sources(task.sources, task.input, report, unchanged=file_unchanged,
-                                     held_elsewhere=held_elsewhere):
+                                     held_elsewhere=lambda record: held_elsewhere(record.id, record.path)):
             seen.append(document.id)
-            entry = task.known.get(document.id)
-            if (entry is not None and entry[3] == document.content_hash
-                    and source_of(entry[0]) == source_of(document.path)):
-                unchanged += 1
+            if stored_unchanged(document.id, document.content_hash, document.path):
+                skipped[0] += 1
                 continue
             ids.append(document.id)
-            hashes.append(document.content_hash)
+            hashes.append(np.array([document.content_hash], np.uint64))
             locations.append(document.path)
             yield document
 
-    hasher = hasher_for(task.params)
-
-    def signed() -> Iterator[Any]:
-        nonlocal empty
-        for batch in batches(to_sign()):
-            result = sign_records(batch, task.params, hasher, task.kernel)
-            empty += int(np.count_nonzero(result.shingle_counts == 0))
-            yield result
-
-    part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
-    return TaskResult(task.index, report, part, ids, np.array(hashes, dtype=np.uint64), locations, seen, empty,
-                      unchanged, sum(source.size for source in task.sources))
+    for batch in batches(to_sign()):
+        yield sign_records(batch, task.params, hasher, task.kernel)
 
 
 def task_inputs(sources: Sequence[Source]) -> str:
