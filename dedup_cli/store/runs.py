@@ -144,8 +144,9 @@ class StoreRun:
         """A file number for a part another process writes for this run (:func:`write_task_part`)."""
         return self._counter()
 
-    def adopt(self, written: WrittenFile, ids: Sequence[str]) -> None:
-        """Commit with this run a part another process wrote (:func:`write_task_part`); ``ids`` are its rows' ids.
+    def adopt(self, written: WrittenFile, ids: Sequence[str], distinct: bool = False) -> None:
+        """Commit with this run a part another process wrote (:func:`write_task_part`); ``ids`` are its rows' ids
+        (``distinct``: the caller kept one row of each id in all it adopts, so the commit does not check again).
 
         The run must not be over; a file adopted is renamed into place by the commit like the run's own parts,
         and deleted if the run is aborted.
@@ -155,6 +156,8 @@ class StoreRun:
         self._temporaries.append(written.temporary)
         self._written_ids.append(pa.array(list(ids), pa.string()))
         self.rows_written += written.rows
+        if distinct:
+            self._distinct_ids += len(ids)
 
     def reserve_part(self) -> int:
         """A file number for a part a worker process of this machine may write for this run (:class:`RunParts`):

@@ -352,11 +352,16 @@ def _corrections(results: list[TaskResult], index: DocumentIndex
     elsewhere: dict[int, dict[int, int]] = {}
     read: set[str] = set()
     for result in results:
-        repeated = [row for row, identifier in enumerate(result.ids) if identifier in read]
+        # Set operations for the usual task, whose ids no earlier task read; ids one by one only otherwise.
+        distinct = set(result.ids)
+        repeated = [] if len(distinct) == len(result.ids) and read.isdisjoint(distinct) else [
+            row for row, identifier in enumerate(result.ids) if identifier in read]
         held: dict[int, int] = {}
         unchanged = []
-        for row, identifier in enumerate(result.ids):
-            stored = None if identifier in read else index.row(identifier)
+        rows = index.rows_of(result.ids) if len(index) and result.ids else np.empty(0, np.int64)
+        for row in np.flatnonzero(rows >= 0).tolist():  # the ids the store holds: looked at one by one
+            identifier = result.ids[row]
+            stored = None if identifier in read else int(rows[row])
             if stored is None:
                 continue
             source = index.source_of(stored, result.locations[row])
@@ -448,7 +453,7 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
             signed.report.documents -= len(repeated) + len(held)
             empty -= dropped_empty
         if part is not None:
-            run.adopt(part, ids_written)
+            run.adopt(part, ids_written, distinct=True)  # each id once: repeats were dropped above
         signed.documents += len(ids_written)
         signed.empty += empty
     return signed
