@@ -5,9 +5,11 @@ The driver lists the inputs, takes the store's writer lock and reads its documen
 :func:`run_task_bytes`), runs of files in id order; a Parquet file larger than that by row groups, and a plain line
 or CSV/TSV file at record boundaries, as the local engine's planning cuts it
 (:func:`dedup_cli.inputs.task_planning.file_pieces`), and gives each task the stored entries of its documents, so
-that unchanged files and records are skipped there without being signed. Each task reads with
-:func:`dedup_cli.inputs.reading.read_sources`, signs with :func:`dedup_cli.engine.stages.sign.sign_records` and
-writes its rows as one part under a temporary name (:func:`dedup_cli.store.runs.write_task_part`). The driver then
+that unchanged files and records are skipped there without being signed. Each task reads as a worker of the
+local engine reads, with the same reading tasks (:func:`dedup_cli.inputs.task_planning.plan_tasks`) and column
+reader (:func:`dedup_cli.inputs.tasks.read_task_columns`), signs the columns with
+:func:`dedup_cli.engine.stages.sign.sign_columns` (integer sets record by record) and writes its rows as one part
+under a temporary name (:func:`dedup_cli.store.runs.write_task_part`). The driver then
 drops what the tasks could not know alone (an id already read by an earlier task; a record with an id field whose
 stored copy is unchanged), adopts the parts into the run and commits once: the manifest replace is still the only
 commit point, so a driver killed at any moment leaves the store as it was, and a task that ran on a worker killed
