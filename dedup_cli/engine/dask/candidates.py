@@ -177,26 +177,6 @@ def unique_codes(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"code": sorted_unique(frame["code"].to_numpy(dtype=np.uint64))})
 
 
-def _partition_rows(frames: DocumentFrames) -> np.ndarray:
-    """int64[partitions]: the rows of each partition the candidate stage reads, the pieces of the store (read where
-    they are) or, for a store sorted on the cluster, the frames' ranges of documents."""
-    if frames.pieces:
-        return np.array([piece.rows for piece, _ in frames.pieces], np.int64)
-    return np.diff(np.r_[np.asarray(frames.divisions[:-1], np.int64), frames.divisions[-1] + 1])
-
-
-def _shares(frames: DocumentFrames, workers: int) -> list[list[int]]:
-    """Partitions (by index) of each share: consecutive, about equal in rows, a whole number per worker."""
-    documents = frames.documents
-    per_worker = -(-documents // (workers * SHARE_DOCUMENTS)) if documents else 1
-    count = max(1, workers * per_worker) if documents > SHARE_DOCUMENTS or workers > 1 else 1
-    rows = _partition_rows(frames)
-    firsts = np.r_[0, np.cumsum(rows)[:-1]].astype(np.int64)
-    which = np.minimum(firsts * count // max(int(rows.sum()), 1), count - 1)
-    shares = [np.flatnonzero(which == share).tolist() for share in range(count)]
-    return [share for share in shares if share]
-
-
 @dataclass(frozen=True)
 class _Plan:
     """How the rounds run: on which workers, split by bands or by documents, how many bands a round."""
@@ -234,9 +214,9 @@ def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
         # (the one band it sorts at a time needs SORT_BYTES a document beside them, checked above).
         per_worker = max(1, band_memory // max(1, frames.eligible * dtype.itemsize))
         return _Plan(workers, True, [], [], dtype, per_worker * len(workers), 0)
-    shares = _shares(frames, len(workers))
+    shares = share_tasks.plan_shares(frames, len(workers), SHARE_DOCUMENTS)
     placed = [workers[index % len(workers)] for index in range(len(shares))]
-    partition_rows = _partition_rows(frames)
+    partition_rows = share_tasks.partition_rows(frames)
     held = max(sum(int(partition_rows[share].sum()) for share in shares[index::len(workers)])
                for index in range(min(len(workers), len(shares))))
     # A share's round holds its partitions' keys while it sorts them into hashes and positions: three times a key.

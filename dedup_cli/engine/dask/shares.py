@@ -1,6 +1,7 @@
-"""The document split of the candidate stage, on the workers (:mod:`dedup_cli.engine.dask.candidates`, steps 1
-to 3): a share's band keys sorted into its own buckets, the Elias–Fano coded fingerprints for their owners, the
-owners' answers, and the pairs of the buckets that cross shares."""
+"""The document split of the candidate stage (:mod:`dedup_cli.engine.dask.candidates`, steps 1 to 3): how the
+store's partitions are cut into shares, and on the workers a share's band keys sorted into its own buckets, the
+Elias–Fano coded fingerprints for their owners, the owners' answers, and the pairs of the buckets that cross
+shares."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from dedup_cli.candidates.crossing import (
     slice_sets,
 )
 from dedup_cli.candidates.elias_fano import EliasFano
+from dedup_cli.engine.dask.frames import DocumentFrames
 
 
 @dataclass
@@ -137,3 +139,24 @@ def rows_for(split: Split, owner: int) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def sets_for(sets: list[list[EliasFano]], owner: int) -> list[EliasFano]:
     return sets[owner]
+
+
+def partition_rows(frames: DocumentFrames) -> np.ndarray:
+    """int64[partitions]: the rows of each partition the candidate stage reads, the pieces of the store (read where
+    they are) or, for a store sorted on the cluster, the frames' ranges of documents."""
+    if frames.pieces:
+        return np.array([piece.rows for piece, _ in frames.pieces], np.int64)
+    return np.diff(np.r_[np.asarray(frames.divisions[:-1], np.int64), frames.divisions[-1] + 1])
+
+
+def plan_shares(frames: DocumentFrames, workers: int, share_documents: int) -> list[list[int]]:
+    """Partitions (by index) of each share: consecutive, about equal in rows, a whole number per worker, at most
+    ``share_documents`` documents a share."""
+    documents = frames.documents
+    per_worker = -(-documents // (workers * share_documents)) if documents else 1
+    count = max(1, workers * per_worker) if documents > share_documents or workers > 1 else 1
+    rows = partition_rows(frames)
+    firsts = np.r_[0, np.cumsum(rows)[:-1]].astype(np.int64)
+    which = np.minimum(firsts * count // max(int(rows.sum()), 1), count - 1)
+    shares = [np.flatnonzero(which == share).tolist() for share in range(count)]
+    return [share for share in shares if share]

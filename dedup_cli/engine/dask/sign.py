@@ -36,6 +36,7 @@ from distributed.scheduler import KilledWorker
 from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
 from dedup_cli.engine.stages.sign import Record, Signed, batches, hasher_for, sign_columns, sign_records
 from dedup_cli.errors import DedupError
+from dedup_cli.inputs.columns import TextColumns
 from dedup_cli.inputs.locations import Source, location_path, parse_location, where_read
 from dedup_cli.inputs.reading import accept_documents, read_sources
 from dedup_cli.inputs.report import ReadReport
@@ -150,16 +151,7 @@ def sign_task(task: SignTask) -> TaskResult:
             report.merge(found.report)
             columns = found.columns
             if task.known:
-                elsewhere = [(position, stored) for position, (identifier, location) in
-                             enumerate(zip(columns.ids, columns.locations, strict=True))
-                             if (stored := held_elsewhere(identifier, location)) is not None]
-                for position, stored in elsewhere:
-                    report.note("held_elsewhere", (columns.wheres[position], columns.ids[position],
-                                                   where_read(stored)))
-                if elsewhere:
-                    kept = np.ones(len(columns), np.bool_)
-                    kept[[position for position, _ in elsewhere]] = False
-                    columns = columns.take(np.flatnonzero(kept))
+                columns = _not_held_elsewhere(columns, held_elsewhere, report)
             kept_positions = accept_documents(report, accepted, columns.ids, columns.wheres, columns.empty)
             if len(kept_positions) < len(columns):
                 columns = columns.take(np.asarray(kept_positions, np.int64))
@@ -187,6 +179,21 @@ def sign_task(task: SignTask) -> TaskResult:
     part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
     return TaskResult(task.index, report, part, ids, np.concatenate(hashes) if hashes else np.empty(0, np.uint64),
                       locations, seen, empty, unchanged, sum(source.size for source in task.sources))
+
+
+def _not_held_elsewhere(columns: TextColumns, held_elsewhere: Callable[[str, str], str | None], report: ReadReport
+                        ) -> TextColumns:
+    """The documents of ``columns`` whose id no other source keeps; the others reported."""
+    elsewhere = [(position, stored) for position, (identifier, location) in
+                 enumerate(zip(columns.ids, columns.locations, strict=True))
+                 if (stored := held_elsewhere(identifier, location)) is not None]
+    if not elsewhere:
+        return columns
+    for position, stored in elsewhere:
+        report.note("held_elsewhere", (columns.wheres[position], columns.ids[position], where_read(stored)))
+    kept = np.ones(len(columns), np.bool_)
+    kept[[position for position, _ in elsewhere]] = False
+    return columns.take(np.flatnonzero(kept))
 
 
 def _signed_records(task: SignTask, report: ReadReport, file_unchanged: Callable[..., bool],
