@@ -34,7 +34,15 @@ from distributed import as_completed, get_client
 from distributed.scheduler import KilledWorker
 
 from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
-from dedup_cli.engine.stages.sign import Record, Signed, batches, hasher_for, sign_columns, sign_records
+from dedup_cli.engine.stages.sign import (
+    Record,
+    Signed,
+    batches,
+    hasher_for,
+    kept_positions,
+    sign_columns,
+    sign_records,
+)
 from dedup_cli.errors import DedupError
 from dedup_cli.inputs.columns import TextColumns
 from dedup_cli.inputs.locations import Source, location_path, parse_location, where_read
@@ -191,9 +199,7 @@ def _not_held_elsewhere(columns: TextColumns, held_elsewhere: Callable[[str, str
         return columns
     for position, stored in elsewhere:
         report.note("held_elsewhere", (columns.wheres[position], columns.ids[position], where_read(stored)))
-    kept = np.ones(len(columns), np.bool_)
-    kept[[position for position, _ in elsewhere]] = False
-    return columns.take(np.flatnonzero(kept))
+    return columns.take(kept_positions(len(columns), elsewhere))
 
 
 def _signed_records(task: SignTask, report: ReadReport, file_unchanged: Callable[..., bool],

@@ -210,7 +210,7 @@ def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, ke
                                   [document.path for document in documents], stored)
         if elsewhere:
             _skip_held_elsewhere(read.report, elsewhere, [document.id for document in documents], read.wheres, stored)
-            kept = _kept(len(documents), elsewhere)
+            kept = kept_positions(len(documents), elsewhere)
             documents, fresh = [documents[position] for position in kept.tolist()], fresh[kept]
             read.wheres = [read.wheres[position] for position in kept.tolist()]
         batch = sign_records([document for document, new in zip(documents, fresh.tolist(), strict=True) if new],
@@ -223,7 +223,7 @@ def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, ke
     fresh, elsewhere = _fresh(columns.ids, columns.content_hashes.tolist(), columns.locations, stored)
     if elsewhere:
         _skip_held_elsewhere(found.report, elsewhere, columns.ids, columns.wheres, stored)
-        kept = _kept(len(columns), elsewhere)
+        kept = kept_positions(len(columns), elsewhere)
         columns, fresh = columns.take(kept), fresh[kept]
     signing = columns.take(np.flatnonzero(fresh))
     counts, signatures = sign_columns(signing, params, kernel)
@@ -267,7 +267,7 @@ def _skip_held_elsewhere(report: ReadReport, elsewhere: list[tuple[int, int]], i
         report.note("held_elsewhere", (wheres[position], ids[position], where_read(stored.location(row))))
 
 
-def _kept(count: int, elsewhere: list[tuple[int, int]]) -> np.ndarray:
+def kept_positions(count: int, elsewhere: Sequence[tuple[int, object]]) -> np.ndarray:
     """int64 positions of the ``count`` documents of a task but those of ``elsewhere``, in order."""
     kept = np.ones(count, dtype=np.bool_)
     kept[[position for position, _ in elsewhere]] = False
