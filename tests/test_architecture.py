@@ -192,10 +192,10 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
          "engine.progress"],
         ["engine.local.band_rounds"],
         ["engine.local.find", "engine.local.sign_workers", "engine.stages.filter", "engine.local.evaluation"],
-        ["engine.local.sign", "engine.dask.cluster"], ["engine.dask.frames", "engine.dask.kept_frames"],
-        ["engine.dask.shares", "engine.dask.sorted_frames"], ["engine.dask.candidates"],
-        ["engine.dask.joins"],
-        ["engine.dask.pair_decisions", "engine.dask.end_gathered", "engine.dask.star_components"],
+        ["engine.local.sign", "engine.dask.cluster", "engine.dask.exchange"],
+        ["engine.dask.ranges", "engine.dask.kept_parts", "engine.dask.star_components", "engine.dask.joins"],
+        ["engine.dask.shares", "engine.dask.id_sort", "engine.dask.sorted_output"],
+        ["engine.dask.candidates", "engine.dask.pair_decisions", "engine.dask.end_gathered"],
         ["engine.dask.end_on_workers"],
         ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"], ["engine.engines"],
     ]),
@@ -226,10 +226,10 @@ CONFINED = {
     "numba": {"kernel.primitives", "kernel.sketch", "kernel.tokenise", "kernel.compiled"},
     # eval's pictures, an optional extra.
     "matplotlib": {"api.plot"},
-    # The optional Dask engine (the ``dask`` extra) and the store's pieces it reads as data frames.
+    # The optional Dask engine (the ``dask`` extra); nothing uses pandas.
     "dask": {"engine.dask."},
     "distributed": {"engine.dask."},
-    "pandas": {"engine.dask.", "store.store_pieces"},
+    "pandas": set(),
     # Object storage (the ``s3`` extra): one client, behind one module.
     "s3fs": {"objectstore.objects"},
     "fsspec": {"objectstore.objects", "objectstore.object_streams"},
@@ -600,7 +600,7 @@ def test_the_document_names_the_largest_module() -> None:
 
 def test_the_document_checks_catch_what_does_not_exist(tmp_path: Path) -> None:
     # A made-up package, module or name is caught, and the real ones pass.
-    assert dangling_references("`store/runs.py` `store.runs.StoreRun.commit` `dask/frames.py` `tests/cli/`",
+    assert dangling_references("`store/runs.py` `store.runs.StoreRun.commit` `dask/ranges.py` `tests/cli/`",
                                PACKAGE_DIR) == []
     assert dangling_references("`dedup_cli.store.runs` `find_stages.score_in_chunks` `storage.urls`",
                                PACKAGE_DIR) == []

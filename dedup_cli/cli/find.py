@@ -71,7 +71,7 @@ def find(store: str | None, store_named: str | None, group_method: str, kind: st
     options = FindOptions(group=group_method, engine=engine, **given)
     store = default_store(chosen_store(store, store_named))
     with StageBars(quiet) as stages:
-        with pandas_hidden(engine.name == "local"):  # as in the core install (dedup_cli.cli.pandas_hidden)
+        with pandas_hidden():  # as in the core install, on either engine (dedup_cli.cli.pandas_hidden)
             result = api.find(store, options, stages)
         totals = {"pairs": result.pair_count, "groups": result.group_count, "triples": result.triple_count}
         advance = stages.stage("writing", totals.get(kind), "records")

@@ -2,10 +2,9 @@
 
 When pandas is installed (the ``dask`` extra brings it), pyarrow imports it the first time it converts anything
 (``pa.array``, ``to_numpy``, an empty table), to recognise pandas objects among its inputs: 0.27 s, more than
-signing one small file takes. The core install has no pandas and pyarrow works as well without it, so the
-command line's local engine hides pandas from the imports made while it runs, exactly as if it were not
-installed. The Dask engine, which needs pandas, never runs inside :func:`pandas_hidden`, and nothing is hidden
-once pandas has been imported.
+signing one small file takes. The core install has no pandas and pyarrow works as well without it, and
+neither engine uses pandas, so the command line hides pandas from the imports made while a command runs,
+exactly as if it were not installed. Nothing is hidden once pandas has been imported.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
     engine = engine_of(given)
     options = SignOptions(input=reading, engine=engine, **given)
     # The local engine runs as in the core install, without pandas (dedup_cli.cli.pandas_hidden: 0.27 s saved).
-    with pandas_hidden(engine.name == "local"), progress_bar(quiet, "signing") as (on_start, advance):
+    with pandas_hidden(), progress_bar(quiet, "signing") as (on_start, advance):
         report = api.sign(inputs, default_store(out), options, progress=advance, on_start=on_start,
                           on_note=None if quiet else say)
     print_warnings(read_warnings(report.read, flag), verbose)

@@ -11,11 +11,11 @@ import importlib.util
 from dedup_cli.errors import DedupError
 
 DASK_EXTRA = "pip install 'dedup-cli[dask]'"
-DASK_MODULES = ("dask", "distributed", "pandas")
+DASK_MODULES = ("dask", "distributed")
 
 
 def require_dask() -> None:
-    """Raise a :class:`DedupError` naming the install command unless Dask, distributed and pandas are importable."""
+    """Raise a :class:`DedupError` naming the install command unless Dask and distributed are importable."""
     missing = [name for name in DASK_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         raise DedupError(f"{{engine}} dask needs the dask extra ({', '.join(missing)} not installed); install it "

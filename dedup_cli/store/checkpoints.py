@@ -34,7 +34,7 @@ from dedup_cli.objectstore.urls import is_url
 from dedup_cli.store.store import Store
 from dedup_cli.version import __version__
 
-STAGE_VERSIONS = {"candidates": 1, "scored": 2, "decisions": 2}
+STAGE_VERSIONS = {"candidates": 2, "scored": 3, "decisions": 3}
 """Raised when a stage's output for the same inputs would change, so older work files are not reused."""
 _CHECKSUM = "__sha256__"
 _STAGE_PREFIX = re.compile(r"(candidates|scored|decisions)-[0-9a-f]{24}")

@@ -1,12 +1,11 @@
-"""A store in pieces, for an engine that reads it in parallel: runs of row groups of its files, as data frames.
+"""A store in pieces, for an engine that reads it in parallel: runs of row groups of its files, as numpy columns.
 
 The pieces are the listed parts (in manifest order) cut at row-group boundaries into runs of about
 ``rows_per_piece`` rows, and the removal files; a format 1 store is one file cut the same way. Listing them reads
-the manifest and the Parquet footers only. :func:`read_piece` reads some columns of one piece into a pandas data
-frame (the Dask engine's unit of work; pandas comes with the ``dask`` extra), its signatures as fixed-width
-uint64 columns ``w0, w1, …`` holding the packed bytes little-endian and zero-padded: they move between processes
-as plain numbers rather than one Python object per row. Which rows are live is the engine's to decide, by the
-rule of docs/store-format.md.
+the manifest and the Parquet footers only. :func:`read_piece` reads some columns of one piece into numpy arrays
+(the Dask engine's unit of work), its signatures as packed bytes straight from Arrow's buffers: they move between
+processes as plain arrays rather than one Python object per row. Which rows are live is the engine's to decide, by
+the rule of docs/store-format.md.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from dedup_cli.errors import StoreError
@@ -23,7 +21,7 @@ from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import one_line, packed_signatures
 from dedup_cli.store.manifest import Manifest
 from dedup_cli.store.places import folder_of
-from dedup_cli.store.snapshot import open_part
+from dedup_cli.store.snapshot import live_rows, open_part
 from dedup_cli.store.store import Store
 
 ROWS_PER_PIECE = 1 << 17
@@ -80,11 +78,6 @@ def store_pieces(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> tuple[li
     return store.reading(cut)
 
 
-def word_columns(signature_bytes: int) -> list[str]:
-    """Names of the uint64 columns that hold ``signature_bytes`` packed bytes."""
-    return [f"w{i}" for i in range((signature_bytes + 7) // 8)]
-
-
 def packed_to_words(packed: np.ndarray) -> np.ndarray:
     """uint8[n, S] → uint64[n, ⌈S/8⌉], zero-padded, little-endian (the inverse of :func:`words_to_packed`)."""
     count, width = packed.shape
@@ -97,13 +90,6 @@ def words_to_packed(words: np.ndarray, signature_bytes: int) -> np.ndarray:
     """uint64[n, W] → uint8[n, signature_bytes], the packed signature bytes again."""
     words = np.ascontiguousarray(words, dtype="<u8")
     return words.view(np.uint8).reshape(words.shape[0], words.shape[1] * 8)[:, :signature_bytes]
-
-
-def frame_words(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """Some uint64 columns of a data frame as one uint64[n, len(columns)] array."""
-    if not columns:
-        return np.empty((len(frame), 0), dtype=np.uint64)
-    return np.column_stack([frame[name].to_numpy(dtype=np.uint64) for name in columns])
 
 
 def _piece_table(piece: StorePiece, columns: Sequence[str]) -> pa.Table:
@@ -159,28 +145,38 @@ def read_piece_batches(piece: StorePiece, params: SignatureParams, runs: bool = 
         yield counts, batch_runs, packed_signatures(batch.column("signature"), params, folder)
 
 
-def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParams | None = None) -> pd.DataFrame:
-    """``columns`` of a piece's rows, in file order, as a data frame with a default index.
+def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParams | None = None
+               ) -> dict[str, np.ndarray]:
+    """``columns`` of a piece's rows, in file order, as numpy arrays by name.
 
-    ``signature`` becomes the columns :func:`word_columns` (``params`` says its width); ``run`` is 0 throughout
-    a format 1 file; ``id`` and ``path`` are Arrow-backed strings. A piece whose file is gone (a compaction
+    ``signature`` is the packed signatures uint8[n, S] (``params`` says their width); ``run`` is 0 throughout a
+    format 1 file; ``id`` and ``path`` are object arrays of str. A piece whose file is gone (a compaction
     committed since the pieces were listed) is a :class:`StoreError`.
     """
     stored = [name for name in columns if not (piece.legacy and name == "run")]
     table = _piece_table(piece, stored)
     folder = folder_of(piece.path.rsplit("/", 1)[0])
-    data: dict[str, object] = {}
+    data: dict[str, np.ndarray] = {}
     for column in columns:
         if column == "run" and piece.legacy:
             data["run"] = np.zeros(table.num_rows, dtype=np.int64)
         elif column == "signature":
             assert params is not None
-            words = packed_to_words(packed_signatures(table.column("signature"), params, folder))
-            for index, word in enumerate(word_columns(params.signature_bytes)):
-                data[word] = words[:, index]
+            data[column] = packed_signatures(table.column("signature"), params, folder)
         elif column in ("id", "path"):
-            data[column] = table.column(column).to_pandas()  # pandas' Arrow-backed strings
+            data[column] = np.asarray(table.column(column).to_pylist(), dtype=object)
         else:
             data[column] = table.column(column).to_numpy()
-    return pd.DataFrame(data)
+    return data
 
+
+def live_positions(ids: np.ndarray, runs: np.ndarray, removed_ids: np.ndarray | None = None,
+                   removed_runs: np.ndarray | None = None) -> np.ndarray:
+    """:func:`live_rows` of numpy arrays (``ids`` and ``removed_ids`` of str): positions of the live rows among
+    ``ids``, ordered by ascending id."""
+    removals = None
+    if removed_ids is not None and removed_ids.size:
+        removals = pa.table({"id": pa.array(removed_ids.tolist(), pa.string()),
+                             "run": pa.array(np.asarray(removed_runs, np.int64))})
+    return live_rows(pa.chunked_array([pa.array(ids.tolist(), pa.string())]),
+                     pa.chunked_array([pa.array(np.asarray(runs, np.int64))]), removals)

@@ -23,7 +23,7 @@ from dedup_cli.cli.main import cli
 from dedup_cli.cli.summaries import find_store_line, find_summary
 from dedup_cli.engine import optional_engines
 from dedup_cli.engine.dask import candidates as dask_candidates
-from dedup_cli.engine.dask import end_on_workers, sorted_frames
+from dedup_cli.engine.dask import end_on_workers, id_sort
 from dedup_cli.engine.stages.results import find_records
 from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.options.engine_choice import EngineOptions
@@ -98,7 +98,7 @@ def test_against_a_reference_store_the_records_are_the_local_engines(stores: dic
         rows = {name: sum(piece.rows for piece in store_pieces(dedup.open_store(stores[name]))[0])
                 for name in ("grown", "reference")}
         assert rows["grown"] > rows["reference"]
-        monkeypatch.setattr(sorted_frames, "NUMBERED_IN_DRIVER", 0 if sorted_on == "both" else rows["reference"])
+        monkeypatch.setattr(id_sort, "NUMBERED_IN_DRIVER", 0 if sorted_on == "both" else rows["reference"])
     options = {"against": str(stores["reference"]), "only_across": True, "ways": 3, "bits": 2}
     local = dedup.find(stores["grown"], dedup.FindOptions(**options))
     assert local.pair_count > 40

@@ -13,9 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import dask.dataframe as dd
+import dask
 import numpy as np
-import pandas as pd
 import pytest
 from click.testing import CliRunner
 from distributed import Client
@@ -23,7 +22,7 @@ from same_answers import assert_same_answers
 
 import dedup_cli as dedup
 from dedup_cli.cli.main import cli
-from dedup_cli.engine.dask.joins import attach
+from dedup_cli.engine.dask.joins import attach_ranges
 from dedup_cli.options.engine_choice import EngineOptions
 
 WORDS = 120
@@ -151,17 +150,16 @@ def test_a_real_process_finds_a_renamed_file_on_the_workers(engine: EngineOption
 @pytest.mark.parametrize("divisions", [(0, 9, 9), (0, 5, 9, 9)])
 def test_a_join_keeps_the_ranges_of_the_documents(client: Client, divisions: tuple[int, ...]) -> None:
     """The last range may hold one document (its division repeated): the pairs joined to the documents keep one
-    partition per range, partition i the pairs whose document lies in range i, so that frames with these divisions
-    meet partition by partition."""
-    documents = dd.from_pandas(pd.DataFrame({"id": [f"d{i}" for i in range(10)]},
-                                            index=pd.Index(np.arange(10, dtype=np.int64), name="doc")),
-                               npartitions=1).repartition(divisions=list(divisions))
-    pairs = dd.from_pandas(pd.DataFrame({"first": np.arange(10, dtype=np.int64)[::-1],
-                                         "second": np.arange(10, dtype=np.int64)}), npartitions=2)
-    joined = attach(pairs, "first", documents, "a_", divisions, "tasks")
-    assert joined.divisions == divisions
-    parts = [part.compute() for part in joined.to_delayed()]
+    part per range, part i the pairs whose document lies in range i, so that tables cut by these ranges meet
+    part by part."""
     ends = [*divisions[1:-1], 10]  # the last range holds its last division
-    assert [part.index.tolist() for part in parts] == [list(range(low, high))
-                                                       for low, high in zip(divisions[:-1], ends, strict=True)]
-    assert all((part["a_id"] == [f"d{i}" for i in part.index]).all() for part in parts)
+    ranges = [dask.delayed({"doc": np.arange(low, high), "id": np.array([f"d{i}" for i in range(low, high)])})
+              for low, high in zip(divisions[:-1], ends, strict=True)]
+    pairs = [dask.delayed({"first": np.arange(10, dtype=np.int64)[::-1][half], "second": np.arange(10)[half]})
+             for half in (slice(0, 5), slice(5, 10))]
+    parts = dask.compute(*attach_ranges(pairs, "first", ranges, divisions, "a_", ("id",)))
+    assert len(parts) == len(divisions) - 1
+    assert [sorted(part["first"].tolist()) for part in parts] == [list(range(low, high))
+                                                                 for low, high in zip(divisions[:-1], ends,
+                                                                                      strict=True)]
+    assert all(part["a_id"].tolist() == [f"d{i}" for i in part["first"]] for part in parts)

@@ -1,4 +1,4 @@
-"""The Dask engine's stages one by one: numbered frames against ``Store.read``, candidates against the local
+"""The Dask engine's stages one by one: numbered documents against ``Store.read``, candidates against the local
 engine's, the planning of sign tasks, by hand and on the cluster."""
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 import dedup_cli as dedup
 from dedup_cli.candidates.buckets import candidate_pairs as local_candidate_pairs
 from dedup_cli.engine.dask import candidates as dask_candidates
+from dedup_cli.engine.dask import id_sort
 from dedup_cli.engine.dask import shares as dask_shares
-from dedup_cli.engine.dask import sorted_frames
-from dedup_cli.engine.dask.frames import pack_bits
+from dedup_cli.engine.dask.exchange import joined
+from dedup_cli.engine.dask.ranges import name_ranges, pack_bits, unpack_words, value_ranges
 from dedup_cli.engine.dask.sign import plan_tasks
 from dedup_cli.inputs.locations import Source
 from dedup_cli.minhash.packing import pack_values
@@ -26,7 +27,6 @@ from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import create_store, open_store
-from dedup_cli.store.store_pieces import frame_words, words_to_packed
 
 PARAMS = SignatureParams(num_perm=64, bits=8)
 
@@ -40,28 +40,34 @@ def batch(ids: list[str], values: np.ndarray, counts: np.ndarray | None = None) 
 
 
 def frames_of(path: Path, rows_per_piece: int = 7):
-    return sorted_frames.store_frames(open_store(path), rows_per_piece)
+    return id_sort.store_documents(open_store(path), rows_per_piece)
 
 
 def assert_frames_read_like_the_store(path: Path, in_order: bool) -> None:
+    """Every range of documents, its values (8 bits of 8: the whole signature) and its names, is the store's."""
     frames = frames_of(path)
     expected = open_store(path).read()
-    values, names = frames.values.compute(), frames.names.compute()
+    values = [part.compute() for part in value_ranges(frames, 8)]
+    names = [part.compute() for part in name_ranges(frames)]
     assert frames.in_order is in_order and frames.documents == len(expected)
-    assert names["id"].tolist() == expected.ids and names["path"].tolist() == expected.paths
-    assert np.array_equal(values.index.to_numpy(), np.arange(len(expected)))
-    assert np.array_equal(words_to_packed(frame_words(values, frames.words), expected.params.signature_bytes),
-                          expected.packed)
-    assert np.array_equal(values["run"].to_numpy(), expected.runs)
-    assert np.array_equal(names["content_hash"].to_numpy(), expected.content_hashes)
+    for ranged in (values, names):  # each range holds its own documents, in order
+        assert [part["doc"].tolist() for part in ranged] == [
+            list(range(low, high)) for low, high in zip(frames.divisions[:-1], [*frames.divisions[1:-1],
+                                                                               frames.documents], strict=True)]
+    values_joined, names_joined = joined(values), joined(names)
+    assert names_joined["id"].tolist() == expected.ids and names_joined["path"].tolist() == expected.paths
+    assert np.array_equal(unpack_words(values_joined["words"], 8, PARAMS.num_perm),
+                          np.frombuffer(expected.packed.tobytes(), np.uint8).reshape(len(expected), -1))
+    assert np.array_equal(values_joined["run"], expected.runs)
+    assert np.array_equal(names_joined["content_hash"], expected.content_hashes)
     assert frames.eligible == int(np.count_nonzero(expected.shingle_counts > 0))
 
 
-@pytest.mark.parametrize("in_driver", [True, False], ids=["numbered-in-the-driver", "sorted-on-the-cluster"])
+@pytest.mark.parametrize("in_driver", [True, False], ids=["numbered-in-the-driver", "numbered-on-the-cluster"])
 def test_documents_are_numbered_by_rank_of_id(client: Client, engine: EngineOptions, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch, in_driver: bool) -> None:
-    if not in_driver:  # a store past what the driver numbers: its rows sorted by id on the cluster
-        monkeypatch.setattr(sorted_frames, "NUMBERED_IN_DRIVER", 0)
+    if not in_driver:  # a store past what the driver numbers: its ids sorted on the cluster
+        monkeypatch.setattr(id_sort, "NUMBERED_IN_DRIVER", 0)
     # Row groups of 4 rows cut into pieces of 7 or more; run 2 interleaves ids, changes doc-03 and removes doc-05.
     values = np.random.default_rng(1).integers(0, 256, size=(12, 64), dtype=np.uint8)
     path = tmp_path / "store"
@@ -150,7 +156,7 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
     frames = frames_of(path, 500)
     assert frames.in_order is in_order
     found = dask_candidates.candidate_pairs(frames, bands, rows, 100, band_memory)
-    codes = np.sort(found.codes.compute()["code"].to_numpy())
+    codes = np.sort(joined([part.compute() for part in found.codes])["code"])
     assert found.oversized_buckets == expected.oversized_buckets > 0
     expected_codes = expected.first.astype(np.uint64) * np.uint64(3_000) + expected.second.astype(np.uint64)
     assert np.array_equal(codes, expected_codes)

@@ -232,7 +232,7 @@ def test_a_scheduler_killed_mid_find_ends_the_run_in_one_line_and_work_dir_resum
     with hosts.client() as client:
         # Scoring runs after the candidate stage kept its rounds in the work folder.
         client.run(_kill_scheduler_once, str(marker), hosts.scheduler.pid, "dedup_cli.engine.dask.joins",
-                   "_score_range")
+                   "score_part")
     started = time.monotonic()
     cut_off = dedup(*common, "-o", "dask.csv", "--engine", "dask", "--scheduler", hosts.address, cwd=tmp_path)
     assert marker.exists() and hosts.scheduler.poll() is not None

@@ -4,7 +4,7 @@ fingerprints of their keys and the rows of buckets that cross shares travel.
 The same pairs as :func:`dedup_cli.candidates.buckets.candidate_pairs` (MMDS Sec. 3.4: a pair is a candidate when
 all rows of some band agree), in rounds of a few bands:
 
-1. **Shares.** The documents (partitions of consecutive document numbers) are cut into shares of at most
+1. **Shares.** The documents (the store's pieces) are cut into shares of at most
    :data:`SHARE_DOCUMENTS`, a whole number of them per worker; every task of a share runs on its worker
    (``dask.annotate``, other workers allowed should it die), so a share's keys never leave it. A share's
    partitions are read where the share runs, and their band keys for the round's bands concatenated (4 bytes a
@@ -17,8 +17,8 @@ all rows of some band agree), in rounds of a few bands:
    whole (:func:`dedup_cli.candidates.buckets.band_pair_codes`), and pairs its other rows itself, buckets that lie
    inside it. Either way a bucket is sorted with its members in document order and cut at ``max_bucket`` as the
    local engine cuts it.
-4. **Codes.** Pairs become codes first · documents + second; the codes of all rounds meet in one shuffle on the
-   code (a pair found in several bands is kept once).
+4. **Codes.** Pairs become codes first · documents + second; the codes of all rounds meet in one exchange on
+   the code (a pair found in several bands is kept once).
 
 Steps 1 to 3 run on the workers in :mod:`dedup_cli.engine.dask.shares`. With one share (one worker and a small
 store) step 2 and 3 vanish: the share pairs everything itself. On one machine (below :data:`BAND_SPLIT_DOCUMENTS`,
@@ -34,9 +34,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import dask
-import dask.dataframe as dd
 import numpy as np
-import pandas as pd
 from distributed import get_client
 
 from dedup_cli.array_primitives import large_empty, sorted_unique
@@ -44,22 +42,16 @@ from dedup_cli.candidates.buckets import PairCodes, SortBuffers, band_keys, band
 from dedup_cli.candidates.crossing import fingerprint_bits
 from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import DocumentFrames, in_ranges, piece_documents, reduced_meta, reduced_values
-from dedup_cli.engine.dask.kept_frames import keep_frame, kept_frame
+from dedup_cli.engine.dask.exchange import Table, by_hash, exchange, joined
+from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
+from dedup_cli.engine.dask.ranges import Documents, in_ranges, live_reduced, piece_documents
 from dedup_cli.engine.local.band_rounds import band_ranges
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.checkpoints import WorkDir
-from dedup_cli.store.store_pieces import (
-    StorePiece,
-    frame_words,
-    read_piece_batches,
-    read_piece_signatures,
-    read_piece_values,
-    words_to_packed,
-)
+from dedup_cli.store.store_pieces import StorePiece, read_piece_batches, read_piece_signatures, read_piece_values
 
 SHARE_DOCUMENTS = 5_000_000
 """Documents a share holds at most: a task sorts one band of them at a time (about 46 bytes a document, 230 MB),
@@ -70,9 +62,7 @@ piece (from the page cache) and sorts whole bands, one at a time, so nothing but
 SORT_BYTES = 46
 """Bytes a document while a task sorts one band (its key, position and packed sort word, and the pairs' scratch)."""
 ROWS_PER_PARTITION = 2_000_000
-"""Pair codes per partition after the de-duplicating shuffle (each sorted whole in one task)."""
-
-_CODE_META = pd.DataFrame({"code": pd.Series([], dtype=np.uint64)})
+"""Pair codes per part after the de-duplicating exchange (each sorted whole in one task)."""
 
 
 @dataclass(frozen=True)
@@ -103,10 +93,11 @@ class CandidateStats:
 class Candidates:
     """Unique candidate pairs as codes first · documents + second (first < second), and what finding them cost.
 
-    ``codes`` has one uint64 column ``code``, hash-partitioned, each partition ascending; it is persisted.
+    ``codes``: delayed tables of one uint64 column ``code``, spread by a hash of the code, each ascending;
+    persisted.
     """
 
-    codes: dd.DataFrame
+    codes: list[Any]
     documents: int
     oversized_buckets: int
     rounds: int
@@ -117,7 +108,7 @@ class Candidates:
     crossing_rows: int
     crossing_row_bytes: int
     shuffled_codes: int
-    reduced: dd.DataFrame | None = None  # with ``reduce_bits``: the b-bit values read with the keys, persisted
+    reduced: list[Any] | None = None  # with ``reduce_bits``: the b-bit values read with the keys, a range each
 
     def stats(self) -> CandidateStats:
         """What finding them cost (:class:`CandidateStats`)."""
@@ -126,35 +117,24 @@ class Candidates:
                               self.shuffled_codes, self.oversized_buckets)
 
 
-def partition_keys(partition: pd.DataFrame, params: SignatureParams, words: list[str], rows: int, first_band: int,
-                   last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """(docs int64[m], keys[last − first, m]): the band keys of a partition's eligible documents."""
-    counts = partition["shingle_count"].to_numpy()
-    packed = words_to_packed(frame_words(partition, words), params.signature_bytes)
-    return _keys(partition.index.to_numpy(dtype=np.int64), counts, packed, params, rows, first_band, last_band,
-                 dtype)
-
-
 def read_partition_keys(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, rows: int,
                         first_band: int, last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`partition_keys` of a store piece (``numbers``: :func:`dedup_cli.engine.dask.frames.piece_documents`)
-    read here, on the share's worker, straight from Arrow."""
+    """(docs int64[m], keys[last − first, m]): the band keys of a store piece's eligible documents (``numbers``:
+    :func:`dedup_cli.engine.dask.ranges.piece_documents`), read here, on the share's worker, straight from
+    Arrow."""
     counts, packed = read_piece_signatures(piece, params)
     return _keys(piece_documents(numbers, counts.size), counts, packed, params, rows, first_band, last_band, dtype)
 
 
 def read_keys_and_values(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, rows: int,
                          first_band: int, last_band: int, dtype: np.dtype, bits: int
-                         ) -> tuple[tuple[np.ndarray, np.ndarray], pd.DataFrame]:
+                         ) -> tuple[tuple[np.ndarray, np.ndarray], Table]:
     """:func:`read_partition_keys`, and from the same read of the piece its live documents' lowest ``bits`` bits
-    for scoring (:func:`dedup_cli.engine.dask.frames.reduce_piece`): the signatures are read once for both."""
+    for scoring (:func:`dedup_cli.engine.dask.ranges.reduce_piece`): the signatures are read once for both."""
     counts, runs, packed = read_piece_values(piece, params)
     docs = piece_documents(numbers, counts.size)
     keys = _keys(docs, counts, packed, params, rows, first_band, last_band, dtype)
-    live = docs >= 0
-    if not live.all():
-        counts, runs, packed, docs = counts[live], runs[live], packed[live], docs[live]
-    return keys, reduced_values(counts, runs, packed, pd.Index(docs, name="doc"), params, bits)
+    return keys, live_reduced(counts, runs, packed, docs, params, bits)
 
 
 def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: SignatureParams, rows: int,
@@ -168,13 +148,13 @@ def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: Sign
     return docs[eligible], keys
 
 
-def _codes_frame(codes: np.ndarray) -> pd.DataFrame:
-    return pd.DataFrame({"code": codes})
+def _codes_table(codes: np.ndarray) -> Table:
+    return {"code": codes}
 
 
-def unique_codes(frame: pd.DataFrame) -> pd.DataFrame:
-    """A partition of codes, ascending and without repeats."""
-    return pd.DataFrame({"code": sorted_unique(frame["code"].to_numpy(dtype=np.uint64))})
+def unique_codes(table: Table) -> Table:
+    """A part of codes, ascending and without repeats."""
+    return {"code": sorted_unique(table["code"].astype(np.uint64, copy=False))}
 
 
 @dataclass(frozen=True)
@@ -190,7 +170,7 @@ class _Plan:
     bits: int  # split by documents: fingerprint bits
 
 
-def _plan(frames: DocumentFrames, rows: int, band_memory: int) -> _Plan:
+def _plan(frames: Documents, rows: int, band_memory: int) -> _Plan:
     """Split by bands when the store is files (each worker reads every piece: from the page cache when the
     workers share a machine, else from the file system they share; from object storage each would fetch the
     whole store) and one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
@@ -238,7 +218,7 @@ class _RoundGraph:
 def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: SignatureParams, rows: int,
                      first_band: int, last_band: int, dtype: np.dtype, max_bucket: int, documents: int,
                      reduce: list[int],
-                     reduce_bits: int | None) -> tuple[np.ndarray, int, list[pd.DataFrame]]:
+                     reduce_bits: int | None) -> tuple[np.ndarray, int, list[Table]]:
     """A worker's bands ``first_band`` … ``last_band`` − 1 of every document (split by bands): every piece read
     here, and each band paired whole as the local engine pairs it (:func:`dedup_cli.candidates.buckets.
     band_pair_codes`). Returns the sorted distinct codes, the buckets cut, and with ``reduce_bits`` the b-bit
@@ -268,16 +248,9 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: 
             filled += count
             if reducing:
                 assert reduce_bits is not None and runs is not None
-                live = batch_docs >= 0
-                every = bool(live.all())
-                values_of_piece.append(reduced_values(
-                    counts if every else counts[live], runs if every else runs[live],
-                    packed if every else packed[live], pd.Index(batch_docs if every else batch_docs[live],
-                                                                name="doc"), params, reduce_bits))
+                values_of_piece.append(live_reduced(counts, runs, packed, batch_docs, params, reduce_bits))
         if reducing:
-            assert reduce_bits is not None
-            reduced.append(values_of_piece[0] if len(values_of_piece) == 1 else pd.concat(
-                [reduced_meta(reduce_bits, params.num_perm), *values_of_piece]))
+            reduced.append(joined(values_of_piece))
     docs, keys = docs[:filled], keys[:, :filled]
     order = None
     if filled > 1 and not bool(np.all(docs[1:] > docs[:-1])):
@@ -296,7 +269,7 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: 
     return codes.unique(), oversized, reduced
 
 
-def _band_split_round(frames: DocumentFrames, plan: _Plan, rows: int, first_band: int, last_band: int,
+def _band_split_round(frames: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
                       max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
     """Split by bands: the round's bands cut into one consecutive range a worker, one task each."""
     assert frames.pieces is not None
@@ -312,44 +285,37 @@ def _band_split_round(frames: DocumentFrames, plan: _Plan, rows: int, first_band
             codes, cut, reduced = dask.delayed(band_share_pairs, nout=3)(
                 frames.pieces, frames.params, rows, edges[index], edges[index + 1], plan.dtype, max_bucket,
                 frames.documents, reduce, reduce_bits)
-        graph.code_parts.append(dask.delayed(_codes_frame)(codes))
+        graph.code_parts.append(dask.delayed(_codes_table)(codes))
         graph.cut.append(cut)
         if reduce_bits is not None:
             graph.values.update({p: reduced[position] for position, p in enumerate(reduce)})
     return graph
 
 
-def _share_keys(frames: DocumentFrames, partitions: list[Any] | None, members: list[int], rows: int,
-                first_band: int, last_band: int, dtype: np.dtype, reduce_bits: int | None, graph: _RoundGraph
-                ) -> list[Any]:
-    """Split by documents: the delayed keys of a share's partitions, read where the share runs (and with
+def _share_keys(frames: Documents, members: list[int], rows: int, first_band: int, last_band: int,
+                dtype: np.dtype, reduce_bits: int | None, graph: _RoundGraph) -> list[Any]:
+    """Split by documents: the delayed keys of a share's pieces, read where the share runs (and with
     ``reduce_bits`` their b-bit values from the same reads, into ``graph.values``)."""
     params = frames.params
-    if frames.pieces and reduce_bits is not None:
+    if reduce_bits is not None:
         both = {p: dask.delayed(read_keys_and_values, nout=2)(*frames.pieces[p], params, rows, first_band,
                                                               last_band, dtype, reduce_bits) for p in members}
         graph.values.update({p: both[p][1] for p in members})
         return [both[p][0] for p in members]
-    if frames.pieces:
-        return [dask.delayed(read_partition_keys)(*frames.pieces[p], params, rows, first_band, last_band, dtype)
-                for p in members]
-    assert partitions is not None
-    return [dask.delayed(partition_keys)(partitions[p], params, frames.words, rows, first_band, last_band, dtype)
+    return [dask.delayed(read_partition_keys)(*frames.pieces[p], params, rows, first_band, last_band, dtype)
             for p in members]
 
 
-def _document_split_round(frames: DocumentFrames, plan: _Plan, rows: int, first_band: int, last_band: int,
+def _document_split_round(frames: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
                           max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
     """Split by documents (steps 1 to 3 of the module docstring): every task of a share runs on its worker; what
     goes to an owner is cut out there first, so that only the owner's part travels."""
     documents, bits, slices = frames.documents, plan.bits, len(plan.shares)
     graph = _RoundGraph()
     states, outgoing = [], []
-    partitions = None if frames.pieces else frames.values.to_delayed()
     for members, worker in zip(plan.shares, plan.placed, strict=True):
         with dask.annotate(workers=[worker], allow_other_workers=True):
-            parts = _share_keys(frames, partitions, members, rows, first_band, last_band, plan.dtype, reduce_bits,
-                                graph)
+            parts = _share_keys(frames, members, rows, first_band, last_band, plan.dtype, reduce_bits, graph)
             state, found, size = dask.delayed(share_tasks.share_round, nout=3)(parts, first_band, bits, slices,
                                                                                max_bucket)
             outgoing.append([dask.delayed(share_tasks.sets_for)(found, owner)
@@ -376,9 +342,9 @@ def _document_split_round(frames: DocumentFrames, plan: _Plan, rows: int, first_
             with dask.annotate(workers=[plan.placed[owner]], allow_other_workers=True):
                 owned.append(dask.delayed(share_tasks.owner_pairs, nout=2)(
                     [sent[owner] for sent in rows_out], max_bucket, documents))
-    graph.code_parts = [dask.delayed(_codes_frame)(dask.delayed(share_tasks.split_codes)(split[0]))
+    graph.code_parts = [dask.delayed(_codes_table)(dask.delayed(share_tasks.split_codes)(split[0]))
                         for split in splits]
-    graph.code_parts += [dask.delayed(_codes_frame)(pairs[0]) for pairs in owned]
+    graph.code_parts += [dask.delayed(_codes_table)(pairs[0]) for pairs in owned]
     graph.cut = [dask.delayed(share_tasks.split_oversized)(split[0]) for split in splits]
     graph.cut += [pairs[1] for pairs in owned]
     graph.crossing_rows = [split[1] for split in splits]
@@ -401,7 +367,7 @@ def _computed(graph: _RoundGraph, plan: _Plan) -> _RoundDone:
     parts = graph.code_parts
     *kept, round_cut, round_sizes, round_rows, made = settled(
         *parts, *read_values, dask.delayed(sum)(graph.cut), dask.delayed(list)(graph.fingerprint_sizes),
-        dask.delayed(list)(graph.crossing_rows), dask.delayed(sum)([dask.delayed(len)(part) for part in parts]))
+        dask.delayed(list)(graph.crossing_rows), dask.delayed(sum)([dask.delayed(_count)(part) for part in parts]))
     round_cut, round_sizes, round_rows, made = dask.compute(round_cut, round_sizes, round_rows, made)
     fingerprint = int(sum(int(np.sum(per_owner)) for per_owner in round_sizes))
     across = int(sum(size for sender, per_owner in enumerate(round_sizes)
@@ -411,8 +377,12 @@ def _computed(graph: _RoundGraph, plan: _Plan) -> _RoundDone:
                       kept[len(parts):] if read_values else None)
 
 
-def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: int, band_memory: int,
-                    shuffle_method: str | None = None, progress: Progress = silent, work: WorkDir | None = None,
+def _count(table: Table) -> int:
+    return int(table["code"].size)
+
+
+def candidate_pairs(frames: Documents, bands: int, rows: int, max_bucket: int, band_memory: int,
+                    progress: Progress = silent, work: WorkDir | None = None,
                     reduce_bits: int | None = None) -> Candidates:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
 
@@ -421,12 +391,12 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
     ``work``: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
     earlier run with the same bands is read back instead of computed.
     ``reduce_bits``: also keep every document's lowest ``reduce_bits`` bits for scoring
-    (:func:`dedup_cli.engine.dask.frames.reduced_frame`), made by the first round that reads the store's pieces
+    (:func:`dedup_cli.engine.dask.ranges.value_ranges`), made by the first round that reads the store's pieces
     from the same read as its keys (``Candidates.reduced``; None when no round read them).
     """
     plan = _plan(frames, rows, band_memory)
     totals = np.zeros(5, np.int64)  # buckets cut, fingerprint bytes, of them across workers, crossing rows, codes
-    collected: list[dd.DataFrame] = []
+    collected: list[Any] = []
     rounds = list(range(0, bands, plan.per_round))
     reused: list[tuple[int, int]] = []
     reduced: list[Any] | None = None  # the b-bit values of each piece, once a round has read them
@@ -437,46 +407,39 @@ def candidate_pairs(frames: DocumentFrames, bands: int, rows: int, max_bucket: i
         kept_round = None if work is None or key is None else work.load("candidates", key)
         if kept_round is not None:
             assert work is not None and key is not None
-            collected.append(kept_frame(work, "candidates", key, kept_round, _CODE_META))
+            collected += kept_parts(work, "candidates", key, kept_round)
             totals += kept_round["stats"].astype(np.int64)
             reused.append((first_band, last_band))
             continue
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
-        reading = reduce_bits if reduced is None and frames.pieces else None
+        reading = reduce_bits if reduced is None else None
         build = _band_split_round if plan.split_bands else _document_split_round
         done = _computed(build(frames, plan, rows, first_band, last_band, max_bucket, reading), plan)
         if done.values is not None:
             reduced = done.values
         if work is not None and key is not None:
-            keep_frame(work, "candidates", key, done.kept, {"stats": done.stats})
+            keep_parts(work, "candidates", key, done.kept, {"stats": done.stats})
         totals += done.stats
-        collected.append(dd.from_delayed(done.kept, meta=_CODE_META, verify_meta=False))
+        collected += done.kept
     if reused:
         assert work is not None
         progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path}")
     oversized, fingerprint, across, crossing, shuffled = (int(total) for total in totals)
-    codes = _deduplicated(collected, shuffled, shuffle_method, progress)
-    values_frame = None
-    if reduced is not None and reduce_bits is not None:
-        values_frame = dd.from_delayed(reduced, meta=reduced_meta(reduce_bits, frames.params.num_perm),
-                                       divisions=frames.divisions if frames.in_order else None, verify_meta=False)
-        if not frames.in_order:
-            (values_frame,) = settled(in_ranges(values_frame, frames.divisions, shuffle_method))
+    codes = _deduplicated(collected, shuffled, progress)
+    values = None
+    if reduced is not None:
+        values = list(settled(*in_ranges(reduced, frames)))
     shares = len(plan.workers) if plan.split_bands else len(plan.shares)
     return Candidates(codes, frames.documents, oversized, len(rounds), shares, frames.eligible * bands, fingerprint,
-                      across, crossing, plan.dtype.itemsize + 8, shuffled, values_frame)
+                      across, crossing, plan.dtype.itemsize + 8, shuffled, values)
 
 
-def _deduplicated(collected: list[dd.DataFrame], shuffled: int, shuffle_method: str | None,
-                  progress: Progress) -> dd.DataFrame:
-    """Step 4: the codes of every round in one shuffle on the code, each partition sorted and without repeats."""
+def _route_code(table: Table, parts: int) -> np.ndarray:
+    return by_hash(table["code"], parts)
+
+
+def _deduplicated(collected: list[Any], shuffled: int, progress: Progress) -> list[Any]:
+    """Step 4: the codes of every round in one exchange on the code, each part sorted and without repeats."""
     progress.stage("candidates, de-duplicating pairs", None)
-    merged = dd.concat(collected) if len(collected) > 1 else collected[0]
     outputs = max(1, -(-shuffled // ROWS_PER_PARTITION))
-    if outputs == 1:
-        # Every code goes to one partition: gathering them there is the shuffle without its tasks and barrier.
-        deduplicated = merged.repartition(npartitions=1)
-    else:
-        deduplicated = merged.shuffle(on="code", npartitions=outputs, shuffle_method=shuffle_method)
-    (codes,) = settled(deduplicated.map_partitions(unique_codes, meta=_CODE_META))
-    return codes
+    return list(settled(*exchange(collected, _route_code, outputs, outputs, then=unique_codes)))

@@ -1,18 +1,18 @@
-"""``find`` on a Dask cluster: the local engine's stages mapped over partitions, joined by shuffles.
+"""``find`` on a Dask cluster: the local engine's array stages as tasks, meeting through exchanges.
 
-read (pieces of the store, numbered by rank of id) → band keys per partition, candidates by a shuffle on the
-bucket a few bands at a time, de-duplicated by a shuffle on the pair → scores by two range joins → exact checks
-of the borderline pairs on the workers → decisions, aliases → the end of find (triples, groups, representatives)
-on the gathered edges when they are few (:mod:`.end_gathered`), else per connected component on the workers
+read (pieces of the store, numbered by rank of id) → band keys per piece, candidates by sharing the buckets a
+few bands at a time, de-duplicated by an exchange on the pair → scores by two range joins → exact checks of the
+borderline pairs on the workers → decisions, aliases → the end of find (triples, groups, representatives) on the
+gathered edges when they are few (:mod:`.end_gathered`), else per connected component on the workers
 (:mod:`.end_on_workers`). When the scored pairs themselves are few (``--gather-limit``), they are gathered before
 the decisions, which then run in the driver on them with their checks as tasks on the workers
-(:func:`dedup_cli.engine.dask.pair_decisions.decide_gathered`), instead of by shuffles.
+(:func:`dedup_cli.engine.dask.pair_decisions.decide_gathered`).
 
-Every stage calls the local engine's functions on its part of the data, and documents are numbered as the local
-engine numbers them, and every decision made before the first stage comes from the plan the local engine follows too
-(:mod:`dedup_cli.engine.stages.plan`), so the result is the same (docs/scaling.md, "The Dask engine"). The steps
-(:func:`scored_candidates`, :func:`decided_candidates`, :func:`concluded`) are the local engine's, in the same
-order.
+Every task holds tables of numpy arrays (:mod:`.exchange`) and calls the local engine's functions on its part of
+the data; documents are numbered as the local engine numbers them, and every decision made before the first stage
+comes from the plan the local engine follows too (:mod:`dedup_cli.engine.stages.plan`), so the result is the same
+(docs/scaling.md, "The Dask engine"). The steps (:func:`scored_candidates`, :func:`decided_candidates`,
+:func:`concluded`) are the local engine's, in the same order.
 """
 
 from __future__ import annotations
@@ -22,21 +22,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dask
-import dask.dataframe as dd
 import numpy as np
-import pandas as pd
 
 from dedup_cli.engine.dask import end_gathered, end_on_workers, pair_decisions
 from dedup_cli.engine.dask.candidates import CandidateStats, candidate_pairs
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import (
-    DocumentFrames,
-    bit_columns,
-    reduced_frame,
-)
-from dedup_cli.engine.dask.joins import score_candidates, scored_meta
-from dedup_cli.engine.dask.kept_frames import keep_frame, kept_frame
-from dedup_cli.engine.dask.sorted_frames import store_and_reference, store_frames
+from dedup_cli.engine.dask.exchange import Table, joined
+from dedup_cli.engine.dask.id_sort import store_documents
+from dedup_cli.engine.dask.joins import score_candidates
+from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
+from dedup_cli.engine.dask.ranges import Documents, value_ranges, value_words, with_reference
 from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.filter import member_details
@@ -64,11 +59,11 @@ class Laps:
 
 @dataclass
 class Scores:
-    """The scored stage: the scored candidate pairs (a frame with the documents' divisions), the b-bit values
-    they were scored with, and what finding the candidates cost."""
+    """The scored stage: the scored candidate pairs (delayed tables, a part a range of the second document), the
+    b-bit values they were scored with (a part a range of documents), and what finding the candidates cost."""
 
-    scored: dd.DataFrame
-    reduced: dd.DataFrame
+    scored: list[Any]
+    values: list[Any]
     stats: CandidateStats
 
 
@@ -77,7 +72,7 @@ class Decisions:
     """The decisions stage: the scored pairs with ``exact`` and ``decided`` columns, the aliases left out, and
     the exact checks done (None with ``--verify none``)."""
 
-    decided: dd.DataFrame
+    decided: list[Any]
     aliases: np.ndarray
     checked: pair_decisions.Checked | None
 
@@ -91,49 +86,58 @@ def _verification(checked: pair_decisions.Checked | None) -> Verification | None
     return None if checked is None else Verification(np.empty(0), checked.checked, checked.unverifiable_documents)
 
 
-def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
-         progress: Progress = silent, reference: Store | None = None) -> FindResult:
+def _count(table: Table) -> int:
+    return int(table["first"].size)
+
+
+def counted(parts: list[Any]) -> int:
+    """Rows of delayed tables of pairs, counted where they are."""
+    return int(sum(dask.compute(*[dask.delayed(_count)(part) for part in parts])))
+
+
+def find(store: Store, options: FindOptions, progress: Progress = silent, reference: Store | None = None
+         ) -> FindResult:
     """Find near-duplicates in ``store`` (and with ``options.against``, against the ``reference`` store) on the
     current Dask client's cluster (options already checked).
 
-    The result's ``profile`` holds each stage's seconds and the rows and payload bytes its shuffles moved.
+    The result's ``profile`` holds each stage's seconds and the rows and payload bytes its exchanges moved.
     """
     laps = Laps()
     progress.stage("reading the store's pieces", None)
-    frames = read_frames(store, reference, shuffle_method)
+    frames = read_frames(store, reference)
     if frames.documents == 0:
         return local_find.find([store] if reference is None else [store, reference], options)
     laps.lap("read")
     plan = plan_frames(frames, options)
     work = None if options.work_dir is None else WorkDir(options.work_dir, [store] if reference is None
                                                          else [store, reference])
-    scores = scored_candidates(frames, plan, work, shuffle_method, progress, laps)
+    scores = scored_candidates(frames, plan, work, progress, laps)
     laps.lap("scoring")
     progress.stage("exact checks and decisions", None)
-    candidates = int(scores.scored.map_partitions(len).sum().compute())
+    candidates = counted(scores.scored)
     if candidates <= options.gather_limit:
         # Few enough pairs for the driver: the decisions and the end of find run here on them, with the exact
-        # checks and file checks as tasks on the workers, and no shuffle.
+        # checks and file checks as tasks on the workers, and no exchange.
         gathered = gathered_decisions(scores.scored, frames, plan, candidates, work, progress)
         needed_pairs = end_gathered.needed(gathered.decided, plan.triple_floor)
         laps.lap("decisions")
         laps.profile["decisions_in_driver"] = 1.0
-        cut = _profile(laps.profile, frames, plan, scores.stats, candidates, len(needed_pairs))
+        cut = _profile(laps.profile, frames, plan, scores.stats, candidates, int(needed_pairs["first"].size))
         common = plan.result_fields(candidates, cut, _verification(gathered.checked), gathered.aliases.size)
         progress.stage("groups", None)
-        result = concluded_gathered(needed_pairs, frames, scores.reduced, gathered.aliases, plan, common,
+        result = concluded_gathered(needed_pairs, frames, scores.values, gathered.aliases, plan, common,
                                     gathered.names)
     else:
-        decided = decided_candidates(scores.scored, frames, plan, candidates, work, shuffle_method, progress)
-        needed = decided.decided.map_partitions(end_gathered.needed, plan.triple_floor, meta=decided.decided._meta)
-        needed_count = int(needed.map_partitions(len).sum().compute())
+        decided = decided_candidates(scores.scored, frames, plan, candidates, work, progress)
+        needed = list(settled(*[dask.delayed(end_gathered.needed)(part, plan.triple_floor)
+                                for part in decided.decided]))
+        needed_count = counted(needed)
         laps.lap("decisions")
         laps.profile["decisions_in_driver"] = 0.0
         cut = _profile(laps.profile, frames, plan, scores.stats, candidates, needed_count)
         common = plan.result_fields(candidates, cut, decided.verification, decided.aliases.size)
         progress.stage("groups", None)
-        result = concluded(needed, needed_count, frames, scores.reduced, decided.aliases, plan, common,
-                           shuffle_method)
+        result = concluded(needed, needed_count, frames, scores.values, decided.aliases, plan, common)
     laps.lap("end")
     if work is not None:
         work.finish(options.keep_work)
@@ -141,128 +145,122 @@ def find(store: Store, options: FindOptions, shuffle_method: str | None = None,
     return result
 
 
-def read_frames(store: Store, reference: Store | None, shuffle_method: str | None) -> DocumentFrames:
-    """The store's live documents (then the reference store's) as frames, numbered as the local engine numbers
-    them."""
-    frames = store_frames(store, shuffle_method=shuffle_method)
+def read_frames(store: Store, reference: Store | None) -> Documents:
+    """The store's live documents (then the reference store's), numbered as the local engine numbers them."""
+    frames = store_documents(store)
     if reference is not None:
-        frames = store_and_reference(frames, store_frames(reference, shuffle_method=shuffle_method), shuffle_method)
+        frames = with_reference(frames, store_documents(reference))
     return frames
 
 
-def plan_frames(frames: DocumentFrames, options: FindOptions) -> FindPlan:
+def plan_frames(frames: Documents, options: FindOptions) -> FindPlan:
     """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of the documents of ``frames``."""
     return plan_find(options, frames.params, frames.documents, frames.eligible, frames.reference_start,
                      frames.max_shingle_count, frames.run_span)
 
 
-def scored_candidates(frames: DocumentFrames, plan: FindPlan, work: WorkDir | None, shuffle_method: str | None,
-                      progress: Progress, laps: Laps) -> Scores:
-    """The scored stage, kept by an earlier run in ``work`` (read back with the frames' divisions) or computed
-    (and kept there): the candidate pairs in rounds of bands, then scored by two range joins."""
+def scored_candidates(frames: Documents, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps
+                      ) -> Scores:
+    """The scored stage, kept by an earlier run in ``work`` or computed (and kept there): the candidate pairs in
+    rounds of bands, then scored by two range joins."""
     options, params = plan.options, frames.params
     bits = int(plan.bits)  # whole: FindOptions keeps b = 1/2 to the local engine
     assert plan.banding is not None  # FindOptions keeps --candidates all to the local engine
-    # The kept frames are read back with the frames' divisions, so they depend on them too.
+    # The kept parts are ranges of the second document: they depend on the divisions too.
     key = plan.key(work, "scored", divisions=frames.divisions)
     kept_scores = None if work is None or key is None else work.load("scored", key)
-    if kept_scores is None:
-        found = candidate_pairs(frames, plan.banding.bands, plan.banding.rows, options.max_bucket,
-                                options.band_memory, shuffle_method, progress, work, reduce_bits=bits)
-        stats = found.stats()
-        laps.lap("candidates")
-    progress.stage("scoring the candidate pairs", None)
-    # The b-bit values: read with the first round's keys, else (every round kept by an earlier run, or the
-    # scores) read now.
-    if kept_scores is None and found.reduced is not None:
-        reduced = found.reduced
-    else:
-        (reduced,) = settled(reduced_frame(frames, bits, shuffle_method))
     if kept_scores is not None:
         assert work is not None and key is not None
         progress.note(f"resuming: scored candidate pairs from {work.path}")
-        scored = kept_frame(work, "scored", key, kept_scores, scored_meta(), frames.divisions)
-        stats = CandidateStats.of_array(kept_scores["stats"])
         laps.profile["candidates_seconds"] = 0.0
-        return Scores(scored, reduced, stats)
+        return Scores(kept_parts(work, "scored", key, kept_scores), list(settled(*value_ranges(frames, bits))),
+                      CandidateStats.of_array(kept_scores["stats"]))
+    found = candidate_pairs(frames, plan.banding.bands, plan.banding.rows, options.max_bucket,
+                            options.band_memory, progress, work, reduce_bits=bits)
+    stats = found.stats()
+    laps.lap("candidates")
+    progress.stage("scoring the candidate pairs", None)
+    # The b-bit values: read with the first round's keys, else (every round kept by an earlier run) read now.
+    values = found.reduced if found.reduced is not None else list(settled(*value_ranges(frames, bits)))
     pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
     start = frames.reference_start
-    (scored,) = settled(score_candidates(reduced, found, frames.divisions, bits, params,
-                                         options.new_since if pairs_only else None, shuffle_method,
-                                         start if pairs_only else None, options.only_across))
+    scored = list(settled(*score_candidates(found.codes, values, frames.divisions, frames.documents, bits, params,
+                                            options.new_since if pairs_only else None,
+                                            start if pairs_only else None, options.only_across)))
     if work is not None and key is not None:
-        keep_frame(work, "scored", key, scored.to_delayed(), {"stats": stats.as_array()})
-    return Scores(scored, reduced, stats)
+        keep_parts(work, "scored", key, scored, {"stats": stats.as_array()})
+    return Scores(scored, values, stats)
 
 
-def decided_candidates(scored: dd.DataFrame, frames: DocumentFrames, plan: FindPlan, candidates: int,
-                       work: WorkDir | None, shuffle_method: str | None, progress: Progress) -> Decisions:
+def decided_candidates(scored: list[Any], frames: Documents, plan: FindPlan, candidates: int,
+                       work: WorkDir | None, progress: Progress) -> Decisions:
     """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): exact checks of the
     borderline pairs on the workers (``candidates``: how many were scored, for the simultaneous bound), the
     decisions, and the aliases left out."""
     key = plan.key(work, "decisions", divisions=frames.divisions)
-    kept = _kept_decisions(work, key, frames, progress)
+    kept = _kept_decisions(work, key, progress)
     if kept is not None:
         return Decisions(*kept)
     decided, checked = pair_decisions.check_and_decide(scored, frames, plan.options.verify, plan.threshold,
-                                                       decision_bound(plan, candidates), shuffle_method)
-    alias_documents = pair_decisions.aliases(decided, frames, shuffle_method)
-    (decided,) = settled(pair_decisions.accept(decided, alias_documents))
-    _keep_decisions(work, key, decided.to_delayed(), alias_documents, checked)
+                                                       decision_bound(plan, candidates))
+    alias_documents = pair_decisions.aliases(decided, frames)
+    decided = list(settled(*[dask.delayed(pair_decisions.accept)(part, alias_documents) for part in decided]))
+    _keep_decisions(work, key, decided, alias_documents, checked)
     return Decisions(decided, alias_documents, checked)
 
 
-def gathered_decisions(scored: dd.DataFrame, frames: DocumentFrames, plan: FindPlan, candidates: int,
+def gathered_decisions(scored: list[Any], frames: Documents, plan: FindPlan, candidates: int,
                        work: WorkDir | None, progress: Progress) -> pair_decisions.GatheredDecisions:
     """The decisions stage on the scored pairs gathered into the driver (:func:`dedup_cli.engine.dask.
-    pair_decisions.decide_gathered`), kept by an earlier run in ``work`` or computed and kept there, partitioned
-    as the scored pairs are, so that a run that decides on the workers resumes from it too, and the reverse."""
+    pair_decisions.decide_gathered`), kept by an earlier run in ``work`` or computed and kept there, in parts as
+    the scored pairs are, so that a run that decides on the workers resumes from it too, and the reverse."""
     key = plan.key(work, "decisions", divisions=frames.divisions)
-    kept = _kept_decisions(work, key, frames, progress)
+    kept = _kept_decisions(work, key, progress)
     if kept is not None:
         decided, alias_documents, checked = kept
-        return pair_decisions.GatheredDecisions(decided.compute(), None, alias_documents, checked)
-    gathered = pair_decisions.decide_gathered(scored.compute(), frames, plan.options.verify, plan.threshold,
+        return pair_decisions.GatheredDecisions(joined(dask.compute(*decided)), None, alias_documents, checked)
+    parts = dask.compute(*scored)
+    sizes = [int(part["first"].size) for part in parts]
+    gathered = pair_decisions.decide_gathered(joined(parts), frames, plan.options.verify, plan.threshold,
                                               decision_bound(plan, candidates))
-    decided = gathered.decided
-    cuts = np.searchsorted(decided.index.to_numpy(), np.asarray(frames.divisions[1:-1], np.int64), side="left")
-    parts = [decided.iloc[start:stop] for start, stop in zip(np.r_[0, cuts], np.r_[cuts, len(decided)], strict=True)]
-    _keep_decisions(work, key, [dask.delayed(part) for part in parts], gathered.aliases, gathered.checked)
+    if work is not None and key is not None:
+        bounds = np.r_[0, np.cumsum(sizes)]
+        pieces = [{name: column[start:stop] for name, column in gathered.decided.items()}
+                  for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
+        _keep_decisions(work, key, [dask.delayed(piece) for piece in pieces], gathered.aliases, gathered.checked)
     return gathered
 
 
-def _kept_decisions(work: WorkDir | None, key: str | None, frames: DocumentFrames, progress: Progress
-                    ) -> tuple[dd.DataFrame, np.ndarray, pair_decisions.Checked | None] | None:
-    """The decisions stage an earlier run kept in ``work`` under ``key`` (the decided pairs as a frame with the
-    frames' divisions, the aliases, the exact checks), or None."""
+def _kept_decisions(work: WorkDir | None, key: str | None, progress: Progress
+                    ) -> tuple[list[Any], np.ndarray, pair_decisions.Checked | None] | None:
+    """The decisions stage an earlier run kept in ``work`` under ``key`` (the decided pairs' parts, the aliases,
+    the exact checks), or None."""
     kept = None if work is None or key is None else work.load("decisions", key)
     if kept is None:
         return None
     assert work is not None and key is not None
     progress.note(f"resuming: exact checks and decisions from {work.path}")
-    decided_meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
     count = int(kept["checked"])
-    return (kept_frame(work, "decisions", key, kept, decided_meta, frames.divisions), kept["aliases"],
+    return (kept_parts(work, "decisions", key, kept), kept["aliases"],
             None if count < 0 else pair_decisions.Checked(count, kept["unverifiable"].tolist()))
 
 
 def _keep_decisions(work: WorkDir | None, key: str | None, parts: list[Any], alias_documents: np.ndarray,
                     checked: pair_decisions.Checked | None) -> None:
-    """Keep the decisions stage in ``work`` (if any): the decided pairs' partitions ``parts`` (delayed frames),
-    the aliases and the exact checks."""
+    """Keep the decisions stage in ``work`` (if any): the decided pairs' parts (delayed tables), the aliases and
+    the exact checks."""
     if work is None or key is None:
         return
-    keep_frame(work, "decisions", key, parts, {
+    keep_parts(work, "decisions", key, parts, {
         "aliases": alias_documents, "checked": np.array(-1 if checked is None else checked.checked),
         "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
 
 
-def _profile(profile: dict[str, float], frames: DocumentFrames, plan: FindPlan, stats: CandidateStats, candidates: int,
+def _profile(profile: dict[str, float], frames: Documents, plan: FindPlan, stats: CandidateStats, candidates: int,
              needed_count: int) -> int:
     """Add to ``profile`` the rows and payload bytes the stages moved; the buckets cut."""
-    params = frames.params
-    word_bytes = 8 * len(bit_columns("s", int(plan.bits), params.num_perm))
-    profile.update(documents=frames.documents, partitions=len(frames.divisions) - 1, rounds=stats.rounds,
+    word_bytes = 8 * value_words(int(plan.bits), frames.params.num_perm)
+    profile.update(documents=frames.documents, partitions=frames.ranges, rounds=stats.rounds,
                    shares=stats.shares, band_keys=stats.band_keys, fingerprint_bytes=stats.fingerprint_bytes,
                    fingerprint_bytes_across=stats.fingerprint_bytes_across, crossing_rows=stats.crossing_rows,
                    crossing_bytes=stats.crossing_rows * stats.crossing_row_bytes, pair_codes=stats.shuffled_codes,
@@ -272,26 +270,24 @@ def _profile(profile: dict[str, float], frames: DocumentFrames, plan: FindPlan, 
     return int(stats.oversized_buckets)
 
 
-def concluded(needed: dd.DataFrame, needed_count: int, frames: DocumentFrames, reduced: dd.DataFrame,
-              alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any], shuffle_method: str | None
-              ) -> FindResult:
+def concluded(needed: list[Any], needed_count: int, frames: Documents, values: list[Any],
+              alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any]) -> FindResult:
     """The end of find on the ``needed`` pairs: gathered into this process when they are few, else per connected
     component on the workers."""
     # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
     # component on the workers and the output streams from them in chunks no larger.
     if needed_count > plan.options.gather_limit:
-        return end_on_workers.conclude_on_cluster(needed, frames, reduced, alias_documents, plan, common,
-                                                  shuffle_method)
-    return concluded_gathered(needed.compute(), frames, reduced, alias_documents, plan, common)
+        return end_on_workers.conclude_on_cluster(needed, needed_count, frames, values, alias_documents, plan,
+                                                  common)
+    return concluded_gathered(joined(dask.compute(*needed)), frames, values, alias_documents, plan, common)
 
 
-def concluded_gathered(needed: pd.DataFrame, frames: DocumentFrames, reduced: dd.DataFrame,
-                       alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any],
-                       names: pd.DataFrame | None = None) -> FindResult:
+def concluded_gathered(needed: Table, frames: Documents, values: list[Any], alias_documents: np.ndarray,
+                       plan: FindPlan, common: dict[str, Any], names: Table | None = None) -> FindResult:
     """The end of find on the ``needed`` pairs gathered into this process (``names``: their documents' names,
     when read already), by the local engine's :func:`dedup_cli.engine.stages.find.conclude`."""
     bits = int(plan.bits)
-    got = end_gathered.gather(needed, frames.params, frames, reduced, bits, names)
+    got = end_gathered.gather(needed, frames, values, bits, names)
     start = frames.reference_start
     in_reference = None if start is None else got.docs >= start
     new = new_documents(store_runs(got.store), plan.options.new_since, in_reference)

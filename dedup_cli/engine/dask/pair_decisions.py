@@ -3,34 +3,33 @@
 **Exact checks.** The pairs :func:`dedup_cli.verification.pairs_to_verify` selects (those whose interval straddles
 R0) meet the locations and content hashes of their documents by two range joins and are re-read where they are,
 by :func:`dedup_cli.verification.verify_pairs`, the local engine's code; the workers must see the documents at
-the paths the store recorded (a shared filesystem). Their exact resemblances return to the scored pairs'
-partitions, whose divisions they share.
+the paths the store recorded (a shared filesystem). Their exact resemblances return to the scored pairs' parts,
+which are the same ranges of the second document.
 
 **Aliases** (one file under two names, never a duplicate): the documents of the accepted pairs are stat-ed where
-they are and grouped by (device, inode) with one shuffle; in each group every document but the first is an alias,
-as :func:`dedup_cli.inputs.reread.same_file_aliases` decides for the local engine.
+they are and grouped by (device, inode) with one exchange; in each group every document but the first is an
+alias, as :func:`dedup_cli.inputs.reread.same_file_aliases` decides for the local engine.
 
 **Gathered** (:func:`decide_gathered`): when the scored pairs are few enough for the driver (``--gather-limit``),
-they come to it whole with their documents' names, found partition by partition without a shuffle, and the same
-functions run on chunks of them: the exact checks and the file checks as tasks on the workers (which see the
-files), the rest (selecting, deciding, grouping by file) vectorised here. Five shuffles over every document
-partition, each with its barrier, become a few tasks.
+they come to it whole with their documents' names, read from the pieces where they are, and the same functions
+run on chunks of them: the exact checks and the file checks as tasks on the workers (which see the files), the
+rest (selecting, deciding, grouping by file) vectorised here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import dask
-import dask.dataframe as dd
 import numpy as np
-import pandas as pd
 from distributed import get_client
 
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.frames import DocumentFrames, names_of
-from dedup_cli.engine.dask.joins import attach, scored_meta
+from dedup_cli.engine.dask.exchange import Table, by_hash, by_range, exchange, joined, take
+from dedup_cli.engine.dask.joins import attach, attach_ranges
+from dedup_cli.engine.dask.ranges import Documents, name_ranges, names_of
 from dedup_cli.engine.local.forked import chunk_bounds
 from dedup_cli.engine.stages.find import decide, without
 from dedup_cli.estimates.simultaneous import SimultaneousBound
@@ -45,8 +44,7 @@ CHUNK_FILES = 65536
 """Documents a gathered file-check task stats at most."""
 TASKS_PER_WORKER = 4
 """Gathered check tasks a worker gets at most, so that a slow one leaves the others work."""
-
-_PAIR_META = pd.DataFrame({"first": pd.Series([], dtype=np.int64), "second": pd.Series([], dtype=np.int64)})
+_NAMES = ("id", "path", "content_hash")
 
 
 @dataclass
@@ -58,163 +56,161 @@ class Checked:
     unverifiable_documents: list[str]
 
 
-def _no_exact() -> pd.DataFrame:
-    """No exact resemblances: a frame of ``first`` and ``exact``, indexed by the second document."""
-    return pd.DataFrame({"first": pd.Series([], dtype=np.int64), "exact": pd.Series([], dtype=np.float64)},
-                        index=pd.Index([], dtype=np.int64, name="second"))
+def _no_exact() -> Table:
+    return {"first": np.empty(0, np.int64), "second": np.empty(0, np.int64), "exact": np.empty(0)}
 
 
-def mini_store(params: SignatureParams, docs: np.ndarray, ids: np.ndarray, paths: np.ndarray,
-               hashes: np.ndarray) -> StoredSignatures:
+def mini_store(params: SignatureParams, ids: np.ndarray, paths: np.ndarray, hashes: np.ndarray) -> StoredSignatures:
     """The few documents a task needs, as a store of their own (ids, locations, hashes; no signatures)."""
     return StoredSignatures(params=params, ids=[str(x) for x in ids], paths=[str(x) for x in paths],
-                            shingle_counts=np.zeros(docs.size, np.int64),
-                            packed=np.empty((docs.size, 0), np.uint8), content_hashes=hashes.astype(np.uint64))
+                            shingle_counts=np.zeros(ids.size, np.int64),
+                            packed=np.empty((ids.size, 0), np.uint8), content_hashes=hashes.astype(np.uint64))
 
 
-def _documents_of(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct documents of a partition of pairs with names attached (``a_…`` first, ``b_…`` second)."""
-    docs = np.concatenate([frame["first"].to_numpy(dtype=np.int64), frame.index.to_numpy(dtype=np.int64)])
-    docs, where = np.unique(docs, return_index=True)
-    def column(name: str) -> np.ndarray:
-        return np.concatenate([frame[f"a_{name}"].to_numpy(), frame[f"b_{name}"].to_numpy()])[where]
-    return docs, column("id"), column("path"), column("content_hash")
-
-
-def verify_partition(frame: pd.DataFrame, params: SignatureParams) -> tuple[pd.DataFrame, list[str]]:
-    """Exact resemblance of the pairs of one partition (index: second document), and the ids not re-read."""
-    if frame.empty:
+def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]]:
+    """Exact resemblance of a part's pairs (with their documents' names as ``a_…`` and ``b_…``), and the ids not
+    re-read."""
+    if not pairs["first"].size:
         return _no_exact(), []
-    docs, ids, paths, hashes = _documents_of(frame)
-    store = mini_store(params, docs, ids, paths, hashes)
-    first = np.searchsorted(docs, frame["first"].to_numpy(dtype=np.int64))
-    second = np.searchsorted(docs, frame.index.to_numpy(dtype=np.int64))
-    verification = verify_pairs(store, first, second)
-    result = pd.DataFrame({"first": frame["first"].to_numpy(dtype=np.int64), "exact": verification.exact},
-                          index=frame.index)
-    return result, verification.unverifiable_documents
+    docs, where = np.unique(np.concatenate([pairs["first"], pairs["second"]]), return_index=True)
+
+    def column(name: str) -> np.ndarray:
+        return np.concatenate([pairs[f"a_{name}"], pairs[f"b_{name}"]])[where]
+
+    store = mini_store(params, column("id"), column("path"), column("content_hash"))
+    verification = verify_pairs(store, np.searchsorted(docs, pairs["first"]), np.searchsorted(docs, pairs["second"]))
+    return {"first": pairs["first"], "second": pairs["second"], "exact": verification.exact}, \
+        verification.unverifiable_documents
 
 
-def _borderline(frame: pd.DataFrame, mode: str, threshold: float, bound: SimultaneousBound) -> pd.DataFrame:
-    estimate, ci_low, ci_high = (frame[name].to_numpy() for name in ("estimate", "ci_low", "ci_high"))
-    unsure = bound.unsure(threshold, estimate, ci_low, frame["matches"].to_numpy(), frame["r1"].to_numpy(),
-                          frame["r2"].to_numpy(), ci_high)
+def borderline(scored: Table, mode: str, threshold: float, bound: SimultaneousBound) -> Table:
+    """The scored pairs ``mode`` checks exactly (with ``bound``, the run's simultaneous bound)."""
+    estimate, ci_low, ci_high = scored["estimate"], scored["ci_low"], scored["ci_high"]
+    unsure = bound.unsure(threshold, estimate, ci_low, scored["matches"], scored["r1"], scored["r2"], ci_high)
     check = pairs_to_verify(mode, threshold, estimate, ci_low, ci_high, unsure)
-    return pd.DataFrame({"first": frame["first"].to_numpy()[check], "second": frame.index.to_numpy()[check]})
-
-
-def _with_exact(scored: pd.DataFrame, exact: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    """A scored partition with ``exact`` (NaN where unchecked) and ``decided`` columns."""
-    values = np.full(len(scored), np.nan)
-    if len(exact):
-        # Pairs as codes first · 2^32 + second (document numbers are below 2^32), found by a binary search.
-        keys = _pair_codes(scored["first"].to_numpy(), scored.index.to_numpy())
-        found = _pair_codes(exact["first"].to_numpy(), exact.index.to_numpy())
-        order = np.argsort(found, kind="stable")
-        where = np.minimum(np.searchsorted(found, keys, sorter=order), found.size - 1)
-        hit = found[order[where]] == keys
-        values = np.where(hit, exact["exact"].to_numpy()[order[where]], np.nan)
-    return scored.assign(exact=values, decided=decide(scored["estimate"].to_numpy(), values, threshold))
+    return {"first": scored["first"][check], "second": scored["second"][check]}
 
 
 def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return (first.astype(np.uint64) << np.uint64(32)) | second.astype(np.uint64)
 
 
-def check_and_decide(scored: dd.DataFrame, frames: DocumentFrames, mode: str, threshold: float,
-                     bound: SimultaneousBound, shuffle_method: str | None) -> tuple[dd.DataFrame, Checked | None]:
-    """The scored pairs with ``exact`` and ``decided`` columns, after the exact checks ``mode`` asks for (with
-    ``bound``, the run's simultaneous bound, as the local engine's)."""
-    names = frames.names
-    parts = scored.to_delayed()
-    meta = scored_meta({"exact": np.dtype(np.float64), "decided": np.dtype(bool)})
+def with_exact(scored: Table, exact: Table, threshold: float) -> Table:
+    """Scored pairs with ``exact`` (NaN where unchecked) and ``decided`` columns."""
+    values = np.full(scored["first"].size, np.nan)
+    if exact["first"].size:
+        # Pairs as codes first · 2^32 + second (document numbers are below 2^32), found by a binary search.
+        keys = _pair_codes(scored["first"], scored["second"])
+        found = _pair_codes(exact["first"], exact["second"])
+        order = np.argsort(found, kind="stable")
+        where = np.minimum(np.searchsorted(found, keys, sorter=order), found.size - 1)
+        hit = found[order[where]] == keys
+        values = np.where(hit, exact["exact"][order[where]], np.nan)
+    return {**scored, "exact": values, "decided": decide(scored["estimate"], values, threshold)}
+
+
+def _checked_count(exact: Table) -> int:
+    return int(np.count_nonzero(~np.isnan(exact["exact"])))
+
+
+def _union(lists: list[list[str]]) -> list[str]:
+    return sorted(set().union(*lists))
+
+
+def check_and_decide(scored: list[Any], frames: Documents, mode: str, threshold: float, bound: SimultaneousBound
+                     ) -> tuple[list[Any], Checked | None]:
+    """The scored pairs (a part a range of the second document) with ``exact`` and ``decided`` columns, after the
+    exact checks ``mode`` asks for."""
     if mode == "none":
-        empty = _no_exact()
-        decided = [dask.delayed(_with_exact)(part, empty, threshold) for part in parts]
-        return dd.from_delayed(decided, meta=meta, divisions=scored.divisions, verify_meta=False), None
-    wanted = scored.map_partitions(_borderline, mode, threshold, bound, meta=_PAIR_META)
-    with_first = attach(wanted, "first", names, "a_", frames.divisions, shuffle_method).reset_index()
-    both = attach(with_first, "second", names, "b_", frames.divisions, shuffle_method)
-    steps = [dask.delayed(verify_partition, nout=2)(part, frames.params) for part in both.to_delayed()]
-    # ``both`` shares ``scored``'s divisions (ranges of the second document), so partition i meets partition i.
-    decided = [dask.delayed(_with_exact)(part, step[0], threshold) for part, step in zip(parts, steps, strict=True)]
-    *decided, unverifiable, checked = settled(
-        *decided, dask.delayed(lambda lists: sorted(set().union(*lists)))([step[1] for step in steps]),
-        dask.delayed(sum)([dask.delayed(lambda frame: int(np.count_nonzero(~np.isnan(frame["exact"]))))(step[0])
-                           for step in steps]))
+        return [dask.delayed(with_exact)(part, _no_exact(), threshold) for part in scored], None
+    names = list(settled(*name_ranges(frames)))
+    wanted = [dask.delayed(borderline)(part, mode, threshold, bound) for part in scored]
+    with_first = attach_ranges(wanted, "first", names, frames.divisions, "a_", _NAMES)
+    both = attach_ranges(with_first, "second", names, frames.divisions, "b_", _NAMES)
+    steps = [dask.delayed(verify_part, nout=2)(part, frames.params) for part in both]
+    # ``both`` is cut by the ranges of the second document, as ``scored`` is: part i meets part i.
+    decided = [dask.delayed(with_exact)(part, step[0], threshold) for part, step in zip(scored, steps, strict=True)]
+    *decided, unverifiable, checked = settled(*decided, dask.delayed(_union)([step[1] for step in steps]),
+                                              dask.delayed(sum)([dask.delayed(_checked_count)(step[0])
+                                                                 for step in steps]))
     unverifiable, checked = dask.compute(unverifiable, checked)
-    frame = dd.from_delayed(decided, meta=meta, divisions=scored.divisions, verify_meta=False)
-    return frame, Checked(int(checked), list(unverifiable))
+    return decided, Checked(int(checked), list(unverifiable))
 
 
-def _decided_documents(frame: pd.DataFrame, reference_start: int | None) -> pd.DataFrame:
-    """The documents of a partition's accepted pairs inside one store (across two stores one file under two names
-    is a duplicate to report, as the local engine says)."""
-    decided = frame["decided"].to_numpy()
+def decided_documents(decided: Table, reference_start: int | None) -> Table:
+    """The documents of accepted pairs inside one store (across two stores one file under two names is a
+    duplicate to report, as the local engine says), ascending."""
+    accepted = decided["decided"]
     if reference_start is not None:
-        decided = decided & ((frame["first"].to_numpy() < reference_start) == (frame.index.to_numpy() <
-                                                                               reference_start))
-    docs = np.concatenate([frame["first"].to_numpy()[decided], frame.index.to_numpy()[decided]])
-    return pd.DataFrame({"doc": sorted_unique(np.asarray(docs, dtype=np.int64))})
+        accepted = accepted & ((decided["first"] < reference_start) == (decided["second"] < reference_start))
+    return {"doc": sorted_unique(np.concatenate([decided["first"][accepted], decided["second"][accepted]]))}
 
 
-def _file_keys(frame: pd.DataFrame) -> pd.DataFrame:
-    """(doc, device, inode) of the documents of a partition that are whole files that exist."""
+def file_keys(located: Table) -> Table:
+    """(doc, device, inode) of the documents (``doc``, ``path``) that are whole files that exist."""
     docs, devices, inodes = [], [], []
-    for doc, location in zip(frame.index.to_numpy().tolist(), frame["path"].tolist(), strict=True):
+    for doc, location in zip(located["doc"].tolist(), located["path"].tolist(), strict=True):
         identity = file_identity(str(location))
         if identity is not None:
             docs.append(doc)
             devices.append(identity[0])
             inodes.append(identity[1])
-    return pd.DataFrame({"doc": np.array(docs, np.int64), "device": np.array(devices, np.uint64),
-                         "inode": np.array(inodes, np.uint64)})
+    return {"doc": np.array(docs, np.int64), "device": np.array(devices, np.uint64),
+            "inode": np.array(inodes, np.uint64)}
 
 
-def _later_of_each_file(frame: pd.DataFrame) -> pd.DataFrame:
-    ordered = frame.sort_values(["device", "inode", "doc"])
-    return pd.DataFrame({"doc": ordered["doc"].to_numpy()[ordered.duplicated(["device", "inode"]).to_numpy()]})
+def later_of_each_file(keys: Table) -> np.ndarray:
+    """int64[a]: every document but the lowest of each (device, inode)."""
+    order = np.lexsort((keys["doc"], keys["inode"], keys["device"]))
+    device, inode = keys["device"][order], keys["inode"][order]
+    repeated = np.r_[False, (device[1:] == device[:-1]) & (inode[1:] == inode[:-1])] if order.size else order > 0
+    return keys["doc"][order][repeated]
 
 
-def aliases(decided: dd.DataFrame, frames: DocumentFrames, shuffle_method: str | None) -> np.ndarray:
+def _unique_docs(table: Table) -> Table:
+    return {"doc": sorted_unique(table["doc"])}
+
+
+def _route_doc(table: Table, divisions: tuple[int, ...]) -> np.ndarray:
+    return by_range(table["doc"], divisions)
+
+
+def _route_file(table: Table, parts: int) -> np.ndarray:
+    return by_hash(table["device"] * np.uint64(0x100000001B3) ^ table["inode"], parts)
+
+
+def _later(keys: Table) -> Table:
+    return {"doc": later_of_each_file(keys)}
+
+
+def aliases(decided: list[Any], frames: Documents) -> np.ndarray:
     """int64[a], ascending: documents of the accepted pairs (inside one store) that are a lower document's file
     under another name."""
-    docs = decided.map_partitions(_decided_documents, frames.reference_start,
-                                  meta=pd.DataFrame({"doc": pd.Series([], dtype=np.int64)}))
-    docs = docs.drop_duplicates(split_out=decided.npartitions, shuffle_method=shuffle_method)
-    located = docs.set_index("doc", divisions=list(frames.divisions), shuffle_method=shuffle_method).merge(
-        frames.names[["path"]], left_index=True, right_index=True, how="inner")
-    keys = located.map_partitions(_file_keys, meta=pd.DataFrame({
-        "doc": pd.Series([], dtype=np.int64), "device": pd.Series([], dtype=np.uint64),
-        "inode": pd.Series([], dtype=np.uint64)}))
-    grouped = keys.shuffle(on=["device", "inode"], shuffle_method=shuffle_method)
-    found = grouped.map_partitions(_later_of_each_file, meta=pd.DataFrame({"doc": pd.Series([], dtype=np.int64)}))
-    return np.sort(found["doc"].compute().to_numpy(dtype=np.int64))
+    docs = [dask.delayed(decided_documents)(part, frames.reference_start) for part in decided]
+    by_doc = exchange(docs, _route_doc, frames.ranges, frames.divisions, then=_unique_docs)
+    located = [dask.delayed(attach)(part, "doc", names, "", ("path",))
+               for part, names in zip(by_doc, name_ranges(frames), strict=True)]
+    keys = [dask.delayed(file_keys)(part) for part in located]
+    found = exchange(keys, _route_file, len(keys), len(keys), then=_later)
+    return np.sort(joined(dask.compute(*found))["doc"])
 
 
-def without_aliases(frame: pd.DataFrame, alias_documents: np.ndarray) -> pd.DataFrame:
-    """A partition of decided pairs with the ``decided`` flags less every pair that touches an alias (a copy)."""
-    frame = frame.copy()
-    untouched = without(alias_documents, frame["first"].to_numpy(), frame.index.to_numpy())
-    frame["decided"] = frame["decided"].to_numpy() & untouched
-    return frame
-
-
-def accept(decided: dd.DataFrame, alias_documents: np.ndarray) -> dd.DataFrame:
+def accept(decided: Table, alias_documents: np.ndarray) -> Table:
     """The ``decided`` flags less every pair that touches an alias."""
     if alias_documents.size == 0:
         return decided
-    return decided.map_partitions(without_aliases, alias_documents, meta=decided._meta)
+    untouched = without(alias_documents, decided["first"], decided["second"])
+    return {**decided, "decided": decided["decided"] & untouched}
 
 
 @dataclass
 class GatheredDecisions:
-    """The decisions stage run in the driver: the scored pairs with ``exact`` and ``decided`` columns (index: the
-    second document, in partition order), their documents' names (index: doc) when they were read, the aliases
-    left out, and the exact checks done (None with ``--verify none``)."""
+    """The decisions stage run in the driver: the scored pairs with ``exact`` and ``decided`` columns, their
+    documents' names (``doc`` ascending), the aliases left out, and the exact checks done (None with
+    ``--verify none``)."""
 
-    decided: pd.DataFrame
-    names: pd.DataFrame | None
+    decided: Table
+    names: Table | None
     aliases: np.ndarray
     checked: Checked | None
 
@@ -226,57 +222,33 @@ def _tasks(items: int, per_task: int) -> int:
     return max(1, min(TASKS_PER_WORKER * workers, -(-items // per_task)))
 
 
-def _with_names(pairs: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
-    """Borderline pairs (``first``, ``second``) as :func:`check_and_decide` joins them: index the second document,
-    the names of the first as ``a_…`` columns and of the second as ``b_…``."""
-    first, second = pairs["first"].to_numpy(dtype=np.int64), pairs["second"].to_numpy(dtype=np.int64)
-    rows_a, rows_b = np.searchsorted(names.index.to_numpy(), first), np.searchsorted(names.index.to_numpy(), second)
-    columns: dict[str, object] = {"first": first}
-    for prefix, rows in (("a_", rows_a), ("b_", rows_b)):
-        columns.update({prefix + name: names[name].to_numpy()[rows] for name in ("id", "path", "content_hash")})
-    return pd.DataFrame(columns, index=pd.Index(second, name="second"))
+def _in_chunks(function: Any, table: Table, per_task: int, *args: Any) -> list[Any]:
+    """``function`` of contiguous chunks of ``table``, as tasks on the workers."""
+    count = len(next(iter(table.values())))
+    if not count:
+        return []
+    bounds = chunk_bounds(count, _tasks(count, per_task))
+    return list(dask.compute(*[dask.delayed(function)(take(table, slice(start, stop)), *args)
+                               for start, stop in bounds]))
 
 
-def _exact_gathered(scored: pd.DataFrame, names: pd.DataFrame, mode: str, threshold: float,
-                    bound: SimultaneousBound, params: SignatureParams) -> tuple[pd.DataFrame, Checked]:
-    """The exact resemblances of the borderline pairs of ``scored`` (a frame of ``first`` and ``exact``, index
-    second), re-read by tasks on the workers, and what was checked."""
-    wanted = _with_names(_borderline(scored, mode, threshold, bound), names)
-    bounds = chunk_bounds(len(wanted), _tasks(len(wanted), CHUNK_PAIRS)) if len(wanted) else []
-    steps = [dask.delayed(verify_partition, nout=2)(wanted.iloc[start:stop], params) for start, stop in bounds]
-    done = dask.compute(*steps)
-    exact = pd.concat([frame for frame, _ in done]) if done else _no_exact()
-    unverifiable = sorted(set().union(*[missing for _, missing in done]))
-    return exact, Checked(int(np.count_nonzero(~np.isnan(exact["exact"].to_numpy()))), unverifiable)
-
-
-def _aliases_gathered(decided: pd.DataFrame, names: pd.DataFrame, reference_start: int | None) -> np.ndarray:
-    """:func:`aliases` of gathered pairs: their documents stat-ed by tasks on the workers, grouped here."""
-    docs = _decided_documents(decided, reference_start)["doc"].to_numpy(dtype=np.int64)
-    if docs.size == 0:
-        return np.empty(0, np.int64)
-    located = pd.DataFrame({"path": names["path"].to_numpy()[np.searchsorted(names.index.to_numpy(), docs)]},
-                           index=pd.Index(docs, name="doc"))
-    bounds = chunk_bounds(docs.size, _tasks(docs.size, CHUNK_FILES))
-    keys = pd.concat(dask.compute(*[dask.delayed(_file_keys)(located.iloc[start:stop]) for start, stop in bounds]))
-    return np.sort(_later_of_each_file(keys)["doc"].to_numpy(dtype=np.int64))
-
-
-def decide_gathered(scored: pd.DataFrame, frames: DocumentFrames, mode: str, threshold: float,
-                    bound: SimultaneousBound) -> GatheredDecisions:
-    """:func:`check_and_decide`, :func:`aliases` and :func:`accept` of the scored pairs gathered into the driver
-    (a frame of :func:`dedup_cli.engine.dask.joins.scored_meta`, index the second document): the same decisions
-    from the same functions, without a shuffle."""
-    docs = sorted_unique(np.concatenate([scored["first"].to_numpy(dtype=np.int64),
-                                         scored.index.to_numpy(dtype=np.int64)]))
-    names = names_of(frames, docs)
+def decide_gathered(scored: Table, frames: Documents, mode: str, threshold: float, bound: SimultaneousBound
+                    ) -> GatheredDecisions:
+    """:func:`check_and_decide`, :func:`aliases` and :func:`accept` of the scored pairs gathered into the driver:
+    the same decisions from the same functions, without an exchange."""
+    names = names_of(frames, sorted_unique(np.concatenate([scored["first"], scored["second"]])))
     checked = None
-    if mode == "none":
-        exact = _no_exact()
-    else:
-        exact, checked = _exact_gathered(scored, names, mode, threshold, bound, frames.params)
-    decided = _with_exact(scored, exact, threshold)
-    alias_documents = _aliases_gathered(decided, names, frames.reference_start)
-    if alias_documents.size:
-        decided = without_aliases(decided, alias_documents)
-    return GatheredDecisions(decided, names, alias_documents, checked)
+    exact = _no_exact()
+    if mode != "none":
+        wanted = borderline(scored, mode, threshold, bound)
+        wanted = attach(attach(wanted, "first", names, "a_", _NAMES), "second", names, "b_", _NAMES)
+        done = _in_chunks(verify_part, wanted, CHUNK_PAIRS, frames.params)
+        exact = joined([part for part, _ in done]) if done else exact
+        checked = Checked(_checked_count(exact), _union([missing for _, missing in done]))
+    decided = with_exact(scored, exact, threshold)
+    docs = decided_documents(decided, frames.reference_start)
+    alias_documents = np.empty(0, np.int64)
+    if docs["doc"].size:
+        keys = joined(_in_chunks(file_keys, attach(docs, "doc", names, "", ("path",)), CHUNK_FILES))
+        alias_documents = np.sort(later_of_each_file(keys))
+    return GatheredDecisions(accept(decided, alias_documents), names, alias_documents, checked)

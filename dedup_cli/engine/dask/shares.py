@@ -21,7 +21,7 @@ from dedup_cli.candidates.crossing import (
     slice_sets,
 )
 from dedup_cli.candidates.elias_fano import EliasFano
-from dedup_cli.engine.dask.frames import DocumentFrames
+from dedup_cli.engine.dask.ranges import Documents
 
 
 @dataclass
@@ -141,16 +141,13 @@ def sets_for(sets: list[list[EliasFano]], owner: int) -> list[EliasFano]:
     return sets[owner]
 
 
-def partition_rows(frames: DocumentFrames) -> np.ndarray:
-    """int64[partitions]: the rows of each partition the candidate stage reads, the pieces of the store (read where
-    they are) or, for a store sorted on the cluster, the frames' ranges of documents."""
-    if frames.pieces:
-        return np.array([piece.rows for piece, _ in frames.pieces], np.int64)
-    return np.diff(np.r_[np.asarray(frames.divisions[:-1], np.int64), frames.divisions[-1] + 1])
+def partition_rows(frames: Documents) -> np.ndarray:
+    """int64[pieces]: the rows of each piece of the store the candidate stage reads where it is."""
+    return np.array([piece.rows for piece, _ in frames.pieces], np.int64)
 
 
-def plan_shares(frames: DocumentFrames, workers: int, share_documents: int) -> list[list[int]]:
-    """Partitions (by index) of each share: consecutive, about equal in rows, a whole number per worker, at most
+def plan_shares(frames: Documents, workers: int, share_documents: int) -> list[list[int]]:
+    """Pieces (by index) of each share: consecutive, about equal in rows, a whole number per worker, at most
     ``share_documents`` documents a share."""
     documents = frames.documents
     per_worker = -(-documents // (workers * share_documents)) if documents else 1

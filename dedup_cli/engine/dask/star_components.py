@@ -1,4 +1,4 @@
-"""Connected components of an edge list held as a Dask dataframe: alternating large-star and small-star.
+"""Connected components of an edge list held in parts on a cluster: alternating large-star and small-star.
 
 Kiveris, Lattanzi, Mirrokni, Rastogi & Vassilvitskii, *Connected Components in MapReduce and Beyond*
 (SoCC 2014), Sec. 3. With Γ(u) the neighbours of u and m(u) = min(Γ(u) ∪ {u}):
@@ -16,37 +16,39 @@ Convergence test (exact, checked for free during each large-star's group-by): th
 stars centred on each component's minimum exactly when every node u is either a centre (every neighbour
 > u) or a leaf (exactly one neighbour, and it is < u). A centre is then smaller than all its leaves, so it is
 the minimum of its component, and no further operation changes anything. Both conditions only look at Γ(u),
-which the large-star's shuffle on u already gathers.
+which the large-star's exchange on u already gathers.
 
-Each step is one shuffle on a node column followed by numpy per partition (sort, segment reductions); the
+Each step is one exchange on a node column followed by numpy per part (sort, segment reductions); the
 edge set is persisted after every round, so the task graph never grows with the number of rounds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-import dask.dataframe as dd
+import dask
 import numpy as np
-import pandas as pd
-from dask import delayed
 
 from dedup_cli.engine.dask.cluster import settled
+from dedup_cli.engine.dask.exchange import Table, by_hash, exchange
 
-# Every frame here has two int64 node columns.
-_EDGE_META = pd.DataFrame({"u": pd.Series([], dtype=np.int64), "v": pd.Series([], dtype=np.int64)})
 
 @dataclass
 class Components:
     """The result of :func:`connected_components`.
 
-    ``labels`` is a Dask dataframe with columns ``node`` and ``label`` (int64), one row for every node whose
+    ``labels`` are delayed tables with columns ``node`` and ``label`` (int64), one row for every node whose
     label is not itself (the smallest node of its component is its own label and does not appear; neither
     does any node without an edge). ``iterations`` counts the large-star/small-star rounds.
     """
 
-    labels: dd.DataFrame
+    labels: list[Any]
     iterations: int
+
+
+def _edges(u: np.ndarray, v: np.ndarray) -> Table:
+    return {"u": np.asarray(u, np.int64), "v": np.asarray(v, np.int64)}
 
 
 def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -56,7 +58,7 @@ def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sorted_unique_edges(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Edges sorted by (u, v) with repeats dropped: repeats would only multiply the shuffled bytes."""
+    """Edges sorted by (u, v) with repeats dropped: repeats would only multiply the moved bytes."""
     order = np.lexsort((v, u))
     u, v = u[order], v[order]
     if u.size > 1:
@@ -65,79 +67,81 @@ def _sorted_unique_edges(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.n
     return u, v
 
 
-def orient(edges: pd.DataFrame) -> pd.DataFrame:
+def orient(first: np.ndarray, second: np.ndarray) -> Table:
     """Edges (first, second) as (u, v) = (larger, smaller) node, self-loops dropped: the small-star's input."""
-    first = edges.iloc[:, 0].to_numpy(dtype=np.int64)
-    second = edges.iloc[:, 1].to_numpy(dtype=np.int64)
     keep = first != second
     first, second = first[keep], second[keep]
-    return pd.DataFrame({"u": np.maximum(first, second), "v": np.minimum(first, second)})
+    return _edges(np.maximum(first, second), np.minimum(first, second))
 
 
-def symmetric(edges: pd.DataFrame) -> pd.DataFrame:
-    """Each edge in both directions, so that a shuffle on ``u`` gathers Γ(u) for every node u."""
-    u = edges["u"].to_numpy()
-    v = edges["v"].to_numpy()
-    return pd.DataFrame({"u": np.concatenate([u, v]), "v": np.concatenate([v, u])})
+def symmetric(edges: Table) -> Table:
+    """Each edge in both directions, so that an exchange on ``u`` gathers Γ(u) for every node u."""
+    return _edges(np.concatenate([edges["u"], edges["v"]]), np.concatenate([edges["v"], edges["u"]]))
 
 
-def large_star(edges: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Large-star on the nodes gathered in one partition, and how many of them are neither centre nor leaf.
+def large_star(edges: Table) -> tuple[Table, int]:
+    """Large-star on the nodes gathered in one part, and how many of them are neither centre nor leaf.
 
-    ``edges`` holds (u, v) for every neighbour v of each u it contains (the symmetric edge list shuffled on
+    ``edges`` holds (u, v) for every neighbour v of each u it contains (the symmetric edge list exchanged on
     u). Returns the edges (v, m(u)) for v ∈ Γ(u), v > u, oriented (larger, smaller), and the count of nodes
     that break the convergence test of the module docstring.
     """
-    u, v = _sorted_unique_edges(edges["u"].to_numpy(dtype=np.int64), edges["v"].to_numpy(dtype=np.int64))
+    u, v = _sorted_unique_edges(edges["u"], edges["v"])
     if u.size == 0:
-        return _EDGE_META.copy(), 0
+        return _edges(u, v), 0
     starts, lengths = _segments(u)
     node = u[starts]
     smallest = np.minimum(np.minimum.reduceat(v, starts), node)  # m(u)
     lower = np.add.reduceat((v < u).astype(np.int64), starts)
-    settled = (lower == 0) | ((lengths == 1) & (lower == 1))
-    unsettled = int(np.count_nonzero(~settled))
+    done = (lower == 0) | ((lengths == 1) & (lower == 1))
     upper = v > u
-    return pd.DataFrame({"u": v[upper], "v": np.repeat(smallest, lengths)[upper]}), unsettled
+    return _edges(v[upper], np.repeat(smallest, lengths)[upper]), int(np.count_nonzero(~done))
 
 
-def small_star(edges: pd.DataFrame) -> pd.DataFrame:
-    """Small-star on the nodes gathered in one partition.
+def small_star(edges: Table) -> Table:
+    """Small-star on the nodes gathered in one part.
 
-    ``edges`` holds oriented edges (u, v), u > v, shuffled on u, so all lower neighbours of each u are
+    ``edges`` holds oriented edges (u, v), u > v, exchanged on u, so all lower neighbours of each u are
     together. Returns (w, m) for every w ∈ N(u) ∪ {u} other than m = min N(u), oriented (larger, smaller).
     """
-    u, v = _sorted_unique_edges(edges["u"].to_numpy(dtype=np.int64), edges["v"].to_numpy(dtype=np.int64))
+    u, v = _sorted_unique_edges(edges["u"], edges["v"])
     if u.size == 0:
-        return _EDGE_META.copy()
+        return _edges(u, v)
     starts, lengths = _segments(u)
     smallest = v[starts]  # sorted by (u, v): the first lower neighbour is the smallest
     centre = np.repeat(smallest, lengths)
     others = v != centre  # the lower neighbours other than m, connected to m
-    return pd.DataFrame({
-        "u": np.concatenate([u[starts], v[others]]),
-        "v": np.concatenate([smallest, centre[others]]),
-    })
+    return _edges(np.concatenate([u[starts], v[others]]), np.concatenate([smallest, centre[others]]))
 
 
-def _shuffle(frame: dd.DataFrame, method: str | None) -> dd.DataFrame:
-    # Keep the partition count: the edge count shrinks or stays, and a fixed count keeps partitions comparable.
-    return frame.shuffle(on="u", npartitions=frame.npartitions, shuffle_method=method)
+def _route_u(edges: Table, parts: int) -> np.ndarray:
+    return by_hash(edges["u"], parts)
 
 
-def connected_components(
-    edges: dd.DataFrame,
-    max_iterations: int = 64,
-    shuffle_method: str | None = None,
-) -> Components:
+def _oriented(pairs: Table) -> Table:
+    return orient(pairs["first"], pairs["second"])
+
+
+def _labels(edges: Table) -> Table:
+    return {"node": edges["u"], "label": edges["v"]}
+
+
+def _count(found: tuple[Table, int]) -> int:
+    return found[1]
+
+
+def _edges_of(found: tuple[Table, int]) -> Table:
+    return found[0]
+
+
+def connected_components(pairs: list[Any], max_iterations: int = 64) -> Components:
     """Label every node of an edge list with the smallest node of its connected component.
 
     Args:
-        edges: a Dask dataframe whose first two columns are int64 node numbers (any order, repeats and
-            self-loops allowed).
+        pairs: delayed tables whose ``first`` and ``second`` columns are int64 node numbers (any order, repeats
+            and self-loops allowed).
         max_iterations: rounds allowed before giving up; O(log² n) suffice (Kiveris et al. 2014, Thm 3.5),
             so 64 is far beyond any graph that fits in int64.
-        shuffle_method: ``"p2p"``, ``"tasks"`` or None (Dask's default: p2p on a distributed cluster).
 
     Returns:
         :class:`Components`; the labels are persisted on the cluster.
@@ -146,20 +150,20 @@ def connected_components(
         RuntimeError: when the edge set is not a star forest after ``max_iterations`` rounds (a bug, or a
             bound set too low).
     """
-    (current,) = settled(edges.map_partitions(orient, meta=_EDGE_META))
+    parts = max(1, len(pairs))
+    current = list(settled(*[dask.delayed(_oriented)(part) for part in pairs]))
     for iteration in range(max_iterations + 1):
-        gathered = _shuffle(current.map_partitions(symmetric, meta=_EDGE_META), shuffle_method)
-        steps = [delayed(large_star, nout=2)(part) for part in gathered.to_delayed()]
-        # One computation yields both the new edges and the convergence count; persisting delayed objects
-        # only (not a dataframe with them) keeps Dask from materialising the dataframe's expression twice.
-        *parts, unsettled = settled(*[step[0] for step in steps], delayed(sum)([step[1] for step in steps]))
-        starred = dd.from_delayed(parts, meta=_EDGE_META, verify_meta=False)
+        gathered = exchange([dask.delayed(symmetric)(part) for part in current], _route_u, parts, parts)
+        steps = [dask.delayed(large_star)(part) for part in gathered]
+        # One computation yields both the new edges and the convergence count.
+        *starred, unsettled = settled(*[dask.delayed(_edges_of)(step) for step in steps],
+                                      dask.delayed(sum)([dask.delayed(_count)(step) for step in steps]))
         if unsettled.compute() == 0:
             # ``current`` is the star forest: every edge joins a node to its component's minimum. It may hold an
-            # edge twice (from two partitions); this round's large-star gave each leaf exactly once, from the
-            # one partition that gathered its centre's edges.
-            return Components(starred.rename(columns={"u": "node", "v": "label"}), iteration)
+            # edge twice (from two parts); this round's large-star gave each leaf exactly once, from the one part
+            # that gathered its centre's edges.
+            return Components([dask.delayed(_labels)(part) for part in starred], iteration)
         if iteration == max_iterations:
             break
-        (current,) = settled(_shuffle(starred, shuffle_method).map_partitions(small_star, meta=_EDGE_META))
+        current = list(settled(*exchange(starred, _route_u, parts, parts, then=small_star)))
     raise RuntimeError(f"connected components did not converge in {max_iterations} large-star/small-star rounds")

@@ -1,0 +1,78 @@
+"""Tables of numpy columns, and the one all-to-all exchange the Dask engine's stages meet through.
+
+A table is a dict of equal-length numpy arrays (a 2-D array is a column of rows, e.g. packed b-bit values): what
+every task of the engine takes and gives, so the stages are the local engine's array functions and nothing
+converts to and from data frames. Where data must meet across workers (pairs with their documents, pairs with
+pairs, documents with their ranges), one exchange runs: each source task cuts its table by destination, and each
+destination task joins its cuts, so what moves is exactly the rows that change hands, with no index, schema or
+data-frame conversion on the way (docs/scaling.md, "What each stage moves").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import dask
+import numpy as np
+
+Table = dict[str, np.ndarray]
+
+
+def rows(table: Table) -> int:
+    """How many rows ``table`` holds."""
+    return len(next(iter(table.values()))) if table else 0
+
+
+def take(table: Table, index: np.ndarray | slice) -> Table:
+    """The rows ``index`` (a mask, positions or a slice) of every column."""
+    return {name: column[index] for name, column in table.items()}
+
+
+def joined(tables: Sequence[Table]) -> Table:
+    """The tables one after another (the first non-empty one's columns; an empty table when all are empty)."""
+    full = [table for table in tables if table and rows(table)]
+    if not full:
+        return next((table for table in tables if table), {})
+    if len(full) == 1:
+        return full[0]
+    return {name: np.concatenate([table[name] for table in full]) for name in full[0]}
+
+
+def cut(table: Table, destination: np.ndarray, parts: int) -> list[Table]:
+    """``table``'s rows cut by ``destination`` (int[n], each in 0 … parts − 1), each cut in the rows' order."""
+    if parts == 1:
+        return [table]
+    order = np.argsort(destination, kind="stable")
+    bounds = np.searchsorted(destination[order], np.arange(parts + 1))
+    return [take(table, order[bounds[index] : bounds[index + 1]]) for index in range(parts)]
+
+
+def by_range(values: np.ndarray, divisions: Sequence[int]) -> np.ndarray:
+    """The range (of ``divisions``: each range's first value, then the last value) each of ``values`` lies in."""
+    return np.searchsorted(np.asarray(divisions[1:-1], np.int64), values, side="right")
+
+
+def by_hash(values: np.ndarray, parts: int) -> np.ndarray:
+    """A destination for each of ``values`` (uint64 or int64) spread evenly, whatever their order (Fibonacci
+    hashing: the high bits of the product with 2^64/φ)."""
+    mixed = values.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    return ((mixed >> np.uint64(32)) % np.uint64(max(1, parts))).astype(np.int64)
+
+
+def _cut_task(table: Table, route: Callable[..., np.ndarray], parts: int, args: tuple) -> list[Table]:
+    return cut(table, route(table, *args), parts)
+
+
+def exchange(sources: Sequence[Any], route: Callable[..., np.ndarray], parts: int, *args: Any,
+             then: Callable[[Table], Table] | None = None) -> list[Any]:
+    """The delayed tables ``sources`` exchanged into ``parts`` delayed tables: row r of a source goes to part
+    ``route(source, *args)[r]``; each part joins what it gets in source order, then applies ``then``."""
+    def finish(cuts: list[Table]) -> Table:
+        table = joined(cuts)
+        return then(table) if then is not None else table
+
+    if parts == 1:
+        return [dask.delayed(finish)(list(sources))]
+    split = [dask.delayed(_cut_task, nout=parts)(source, route, parts, args) for source in sources]
+    return [dask.delayed(finish)([pieces[index] for pieces in split]) for index in range(parts)]
