@@ -17,6 +17,8 @@ Cases, on one JSON Lines file of ``--records`` short records (30–60 words, 4 %
 
 * ``sign``: ``dedup sign corpus.jsonl --id-field id -o STORE -q``, local ``-j 2`` and on 2 hosts;
 * ``find``: ``dedup find STORE -t 0.5 -b 2 --output pairs -q -o OUT``, local ``-j 2`` and on 2 and 4 hosts;
+* ``find, split by documents``: the same find with the candidate stage forced onto its general path, the split
+  by documents (a store in object storage, or one band of every document past a task), on 2 and 4 hosts;
 * ``find, object store``: the same find of a copy of the store in an ``s3://`` bucket of a local S3 server
   (``moto_server``, as the tests start it) on 2 hosts;
 * ``find, 10^3 documents``: the wall time of a small find on a running cluster (start-up and planning).
@@ -186,7 +188,7 @@ def engine_options(cluster: Cluster | None) -> list[str]:
     return ["-j", "2"] if cluster is None else ["--engine", "dask", "--scheduler", cluster.address]
 
 
-CASES = ("sign", "find", "small", "s3")
+CASES = ("sign", "find", "documents", "small", "s3")
 
 
 def run_cases(records: int, hosts: list[int], data: Path, scratch: Path, repeats: int,
@@ -231,6 +233,11 @@ def run_cases(records: int, hosts: list[int], data: Path, scratch: Path, repeats
                     sign(cluster, engine)
                 if "find" in cases:
                     find(cluster, engine, str(local_store))
+                if "documents" in cases:
+                    # The general path: what a store in object storage or past one band in a task takes.
+                    forced = "dedup_cli.engine.dask.candidates:BAND_SPLIT_DOCUMENTS=0"
+                    find(cluster, engine, str(local_store), "find, split by documents",
+                         {**environment, "DEDUP_BENCH_PATCH": forced})
                 if count == hosts[0] and "small" in cases:
                     find(cluster, engine, str(small_store), "find, 10^3 documents")
                     if s3 is not None:

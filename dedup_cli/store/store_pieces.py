@@ -145,9 +145,9 @@ def read_piece_batches(piece: StorePiece, params: SignatureParams, runs: bool = 
         yield counts, batch_runs, packed_signatures(batch.column("signature"), params, folder)
 
 
-def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParams | None = None
-               ) -> dict[str, np.ndarray]:
-    """``columns`` of a piece's rows, in file order, as numpy arrays by name.
+def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParams | None = None,
+               rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """``columns`` of a piece's rows (``rows``: only those, by position), in file order, as numpy arrays by name.
 
     ``signature`` is the packed signatures uint8[n, S] (``params`` says their width); ``run`` is 0 throughout a
     format 1 file; ``id`` and ``path`` are object arrays of str. A piece whose file is gone (a compaction
@@ -155,6 +155,8 @@ def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParam
     """
     stored = [name for name in columns if not (piece.legacy and name == "run")]
     table = _piece_table(piece, stored)
+    if rows is not None:
+        table = table.take(pa.array(rows, pa.int64()))
     folder = folder_of(piece.path.rsplit("/", 1)[0])
     data: dict[str, np.ndarray] = {}
     for column in columns:

@@ -212,17 +212,21 @@ def decided_candidates(scored: list[Any], frames: Documents, plan: FindPlan, can
 def gathered_decisions(scored: list[Any], frames: Documents, plan: FindPlan, candidates: int,
                        work: WorkDir | None, progress: Progress) -> pair_decisions.GatheredDecisions:
     """The decisions stage on the scored pairs gathered into the driver (:func:`dedup_cli.engine.dask.
-    pair_decisions.decide_gathered`), kept by an earlier run in ``work`` or computed and kept there, in parts as
-    the scored pairs are, so that a run that decides on the workers resumes from it too, and the reverse."""
+    pair_decisions.decide_gathered`: those that may matter, :func:`dedup_cli.engine.dask.pair_decisions.
+    may_matter`), kept by an earlier run in ``work`` or computed and kept there, in parts as the scored pairs are,
+    so that a run that decides on the workers resumes from it too, and the reverse."""
     key = plan.key(work, "decisions", divisions=frames.divisions)
     kept = _kept_decisions(work, key, progress)
     if kept is not None:
         decided, alias_documents, checked = kept
         return pair_decisions.GatheredDecisions(joined(dask.compute(*decided)), None, alias_documents, checked)
-    parts = dask.compute(*scored)
+    bound = decision_bound(plan, candidates)
+    mode = plan.options.verify
+    # Only the pairs that may be accepted, checked or needed for triples come to the driver.
+    parts = dask.compute(*[dask.delayed(pair_decisions.may_matter)(part, mode, plan.threshold, bound,
+                                                                   plan.triple_floor) for part in scored])
     sizes = [int(part["first"].size) for part in parts]
-    gathered = pair_decisions.decide_gathered(joined(parts), frames, plan.options.verify, plan.threshold,
-                                              decision_bound(plan, candidates))
+    gathered = pair_decisions.decide_gathered(joined(parts), frames, mode, plan.threshold, bound)
     if work is not None and key is not None:
         bounds = np.r_[0, np.cumsum(sizes)]
         pieces = [{name: column[start:stop] for name, column in gathered.decided.items()}

@@ -91,6 +91,18 @@ def borderline(scored: Table, mode: str, threshold: float, bound: SimultaneousBo
     return {"first": scored["first"][check], "second": scored["second"][check]}
 
 
+def may_matter(scored: Table, mode: str, threshold: float, bound: SimultaneousBound, floor: float | None) -> Table:
+    """The scored pairs the decisions and the end of find may need: those estimated ≥ R0 (accepted unless an exact
+    check says otherwise), those ``mode`` checks exactly, and with triples (``floor``, R0 − margin) those within
+    the margin. The others are rejected whatever happens, so they need not leave their worker."""
+    keep = scored["estimate"] >= (threshold if floor is None else min(threshold, floor))
+    if mode != "none":
+        check = borderline(scored, mode, threshold, bound)
+        keep[np.isin(_pair_codes(scored["first"], scored["second"]), _pair_codes(check["first"], check["second"]))] \
+            = True
+    return take(scored, keep)
+
+
 def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return (first.astype(np.uint64) << np.uint64(32)) | second.astype(np.uint64)
 
@@ -123,7 +135,7 @@ def check_and_decide(scored: list[Any], frames: Documents, mode: str, threshold:
     exact checks ``mode`` asks for."""
     if mode == "none":
         return [dask.delayed(with_exact)(part, _no_exact(), threshold) for part in scored], None
-    names = list(settled(*name_ranges(frames)))
+    names = name_ranges(frames)
     wanted = [dask.delayed(borderline)(part, mode, threshold, bound) for part in scored]
     with_first = attach_ranges(wanted, "first", names, frames.divisions, "a_", _NAMES)
     both = attach_ranges(with_first, "second", names, frames.divisions, "b_", _NAMES)

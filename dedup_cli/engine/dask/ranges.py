@@ -26,6 +26,7 @@ from typing import Any
 import dask
 import numpy as np
 
+from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_range, exchange, joined, take
 from dedup_cli.errors import StoreError
 from dedup_cli.minhash.packing import pack_values, unpack_values
@@ -64,6 +65,7 @@ class Documents:
     in_order: bool  # the pieces' rows are the documents in order, a piece a range
     pieces: list[tuple[StorePiece, Numbers]] = dataclasses.field(default_factory=list)
     reference_start: int | None = None  # with a reference store: its first document (its documents come last)
+    names: list[Any] | None = dataclasses.field(default=None, repr=False)  # once read: :func:`name_ranges`
 
     @property
     def ranges(self) -> int:
@@ -259,16 +261,20 @@ def value_ranges(documents: Documents, bits: int, per_piece: list[Any] | None = 
 # --- the documents' names: ids, locations, content hashes, times ----------------------------------------------
 
 def piece_names(piece: StorePiece, numbers: int | np.ndarray, docs: np.ndarray | None = None) -> Table:
-    """The name columns and ``doc`` of a piece's live rows (with ``docs``: only those among them)."""
-    columns = read_piece(piece, list(NAME_COLUMNS))
-    numbered = piece_documents(numbers, len(columns["id"]))
-    keep = numbered >= 0 if docs is None else np.isin(numbered, docs)
-    return take({"doc": numbered, **columns}, keep)
+    """The name columns and ``doc`` of a piece's live rows (with ``docs``: only those among them; the others'
+    strings are never made)."""
+    numbered = piece_documents(numbers, piece.rows)
+    keep = np.flatnonzero(numbered >= 0 if docs is None else np.isin(numbered, docs))
+    return {"doc": numbered[keep], **read_piece(piece, list(NAME_COLUMNS), rows=keep)}
 
 
 def name_ranges(documents: Documents) -> list[Any]:
-    """Delayed tables of every document's names, one a range."""
-    return in_ranges([dask.delayed(piece_names)(piece, numbers) for piece, numbers in documents.pieces], documents)
+    """Persisted tables of every document's names, one a range: read (and moved into ranges) by the first stage
+    that asks, then kept for the others."""
+    if documents.names is None:
+        documents.names = list(settled(*in_ranges([dask.delayed(piece_names)(piece, numbers)
+                                                   for piece, numbers in documents.pieces], documents)))
+    return documents.names
 
 
 def names_of(documents: Documents, docs: np.ndarray) -> Table:
