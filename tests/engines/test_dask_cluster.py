@@ -186,3 +186,17 @@ def test_two_finds_on_local_clusters_in_one_process(stores: dict[str, Path], tmp
     if sys.platform.startswith("linux"):
         assert (first_start, second_start) == ("fork", "spawn")
     assert first == second and len(first) > 10
+
+
+def test_the_driver_of_a_cluster_find_imports_no_data_frames(stores: dict[str, Path], engine: EngineOptions) -> None:
+    # The engine's tasks hold numpy tables: its driver needs distributed and numpy, not dask.dataframe or pandas
+    # (a second of a small run's start-up), and the command line hides pandas from pyarrow as on the local engine.
+    script = ("import sys\n"
+              "from dedup_cli.cli.main import cli\n"
+              f"cli(['find', {str(stores['sample'])!r}, '-b', '2', '-q', '-o', '/dev/null', '--engine', 'dask', "
+              f"'--scheduler', {str(engine.scheduler)!r}], standalone_mode=False)\n"
+              "print(sorted(name for name in ('pandas', 'dask.dataframe', 'distributed') if name in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "['distributed']"

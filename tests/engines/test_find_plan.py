@@ -97,8 +97,8 @@ def both_plans(stores: dict[str, Path], options: dedup.FindOptions, engine: Engi
     with NumberedDocuments(chosen) as documents:
         local_plan = local_find.plan_documents(documents, options)
     remote = dataclasses.replace(options, engine=engine)
-    frames = dask_find.read_frames(chosen[0], chosen[1] if len(chosen) > 1 else None)
-    return local_plan, dask_find.plan_frames(frames, remote), frames.divisions
+    frames = dask_find.read_numbered(chosen[0], chosen[1] if len(chosen) > 1 else None)
+    return local_plan, dask_find.plan_numbered(frames, remote), frames.divisions
 
 
 @pytest.mark.parametrize("options", OPTION_SETS, ids=[str(i) for i in range(len(OPTION_SETS))])
@@ -185,7 +185,7 @@ def test_a_kept_stage_is_reused_by_the_next_run(stores: dict[str, Path], engine:
     store = open_store(stores["sample"])
     with NumberedDocuments([store]) as documents:
         plan = local_find.plan_documents(documents, dataclasses.replace(options, engine=EngineOptions()))
-    extra = {} if on == "local" else {"divisions": dask_find.read_frames(store, None).divisions}
+    extra = {} if on == "local" else {"divisions": dask_find.read_numbered(store, None).divisions}
     for stage in find_plan.KEPT_STAGES:
         assert f"{stage}-{WorkDir(work, [store]).key(stage, **plan.depends_on(stage, **extra))}.npz" in kept
 

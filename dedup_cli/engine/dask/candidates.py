@@ -7,7 +7,7 @@ all rows of some band agree), in rounds of a few bands:
 1. **Shares.** The documents (the store's pieces) are cut into shares of at most
    :data:`SHARE_DOCUMENTS`, a whole number of them per worker; every task of a share runs on its worker
    (``dask.annotate``, other workers allowed should it die), so a share's keys never leave it. A share's
-   partitions are read where the share runs, and their band keys for the round's bands concatenated (4 bytes a
+   pieces are read where the share runs, and their band keys for the round's bands concatenated (4 bytes a
    key when a band's values fit in 32 bits).
 2. **Fingerprints.** For each band, each share sends the Elias–Fano coded set of its keys' fingerprints, cut into
    one slice per share, to the slice's owner (:mod:`dedup_cli.candidates.crossing`): about 9 + log2(shares)
@@ -76,7 +76,7 @@ class CandidateStats:
     fingerprint_bytes_across: int  # of them, those sent to another worker
     crossing_rows: int  # rows of crossing buckets (or chance fingerprint matches) sent to their owners
     crossing_row_bytes: int  # bytes of one such row
-    shuffled_codes: int  # pair codes shuffled to be de-duplicated, 8 bytes each
+    shuffled_codes: int  # pair codes exchanged to be de-duplicated, 8 bytes each
     oversized_buckets: int
 
     def as_array(self) -> np.ndarray:
@@ -117,7 +117,7 @@ class Candidates:
                               self.shuffled_codes, self.oversized_buckets)
 
 
-def read_partition_keys(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, rows: int,
+def read_piece_keys(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, rows: int,
                         first_band: int, last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     """(docs int64[m], keys[last − first, m]): the band keys of a store piece's eligible documents (``numbers``:
     :func:`dedup_cli.engine.dask.ranges.piece_documents`), read here, on the share's worker, straight from
@@ -129,7 +129,7 @@ def read_partition_keys(piece: StorePiece, numbers: int | np.ndarray, params: Si
 def read_keys_and_values(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, rows: int,
                          first_band: int, last_band: int, dtype: np.dtype, bits: int
                          ) -> tuple[tuple[np.ndarray, np.ndarray], Table]:
-    """:func:`read_partition_keys`, and from the same read of the piece its live documents' lowest ``bits`` bits
+    """:func:`read_piece_keys`, and from the same read of the piece its live documents' lowest ``bits`` bits
     for scoring (:func:`dedup_cli.engine.dask.ranges.reduce_piece`): the signatures are read once for both."""
     counts, runs, packed = read_piece_values(piece, params)
     docs = piece_documents(numbers, counts.size)
@@ -163,14 +163,14 @@ class _Plan:
 
     workers: list[str]  # the cluster's workers, sorted
     split_bands: bool  # every worker reads every piece and pairs whole bands of its own (nothing exchanged)
-    shares: list[list[int]]  # split by documents: the partitions of each share
+    shares: list[list[int]]  # split by documents: the pieces of each share
     placed: list[str]  # split by documents: the worker of each share
     dtype: np.dtype  # of a band key
     per_round: int  # bands a round
     bits: int  # split by documents: fingerprint bits
 
 
-def _plan(frames: Documents, rows: int, band_memory: int) -> _Plan:
+def _plan(numbered: Documents, rows: int, band_memory: int) -> _Plan:
     """Split by bands when the store is files (each worker reads every piece: from the page cache when the
     workers share a machine, else from the file system they share; from object storage each would fetch the
     whole store) and one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
@@ -179,27 +179,27 @@ def _plan(frames: Documents, rows: int, band_memory: int) -> _Plan:
     On hosts of their own the band split reads the store's signatures once a worker (k·B/8 bytes a document,
     from disk), where the document split sends the fingerprints and crossing rows of every band between them and
     sorts every band's keys twice (docs/scaling.md has the measured bytes and CPU of both)."""
-    documents = frames.documents
+    documents = numbered.documents
     info = get_client().scheduler_info()["workers"]
     workers = sorted(info)
     # A round must fit beside everything else a worker holds: at most a quarter of its memory limit.
     limits = [int(info[worker].get("memory_limit") or 0) for worker in workers]
     if all(limits):
         band_memory = min(band_memory, min(limits) // 4)
-    dtype = key_dtype(rows, value_dtype(frames.params.bits))
+    dtype = key_dtype(rows, value_dtype(numbered.params.bits))
     sortable = documents <= BAND_SPLIT_DOCUMENTS and (not all(limits) or SORT_BYTES * documents <= min(limits) // 4)
-    local_files = not any(is_url(piece.path) for piece, _ in frames.pieces)
-    if frames.pieces and local_files and sortable:
+    local_files = not any(is_url(piece.path) for piece, _ in numbered.pieces)
+    if numbered.pieces and local_files and sortable:
         # A worker holds its bands' keys of every document, as each of the local engine's workers holds its round's
         # (the one band it sorts at a time needs SORT_BYTES a document beside them, checked above).
-        per_worker = max(1, band_memory // max(1, frames.eligible * dtype.itemsize))
+        per_worker = max(1, band_memory // max(1, numbered.eligible * dtype.itemsize))
         return _Plan(workers, True, [], [], dtype, per_worker * len(workers), 0)
-    shares = share_tasks.plan_shares(frames, len(workers), SHARE_DOCUMENTS)
+    shares = share_tasks.plan_shares(numbered, len(workers), SHARE_DOCUMENTS)
     placed = [workers[index % len(workers)] for index in range(len(shares))]
-    partition_rows = share_tasks.partition_rows(frames)
+    partition_rows = share_tasks.partition_rows(numbered)
     held = max(sum(int(partition_rows[share].sum()) for share in shares[index::len(workers)])
                for index in range(min(len(workers), len(shares))))
-    # A share's round holds its partitions' keys while it sorts them into hashes and positions: three times a key.
+    # A share's round holds its pieces' keys while it sorts them into hashes and positions: three times a key.
     per_round = max(1, band_memory // max(1, held * 3 * dtype.itemsize))
     return _Plan(workers, False, shares, placed, dtype, per_round, fingerprint_bits(documents, 8 * dtype.itemsize))
 
@@ -208,11 +208,11 @@ def _plan(frames: Documents, rows: int, band_memory: int) -> _Plan:
 class _RoundGraph:
     """The tasks of one round, not yet computed."""
 
-    code_parts: list[Any] = field(default_factory=list)  # delayed frames of pair codes
+    code_parts: list[Any] = field(default_factory=list)  # delayed numbered of pair codes
     cut: list[Any] = field(default_factory=list)  # delayed counts of buckets cut
     fingerprint_sizes: list[Any] = field(default_factory=list)  # per share: int64[owners], fingerprint bytes sent
     crossing_rows: list[Any] = field(default_factory=list)  # per share: int64[owners], crossing rows sent
-    values: dict[int, Any] = field(default_factory=dict)  # partition → its b-bit values, when the round reads them
+    values: dict[int, Any] = field(default_factory=dict)  # piece → its b-bit values, when the round reads them
 
 
 def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: SignatureParams, rows: int,
@@ -269,22 +269,22 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: 
     return codes.unique(), oversized, reduced
 
 
-def _band_split_round(frames: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
+def _band_split_round(numbered: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
                       max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
     """Split by bands: the round's bands cut into one consecutive range a worker, one task each."""
-    assert frames.pieces is not None
+    assert numbered.pieces is not None
     count = last_band - first_band
     takers = min(len(plan.workers), count)
     edges = [first_band + count * index // takers for index in range(takers + 1)]
-    partitions = len(frames.pieces)
+    partitions = len(numbered.pieces)
     graph = _RoundGraph()
     for index in range(takers):
         # Each worker also makes the b-bit values of a run of the pieces, from the reads it does anyway.
         reduce = list(range(partitions * index // takers, partitions * (index + 1) // takers))
         with dask.annotate(workers=[plan.workers[index]], allow_other_workers=True):
             codes, cut, reduced = dask.delayed(band_share_pairs, nout=3)(
-                frames.pieces, frames.params, rows, edges[index], edges[index + 1], plan.dtype, max_bucket,
-                frames.documents, reduce, reduce_bits)
+                numbered.pieces, numbered.params, rows, edges[index], edges[index + 1], plan.dtype, max_bucket,
+                numbered.documents, reduce, reduce_bits)
         graph.code_parts.append(dask.delayed(_codes_table)(codes))
         graph.cut.append(cut)
         if reduce_bits is not None:
@@ -292,30 +292,30 @@ def _band_split_round(frames: Documents, plan: _Plan, rows: int, first_band: int
     return graph
 
 
-def _share_keys(frames: Documents, members: list[int], rows: int, first_band: int, last_band: int,
+def _share_keys(numbered: Documents, members: list[int], rows: int, first_band: int, last_band: int,
                 dtype: np.dtype, reduce_bits: int | None, graph: _RoundGraph) -> list[Any]:
     """Split by documents: the delayed keys of a share's pieces, read where the share runs (and with
     ``reduce_bits`` their b-bit values from the same reads, into ``graph.values``)."""
-    params = frames.params
+    params = numbered.params
     if reduce_bits is not None:
-        both = {p: dask.delayed(read_keys_and_values, nout=2)(*frames.pieces[p], params, rows, first_band,
+        both = {p: dask.delayed(read_keys_and_values, nout=2)(*numbered.pieces[p], params, rows, first_band,
                                                               last_band, dtype, reduce_bits) for p in members}
         graph.values.update({p: both[p][1] for p in members})
         return [both[p][0] for p in members]
-    return [dask.delayed(read_partition_keys)(*frames.pieces[p], params, rows, first_band, last_band, dtype)
+    return [dask.delayed(read_piece_keys)(*numbered.pieces[p], params, rows, first_band, last_band, dtype)
             for p in members]
 
 
-def _document_split_round(frames: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
+def _document_split_round(numbered: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
                           max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
     """Split by documents (steps 1 to 3 of the module docstring): every task of a share runs on its worker; what
     goes to an owner is cut out there first, so that only the owner's part travels."""
-    documents, bits, slices = frames.documents, plan.bits, len(plan.shares)
+    documents, bits, slices = numbered.documents, plan.bits, len(plan.shares)
     graph = _RoundGraph()
     states, outgoing = [], []
     for members, worker in zip(plan.shares, plan.placed, strict=True):
         with dask.annotate(workers=[worker], allow_other_workers=True):
-            parts = _share_keys(frames, members, rows, first_band, last_band, plan.dtype, reduce_bits, graph)
+            parts = _share_keys(numbered, members, rows, first_band, last_band, plan.dtype, reduce_bits, graph)
             state, found, size = dask.delayed(share_tasks.share_round, nout=3)(parts, first_band, bits, slices,
                                                                                max_bucket)
             outgoing.append([dask.delayed(share_tasks.sets_for)(found, owner)
@@ -363,7 +363,7 @@ class _RoundDone:
 def _computed(graph: _RoundGraph, plan: _Plan) -> _RoundDone:
     """One computation per round: its codes stay on the workers, and only then are the next round's keys made,
     so at most one round's keys exist at a time."""
-    read_values = [graph.values[p] for p in sorted(graph.values)]  # every partition, in order
+    read_values = [graph.values[p] for p in sorted(graph.values)]  # every piece, in order
     parts = graph.code_parts
     *kept, round_cut, round_sizes, round_rows, made = settled(
         *parts, *read_values, dask.delayed(sum)(graph.cut), dask.delayed(list)(graph.fingerprint_sizes),
@@ -381,7 +381,7 @@ def _count(table: Table) -> int:
     return int(table["code"].size)
 
 
-def candidate_pairs(frames: Documents, bands: int, rows: int, max_bucket: int, band_memory: int,
+def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int, band_memory: int,
                     progress: Progress = silent, work: WorkDir | None = None,
                     reduce_bits: int | None = None) -> Candidates:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
@@ -394,7 +394,7 @@ def candidate_pairs(frames: Documents, bands: int, rows: int, max_bucket: int, b
     (:func:`dedup_cli.engine.dask.ranges.value_ranges`), made by the first round that reads the store's pieces
     from the same read as its keys (``Candidates.reduced``; None when no round read them).
     """
-    plan = _plan(frames, rows, band_memory)
+    plan = _plan(numbered, rows, band_memory)
     totals = np.zeros(5, np.int64)  # buckets cut, fingerprint bytes, of them across workers, crossing rows, codes
     collected: list[Any] = []
     rounds = list(range(0, bands, plan.per_round))
@@ -414,7 +414,7 @@ def candidate_pairs(frames: Documents, bands: int, rows: int, max_bucket: int, b
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
         reading = reduce_bits if reduced is None else None
         build = _band_split_round if plan.split_bands else _document_split_round
-        done = _computed(build(frames, plan, rows, first_band, last_band, max_bucket, reading), plan)
+        done = _computed(build(numbered, plan, rows, first_band, last_band, max_bucket, reading), plan)
         if done.values is not None:
             reduced = done.values
         if work is not None and key is not None:
@@ -428,9 +428,9 @@ def candidate_pairs(frames: Documents, bands: int, rows: int, max_bucket: int, b
     codes = _deduplicated(collected, shuffled, progress)
     values = None
     if reduced is not None:
-        values = list(settled(*in_ranges(reduced, frames)))
+        values = list(settled(*in_ranges(reduced, numbered)))
     shares = len(plan.workers) if plan.split_bands else len(plan.shares)
-    return Candidates(codes, frames.documents, oversized, len(rounds), shares, frames.eligible * bands, fingerprint,
+    return Candidates(codes, numbered.documents, oversized, len(rounds), shares, numbered.eligible * bands, fingerprint,
                       across, crossing, plan.dtype.itemsize + 8, shuffled, values)
 
 

@@ -54,15 +54,15 @@ def store_of(params: SignatureParams, names: Table, values: Table) -> StoredSign
         content_hashes=names["content_hash"].astype(np.uint64), runs=values["run"], mtimes_ns=names["mtime_ns"])
 
 
-def gather(pairs: Table, frames: Documents, values: list[Any], bits: int, names: Table | None = None) -> Gathered:
+def gather(pairs: Table, numbered: Documents, values: list[Any], bits: int, names: Table | None = None) -> Gathered:
     """``pairs`` (gathered decided pairs) and the documents they touch, renumbered (``names``: the names of these
     documents and maybe others, read already)."""
     pairs = take(pairs, np.lexsort((pairs["second"], pairs["first"])))
     docs = sorted_unique(np.concatenate([pairs["first"], pairs["second"]]))
-    params = frames.params
-    rows = rows_of(values, frames.divisions, docs) if docs.size else _no_values(bits, params)
+    params = numbered.params
+    rows = rows_of(values, numbered.divisions, docs) if docs.size else _no_values(bits, params)
     if names is None:
-        names = names_of(frames, docs)
+        names = names_of(numbered, docs)
     names = take(names, np.searchsorted(names["doc"], docs))
     store = store_of(params, names, rows)
     renumbered = {**pairs, "first": np.searchsorted(docs, pairs["first"]),

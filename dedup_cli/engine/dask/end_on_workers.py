@@ -153,7 +153,7 @@ def _joined_lists(lists: list[list[Any]]) -> list[Any]:
     return [item for found in lists for item in found]
 
 
-def _by_component(needed: list[Any], frames: Documents, values: list[Any], parts: int, plan: FindPlan
+def _by_component(needed: list[Any], numbered: Documents, values: list[Any], parts: int, plan: FindPlan
                   ) -> tuple[list[Any], list[Any]]:
     """The needed pairs and their documents (values and names) exchanged by component: ``parts`` parts each."""
     labels = connected_components(needed).labels
@@ -162,24 +162,24 @@ def _by_component(needed: list[Any], frames: Documents, values: list[Any], parts
     labels_by_node = exchange(labels, _route_node, count, count)
     labelled = list(settled(*[dask.delayed(_labelled)(pairs, found)
                               for pairs, found in zip(by_first, labels_by_node, strict=True)]))
-    docs = exchange([dask.delayed(_documents)(part) for part in labelled], _route_doc, frames.ranges,
-                    frames.divisions, then=_unique_docs)
+    docs = exchange([dask.delayed(_documents)(part) for part in labelled], _route_doc, numbered.ranges,
+                    numbered.divisions, then=_unique_docs)
     docs = [dask.delayed(attach)(part, "doc", ranged, "", ("words", "shingle_count", "run"))
             for part, ranged in zip(docs, values, strict=True)]
     docs = [dask.delayed(attach)(part, "doc", names, "", ("id", "path", "content_hash", "mtime_ns"))
-            for part, names in zip(docs, name_ranges(frames), strict=True)]
+            for part, names in zip(docs, name_ranges(numbered), strict=True)]
     return (list(settled(*exchange(labelled, _route_label, parts, parts))),
             list(settled(*exchange(docs, _route_label, parts, parts))))
 
 
-def conclude_on_cluster(needed: list[Any], count: int, frames: Documents, values: list[Any],
+def conclude_on_cluster(needed: list[Any], count: int, numbered: Documents, values: list[Any],
                         alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any]) -> FindResult:
     """The end of find per component on the workers, its output spilled in order (see the module docstring):
     ``count`` needed pairs in delayed tables ``needed``, the b-bit ``values`` of each range of documents."""
     options = plan.options
     rows = partition_pairs(options.gather_limit)
     parts = max(1, -(-count // rows))
-    by_pairs, by_docs = _by_component(needed, frames, values, parts, plan)
+    by_pairs, by_docs = _by_component(needed, numbered, values, parts, plan)
     triple_candidates = None
     if options.ways == 3:
         # The triples' simultaneous bound divides by the run's candidate triples, the local engine's count.
@@ -192,7 +192,7 @@ def conclude_on_cluster(needed: list[Any], count: int, frames: Documents, values
                       dask.delayed(_joined_lists)([step[4] for step in steps]))
     problems, gone = dask.compute(outputs[-2], outputs[-1])
     found = [list(outputs[index * len(steps) : (index + 1) * len(steps)]) for index in range(3)]
-    result = spilled_result(found, rows, frames.params, common, frames.reference_start, options.ways == 3, parts)
+    result = spilled_result(found, rows, numbered.params, common, numbered.reference_start, options.ways == 3, parts)
     result.keep_field_problems = problems
     result.gone = [identifier for _, identifier in sorted(gone)]  # in document order, as the local engine's
     return result

@@ -104,40 +104,40 @@ def find(store: Store, options: FindOptions, progress: Progress = silent, refere
     """
     laps = Laps()
     progress.stage("reading the store's pieces", None)
-    frames = read_frames(store, reference)
-    if frames.documents == 0:
+    numbered = read_numbered(store, reference)
+    if numbered.documents == 0:
         return local_find.find([store] if reference is None else [store, reference], options)
     laps.lap("read")
-    plan = plan_frames(frames, options)
+    plan = plan_numbered(numbered, options)
     work = None if options.work_dir is None else WorkDir(options.work_dir, [store] if reference is None
                                                          else [store, reference])
-    scores = scored_candidates(frames, plan, work, progress, laps)
+    scores = scored_candidates(numbered, plan, work, progress, laps)
     laps.lap("scoring")
     progress.stage("exact checks and decisions", None)
     candidates = counted(scores.scored)
     if candidates <= options.gather_limit:
         # Few enough pairs for the driver: the decisions and the end of find run here on them, with the exact
         # checks and file checks as tasks on the workers, and no exchange.
-        gathered = gathered_decisions(scores.scored, frames, plan, candidates, work, progress)
+        gathered = gathered_decisions(scores.scored, numbered, plan, candidates, work, progress)
         needed_pairs = end_gathered.needed(gathered.decided, plan.triple_floor)
         laps.lap("decisions")
         laps.profile["decisions_in_driver"] = 1.0
-        cut = _profile(laps.profile, frames, plan, scores.stats, candidates, int(needed_pairs["first"].size))
+        cut = _profile(laps.profile, numbered, plan, scores.stats, candidates, int(needed_pairs["first"].size))
         common = plan.result_fields(candidates, cut, _verification(gathered.checked), gathered.aliases.size)
         progress.stage("groups", None)
-        result = concluded_gathered(needed_pairs, frames, scores.values, gathered.aliases, plan, common,
+        result = concluded_gathered(needed_pairs, numbered, scores.values, gathered.aliases, plan, common,
                                     gathered.names)
     else:
-        decided = decided_candidates(scores.scored, frames, plan, candidates, work, progress)
+        decided = decided_candidates(scores.scored, numbered, plan, candidates, work, progress)
         needed = list(settled(*[dask.delayed(end_gathered.needed)(part, plan.triple_floor)
                                 for part in decided.decided]))
         needed_count = counted(needed)
         laps.lap("decisions")
         laps.profile["decisions_in_driver"] = 0.0
-        cut = _profile(laps.profile, frames, plan, scores.stats, candidates, needed_count)
+        cut = _profile(laps.profile, numbered, plan, scores.stats, candidates, needed_count)
         common = plan.result_fields(candidates, cut, decided.verification, decided.aliases.size)
         progress.stage("groups", None)
-        result = concluded(needed, needed_count, frames, scores.values, decided.aliases, plan, common)
+        result = concluded(needed, needed_count, numbered, scores.values, decided.aliases, plan, common)
     laps.lap("end")
     if work is not None:
         work.finish(options.keep_work)
@@ -145,46 +145,46 @@ def find(store: Store, options: FindOptions, progress: Progress = silent, refere
     return result
 
 
-def read_frames(store: Store, reference: Store | None) -> Documents:
+def read_numbered(store: Store, reference: Store | None) -> Documents:
     """The store's live documents (then the reference store's), numbered as the local engine numbers them."""
-    frames = store_documents(store)
+    numbered = store_documents(store)
     if reference is not None:
-        frames = with_reference(frames, store_documents(reference))
-    return frames
+        numbered = with_reference(numbered, store_documents(reference))
+    return numbered
 
 
-def plan_frames(frames: Documents, options: FindOptions) -> FindPlan:
-    """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of the documents of ``frames``."""
-    return plan_find(options, frames.params, frames.documents, frames.eligible, frames.reference_start,
-                     frames.max_shingle_count, frames.run_span)
+def plan_numbered(numbered: Documents, options: FindOptions) -> FindPlan:
+    """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of the documents of ``numbered``."""
+    return plan_find(options, numbered.params, numbered.documents, numbered.eligible, numbered.reference_start,
+                     numbered.max_shingle_count, numbered.run_span)
 
 
-def scored_candidates(frames: Documents, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps
+def scored_candidates(numbered: Documents, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps
                       ) -> Scores:
     """The scored stage, kept by an earlier run in ``work`` or computed (and kept there): the candidate pairs in
     rounds of bands, then scored by two range joins."""
-    options, params = plan.options, frames.params
+    options, params = plan.options, numbered.params
     bits = int(plan.bits)  # whole: FindOptions keeps b = 1/2 to the local engine
     assert plan.banding is not None  # FindOptions keeps --candidates all to the local engine
     # The kept parts are ranges of the second document: they depend on the divisions too.
-    key = plan.key(work, "scored", divisions=frames.divisions)
+    key = plan.key(work, "scored", divisions=numbered.divisions)
     kept_scores = None if work is None or key is None else work.load("scored", key)
     if kept_scores is not None:
         assert work is not None and key is not None
         progress.note(f"resuming: scored candidate pairs from {work.path}")
         laps.profile["candidates_seconds"] = 0.0
-        return Scores(kept_parts(work, "scored", key, kept_scores), list(settled(*value_ranges(frames, bits))),
+        return Scores(kept_parts(work, "scored", key, kept_scores), list(settled(*value_ranges(numbered, bits))),
                       CandidateStats.of_array(kept_scores["stats"]))
-    found = candidate_pairs(frames, plan.banding.bands, plan.banding.rows, options.max_bucket,
+    found = candidate_pairs(numbered, plan.banding.bands, plan.banding.rows, options.max_bucket,
                             options.band_memory, progress, work, reduce_bits=bits)
     stats = found.stats()
     laps.lap("candidates")
     progress.stage("scoring the candidate pairs", None)
     # The b-bit values: read with the first round's keys, else (every round kept by an earlier run) read now.
-    values = found.reduced if found.reduced is not None else list(settled(*value_ranges(frames, bits)))
+    values = found.reduced if found.reduced is not None else list(settled(*value_ranges(numbered, bits)))
     pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
-    start = frames.reference_start
-    scored = list(settled(*score_candidates(found.codes, values, frames.divisions, frames.documents, bits, params,
+    start = numbered.reference_start
+    scored = list(settled(*score_candidates(found.codes, values, numbered.divisions, numbered.documents, bits, params,
                                             options.new_since if pairs_only else None,
                                             start if pairs_only else None, options.only_across)))
     if work is not None and key is not None:
@@ -192,30 +192,30 @@ def scored_candidates(frames: Documents, plan: FindPlan, work: WorkDir | None, p
     return Scores(scored, values, stats)
 
 
-def decided_candidates(scored: list[Any], frames: Documents, plan: FindPlan, candidates: int,
+def decided_candidates(scored: list[Any], numbered: Documents, plan: FindPlan, candidates: int,
                        work: WorkDir | None, progress: Progress) -> Decisions:
     """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): exact checks of the
     borderline pairs on the workers (``candidates``: how many were scored, for the simultaneous bound), the
     decisions, and the aliases left out."""
-    key = plan.key(work, "decisions", divisions=frames.divisions)
+    key = plan.key(work, "decisions", divisions=numbered.divisions)
     kept = _kept_decisions(work, key, progress)
     if kept is not None:
         return Decisions(*kept)
-    decided, checked = pair_decisions.check_and_decide(scored, frames, plan.options.verify, plan.threshold,
+    decided, checked = pair_decisions.check_and_decide(scored, numbered, plan.options.verify, plan.threshold,
                                                        decision_bound(plan, candidates))
-    alias_documents = pair_decisions.aliases(decided, frames)
+    alias_documents = pair_decisions.aliases(decided, numbered)
     decided = list(settled(*[dask.delayed(pair_decisions.accept)(part, alias_documents) for part in decided]))
     _keep_decisions(work, key, decided, alias_documents, checked)
     return Decisions(decided, alias_documents, checked)
 
 
-def gathered_decisions(scored: list[Any], frames: Documents, plan: FindPlan, candidates: int,
+def gathered_decisions(scored: list[Any], numbered: Documents, plan: FindPlan, candidates: int,
                        work: WorkDir | None, progress: Progress) -> pair_decisions.GatheredDecisions:
     """The decisions stage on the scored pairs gathered into the driver (:func:`dedup_cli.engine.dask.
     pair_decisions.decide_gathered`: those that may matter, :func:`dedup_cli.engine.dask.pair_decisions.
     may_matter`), kept by an earlier run in ``work`` or computed and kept there, in parts as the scored pairs are,
     so that a run that decides on the workers resumes from it too, and the reverse."""
-    key = plan.key(work, "decisions", divisions=frames.divisions)
+    key = plan.key(work, "decisions", divisions=numbered.divisions)
     kept = _kept_decisions(work, key, progress)
     if kept is not None:
         decided, alias_documents, checked = kept
@@ -226,7 +226,7 @@ def gathered_decisions(scored: list[Any], frames: Documents, plan: FindPlan, can
     parts = dask.compute(*[dask.delayed(pair_decisions.may_matter)(part, mode, plan.threshold, bound,
                                                                    plan.triple_floor) for part in scored])
     sizes = [int(part["first"].size) for part in parts]
-    gathered = pair_decisions.decide_gathered(joined(parts), frames, mode, plan.threshold, bound)
+    gathered = pair_decisions.decide_gathered(joined(parts), numbered, mode, plan.threshold, bound)
     if work is not None and key is not None:
         bounds = np.r_[0, np.cumsum(sizes)]
         pieces = [{name: column[start:stop] for name, column in gathered.decided.items()}
@@ -260,39 +260,39 @@ def _keep_decisions(work: WorkDir | None, key: str | None, parts: list[Any], ali
         "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
 
 
-def _profile(profile: dict[str, float], frames: Documents, plan: FindPlan, stats: CandidateStats, candidates: int,
+def _profile(profile: dict[str, float], numbered: Documents, plan: FindPlan, stats: CandidateStats, candidates: int,
              needed_count: int) -> int:
     """Add to ``profile`` the rows and payload bytes the stages moved; the buckets cut."""
-    word_bytes = 8 * value_words(int(plan.bits), frames.params.num_perm)
-    profile.update(documents=frames.documents, partitions=frames.ranges, rounds=stats.rounds,
+    word_bytes = 8 * value_words(int(plan.bits), numbered.params.num_perm)
+    profile.update(documents=numbered.documents, partitions=numbered.ranges, rounds=stats.rounds,
                    shares=stats.shares, band_keys=stats.band_keys, fingerprint_bytes=stats.fingerprint_bytes,
                    fingerprint_bytes_across=stats.fingerprint_bytes_across, crossing_rows=stats.crossing_rows,
                    crossing_bytes=stats.crossing_rows * stats.crossing_row_bytes, pair_codes=stats.shuffled_codes,
                    pair_code_bytes=8 * stats.shuffled_codes, candidates=int(candidates),
-                   join_bytes=int(candidates) * (16 + 32 + word_bytes), in_order=float(frames.in_order),
+                   join_bytes=int(candidates) * (16 + 32 + word_bytes), in_order=float(numbered.in_order),
                    needed_pairs=int(needed_count))
     return int(stats.oversized_buckets)
 
 
-def concluded(needed: list[Any], needed_count: int, frames: Documents, values: list[Any],
+def concluded(needed: list[Any], needed_count: int, numbered: Documents, values: list[Any],
               alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any]) -> FindResult:
     """The end of find on the ``needed`` pairs: gathered into this process when they are few, else per connected
     component on the workers."""
     # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
     # component on the workers and the output streams from them in chunks no larger.
     if needed_count > plan.options.gather_limit:
-        return end_on_workers.conclude_on_cluster(needed, needed_count, frames, values, alias_documents, plan,
+        return end_on_workers.conclude_on_cluster(needed, needed_count, numbered, values, alias_documents, plan,
                                                   common)
-    return concluded_gathered(joined(dask.compute(*needed)), frames, values, alias_documents, plan, common)
+    return concluded_gathered(joined(dask.compute(*needed)), numbered, values, alias_documents, plan, common)
 
 
-def concluded_gathered(needed: Table, frames: Documents, values: list[Any], alias_documents: np.ndarray,
+def concluded_gathered(needed: Table, numbered: Documents, values: list[Any], alias_documents: np.ndarray,
                        plan: FindPlan, common: dict[str, Any], names: Table | None = None) -> FindResult:
     """The end of find on the ``needed`` pairs gathered into this process (``names``: their documents' names,
     when read already), by the local engine's :func:`dedup_cli.engine.stages.find.conclude`."""
     bits = int(plan.bits)
-    got = end_gathered.gather(needed, frames, values, bits, names)
-    start = frames.reference_start
+    got = end_gathered.gather(needed, numbered, values, bits, names)
+    start = numbered.reference_start
     in_reference = None if start is None else got.docs >= start
     new = new_documents(store_runs(got.store), plan.options.new_since, in_reference)
     local_aliases = np.searchsorted(got.docs, alias_documents[np.isin(alias_documents, got.docs)])

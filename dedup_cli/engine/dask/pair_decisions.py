@@ -129,17 +129,17 @@ def _union(lists: list[list[str]]) -> list[str]:
     return sorted(set().union(*lists))
 
 
-def check_and_decide(scored: list[Any], frames: Documents, mode: str, threshold: float, bound: SimultaneousBound
+def check_and_decide(scored: list[Any], numbered: Documents, mode: str, threshold: float, bound: SimultaneousBound
                      ) -> tuple[list[Any], Checked | None]:
     """The scored pairs (a part a range of the second document) with ``exact`` and ``decided`` columns, after the
     exact checks ``mode`` asks for."""
     if mode == "none":
         return [dask.delayed(with_exact)(part, _no_exact(), threshold) for part in scored], None
-    names = name_ranges(frames)
+    names = name_ranges(numbered)
     wanted = [dask.delayed(borderline)(part, mode, threshold, bound) for part in scored]
-    with_first = attach_ranges(wanted, "first", names, frames.divisions, "a_", _NAMES)
-    both = attach_ranges(with_first, "second", names, frames.divisions, "b_", _NAMES)
-    steps = [dask.delayed(verify_part, nout=2)(part, frames.params) for part in both]
+    with_first = attach_ranges(wanted, "first", names, numbered.divisions, "a_", _NAMES)
+    both = attach_ranges(with_first, "second", names, numbered.divisions, "b_", _NAMES)
+    steps = [dask.delayed(verify_part, nout=2)(part, numbered.params) for part in both]
     # ``both`` is cut by the ranges of the second document, as ``scored`` is: part i meets part i.
     decided = [dask.delayed(with_exact)(part, step[0], threshold) for part, step in zip(scored, steps, strict=True)]
     *decided, unverifiable, checked = settled(*decided, dask.delayed(_union)([step[1] for step in steps]),
@@ -195,13 +195,13 @@ def _later(keys: Table) -> Table:
     return {"doc": later_of_each_file(keys)}
 
 
-def aliases(decided: list[Any], frames: Documents) -> np.ndarray:
+def aliases(decided: list[Any], numbered: Documents) -> np.ndarray:
     """int64[a], ascending: documents of the accepted pairs (inside one store) that are a lower document's file
     under another name."""
-    docs = [dask.delayed(decided_documents)(part, frames.reference_start) for part in decided]
-    by_doc = exchange(docs, _route_doc, frames.ranges, frames.divisions, then=_unique_docs)
+    docs = [dask.delayed(decided_documents)(part, numbered.reference_start) for part in decided]
+    by_doc = exchange(docs, _route_doc, numbered.ranges, numbered.divisions, then=_unique_docs)
     located = [dask.delayed(attach)(part, "doc", names, "", ("path",))
-               for part, names in zip(by_doc, name_ranges(frames), strict=True)]
+               for part, names in zip(by_doc, name_ranges(numbered), strict=True)]
     keys = [dask.delayed(file_keys)(part) for part in located]
     found = exchange(keys, _route_file, len(keys), len(keys), then=_later)
     return np.sort(joined(dask.compute(*found))["doc"])
@@ -244,21 +244,21 @@ def _in_chunks(function: Any, table: Table, per_task: int, *args: Any) -> list[A
                                for start, stop in bounds]))
 
 
-def decide_gathered(scored: Table, frames: Documents, mode: str, threshold: float, bound: SimultaneousBound
+def decide_gathered(scored: Table, numbered: Documents, mode: str, threshold: float, bound: SimultaneousBound
                     ) -> GatheredDecisions:
     """:func:`check_and_decide`, :func:`aliases` and :func:`accept` of the scored pairs gathered into the driver:
     the same decisions from the same functions, without an exchange."""
-    names = names_of(frames, sorted_unique(np.concatenate([scored["first"], scored["second"]])))
+    names = names_of(numbered, sorted_unique(np.concatenate([scored["first"], scored["second"]])))
     checked = None
     exact = _no_exact()
     if mode != "none":
         wanted = borderline(scored, mode, threshold, bound)
         wanted = attach(attach(wanted, "first", names, "a_", _NAMES), "second", names, "b_", _NAMES)
-        done = _in_chunks(verify_part, wanted, CHUNK_PAIRS, frames.params)
+        done = _in_chunks(verify_part, wanted, CHUNK_PAIRS, numbered.params)
         exact = joined([part for part, _ in done]) if done else exact
         checked = Checked(_checked_count(exact), _union([missing for _, missing in done]))
     decided = with_exact(scored, exact, threshold)
-    docs = decided_documents(decided, frames.reference_start)
+    docs = decided_documents(decided, numbered.reference_start)
     alias_documents = np.empty(0, np.int64)
     if docs["doc"].size:
         keys = joined(_in_chunks(file_keys, attach(docs, "doc", names, "", ("path",)), CHUNK_FILES))

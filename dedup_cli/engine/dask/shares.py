@@ -141,18 +141,18 @@ def sets_for(sets: list[list[EliasFano]], owner: int) -> list[EliasFano]:
     return sets[owner]
 
 
-def partition_rows(frames: Documents) -> np.ndarray:
+def partition_rows(numbered: Documents) -> np.ndarray:
     """int64[pieces]: the rows of each piece of the store the candidate stage reads where it is."""
-    return np.array([piece.rows for piece, _ in frames.pieces], np.int64)
+    return np.array([piece.rows for piece, _ in numbered.pieces], np.int64)
 
 
-def plan_shares(frames: Documents, workers: int, share_documents: int) -> list[list[int]]:
+def plan_shares(numbered: Documents, workers: int, share_documents: int) -> list[list[int]]:
     """Pieces (by index) of each share: consecutive, about equal in rows, a whole number per worker, at most
     ``share_documents`` documents a share."""
-    documents = frames.documents
+    documents = numbered.documents
     per_worker = -(-documents // (workers * share_documents)) if documents else 1
     count = max(1, workers * per_worker) if documents > share_documents or workers > 1 else 1
-    rows = partition_rows(frames)
+    rows = partition_rows(numbered)
     firsts = np.r_[0, np.cumsum(rows)[:-1]].astype(np.int64)
     which = np.minimum(firsts * count // max(int(rows.sum()), 1), count - 1)
     shares = [np.flatnonzero(which == share).tolist() for share in range(count)]
