@@ -71,7 +71,7 @@ class FindOptions:
             holds its own ``band_memory`` of band keys.
         gather_limit: with the Dask engine, the most pairs the driver holds at once: when the candidate pairs are
             at most this many, they are decided in the driver (the exact checks and file checks run as tasks on the
-            workers), else by shuffles on the workers; when the end of find needs more, it runs per connected
+            workers), else by exchanges on the workers; when the end of find needs more, it runs per connected
             component on the workers and the records stream to the driver in chunks of at most this many (at
             least 16384 and at most 10^6 pairs a chunk, so that a low limit never cuts the work into tasks of a
             few pairs). The output is the same either way; a tuning knob.
