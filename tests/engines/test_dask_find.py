@@ -157,6 +157,23 @@ def test_scores_with_or_without_shuffles_are_the_local_engines(stores: dict[str,
         assert_same_answers(local, remote)
 
 
+@pytest.mark.parametrize("gather", [[], ["--gather-limit", "0"]], ids=["gathered", "on-the-workers"])
+def test_a_store_numbered_on_the_cluster_through_the_command_line(stores: dict[str, Path], engine: EngineOptions,
+                                                                  tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  gather: list[str]) -> None:
+    """A store past what the driver numbers (the limit lowered to nothing) has its ids sorted on the cluster: a
+    store of three runs with a change, additions and a prune writes the local engine's bytes and says the same."""
+    monkeypatch.setattr(id_sort, "NUMBERED_IN_DRIVER", 0)
+    common = ["find", str(stores["grown"]), "-t", "0.4", "--ways", "3", "--output", "members", "--format", "tsv"]
+    local = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "local.tsv")])
+    remote = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler",
+                                      str(engine.scheduler), *gather])
+    assert local.exit_code == remote.exit_code == 0, remote.stderr
+    assert (tmp_path / "dask.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    assert (tmp_path / "local.tsv").read_text().count("\n") > 20
+    assert without_time(remote.stderr) == without_time(local.stderr)
+
+
 def test_against_through_the_command_line(stores: dict[str, Path], engine: EngineOptions, tmp_path: Path) -> None:
     common = ["find", str(stores["sample"]), "--against", str(stores["reference"]), "--keep", "longest", "--output",
               "groups", "--format", "tsv"]
