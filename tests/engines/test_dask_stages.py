@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import dask
 import numpy as np
 import pytest
 from distributed import Client
@@ -16,9 +17,10 @@ from hypothesis import strategies as st
 import dedup_cli as dedup
 from dedup_cli.candidates.buckets import candidate_pairs as local_candidate_pairs
 from dedup_cli.engine.dask import candidates as dask_candidates
+from dedup_cli.engine.dask import exchange as dask_exchange
 from dedup_cli.engine.dask import id_sort
 from dedup_cli.engine.dask import shares as dask_shares
-from dedup_cli.engine.dask.exchange import joined
+from dedup_cli.engine.dask.exchange import exchange, joined
 from dedup_cli.engine.dask.ranges import name_ranges, pack_bits, unpack_words, value_ranges
 from dedup_cli.engine.dask.sign import plan_tasks
 from dedup_cli.inputs.locations import Source
@@ -223,3 +225,26 @@ def test_the_parts_of_one_run_count_once_for_compaction(engine: EngineOptions, t
         assert report.run is not None and not report.run.compacted
     manifest = open_store(store).manifest
     assert manifest is not None and len(manifest.parts) > 3  # a part per task, three runs
+
+
+@pytest.mark.parametrize(("sources", "parts"), [(3, 7), (5, 2), (1, 30), (4, 1)])
+def test_an_exchange_in_two_stages_gives_what_one_stage_gives(client: Client, monkeypatch: pytest.MonkeyPatch,
+                                                              sources: int, parts: int) -> None:
+    """Past its limit of cuts an exchange runs through groups of destinations first: every part gets the same
+    rows in the same order (sources in order, each source's rows in order) as in one stage."""
+    generator = np.random.default_rng(parts)
+    tables = [{"value": generator.integers(0, 1000, 50), "row": np.arange(50) + 100 * source}
+              for source in range(sources)]
+
+    def route(table: dict, count: int) -> np.ndarray:
+        return table["value"] % count
+
+    one = dask.compute(*exchange([dask.delayed(table) for table in tables], route, parts, parts))
+    monkeypatch.setattr(dask_exchange, "STAGED_TASKS", 1)
+    two = dask.compute(*exchange([dask.delayed(table) for table in tables], route, parts, parts))
+    assert len(one) == len(two) == parts
+    for part, (expected, got) in enumerate(zip(one, two, strict=True)):
+        assert got["row"].tolist() == expected["row"].tolist()
+        assert (expected["value"] % parts == part).all()
+    assert sorted(np.concatenate([part["row"] for part in two]).tolist()) == sorted(
+        np.concatenate([table["row"] for table in tables]).tolist())

@@ -10,6 +10,7 @@ data-frame conversion on the way (docs/scaling.md, "What each stage moves").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,19 +61,45 @@ def by_hash(values: np.ndarray, parts: int) -> np.ndarray:
     return ((mixed >> np.uint64(32)) % np.uint64(max(1, parts))).astype(np.int64)
 
 
+STAGED_TASKS = 1 << 16
+"""Sources × destinations above which an exchange runs in two stages: first into about √destinations groups of
+consecutive destinations, then each group into its own, so that the cuts stay near sources · √destinations tasks
+(what the scheduler holds) rather than sources · destinations."""
+
+
 def _cut_task(table: Table, route: Callable[..., np.ndarray], parts: int, args: tuple) -> list[Table]:
     return cut(table, route(table, *args), parts)
+
+
+def _group_route(table: Table, route: Callable[..., np.ndarray], parts: int, groups: int, args: tuple
+                 ) -> np.ndarray:
+    return route(table, *args) * groups // parts
+
+
+def _within_group(table: Table, route: Callable[..., np.ndarray], first: int, args: tuple) -> np.ndarray:
+    return route(table, *args) - first
 
 
 def exchange(sources: Sequence[Any], route: Callable[..., np.ndarray], parts: int, *args: Any,
              then: Callable[[Table], Table] | None = None) -> list[Any]:
     """The delayed tables ``sources`` exchanged into ``parts`` delayed tables: row r of a source goes to part
-    ``route(source, *args)[r]``; each part joins what it gets in source order, then applies ``then``."""
+    ``route(source, *args)[r]``; each part joins what it gets in source order, then applies ``then``. Past
+    :data:`STAGED_TASKS` cuts it runs in two stages, with the same result (each cut keeps its rows' order)."""
     def finish(cuts: list[Table]) -> Table:
         table = joined(cuts)
         return then(table) if then is not None else table
 
     if parts == 1:
         return [dask.delayed(finish)(list(sources))]
+    groups = max(2, math.isqrt(parts))
+    if len(sources) * parts > STAGED_TASKS and groups < parts:
+        # Group g holds the destinations d with d · groups // parts = g: consecutive, from first[g] on.
+        first = [-(-group * parts // groups) for group in range(groups + 1)]
+        grouped = exchange(sources, _group_route, groups, route, parts, groups, args)
+        finished = []
+        for group, table in enumerate(grouped):
+            size = first[group + 1] - first[group]
+            finished += exchange([table], _within_group, size, route, first[group], args, then=then)
+        return finished
     split = [dask.delayed(_cut_task, nout=parts)(source, route, parts, args) for source in sources]
     return [dask.delayed(finish)([pieces[index] for pieces in split]) for index in range(parts)]
