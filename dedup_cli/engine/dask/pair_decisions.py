@@ -83,11 +83,16 @@ def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]
         verification.unverifiable_documents
 
 
-def borderline(scored: Table, mode: str, threshold: float, bound: SimultaneousBound) -> Table:
-    """The scored pairs ``mode`` checks exactly (with ``bound``, the run's simultaneous bound)."""
+def to_check(scored: Table, mode: str, threshold: float, bound: SimultaneousBound) -> np.ndarray:
+    """bool[m]: the scored pairs ``mode`` checks exactly (with ``bound``, the run's simultaneous bound)."""
     estimate, ci_low, ci_high = scored["estimate"], scored["ci_low"], scored["ci_high"]
     unsure = bound.unsure(threshold, estimate, ci_low, scored["matches"], scored["r1"], scored["r2"], ci_high)
-    check = pairs_to_verify(mode, threshold, estimate, ci_low, ci_high, unsure)
+    return pairs_to_verify(mode, threshold, estimate, ci_low, ci_high, unsure)
+
+
+def borderline(scored: Table, mode: str, threshold: float, bound: SimultaneousBound) -> Table:
+    """The pairs (``first``, ``second``) of :func:`to_check`."""
+    check = to_check(scored, mode, threshold, bound)
     return {"first": scored["first"][check], "second": scored["second"][check]}
 
 
@@ -97,9 +102,7 @@ def may_matter(scored: Table, mode: str, threshold: float, bound: SimultaneousBo
     the margin. The others are rejected whatever happens, so they need not leave their worker."""
     keep = scored["estimate"] >= (threshold if floor is None else min(threshold, floor))
     if mode != "none":
-        check = borderline(scored, mode, threshold, bound)
-        keep[np.isin(_pair_codes(scored["first"], scored["second"]), _pair_codes(check["first"], check["second"]))] \
-            = True
+        keep |= to_check(scored, mode, threshold, bound)
     return take(scored, keep)
 
 
