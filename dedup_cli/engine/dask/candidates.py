@@ -42,7 +42,7 @@ from dedup_cli.candidates.buckets import PairCodes, SortBuffers, band_keys, band
 from dedup_cli.candidates.crossing import fingerprint_bits
 from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, by_hash, exchange, joined
+from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
 from dedup_cli.engine.dask.ranges import Documents, in_ranges, live_reduced, piece_documents
 from dedup_cli.engine.local.band_rounds import band_ranges
@@ -434,12 +434,10 @@ def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int,
                       across, crossing, plan.dtype.itemsize + 8, shuffled, values)
 
 
-def _route_code(table: Table, parts: int) -> np.ndarray:
-    return by_hash(table["code"], parts)
 
 
 def _deduplicated(collected: list[Any], shuffled: int, progress: Progress) -> list[Any]:
     """Step 4: the codes of every round in one exchange on the code, each part sorted and without repeats."""
     progress.stage("candidates, de-duplicating pairs", None)
     outputs = max(1, -(-shuffled // ROWS_PER_PARTITION))
-    return list(settled(*exchange(collected, _route_code, outputs, outputs, then=unique_codes)))
+    return list(settled(*exchange(collected, column_hash, outputs, "code", outputs, then=unique_codes)))

@@ -23,7 +23,8 @@ import dask
 import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, by_hash, by_range, exchange, take
+from dedup_cli.engine.dask.end_gathered import store_of
+from dedup_cli.engine.dask.exchange import Table, column_hash, column_range, exchange, take
 from dedup_cli.engine.dask.joins import attach, scored_pairs
 from dedup_cli.engine.dask.ranges import Documents, name_ranges, unpack_words
 from dedup_cli.engine.dask.sorted_output import TRIPLE_COLUMNS, spilled_result
@@ -33,7 +34,6 @@ from dedup_cli.engine.stages.find import conclude, count_candidate_triples, new_
 from dedup_cli.engine.stages.plan import FindPlan
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.estimates.triple_scores import ScoredTriples
-from dedup_cli.store.snapshot import StoredSignatures
 
 PAIRS_PER_PARTITION = 1_000_000
 """Pairs per component part and per sorted output part at most (a few hundred MB of a task's memory); fewer when
@@ -50,20 +50,12 @@ def partition_pairs(gather_limit: int) -> int:
     return max(MIN_PAIRS_PER_PARTITION, min(PAIRS_PER_PARTITION, gather_limit))
 
 
-def _route_first(pairs: Table, parts: int) -> np.ndarray:
-    return by_hash(pairs["first"], parts)
 
 
-def _route_node(labels: Table, parts: int) -> np.ndarray:
-    return by_hash(labels["node"], parts)
 
 
-def _route_label(table: Table, parts: int) -> np.ndarray:
-    return by_hash(table["label"], parts)
 
 
-def _route_doc(table: Table, divisions: tuple[int, ...]) -> np.ndarray:
-    return by_range(table["doc"], divisions)
 
 
 def _labelled(pairs: Table, labels: Table) -> Table:
@@ -114,10 +106,7 @@ def conclude_partition(pairs: Table, docs: Table, plan: FindPlan, alias_document
     params, bits, reference_start = plan.params, int(plan.bits), plan.reference_start
     docs, pairs, scored, values = _numbered(pairs, docs, plan)
     numbers, ids, counts, runs = docs["doc"], docs["id"], docs["shingle_count"], docs["run"]
-    store = StoredSignatures(params=params, ids=[str(x) for x in ids], paths=[str(x) for x in docs["path"]],
-                             shingle_counts=counts, packed=np.empty((numbers.size, 0), np.uint8),
-                             content_hashes=docs["content_hash"].astype(np.uint64), runs=runs,
-                             mtimes_ns=docs["mtime_ns"])
+    store = store_of(params, docs, docs)  # a part's table holds both the names and the values
     reference = None if reference_start is None else numbers >= reference_start
     new = new_documents(runs, plan.options.new_since, reference)
     aliases = np.searchsorted(numbers, alias_documents[np.isin(alias_documents, numbers)])
@@ -158,18 +147,18 @@ def _by_component(needed: list[Any], numbered: Documents, values: list[Any], par
     """The needed pairs and their documents (values and names) exchanged by component: ``parts`` parts each."""
     labels = connected_components(needed).labels
     count = max(1, len(needed))
-    by_first = exchange(needed, _route_first, count, count)
-    labels_by_node = exchange(labels, _route_node, count, count)
+    by_first = exchange(needed, column_hash, count, "first", count)
+    labels_by_node = exchange(labels, column_hash, count, "node", count)
     labelled = list(settled(*[dask.delayed(_labelled)(pairs, found)
                               for pairs, found in zip(by_first, labels_by_node, strict=True)]))
-    docs = exchange([dask.delayed(_documents)(part) for part in labelled], _route_doc, numbered.ranges,
+    docs = exchange([dask.delayed(_documents)(part) for part in labelled], column_range, numbered.ranges, "doc",
                     numbered.divisions, then=_unique_docs)
     docs = [dask.delayed(attach)(part, "doc", ranged, "", ("words", "shingle_count", "run"))
             for part, ranged in zip(docs, values, strict=True)]
     docs = [dask.delayed(attach)(part, "doc", names, "", ("id", "path", "content_hash", "mtime_ns"))
             for part, names in zip(docs, name_ranges(numbered), strict=True)]
-    return (list(settled(*exchange(labelled, _route_label, parts, parts))),
-            list(settled(*exchange(docs, _route_label, parts, parts))))
+    return (list(settled(*exchange(labelled, column_hash, parts, "label", parts))),
+            list(settled(*exchange(docs, column_hash, parts, "label", parts))))
 
 
 def conclude_on_cluster(needed: list[Any], count: int, numbered: Documents, values: list[Any],

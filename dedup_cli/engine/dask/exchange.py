@@ -67,6 +67,21 @@ consecutive destinations, then each group into its own, so that the cuts stay ne
 (what the scheduler holds) rather than sources · destinations."""
 
 
+def column_range(table: Table, column: str, divisions: Sequence[int]) -> np.ndarray:
+    """A route: each row to the range (of ``divisions``) its ``column`` lies in."""
+    return by_range(table[column], divisions)
+
+
+def column_part(table: Table, column: str) -> np.ndarray:
+    """A route: each row to the part its ``column`` names."""
+    return table[column]
+
+
+def column_hash(table: Table, column: str, parts: int) -> np.ndarray:
+    """A route: each row to one of ``parts`` by a hash of its ``column`` (equal values meet)."""
+    return by_hash(table[column], parts)
+
+
 def _cut_task(table: Table, route: Callable[..., np.ndarray], parts: int, args: tuple) -> list[Table]:
     return cut(table, route(table, *args), parts)
 

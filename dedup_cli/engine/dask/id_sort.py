@@ -16,7 +16,7 @@ import dask
 import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, exchange, take
+from dedup_cli.engine.dask.exchange import Table, column_part, exchange, take
 from dedup_cli.engine.dask.ranges import Documents, empty_documents, even_ranges, read_documents
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.store import Store
@@ -68,8 +68,6 @@ def _numbered(live: Table, first: int) -> Table:
     return {"piece": live["piece"], "row": live["row"], "doc": np.arange(first, first + live["piece"].size)}
 
 
-def _route_piece(numbered: Table, pieces: int) -> np.ndarray:
-    return numbered["piece"]
 
 
 def _row_numbers(numbered: Table, rows: int) -> np.ndarray:
@@ -96,7 +94,7 @@ def numbered_on_cluster(params: SignatureParams, pieces: list[StorePiece], remov
         return empty_documents(params)
     firsts = np.r_[0, np.cumsum(summaries[:, 0])[:-1]]
     numbered = [dask.delayed(_numbered)(part, int(first)) for part, first in zip(live, firsts, strict=True)]
-    per_piece = exchange(numbered, _route_piece, len(pieces), len(pieces))
+    per_piece = exchange(numbered, column_part, len(pieces), "piece")
     numbers = settled(*[dask.delayed(_row_numbers)(part, piece.rows) for part, piece in zip(per_piece, pieces,
                                                                                            strict=True)])
     held = summaries[summaries[:, 0] > 0]

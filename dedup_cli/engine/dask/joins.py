@@ -19,7 +19,7 @@ from typing import Any
 import dask
 import numpy as np
 
-from dedup_cli.engine.dask.exchange import Table, by_range, exchange, take
+from dedup_cli.engine.dask.exchange import Table, column_range, exchange, take
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs, score_matches
 from dedup_cli.minhash.packing import unpack_values
@@ -58,15 +58,13 @@ def attach(pairs: Table, column: str, documents: Table, prefix: str, names: Sequ
     return {**pairs, **{prefix + name: documents[name][rows] for name in names}}
 
 
-def _route(table: Table, column: str, divisions: tuple[int, ...]) -> np.ndarray:
-    return by_range(table[column], divisions)
 
 
 def attach_ranges(parts: list[Any], column: str, ranges: list[Any], divisions: tuple[int, ...], prefix: str,
                   names: Sequence[str]) -> list[Any]:
     """Delayed tables of pairs sent to the range of the document in ``column`` (one exchange) and joined there
     with that range's table (:func:`attach`): a part a range."""
-    moved = exchange(parts, _route, len(ranges), column, divisions)
+    moved = exchange(parts, column_range, len(ranges), column, divisions)
     return [dask.delayed(attach)(part, column, documents, prefix, names)
             for part, documents in zip(moved, ranges, strict=True)]
 

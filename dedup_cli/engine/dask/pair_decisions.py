@@ -27,15 +27,14 @@ from distributed import get_client
 
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, by_hash, by_range, exchange, joined, take
+from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, exchange, joined, take
 from dedup_cli.engine.dask.joins import attach, attach_ranges
-from dedup_cli.engine.dask.ranges import Documents, name_ranges, names_of
+from dedup_cli.engine.dask.ranges import Documents, mini_store, name_ranges, names_of
 from dedup_cli.engine.local.forked import chunk_bounds
 from dedup_cli.engine.stages.find import decide, without
 from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.inputs.reread import file_identity
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import pairs_to_verify, verify_pairs
 
 CHUNK_PAIRS = 4096
@@ -60,11 +59,6 @@ def _no_exact() -> Table:
     return {"first": np.empty(0, np.int64), "second": np.empty(0, np.int64), "exact": np.empty(0)}
 
 
-def mini_store(params: SignatureParams, ids: np.ndarray, paths: np.ndarray, hashes: np.ndarray) -> StoredSignatures:
-    """The few documents a task needs, as a store of their own (ids, locations, hashes; no signatures)."""
-    return StoredSignatures(params=params, ids=[str(x) for x in ids], paths=[str(x) for x in paths],
-                            shingle_counts=np.zeros(ids.size, np.int64),
-                            packed=np.empty((ids.size, 0), np.uint8), content_hashes=hashes.astype(np.uint64))
 
 
 def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]]:
@@ -186,8 +180,6 @@ def _unique_docs(table: Table) -> Table:
     return {"doc": sorted_unique(table["doc"])}
 
 
-def _route_doc(table: Table, divisions: tuple[int, ...]) -> np.ndarray:
-    return by_range(table["doc"], divisions)
 
 
 def _route_file(table: Table, parts: int) -> np.ndarray:
@@ -202,7 +194,7 @@ def aliases(decided: list[Any], numbered: Documents) -> np.ndarray:
     """int64[a], ascending: documents of the accepted pairs (inside one store) that are a lower document's file
     under another name."""
     docs = [dask.delayed(decided_documents)(part, numbered.reference_start) for part in decided]
-    by_doc = exchange(docs, _route_doc, numbered.ranges, numbered.divisions, then=_unique_docs)
+    by_doc = exchange(docs, column_range, numbered.ranges, "doc", numbered.divisions, then=_unique_docs)
     located = [dask.delayed(attach)(part, "doc", names, "", ("path",))
                for part, names in zip(by_doc, name_ranges(numbered), strict=True)]
     keys = [dask.delayed(file_keys)(part) for part in located]

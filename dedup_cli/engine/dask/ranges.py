@@ -27,11 +27,12 @@ import dask
 import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, by_range, exchange, joined, take
+from dedup_cli.engine.dask.exchange import Table, by_range, column_range, exchange, joined, take
 from dedup_cli.errors import StoreError
 from dedup_cli.minhash.packing import pack_values, unpack_values
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.documents import NumberedDocuments
+from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.store.store import Store
 from dedup_cli.store.store_pieces import (
     ROWS_PER_PIECE,
@@ -237,8 +238,6 @@ def sorted_by_doc(table: Table) -> Table:
     return take(table, np.argsort(docs, kind="stable"))
 
 
-def _route_doc(table: Table, divisions: tuple[int, ...]) -> np.ndarray:
-    return by_range(table["doc"], divisions)
 
 
 def in_ranges(per_piece: list[Any], documents: Documents) -> list[Any]:
@@ -246,7 +245,7 @@ def in_ranges(per_piece: list[Any], documents: Documents) -> list[Any]:
     they are when the pieces are the ranges, else by one exchange."""
     if documents.in_order:
         return per_piece
-    return exchange(per_piece, _route_doc, documents.ranges, documents.divisions, then=sorted_by_doc)
+    return exchange(per_piece, column_range, documents.ranges, "doc", documents.divisions, then=sorted_by_doc)
 
 
 def value_ranges(documents: Documents, bits: int, per_piece: list[Any] | None = None) -> list[Any]:
@@ -290,6 +289,16 @@ def names_of(documents: Documents, docs: np.ndarray) -> Table:
         return {"doc": np.empty(0, np.int64), "id": np.empty(0, object), "path": np.empty(0, object),
                 "content_hash": np.empty(0, np.uint64), "mtime_ns": np.empty(0, np.int64)}
     return sorted_by_doc(found)
+
+
+def mini_store(params: SignatureParams, ids: Sequence[Any] | np.ndarray,
+               paths: Sequence[Any] | np.ndarray | None = None, hashes: np.ndarray | None = None) -> StoredSignatures:
+    """A few documents as a store of their own: ids, and where a task re-reads them their locations and content
+    hashes; no signatures (what an exact check or a chunk of output needs of them)."""
+    return StoredSignatures(params=params, ids=[str(x) for x in ids],
+                            paths=[""] * len(ids) if paths is None else [str(x) for x in paths],
+                            shingle_counts=np.zeros(len(ids), np.int64), packed=np.empty((len(ids), 0), np.uint8),
+                            content_hashes=None if hashes is None else hashes.astype(np.uint64))
 
 
 def _rows_among(table: Table, docs: np.ndarray) -> Table:

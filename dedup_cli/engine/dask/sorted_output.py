@@ -21,6 +21,7 @@ import numpy as np
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, exchange, take
 from dedup_cli.engine.dask.joins import scored_pairs
+from dedup_cli.engine.dask.ranges import mini_store
 from dedup_cli.engine.stages.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.triple_scores import ScoredTriples
@@ -99,10 +100,6 @@ def sorted_parts(parts: list[Any], names: Sequence[str], rows: int) -> tuple[lis
     return exchange(parts, _route, outputs, names[:1], splitters, then=partial(_sorted, names=names)), count
 
 
-def _mini_store(params: SignatureParams, ids: list[str]) -> StoredSignatures:
-    """A store of only the ids a piece of output names (records need nothing else)."""
-    return StoredSignatures(params=params, ids=ids, paths=[""] * len(ids), shingle_counts=np.zeros(len(ids), np.int64),
-                            packed=np.empty((len(ids), 0), np.uint8))
 
 
 def _result(store: StoredSignatures, common: dict[str, Any], reference_start: int | None, docs: np.ndarray,
@@ -120,7 +117,7 @@ def _result(store: StoredSignatures, common: dict[str, Any], reference_start: in
 def _named(columns: Sequence[np.ndarray], ids: Sequence[np.ndarray], params: SignatureParams
            ) -> tuple[np.ndarray, StoredSignatures]:
     docs, where = np.unique(np.concatenate(columns), return_index=True)
-    return docs, _mini_store(params, [str(x) for x in np.concatenate(ids)[where]])
+    return docs, mini_store(params, np.concatenate(ids)[where])
 
 
 def _pairs_result(table: Table, params: SignatureParams, common: dict[str, Any], reference_start: int | None
@@ -190,7 +187,7 @@ def spilled_result(found: list[list[Any]], rows: int, params: SignatureParams, c
               "groups": _spill(found[2], "groups", path, params, common, rows, reference_start)}
     if triples:
         counts["triples"] = _spill(found[1], "triples", path, params, common, rows, reference_start)
-    result = _result(_mini_store(params, []), common, reference_start, np.empty(0, np.int64),
+    result = _result(mini_store(params, []), common, reference_start, np.empty(0, np.int64),
                      accepted_triples=ScoredTriples.empty() if triples else None)
     result.streamed = Spilled(folder, counts, partitions)
     return result

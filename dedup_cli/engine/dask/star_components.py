@@ -31,7 +31,7 @@ import dask
 import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, by_hash, exchange
+from dedup_cli.engine.dask.exchange import Table, column_hash, exchange
 
 
 @dataclass
@@ -114,8 +114,6 @@ def small_star(edges: Table) -> Table:
     return _edges(np.concatenate([u[starts], v[others]]), np.concatenate([smallest, centre[others]]))
 
 
-def _route_u(edges: Table, parts: int) -> np.ndarray:
-    return by_hash(edges["u"], parts)
 
 
 def _oriented(pairs: Table) -> Table:
@@ -153,7 +151,7 @@ def connected_components(pairs: list[Any], max_iterations: int = 64) -> Componen
     parts = max(1, len(pairs))
     current = list(settled(*[dask.delayed(_oriented)(part) for part in pairs]))
     for iteration in range(max_iterations + 1):
-        gathered = exchange([dask.delayed(symmetric)(part) for part in current], _route_u, parts, parts)
+        gathered = exchange([dask.delayed(symmetric)(part) for part in current], column_hash, parts, "u", parts)
         steps = [dask.delayed(large_star)(part) for part in gathered]
         # One computation yields both the new edges and the convergence count.
         *starred, unsettled = settled(*[dask.delayed(_edges_of)(step) for step in steps],
@@ -165,5 +163,5 @@ def connected_components(pairs: list[Any], max_iterations: int = 64) -> Componen
             return Components([dask.delayed(_labels)(part) for part in starred], iteration)
         if iteration == max_iterations:
             break
-        current = list(settled(*exchange(starred, _route_u, parts, parts, then=small_star)))
+        current = list(settled(*exchange(starred, column_hash, parts, "u", parts, then=small_star)))
     raise RuntimeError(f"connected components did not converge in {max_iterations} large-star/small-star rounds")
