@@ -24,6 +24,7 @@ from dedup_cli.cli.summaries import find_store_line, find_summary
 from dedup_cli.engine import optional_engines
 from dedup_cli.engine.dask import candidates as dask_candidates
 from dedup_cli.engine.dask import end_on_workers, id_sort
+from dedup_cli.engine.dask import exchange as dask_exchange
 from dedup_cli.engine.stages.results import find_records
 from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.options.engine_choice import EngineOptions
@@ -162,8 +163,22 @@ def test_a_store_numbered_on_the_cluster_through_the_command_line(stores: dict[s
                                                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   gather: list[str]) -> None:
     """A store past what the driver numbers (the limit lowered to nothing) has its ids sorted on the cluster: a
-    store of three runs with a change, additions and a prune writes the local engine's bytes and says the same."""
+    store of three runs with a change, additions and a prune writes the local engine's bytes and says the same; with
+    every exchange run in two stages too, as a very large cluster's are (pieces and ranges of 50 rows, so that the
+    exchanges have parts enough to be staged)."""
     monkeypatch.setattr(id_sort, "NUMBERED_IN_DRIVER", 0)
+    monkeypatch.setattr(id_sort.store_documents, "__defaults__", (50,))
+    monkeypatch.setattr(dask_exchange, "STAGED_TASKS", 1)
+    # The stages call the exchange again through its module (the stages' own calls hold the name they imported):
+    # every call seen here is a stage of a staged exchange.
+    staged: list[tuple[int, int]] = []
+    real_exchange = dask_exchange.exchange
+
+    def stage(sources: list, route: object, parts: int, *args: object, **named: object) -> list:
+        staged.append((len(sources), parts))
+        return real_exchange(sources, route, parts, *args, **named)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(dask_exchange, "exchange", stage)
     common = ["find", str(stores["grown"]), "-t", "0.4", "--ways", "3", "--output", "members", "--format", "tsv"]
     local = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "local.tsv")])
     remote = CliRunner().invoke(cli, [*common, "-o", str(tmp_path / "dask.tsv"), "--engine", "dask", "--scheduler",
@@ -172,6 +187,7 @@ def test_a_store_numbered_on_the_cluster_through_the_command_line(stores: dict[s
     assert (tmp_path / "dask.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
     assert (tmp_path / "local.tsv").read_text().count("\n") > 20
     assert without_time(remote.stderr) == without_time(local.stderr)
+    assert staged  # some exchanges ran in two stages
 
 
 def test_against_through_the_command_line(stores: dict[str, Path], engine: EngineOptions, tmp_path: Path) -> None:
