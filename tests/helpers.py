@@ -40,9 +40,9 @@ from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.reread import reread_documents, reread_group
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.document_index import DocumentIndex
 from dedup_cli.store.format import DocumentBatch, batch_table, store_schema
 from dedup_cli.store.manifest import MANIFEST_NAME
-from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.store import create_store, open_store
 from dedup_cli.text import scripts
 from dedup_cli.text.normalise import check_unit, fold

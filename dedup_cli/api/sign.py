@@ -31,9 +31,9 @@ from dedup_cli.options.checks import counted, literal
 from dedup_cli.options.signing import PRUNE_SHARE, SignOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.document_index import DocumentIndex, GoneSources
 from dedup_cli.store.manifest import RunInput, RunRecord
 from dedup_cli.store.runs import StoreRun
-from dedup_cli.store.snapshot import DocumentIndex, GoneSources
 from dedup_cli.store.store import create_store, stored_id_root, stored_params
 
 
@@ -45,6 +45,7 @@ class SignReport:
     documents: int = 0  # documents signed in this run
     empty: int = 0  # of those, documents with no shingle
     unchanged: int = 0  # documents already in the store as they are now (skipped)
+    moved: int = 0  # documents whose text is the stored one's, found at a new place (written again, unsigned)
     read: ReadReport = field(default_factory=ReadReport)
     seconds: float = 0.0
     files_found: int = 0
@@ -125,18 +126,21 @@ def sign(
         report.documents += signed.documents
         report.empty += signed.empty
         report.unchanged += signed.unchanged
+        report.moved += signed.moved
         seen.extend(signed.seen)
         report.files_found = report.read.files_found
         check_options_apply(options.input, report.read, inputs)
         check_reading(report.read, options.strict)
         _check_id_scheme(run, inputs, report.read, output)
+        removed = signed.removed  # what a source read completely no longer holds: never a place to trust
         if options.prune:
             if report.read.count("unreadable"):
                 report.prune_skipped = True
             else:
-                gone = index.ids_at(index.absent(seen, [read.ids for read in signed.seen_ids]))
-                _check_prune(len(gone), len(index), output, options.force_prune)
-                run.remove(gone)
+                removed = index.ids_at(index.absent(seen, [read.ids for read in signed.seen_ids]))
+        _check_prune(len(set(removed).union(signed.removed)), len(index), output, options.force_prune, options.prune)
+        run.remove(removed)
+        run.remove(signed.removed)
     _report_kernel(report, choice, params)
     report.unchanged += report.read.unchanged
     report.run = run.record
@@ -144,9 +148,10 @@ def sign(
     return report
 
 
-def _check_prune(removed: int, stored: int, output: str, forced: bool) -> None:
-    """Refuse a prune that would remove every stored document, or more than :data:`PRUNE_SHARE` of them (inputs
-    moved or not mounted look so), unless ``forced``.
+def _check_prune(removed: int, stored: int, output: str, forced: bool, prune: bool) -> None:
+    """Refuse a run that would remove every stored document, or more than :data:`PRUNE_SHARE` of them (inputs
+    moved, not mounted or emptied look so), unless ``forced``: a prune, or files of records read whole that no
+    longer hold what the store holds of them.
 
     Raises:
         InputError: naming how many documents it would remove of how many.
@@ -154,7 +159,8 @@ def _check_prune(removed: int, stored: int, output: str, forced: bool) -> None:
     if forced or not removed or (removed < stored and removed <= PRUNE_SHARE * stored):
         return
     share = "every one" if removed == stored else f"more than {PRUNE_SHARE:.0%}"
-    raise InputError(f"{{prune}} would remove {removed} of the {counted(stored, 'document')} in {literal(output)} "
+    doing = "{prune} would remove" if prune else "this run would remove (their files no longer hold them)"
+    raise InputError(f"{doing} {removed} of the {counted(stored, 'document')} in {literal(output)} "
                      f"({share}): are the inputs all there? Nothing was stored; pass {{force_prune}} to remove them",
                      options=True)
 

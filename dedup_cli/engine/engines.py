@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from dedup_cli.options.finding import FindOptions
     from dedup_cli.options.input_options import InputOptions
     from dedup_cli.params import SignatureParams
+    from dedup_cli.store.document_index import DocumentIndex
     from dedup_cli.store.runs import StoreRun
-    from dedup_cli.store.snapshot import DocumentIndex
     from dedup_cli.store.store import Store
 
 # Each command imports the stages of its own engine method only, inside the method: find does not import the

@@ -24,7 +24,15 @@ from dedup_cli.errors import StoreError
 from dedup_cli.objectstore.urls import ObjectPath
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.compaction import compact_parts, compaction_due
-from dedup_cli.store.format import DocumentBatch, batch_table, part_schema, removal_schema
+from dedup_cli.store.document_index import DocumentIndex, index_of_rows
+from dedup_cli.store.format import (
+    DocumentBatch,
+    batch_table,
+    integers,
+    packed_signatures,
+    part_schema,
+    removal_schema,
+)
 from dedup_cli.store.leases import ObjectLock, UncertainCommit, commit_manifest
 from dedup_cli.store.lock import WriterLock
 from dedup_cli.store.manifest import (
@@ -50,7 +58,7 @@ from dedup_cli.store.places import (
     where_written,
     write_table,
 )
-from dedup_cli.store.snapshot import DocumentIndex, index_of_rows, missing_file, read_files, read_snapshot
+from dedup_cli.store.snapshot import missing_file, read_files, read_rows, read_snapshot
 from dedup_cli.store.worker_parts import ReadIds
 
 
@@ -126,6 +134,22 @@ class StoreRun:
             except FileNotFoundError as missing:  # under the lock no compaction deletes a listed file: damage
                 raise missing_file(self.path, missing) from None
         return self._index
+
+    def stored_signatures(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The shingle counts and packed signatures of the live documents at ``rows`` (int64, rows of
+        :meth:`document_index`), read from the parts that hold them: what a document whose text is unchanged but
+        whose place moved is written again with, unsigned. Returns (int64[m], uint8[m, signature_bytes])."""
+        index = self.document_index()
+        rows = np.asarray(rows, np.int64)
+        if not rows.size:
+            return np.empty(0, np.int64), np.empty((0, self.params.signature_bytes), np.uint8)
+        assert index.positions is not None
+        try:
+            table = read_rows(self.path, self._manifest, index.positions[rows], ["shingle_count", "signature"])
+        except FileNotFoundError as missing:  # under the lock no compaction deletes a listed file: damage
+            raise missing_file(self.path, missing) from None
+        return (integers(table.column("shingle_count")),
+                np.array(packed_signatures(table.column("signature"), self.params, self.path)))
 
     def write(self, batch: DocumentBatch) -> None:
         """Add new or changed documents; a changed document's older row stops being live at commit."""

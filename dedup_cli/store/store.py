@@ -23,6 +23,7 @@ from dedup_cli.inputs.locations import infer_id_root
 from dedup_cli.objectstore.objects import ConditionFailed, require_s3
 from dedup_cli.objectstore.urls import ObjectPath, is_url
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.document_index import DocumentIndex, index_of_rows
 from dedup_cli.store.format import (
     FORMAT_VERSION,
     LEGACY_FORMAT_VERSION,
@@ -47,9 +48,7 @@ from dedup_cli.store.manifest import (
 from dedup_cli.store.places import Folder, names, remove_all
 from dedup_cli.store.snapshot import (
     SIGNATURE_COLUMNS,
-    DocumentIndex,
     StoredSignatures,
-    index_of_rows,
     may_hold_stdin,
     missing_file,
     named_rows,
@@ -153,6 +152,12 @@ class Store:
     def inputs(self) -> tuple[RunInput, ...]:
         """How each sign run read its inputs (none for runs of older versions, and format 1 stores)."""
         return () if self._manifest is None else self._manifest.inputs
+
+    @property
+    def id_scheme(self) -> RunInput | None:
+        """How the store's runs that read records gave them ids (the latest such run's options; None before one
+        did): the scheme the store pins, which liveness re-reads a changed source with."""
+        return next((recorded for recorded in reversed(self.inputs) if recorded.records), None)
 
     def source_files(self) -> set[str]:
         """The files the live documents were read from: their locations without a record's ``#line=``/``#row=``

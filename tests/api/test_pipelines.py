@@ -48,18 +48,18 @@ def test_second_run_signs_only_new_and_changed_documents_and_prune_removes(tmp_p
     for name in "abcd":
         (corpus / f"{name}.txt").write_text(words(name))
     code, _, stderr = run("sign", str(corpus), "-o", str(store))
-    assert code == 0 and "(4 new, 0 changed, 0 unchanged, 0 removed" in stderr and "run 1" in stderr
+    assert code == 0 and "(4 new, 0 changed, 0 unchanged, 0 moved, 0 removed" in stderr and "run 1" in stderr
 
     (corpus / "e.txt").write_text(words("e"))  # new
     (corpus / "b.txt").write_text(words("b") + " edited")  # changed
     os.utime(corpus / "c.txt", ns=(1, 1))  # touched: same bytes, new mtime
     (corpus / "d.txt").unlink()  # gone
     code, _, stderr = run("sign", str(corpus), "-o", str(store))
-    assert code == 0 and "(1 new, 1 changed, 2 unchanged, 0 removed" in stderr and "run 2" in stderr
+    assert code == 0 and "(1 new, 1 changed, 2 unchanged, 0 moved, 0 removed" in stderr and "run 2" in stderr
     assert sorted(read_store(store).ids) == ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"]
 
     code, _, stderr = run("sign", str(corpus), "-o", str(store), "--prune")
-    assert code == 0 and "(0 new, 0 changed, 4 unchanged, 1 removed" in stderr
+    assert code == 0 and "(0 new, 0 changed, 4 unchanged, 0 moved, 1 removed" in stderr
     assert read_store(store).ids == ["a.txt", "b.txt", "c.txt", "e.txt"]
     info = json.loads(run("info", str(store))[1])
     assert [r["run"] for r in info["runs"]] == [1, 2, 3] and info["last_run"] == 3 and info["documents"] == 4

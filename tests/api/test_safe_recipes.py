@@ -219,7 +219,7 @@ def test_set_input_needs_an_input_and_never_removes_without_prune(tmp_path: Path
     assert (store / MANIFEST_NAME).read_bytes() == manifest_before
     # A run over one file adds nothing and removes nothing; only --prune removes.
     code, _, stderr = run(*base[:-1], str(set_files / "one.tsv"))
-    assert code == 0 and "(0 new, 0 changed, 2 unchanged, 0 removed" in stderr
+    assert code == 0 and "(0 new, 0 changed, 2 unchanged, 0 moved, 0 removed" in stderr
     assert read_store(store).ids == ["a", "b", "c"]
     code, _, stderr = run(*base[:-1], str(set_files / "one.tsv"), "--prune")
     assert code == 0 and "1 removed" in stderr and read_store(store).ids == ["a", "b"]

@@ -60,13 +60,13 @@ def test_an_id_from_another_file_in_a_later_run_is_skipped_naming_both_as_in_one
     code, _, stderr = run("sign", str(b2), "--id-field", "id", "-o", str(apart))
     assert code == 0
     assert f"skipped {b2}:1: id 'x' is stored from another source, {b1}:1, which keeps it" in stderr
-    assert "(1 new, 0 changed, 0 unchanged, 0 removed;" in stderr and "1 input skipped" in stderr
+    assert "(1 new, 0 changed, 0 unchanged, 0 moved, 0 removed;" in stderr and "1 input skipped" in stderr
     assert stored(apart) == stored(together)
     assert groups(apart) == groups(together) == [["x", "z"]]
     # From the file that gave it, the same id with other text is a change; the other file's is still skipped.
     jsonl(b1, ("y", B), ("x", C))  # x moved down a line and changed
     code, _, stderr = run("sign", str(b1), str(b2), "--id-field", "id", "-o", str(apart))
-    assert code == 0 and "(0 new, 1 changed, 2 unchanged, 0 removed;" in stderr
+    assert code == 0 and "(0 new, 1 changed, 1 unchanged, 1 moved, 0 removed;" in stderr  # y moved up a line
     assert stderr.count("is stored from another source") == 1
     assert stored(apart)["x"] == f"{b1}#line=2&field=text"
     assert groups(apart) == []  # x is C now, z is A
@@ -90,10 +90,10 @@ def test_a_renamed_file_hands_its_ids_on_and_records_where_they_are_now(tmp_path
     renamed = b1.rename(tmp_path / "renamed.jsonl")
     code, _, stderr = run("sign", str(renamed), "--id-field", "id", "-o", str(store))
     assert code == 0 and "warning" not in stderr
-    assert "(0 new, 2 changed, 0 unchanged, 0 removed;" in stderr  # unchanged text, but a new location to record
+    assert "(0 new, 0 changed, 0 unchanged, 2 moved, 0 removed;" in stderr  # unchanged text, a new place: not signed
     assert stored(store) == {"x": f"{renamed}#line=1&field=text", "y": f"{renamed}#line=2&field=text"}
     code, _, stderr = run("sign", str(renamed), "--id-field", "id", "-o", str(store))
-    assert "(0 new, 0 changed, 2 unchanged, 0 removed;" in stderr
+    assert "(0 new, 0 changed, 2 unchanged, 0 moved, 0 removed;" in stderr
 
 
 def test_prune_hands_on_the_ids_of_a_file_left_out_of_the_inputs(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def test_prune_hands_on_the_ids_of_a_file_left_out_of_the_inputs(tmp_path: Path)
     assert code == 0 and stderr.count("is stored from another source") == 2  # b1.jsonl is there: it keeps them
     code, _, stderr = run("sign", str(copy), "--id-field", "id", "-o", str(store), "--prune")
     assert code == 0 and "warning" not in stderr  # the inputs are the whole corpus: b1.jsonl's documents go
-    assert "(0 new, 2 changed, 0 unchanged, 0 removed;" in stderr
+    assert "(0 new, 0 changed, 0 unchanged, 2 moved, 0 removed;" in stderr
     assert set(stored(store).values()) == {f"{copy}#line=1&field=text", f"{copy}#line=2&field=text"}
 
 
@@ -119,7 +119,7 @@ def test_a_second_stdin_batch_without_ids_is_refused_and_the_store_kept(tmp_path
     assert (store / "_dedup_manifest.json").read_bytes() == manifest
     # The same stream again, as the whole corpus: its lines keep their ids.
     code, _, stderr = run("sign", "-", "--input-format", "lines", "-o", str(store), "--prune", stdin=f"{A}\n{B}\n")
-    assert code == 0 and "(0 new, 0 changed, 2 unchanged, 0 removed;" in stderr
+    assert code == 0 and "(0 new, 0 changed, 2 unchanged, 0 moved, 0 removed;" in stderr
 
 
 def test_stdin_batches_with_ids_add_and_change_documents_from_one_source(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_stdin_batches_with_ids_add_and_change_documents_from_one_source(tmp_pat
     assert process("sign", "-", *options, "-q", stdin=first).returncode == 0
     again = process("sign", "-", *options, stdin=second)
     assert again.returncode == 0, again.stderr
-    assert "(1 new, 1 changed, 0 unchanged, 0 removed;" in again.stderr  # one source, stdin: x changed
+    assert "(1 new, 1 changed, 0 unchanged, 0 moved, 0 removed;" in again.stderr  # one source, stdin: x changed
     assert sorted(stored(store)) == ["x", "y", "z"]
     # A batch without ids would name its documents by their positions in the stream: the store gives ids by the
     # field, and says so.

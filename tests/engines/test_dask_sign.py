@@ -165,7 +165,7 @@ def test_one_large_jsonl_or_csv_file_is_cut_into_tasks_as_the_local_engine_cuts_
 
     def looked_up(*arguments: object) -> dict[str, object]:
         found = entries(*arguments)  # type: ignore[arg-type]
-        known.append(len(found))
+        known.append(0 if found is None else len(found))
         return found  # type: ignore[return-value]
 
     monkeypatch.setattr(dask_sign, "known_entries", looked_up)

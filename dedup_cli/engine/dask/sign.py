@@ -5,15 +5,15 @@ The driver lists the inputs, takes the store's writer lock and reads its documen
 :func:`run_task_bytes`), runs of files in id order; a Parquet file larger than that by row groups, and a plain line
 or CSV/TSV file at record boundaries, as the local engine's planning cuts it
 (:func:`dedup_cli.inputs.task_planning.file_pieces`), and gives each task the stored entries of its documents, so
-that unchanged files and records are skipped there without being signed. Each task reads as a worker of the
-local engine reads, with the same reading tasks (:func:`dedup_cli.inputs.task_planning.plan_tasks`) and column
-reader (:func:`dedup_cli.inputs.tasks.read_task_columns`), signs the columns with
-:func:`dedup_cli.engine.stages.sign.sign_columns` (integer sets record by record) and writes its rows as one part
-under a temporary name (:func:`dedup_cli.store.runs.write_task_part`). The driver then
-drops what the tasks could not know alone (an id already read by an earlier task; a record with an id field whose
-stored copy is unchanged), adopts the parts into the run and commits once: the manifest replace is still the only
-commit point, so a driver killed at any moment leaves the store as it was, and a task that ran on a worker killed
-mid-way runs again and writes its part again.
+that unchanged files and records are skipped there without being signed. Each task signs the reading tasks of
+its share (:func:`dedup_cli.inputs.task_planning.plan_tasks`) with the local engine's unit of work,
+:func:`dedup_cli.engine.stages.sign.sign_task`, against an index of the stored documents it may meet, and writes
+its rows as one part under a temporary name (:func:`dedup_cli.store.runs.write_task_part`). The driver then
+drops what the tasks could not know alone (an id already read by an earlier task; a record whose stored copy is
+the same text at the same place; an id another source keeps), writes the rows of the documents found at new
+places (:mod:`dedup_cli.engine.stages.record_places`, as the local engine's driver does), adopts the parts into the
+run and commits once: the manifest replace is still the only commit point, so a driver killed at any moment leaves
+the store as it was, and a task that ran on a worker killed mid-way runs again and writes its part again.
 
 The workers read the inputs at the paths the driver names and write into the store directory: both must be on a
 filesystem the workers share.
@@ -26,7 +26,7 @@ import dataclasses
 import secrets
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -34,31 +34,23 @@ from distributed import as_completed, get_client
 from distributed.scheduler import KilledWorker
 
 from dedup_cli.engine.dask.cluster import ALLOWED_FAILURES
-from dedup_cli.engine.stages.sign import (
-    Record,
-    Signed,
-    batches,
-    hasher_for,
-    kept_positions,
-    sign_columns,
-    sign_records,
-)
+from dedup_cli.engine.stages.record_places import Placed, SourcesRead, settle_places, write_places
+from dedup_cli.engine.stages.sign import Signed
+from dedup_cli.engine.stages.sign import sign_task as sign_read_task
 from dedup_cli.errors import DedupError
-from dedup_cli.inputs.columns import TextColumns
 from dedup_cli.inputs.locations import Source, location_path, parse_location, where_read
-from dedup_cli.inputs.reading import accept_documents, read_sources
+from dedup_cli.inputs.reading import accept_documents
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.task_planning import file_pieces
 from dedup_cli.inputs.task_planning import plan_tasks as plan_read_tasks
-from dedup_cli.inputs.tasks import read_task_columns
 from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.document_index import HELD_ELSEWHERE, DocumentIndex, source_of
 from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun, rewrite_task_part, write_task_part
-from dedup_cli.store.snapshot import HELD_ELSEWHERE, SAME_SOURCE, DocumentIndex, source_of
 
 TASK_BYTES = 64 << 20
 """Input bytes a task aims at: a few seconds of signing, so a lost worker costs little, and few parts per run."""
@@ -73,8 +65,8 @@ def run_task_bytes(total: int) -> int:
     """The input bytes a task of a run of ``total`` bytes aims at (:data:`TASK_BYTES`, less for a small run)."""
     return min(TASK_BYTES, max(SMALLEST_TASK_BYTES, total // TASKS_AT_LEAST))
 
-Known = dict[str, tuple[str, int, int, int]]
-"""Stored entries a task compares its documents with: id → (location, size, mtime_ns, content hash)."""
+Known = DocumentIndex | None
+"""The stored documents a task may meet (:func:`known_entries`: an index of them alone), None when there are none."""
 
 
 @dataclass
@@ -95,7 +87,8 @@ class SignTask:
 
 @dataclass
 class TaskResult:
-    """What a task did: its reading report, its part and the ids of its rows, the ids it read, counts."""
+    """What a task did: its reading report, its part and the ids of its rows, the ids it read, counts, and the
+    documents whose rows the driver writes or skips (moved, or held elsewhere: ``placed``)."""
 
     index: int
     report: ReadReport
@@ -107,123 +100,57 @@ class TaskResult:
     empty: int  # rows with no shingle
     unchanged: int  # documents read and found unchanged
     size: int  # the sources' bytes on disk
+    placed: list[Placed] = field(default_factory=list)
 
 
 def sign_task(task: SignTask) -> TaskResult:
-    """Read, sign and write one task's share (runs on a worker)."""
+    """Read, sign and write one task's share (runs on a worker): each reading task signed as a worker of the
+    local engine signs it (:func:`dedup_cli.engine.stages.sign.sign_task`), against the stored documents the task
+    may meet; an id read twice in the task is kept once."""
     report = ReadReport()
-    seen: list[str] = []
-    unchanged = 0
-    ids: list[str] = []
+    report.max_document_bytes = task.input.max_document_bytes
+    known = task.known
+    result = TaskResult(task.index, report, None, [], np.empty(0, np.uint64), [], [], 0, 0,
+                        sum(source.size for source in task.sources))
     hashes: list[np.ndarray] = []
-    locations: list[str] = []
-    empty = 0
 
     def file_unchanged(identifier: str, location: str, status: Any) -> bool:
-        entry = task.known.get(identifier)
-        same = entry is not None and entry[:3] == (location, status.st_size, status.st_mtime_ns)
+        same = known is not None and known.file_unchanged(identifier, location, status.st_size, status.st_mtime_ns)
         if same:
-            seen.append(identifier)
+            result.seen.append(identifier)
         return same
 
-    # The sources this task reads: an id the store holds from one of them is kept by it, whichever of them
-    # comes first in the task (the driver rules on the sources of other tasks, :func:`_corrections`).
-    here = {location_path(source.path) for source in task.sources}
+    accepted: set[str] = set()
 
-    def held_elsewhere(identifier: str, location: str) -> str | None:
-        entry = task.known.get(identifier)
-        if entry is None:
-            return None
-        source = source_of(entry[0])
-        return entry[0] if source != source_of(location) and source in here else None
-
-    def stored_unchanged(identifier: str, content_hash: int, location: str) -> bool:
-        entry = task.known.get(identifier)
-        return entry is not None and entry[3] == content_hash and source_of(entry[0]) == source_of(location)
-
-    def signed() -> Iterator[Any]:
-        nonlocal unchanged, empty
-        if task.params.input_kind == "sets":
-            skipped = [0]
-            for batch in _signed_records(task, report, file_unchanged, held_elsewhere, stored_unchanged, seen, ids,
-                                         hashes, locations, skipped):
-                empty += int(np.count_nonzero(batch.shingle_counts == 0))
-                yield batch
-            unchanged += skipped[0]
-            return
-        accepted: set[str] = set()
-        report.max_document_bytes = task.input.max_document_bytes
-        # The local engine's reading tasks and column reading, as each of its workers reads a task.
+    def signed() -> Iterator[DocumentBatch]:
         for read in plan_read_tasks(task.sources, task.input, report, sys.stdin.buffer, file_unchanged):
-            found = read_task_columns(read, task.input)
-            report.merge(found.report)
-            columns = found.columns
-            if task.known:
-                columns = _not_held_elsewhere(columns, held_elsewhere, report)
-            kept_positions = accept_documents(report, accepted, columns.ids, columns.wheres, columns.empty)
-            if len(kept_positions) < len(columns):
-                columns = columns.take(np.asarray(kept_positions, np.int64))
-            seen.extend(columns.ids)
-            fresh = np.ones(len(columns), np.bool_)
-            if task.known:
-                fresh = np.array([not stored_unchanged(identifier, int(content_hash), location) for
-                                  identifier, content_hash, location in
-                                  zip(columns.ids, columns.content_hashes.tolist(), columns.locations, strict=True)],
-                                 np.bool_)
-                unchanged += int(np.count_nonzero(~fresh))
-                if not fresh.all():
-                    columns = columns.take(np.flatnonzero(fresh))
+            done = sign_read_task(read, task.params, task.input, task.kernel, known)
+            report.merge(done.report)
             report.input_done += read.input_bytes
-            if not len(columns):
+            kept = np.zeros(len(done.ids), bool)
+            kept[accept_documents(report, accepted, done.ids, done.wheres, done.empty)] = True
+            placed = done.placed
+            if len(placed):
+                # A moved document read twice in the task is kept once, as the others; candidates are not among ids.
+                among = np.zeros(len(placed), bool)
+                moving = ~placed.candidate
+                among[moving] = kept[placed.positions[moving]]
+                result.placed.append(placed.take(placed.candidate | among))
+                result.unchanged -= int(np.count_nonzero(among))  # moved: counted apart
+            result.seen.extend(identifier for identifier, keep in zip(done.ids, kept.tolist(), strict=True) if keep)
+            result.unchanged += int(np.count_nonzero(kept & ~done.fresh))
+            batch = done.batch.take(np.flatnonzero(kept[done.fresh]).tolist())
+            if not batch.ids:
                 continue
-            counts, signatures = sign_columns(columns, task.params, task.kernel)
-            empty += int(np.count_nonzero(counts == 0))
-            ids.extend(columns.ids)
-            hashes.append(np.asarray(columns.content_hashes, np.uint64))
-            locations.extend(columns.locations)
-            yield DocumentBatch(columns.ids, columns.locations, columns.sizes, columns.mtimes_ns,
-                                columns.content_hashes, counts, signatures)
+            result.empty += int(np.count_nonzero(batch.shingle_counts == 0))
+            result.ids.extend(batch.ids)
+            result.locations.extend(batch.paths)
+            hashes.append(np.asarray(batch.content_hashes, np.uint64))
+            yield batch
 
-    part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
-    return TaskResult(task.index, report, part, ids, np.concatenate(hashes) if hashes else np.empty(0, np.uint64),
-                      locations, seen, empty, unchanged, sum(source.size for source in task.sources))
-
-
-def _not_held_elsewhere(columns: TextColumns, held_elsewhere: Callable[[str, str], str | None], report: ReadReport
-                        ) -> TextColumns:
-    """The documents of ``columns`` whose id no other source keeps; the others reported."""
-    elsewhere = [(position, stored) for position, (identifier, location) in
-                 enumerate(zip(columns.ids, columns.locations, strict=True))
-                 if (stored := held_elsewhere(identifier, location)) is not None]
-    if not elsewhere:
-        return columns
-    for position, stored in elsewhere:
-        report.note("held_elsewhere", (columns.wheres[position], columns.ids[position], where_read(stored)))
-    return columns.take(kept_positions(len(columns), elsewhere))
-
-
-def _signed_records(task: SignTask, report: ReadReport, file_unchanged: Callable[..., bool],
-                    held_elsewhere: Callable[[str, str], str | None],
-                    stored_unchanged: Callable[[str, int, str], bool], seen: list[str], ids: list[str],
-                    hashes: list[np.ndarray], locations: list[str], skipped: list[int]) -> Iterator[Any]:
-    """The signed batches of a task of integer sets, read record by record (:func:`read_sources`); ``skipped[0]``
-    counts the records found unchanged."""
-    hasher = hasher_for(task.params)
-
-    def to_sign() -> Iterator[Record]:
-        for document in read_sources(task.sources, task.input, report, unchanged=file_unchanged,
-                                     held_elsewhere=lambda record: held_elsewhere(record.id, record.path)):
-            seen.append(document.id)
-            if stored_unchanged(document.id, document.content_hash, document.path):
-                skipped[0] += 1
-                continue
-            ids.append(document.id)
-            hashes.append(np.array([document.content_hash], np.uint64))
-            locations.append(document.path)
-            yield document
-
-    for batch in batches(to_sign()):
-        yield sign_records(batch, task.params, hasher, task.kernel)
+    result.part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
+    result.hashes = np.concatenate(hashes) if hashes else np.empty(0, np.uint64)
+    return result
 
 
 def task_inputs(sources: Sequence[Source]) -> str:
@@ -347,52 +274,93 @@ def known_entries(index: DocumentIndex, ids: list[str], sources: Sequence[Source
             first, stop = lines[id(source)]
             found = stored[(numbers < 0) | ((numbers >= first) & (numbers < stop))].tolist()
         rows.extend(found)
-    if not rows:
-        return {}
-    paths = index.path_array.take(rows).to_pylist()
-    return {ids[row]: (paths[place], int(index.sizes[row]), int(index.mtimes_ns[row]), int(index.content_hashes[row]))
-            for place, row in enumerate(rows)}
+    return index.subset(rows) if rows else None
 
 
-def _corrections(results: list[TaskResult], index: DocumentIndex
-                 ) -> tuple[dict[int, list[int]], dict[int, int], dict[int, dict[int, int]]]:
-    """Rows to drop from each task's part: ids an earlier task read (duplicates, reported), ids the store holds
-    from another source that keeps them (reported: :meth:`DocumentIndex.source_of`, the local engine's rule), and
-    rows whose stored copy from the same source has the same content (unchanged records the task could not look
-    up). Returns the rows; per task, how many of them are duplicates (the first ones of its list); and per task,
-    its rows held elsewhere with the stored row of each. The ids held elsewhere are taken out of the task's
-    ``seen``: they were not read, as far as a later task or a prune is concerned."""
-    drop: dict[int, list[int]] = {}
-    duplicates: dict[int, int] = {}
-    elsewhere: dict[int, dict[int, int]] = {}
+@dataclass
+class _Corrections:
+    """What the driver makes of the tasks' parts (:func:`_corrections`): per task, the rows to drop, and of
+    those the repeats and the ones held elsewhere (with the stored row of each); rows written again at a new place
+    with the stored text (``moved``); stored rows whose id a task's row took from a source that no longer holds it
+    (``moved_rows``); and each task's placed documents, less the ids an earlier task read."""
+
+    drop: dict[int, list[int]] = field(default_factory=dict)
+    repeated: dict[int, set[int]] = field(default_factory=dict)
+    held: dict[int, dict[int, int]] = field(default_factory=dict)
+    moved: int = 0
+    moved_rows: list[int] = field(default_factory=list)
+    placed: list[Placed] = field(default_factory=list)
+
+
+def _corrections(results: list[TaskResult], index: DocumentIndex, complete: set[str], report: ReadReport
+                 ) -> _Corrections:
+    """Rows to drop from each task's part: ids an earlier task read (duplicates), rows whose stored copy is the
+    same text at the same place (unchanged records the task could not look up), and ids the store holds from
+    another source that keeps them (:func:`dedup_cli.engine.stages.record_places.settle_places`' rule, for the
+    rows a task signed without knowing their id was stored: the stored source keeps the id unless the run read it
+    completely and did not find it there). The ids held elsewhere are taken out of the task's ``seen``: they were
+    not read, as far as a later task or a prune is concerned."""
+    found = _Corrections()
     read: set[str] = set()
+    candidates: list[tuple[TaskResult, int, int]] = []  # (task, part row, stored row): maybe held elsewhere
     for result in results:
         # Set operations for the usual task, whose ids no earlier task read; ids one by one only otherwise.
         distinct = set(result.ids)
         repeated = [] if len(distinct) == len(result.ids) and read.isdisjoint(distinct) else [
             row for row, identifier in enumerate(result.ids) if identifier in read]
-        held: dict[int, int] = {}
-        unchanged = []
+        unchanged, maybe_held = [], set()
         rows = index.rows_of(result.ids) if len(index) and result.ids else np.empty(0, np.int64)
         for row in np.flatnonzero(rows >= 0).tolist():  # the ids the store holds: looked at one by one
-            identifier = result.ids[row]
-            stored = None if identifier in read else int(rows[row])
-            if stored is None:
+            identifier, stored = result.ids[row], int(rows[row])
+            if identifier in read:
                 continue
             source = index.source_of(stored, result.locations[row])
+            same_text = int(index.content_hashes[stored]) == int(result.hashes[row])
             if source == HELD_ELSEWHERE:
-                held[row] = stored
-            elif source == SAME_SOURCE and int(index.content_hashes[stored]) == int(result.hashes[row]):
+                candidates.append((result, row, stored))
+                maybe_held.add(identifier)
+            elif same_text and index.location(stored) == result.locations[row]:
                 unchanged.append(row)
-        if repeated or unchanged or held:
-            drop[result.index] = repeated + list(held) + unchanged
-            duplicates[result.index] = len(repeated)
-        if held:
-            elsewhere[result.index] = held
-            gone = {result.ids[row] for row in held}
-            result.seen = [identifier for identifier in result.seen if identifier not in gone]
+            elif same_text:
+                found.moved += 1
+        found.drop[result.index] = repeated + unchanged
+        found.repeated[result.index] = set(repeated)
+        for placed in result.placed:
+            # A task numbers the stored documents it was given from 0: their rows in the store's index, here.
+            placed.stored_rows = index.rows_of(placed.batch.ids)
+            again = np.array([not candidate and identifier in read for identifier, candidate in
+                              zip(placed.batch.ids, placed.candidate.tolist(), strict=True)], bool)
+            for place in np.flatnonzero(again).tolist():
+                report.note("duplicate_ids", (placed.wheres[place], placed.batch.ids[place]))
+            found.placed.append(placed.take(~again) if again.any() else placed)
+        if maybe_held:
+            result.seen = [identifier for identifier in result.seen if identifier not in maybe_held]
         read.update(result.seen)
-    return drop, duplicates, elsewhere
+    _settle_candidates(found, candidates, index, complete, read)
+    return found
+
+
+def _settle_candidates(found: _Corrections, candidates: list[tuple[TaskResult, int, int]], index: DocumentIndex,
+                       complete: set[str], read: set[str]) -> None:
+    """The rows tasks signed whose id another source holds: the id moves here when that source was read
+    completely and did not hold it (the first such row in task order), else the row is dropped."""
+    if not candidates:
+        return
+    seen = ~index.absent(sorted(read))
+    taken: set[int] = set()
+    for result, row, stored in candidates:
+        if seen[stored] or stored in taken or source_of(index.location(stored)) not in complete:
+            found.drop[result.index].append(row)
+            if stored in taken:
+                found.repeated[result.index].add(row)
+            else:
+                found.held.setdefault(result.index, {})[row] = stored
+            continue
+        taken.add(stored)
+        found.moved_rows.append(stored)
+        result.seen.append(result.ids[row])
+        if int(index.content_hashes[stored]) == int(result.hashes[row]):
+            found.moved += 1
 
 
 def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: SignatureParams, run: StoreRun,
@@ -418,6 +386,8 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
     def cut_file(source: Source, task_bytes: int) -> list[Source]:
         return file_pieces(source, options, task_bytes)
 
+    watched = SourcesRead()
+    sources = [source for source in watched.watch(sources) if isinstance(source, Source)]
     by_source = None if records or not len(index) else index.rows_by_source()
     shares = plan_tasks(sources, row_groups, pieces=cut_file)
     lines = piece_lines(shares)
@@ -425,6 +395,51 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
     tasks = [SignTask(number, share, known_entries(index, ids, share, records, by_source, lines, numbered), options,
                       params, folder, run.number, run.reserve_file(), token, kernel(share))
              for number, share in enumerate(shares)]
+    results = _run_tasks(client, tasks, progress)
+    signed = Signed()
+    for result in results:
+        signed.report.merge(result.report)
+    found = _corrections(results, index, watched.complete(signed.report), signed.report)
+    rewritten = {result.index: client.submit(rewrite_task_part, result.part, params, token,
+                                             sorted(found.drop[result.index]), pure=False)
+                 for result in results if found.drop[result.index] and result.part is not None}
+    for result in results:
+        signed.seen.extend(result.seen)
+        signed.unchanged += result.unchanged
+        part, ids_written, empty = result.part, result.ids, result.empty
+        if result.index in rewritten:
+            part, locations, dropped_empty = rewritten[result.index].result()
+            dropped = sorted(found.drop[result.index])
+            repeated, held = found.repeated[result.index], found.held.get(result.index, {})
+            for location, row in zip(locations, dropped, strict=True):
+                if row in repeated:  # read by an earlier task: skipped, as the local engine skips it
+                    signed.report.note("duplicate_ids", (where_read(location), result.ids[row]))
+                elif row in held:  # the store holds the id from another source: skipped, as the local engine does
+                    signed.report.note("held_elsewhere", (where_read(location), result.ids[row],
+                                                          where_read(index.location(held[row]))))
+            gone = set(dropped)
+            ids_written = [identifier for row, identifier in enumerate(result.ids) if row not in gone]
+            signed.unchanged += len(dropped) - len(repeated) - len(held)
+            signed.report.documents -= len(repeated) + len(held)
+            empty -= dropped_empty
+        if part is not None:
+            run.adopt(part, ids_written, distinct=True)  # each id once: repeats were dropped above
+        signed.documents += len(ids_written)
+        signed.empty += empty
+    settled = settle_places(index, found.placed, signed.seen, [],
+                            watched.complete(signed.report), signed.report, params.signature_bytes,
+                            np.array(found.moved_rows, np.int64))
+    write_places(run, settled)
+    # Rows a task signed without knowing their id was stored, found to be the stored text at a new place, count
+    # as moved, as the local engine counts them (it copies their signatures).
+    signed.documents -= found.moved
+    signed.moved, signed.removed = found.moved + settled.moved, settled.removed
+    signed.seen.extend(settled.seen)
+    return signed
+
+
+def _run_tasks(client: Any, tasks: list[SignTask], progress: Callable[[int], None] | None) -> list[TaskResult]:
+    """Run the tasks on the cluster; their results in task order."""
     results: list[TaskResult] = []
     futures = client.map(sign_task, tasks, pure=False)
     task_of = {future.key: task for future, task in zip(futures, tasks, strict=True)}
@@ -441,34 +456,4 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
         if progress is not None:
             progress(result.size)
     results.sort(key=lambda result: result.index)
-    drop, duplicates, elsewhere = _corrections(results, index)
-    rewritten = {result.index: client.submit(rewrite_task_part, result.part, params, token,
-                                             sorted(drop[result.index]), pure=False)
-                 for result in results if result.index in drop and result.part is not None}
-    signed = Signed()
-    for result in results:
-        signed.report.merge(result.report)
-        signed.seen.extend(result.seen)
-        signed.unchanged += result.unchanged
-        part, ids_written, empty = result.part, result.ids, result.empty
-        if result.index in rewritten:
-            part, locations, dropped_empty = rewritten[result.index].result()
-            dropped = sorted(drop[result.index])
-            repeated = set(drop[result.index][: duplicates[result.index]])
-            held = elsewhere.get(result.index, {})
-            for location, row in zip(locations, dropped, strict=True):
-                if row in repeated:  # read by an earlier task: skipped, as the local engine skips it
-                    signed.report.note("duplicate_ids", (where_read(location), result.ids[row]))
-                elif row in held:  # the store holds the id from another source: skipped, as the local engine does
-                    signed.report.note("held_elsewhere", (where_read(location), result.ids[row],
-                                                          where_read(index.location(held[row]))))
-            gone = set(dropped)
-            ids_written = [identifier for row, identifier in enumerate(result.ids) if row not in gone]
-            signed.unchanged += len(dropped) - len(repeated) - len(held)
-            signed.report.documents -= len(repeated) + len(held)
-            empty -= dropped_empty
-        if part is not None:
-            run.adopt(part, ids_written, distinct=True)  # each id once: repeats were dropped above
-        signed.documents += len(ids_written)
-        signed.empty += empty
-    return signed
+    return results

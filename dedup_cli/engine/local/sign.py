@@ -19,6 +19,7 @@ import numpy as np
 from dedup_cli.engine.local.sign_workers import SignJob, sign_tasks
 from dedup_cli.engine.local.task_rows import TaskRows
 from dedup_cli.engine.progress import InputProgress
+from dedup_cli.engine.stages.record_places import Placed, SourcesRead, settle_places, write_places
 from dedup_cli.engine.stages.sign import Signed
 from dedup_cli.inputs.locations import FileRun, Source
 from dedup_cli.inputs.report import ReadReport
@@ -26,9 +27,9 @@ from dedup_cli.inputs.task_planning import plan_tasks
 from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.document_index import DocumentIndex
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun
-from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.worker_parts import ReadIds, drop_part_rows, later_copies, merge_parts
 
 MERGED_ROWS = 1 << 16
@@ -56,9 +57,10 @@ class TasksDone:
             self.progress(self.read.input_done - self.done)
             self.done = self.read.input_done
 
-    def finish(self, run: StoreRun, parts: list[WrittenFile]) -> Signed:
+    def finish(self, run: StoreRun, parts: list[WrittenFile], sources: SourcesRead) -> Signed:
         """Keep the first document of each id (in task order; the later ones are reported as duplicates, and
-        their rows dropped from the parts), count, and adopt the parts into ``run``."""
+        their rows dropped from the parts), count, adopt the parts into ``run``, and write the rows of the
+        documents found at new places (:func:`dedup_cli.engine.stages.record_places.settle_places`)."""
         read, tasks = self.read, self.tasks
         if self.progress is not None and read.input_done > self.done:
             self.progress(read.input_done - self.done)  # the unchanged files skipped after the last task
@@ -69,6 +71,7 @@ class TasksDone:
         written: list[ReadIds] = []
         dropped: dict[str, list[np.ndarray]] = defaultdict(list)
         rows: list[tuple[str, np.ndarray]] = []  # of each task, the part and rows of its documents kept
+        placements: list[Placed] = []
         small = sum(part.rows for part in parts) <= MERGED_ROWS
         for number, task in enumerate(tasks):
             read.merge(task.report)
@@ -89,6 +92,11 @@ class TasksDone:
             read.empty_documents += int(np.count_nonzero(task.empty & kept))
             signed.documents += changed
             signed.unchanged += len(task.ids) - len(repeated) - changed
+            if task.placed is not None and len(task.placed):
+                placed = task.placed
+                keep = placed.candidate | ~np.isin(placed.positions, repeated)
+                placements.append(placed if keep.all() else placed.take(keep))
+                signed.unchanged -= int(np.count_nonzero(keep & ~placed.candidate))  # moved: counted apart
             signed.empty += int(np.count_nonzero(task.blank & kept_fresh))
             signed.seen_ids.append(task.ids if not len(repeated) else task.ids.where(kept))
             if changed:
@@ -107,7 +115,12 @@ class TasksDone:
                         continue
                     part = rewritten
                 kept_parts.append(part)
+        settled = settle_places(run.document_index(), placements, [], [read.ids for read in signed.seen_ids],
+                                sources.complete(read), read, run.params.signature_bytes)
         run.adopt_parts(kept_parts, written)
+        write_places(run, settled)
+        signed.moved, signed.removed = settled.moved, settled.removed
+        signed.seen.extend(settled.seen)
         return signed
 
 
@@ -120,7 +133,9 @@ def sign_locally(sources: Iterable[Source | FileRun], stream: Any, run: StoreRun
     ``unchanged`` tells whether a file can be skipped unread (its location, size and modification time are the
     store's); ``read`` is the run's reading report, which the walk, the tasks and this add to.
     """
-    tasks = plan_tasks(progress.walked(sources, read), reading, read, stream, unchanged=unchanged, line_ranges=True)
+    watched = SourcesRead()
+    tasks = plan_tasks(watched.watch(progress.walked(sources, read)), reading, read, stream, unchanged=unchanged,
+                       line_ranges=True)
     done = TasksDone(read, progress.advance)
     try:
         parts = sign_tasks(iter(tasks), SignJob(params, reading, index, run), workers, choice, done.take,
@@ -129,4 +144,4 @@ def sign_locally(sources: Iterable[Source | FileRun], stream: Any, run: StoreRun
         close = getattr(tasks, "close", None)
         if close is not None:
             close()  # the walk ends here, not whenever its generator is collected
-    return done.finish(run, parts)
+    return done.finish(run, parts, watched)

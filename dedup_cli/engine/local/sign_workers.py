@@ -49,9 +49,9 @@ from dedup_cli.kernel.choice import KernelChoice
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.document_index import DocumentIndex
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun
-from dedup_cli.store.snapshot import DocumentIndex
 from dedup_cli.store.worker_parts import ReadIds, RunParts
 
 # glibc's malloc gives blocks over a threshold (128 KB to start with) back to the system when they are freed, so
@@ -101,7 +101,7 @@ def sign_and_write(job: SignJob, parts: RunParts, index: int, task: ReadTask, ke
     part, first_row = parts.add(signed.batch, number)
     return TaskRows(index, signed.report, ReadIds.of(signed.ids), signed.wheres, np.asarray(signed.empty, bool),
                     np.asarray(signed.fresh, bool), signed.batch.shingle_counts == 0, part, first_row,
-                    task.input_bytes, parts.finished[finished:])
+                    task.input_bytes, parts.finished[finished:], placed=signed.placed)
 
 
 def task_input(task: ReadTask) -> str:

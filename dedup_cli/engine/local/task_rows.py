@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dedup_cli.engine.stages.record_places import Placed
 from dedup_cli.inputs.columns import FileWheres, Wheres
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import FilesTask, LineRangeTask, ReadTask
@@ -23,7 +24,8 @@ class TaskRows:
     them ``wheres`` (for messages), ``empty`` (bool: empty or white space only) and ``fresh`` (bool: new or
     changed since the store signed it: only these were signed and written); ``blank`` (bool, one per fresh
     document: no shingle); the part its fresh rows were appended to (None: none was fresh) and the row of the
-    first of them there; ``input_bytes``, for progress; ``finished``: parts the worker closed before writing them."""
+    first of them there; ``input_bytes``, for progress; ``finished``: parts the worker closed before writing them;
+    ``placed``: the documents whose row the driver writes, or skips (moved, or held elsewhere: not among ``ids``)."""
 
     index: int
     report: ReadReport
@@ -37,6 +39,7 @@ class TaskRows:
     input_bytes: int  # the task's share of the inputs on disk, for progress
     finished: list[WrittenFile] = field(default_factory=list)
     paths_left_out: bool = False  # ``wheres`` name the task's files without their paths (:meth:`sent`)
+    placed: Placed | None = None
 
     def sent(self, task: ReadTask) -> TaskRows:
         """These rows as a worker sends them: a files task's paths left out of ``wheres`` (the driver has them)."""
@@ -64,8 +67,8 @@ class WorkerRows:
     fresh: np.ndarray
     blank: np.ndarray
     # per task: index, report, wheres (None: a files task's positions 0 … n − 1, its paths left out), documents,
-    # part, first row, input bytes, whether its paths were left out
-    tasks: list[tuple[int, ReadReport, Wheres | None, int, str | None, int, int, bool]]
+    # part, first row, input bytes, whether its paths were left out, its placed documents (None: none)
+    tasks: list[tuple[int, ReadReport, Wheres | None, int, str | None, int, int, bool, Placed | None]]
 
     @classmethod
     def of(cls, rows: list[TaskRows]) -> WorkerRows:
@@ -75,22 +78,23 @@ class WorkerRows:
             if (task.paths_left_out and isinstance(wheres, FileWheres)
                     and np.array_equal(wheres.positions, np.arange(len(wheres.positions)))):
                 wheres = None
+            placed = task.placed if task.placed is not None and len(task.placed) else None
             tasks.append((task.index, task.report, wheres, len(task.ids), task.part, task.first_row,
-                          task.input_bytes, task.paths_left_out))
+                          task.input_bytes, task.paths_left_out, placed))
         return cls(ReadIds.joined([task.ids for task in rows]), _joined([task.empty for task in rows]),
                    _joined([task.fresh for task in rows]), _joined([task.blank for task in rows]), tasks)
 
     def unpacked(self) -> Iterator[TaskRows]:
         """The rows of each task, in the order the worker signed them (the ``finished`` parts told already)."""
         start = fresh_start = 0
-        for index, report, wheres, count, part, first_row, input_bytes, paths_left_out in self.tasks:
+        for index, report, wheres, count, part, first_row, input_bytes, paths_left_out, placed in self.tasks:
             end = start + count
             fresh = self.fresh[start:end]
             fresh_end = fresh_start + int(np.count_nonzero(fresh))
             yield TaskRows(index, report, ReadIds(self.ids.ids.slice(start, count), self.ids.hashes[start:end]),
                            FileWheres((), np.arange(count)) if wheres is None else wheres, self.empty[start:end],
                            fresh, self.blank[fresh_start:fresh_end], part, first_row, input_bytes, [],
-                           paths_left_out)
+                           paths_left_out, placed)
             start, fresh_start = end, fresh_end
 
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
+from dedup_cli.engine.stages.record_places import CHANGED, ELSEWHERE, NEW, Placed, placed_documents, read_status
 from dedup_cli.inputs.columns import TextColumns, Wheres
-from dedup_cli.inputs.locations import where_read
 from dedup_cli.inputs.records import Document, IntegerSet
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.tasks import ReadTask, Record, read_task, read_task_columns
@@ -32,8 +32,8 @@ from dedup_cli.minhash.oph import min_hash_values_oph
 from dedup_cli.minhash.packing import pack_values, unpack_values, xor_bits
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.document_index import DocumentIndex
 from dedup_cli.store.format import DocumentBatch
-from dedup_cli.store.snapshot import HELD_ELSEWHERE, MOVED, DocumentIndex
 from dedup_cli.store.worker_parts import ReadIds
 from dedup_cli.text.shingles import batch_shingles
 
@@ -185,8 +185,10 @@ class SignedTask:
 
     ``ids``, ``wheres`` (where each document was read, for messages), ``empty`` (bool: empty or white-space-only)
     and ``fresh`` (bool: new or changed since the store signed it: only these were signed) are aligned with the
-    documents read; ``batch`` holds the rows of the fresh ones, in order; ``report`` is what reading the task
-    skipped or repaired.
+    documents read, but for those whose id another source holds (in ``placed``, for the driver to settle);
+    ``batch`` holds the rows of the fresh ones, in order; ``placed`` the documents whose row the driver writes
+    (moved ones, and those candidates: :mod:`dedup_cli.engine.stages.record_places`); ``report`` is what reading the
+    task skipped or repaired.
     """
 
     batch: DocumentBatch
@@ -196,93 +198,78 @@ class SignedTask:
     fresh: np.ndarray
     report: ReadReport
     kernel: str
+    placed: Placed
 
 
 def sign_task(task: ReadTask, params: SignatureParams, options: InputOptions, kernel: str = "numpy",
               stored: DocumentIndex | None = None) -> SignedTask:
     """Read one task (as ``options`` say) and sign with ``kernel`` its documents that are new or changed since
-    ``stored`` (the store's index; None: all of them): the unit of work a worker runs. Duplicate ids are for
-    the caller to drop, in task order (:func:`dedup_cli.inputs.reading.accept_documents`)."""
+    ``stored`` (the store's index; None: all of them), noting the moved ones and those whose id another source
+    holds (:func:`dedup_cli.engine.stages.record_places.read_status`): the unit of work a worker runs. Duplicate
+    ids are for the caller to drop, in task order (:func:`dedup_cli.inputs.reading.accept_documents`)."""
     if params.input_kind == "sets":
-        read = read_task(task, options)
-        documents = read.documents
-        fresh, elsewhere = _fresh([document.id for document in documents], [d.content_hash for d in documents],
-                                  [document.path for document in documents], stored)
-        if elsewhere:
-            _skip_held_elsewhere(read.report, elsewhere, [document.id for document in documents], read.wheres, stored)
-            kept = kept_positions(len(documents), elsewhere)
-            documents, fresh = [documents[position] for position in kept.tolist()], fresh[kept]
-            read.wheres = [read.wheres[position] for position in kept.tolist()]
-        batch = sign_records([document for document, new in zip(documents, fresh.tolist(), strict=True) if new],
-                             params)
-        return SignedTask(batch, [document.id for document in documents], read.wheres,
-                          np.array([document.is_empty for document in documents], dtype=np.bool_), fresh,
-                          read.report, "numpy")
+        return _sign_set_task(task, params, options, stored)
     found = read_task_columns(task, options)
     columns = found.columns
-    fresh, elsewhere = _fresh(columns.ids, columns.content_hashes.tolist(), columns.locations, stored)
-    if elsewhere:
-        _skip_held_elsewhere(found.report, elsewhere, columns.ids, columns.wheres, stored)
-        kept = kept_positions(len(columns), elsewhere)
-        columns, fresh = columns.take(kept), fresh[kept]
+    status, rows = read_status(columns.ids, columns.locations, columns.content_hashes, stored)
+
+    def sign_some(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return sign_columns(columns.take(positions), params, kernel)
+
+    placed = placed_documents(status, rows, columns.ids, columns.locations, columns.wheres, columns.sizes,
+                              columns.mtimes_ns, columns.content_hashes, stored, params.signature_bytes, sign_some)
+    if len(placed) and placed.candidate.any():
+        kept = np.flatnonzero(status != ELSEWHERE)
+        columns, status = columns.take(kept), status[kept]
+    fresh = (status == NEW) | (status == CHANGED)
     signing = columns.take(np.flatnonzero(fresh))
     counts, signatures = sign_columns(signing, params, kernel)
     batch = DocumentBatch(signing.ids, signing.locations, signing.sizes, signing.mtimes_ns, signing.content_hashes,
                           counts, signatures)
-    return SignedTask(batch, columns.ids, columns.wheres, columns.empty, fresh, found.report, kernel)
+    return SignedTask(batch, columns.ids, columns.wheres, columns.empty, fresh, found.report, kernel, placed)
 
 
-def _fresh(ids: Sequence[str], content_hashes: Sequence[int], locations: Sequence[str],
-           stored: DocumentIndex | None) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """Which documents are new or changed since ``stored`` (all, without a store): bool[n]; and the documents
-    whose id the store holds from another source that keeps it (:meth:`DocumentIndex.source_of`), to skip:
-    (position, stored row) each. A document whose id moves from a source that is gone is signed again."""
-    fresh = np.ones(len(ids), dtype=np.bool_)
-    elsewhere: list[tuple[int, int]] = []
-    if stored is None or not len(stored):
-        return fresh, elsewhere
-    rows = stored.rows_of(ids)
-    found = np.flatnonzero(rows >= 0)
-    if not found.size:
-        return fresh, elsewhere
-    found_rows = rows[found]
-    fresh[found] = stored.content_hashes[found_rows] != np.asarray(content_hashes, dtype=np.uint64)[found]
-    # Where the stored location is not the one read (rare: a record that moved), ask whose the id is.
-    for position, row in zip(found.tolist(), found_rows.tolist(), strict=True):
-        location = locations[position]
-        if stored.location(row) != location:
-            source = stored.source_of(row, location)
-            if source == MOVED:
-                fresh[position] = True
-            elif source == HELD_ELSEWHERE:
-                elsewhere.append((position, row))
-    return fresh, elsewhere
+def _sign_set_task(task: ReadTask, params: SignatureParams, options: InputOptions,
+                   stored: DocumentIndex | None) -> SignedTask:
+    """:func:`sign_task` of integer sets, read record by record."""
+    read = read_task(task, options)
+    documents = read.documents
+    ids = [document.id for document in documents]
+    hashes = np.array([document.content_hash for document in documents], np.uint64)
+    locations = [document.path for document in documents]
+    status, rows = read_status(ids, locations, hashes, stored)
 
+    def sign_some(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        signed = sign_records([documents[p] for p in positions.tolist()], params)
+        return signed.shingle_counts, signed.signatures
 
-def _skip_held_elsewhere(report: ReadReport, elsewhere: list[tuple[int, int]], ids: Sequence[str], wheres: Wheres,
-                         stored: DocumentIndex | None) -> None:
-    """Report the documents whose id another source keeps, as skipped."""
-    assert stored is not None
-    for position, row in elsewhere:
-        report.note("held_elsewhere", (wheres[position], ids[position], where_read(stored.location(row))))
-
-
-def kept_positions(count: int, elsewhere: Sequence[tuple[int, object]]) -> np.ndarray:
-    """int64 positions of the ``count`` documents of a task but those of ``elsewhere``, in order."""
-    kept = np.ones(count, dtype=np.bool_)
-    kept[[position for position, _ in elsewhere]] = False
-    return np.flatnonzero(kept)
+    placed = placed_documents(status, rows, ids, locations, read.wheres,
+                              np.array([d.size for d in documents], np.int64),
+                              np.array([d.mtime_ns for d in documents], np.int64), hashes, stored,
+                              params.signature_bytes, sign_some)
+    if len(placed) and placed.candidate.any():
+        kept = np.flatnonzero(status != ELSEWHERE).tolist()
+        documents, status = [documents[p] for p in kept], status[kept]
+        read.wheres = [read.wheres[p] for p in kept]
+    fresh = (status == NEW) | (status == CHANGED)
+    batch = sign_records([document for document, new in zip(documents, fresh.tolist(), strict=True) if new], params)
+    return SignedTask(batch, [document.id for document in documents], read.wheres,
+                      np.array([document.is_empty for document in documents], dtype=np.bool_), fresh, read.report,
+                      "numpy", placed)
 
 
 @dataclass
 class Signed:
     """What an engine's signing of a run did: the reading report, documents written (and of those, empty ones),
-    documents found unchanged, and the ids read or found unchanged (what a prune keeps), as strings or as the
-    columns the local engine's workers return."""
+    documents found unchanged, documents found at a new place (``moved``: written again unsigned), the ids read
+    or found unchanged (what a prune keeps), as strings or as the columns the local engine's workers return, and
+    the stored documents that the sources read completely no longer hold (``removed``, by the run in any case)."""
 
     report: ReadReport = field(default_factory=ReadReport)
     documents: int = 0
     empty: int = 0
     unchanged: int = 0
+    moved: int = 0
     seen: list[str] = field(default_factory=list)
     seen_ids: list[ReadIds] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
