@@ -162,18 +162,20 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
          "candidates.match_bounds", "candidates.elias_fano"],
         ["candidates.candidate_triples", "candidates.crossing", "candidates.recall_costs"],
     ]),
-    ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
+    ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives",
+                                                                  "groups.witnesses"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
         ["inputs.byte_streams", "inputs.blocks"],
         ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin"], ["inputs.delimited"],
         ["inputs.discovery", "inputs.reread"],
-        ["inputs.sets", "inputs.fields", "inputs.members", "inputs.liveness"], ["inputs.files"], ["inputs.tasks"],
-        ["inputs.task_planning"], ["inputs.reading", "inputs.skips"],
+        ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"],
+        ["inputs.task_planning"], ["inputs.reading", "inputs.skips"], ["inputs.liveness"],
     ]),
     ("store: the Parquet signature store", [
         ["store.format", "store.places"],
-        ["store.parts", "store.lock", "store.legacy", "store.manifest"], ["store.leases", "store.snapshot"],
+        ["store.parts", "store.lock", "store.legacy", "store.manifest"],
+        ["store.leases", "store.snapshot", "store.document_index"],
         ["store.compaction", "store.memory", "store.numbering", "store.worker_parts"], ["store.runs"], ["store.store"],
         ["store.store_pieces", "store.documents", "store.checkpoints"],
     ]),
@@ -187,6 +189,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["corpus.sources"], ["corpus.filter_pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
+        ["engine.stages.record_places"],
         ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
          "engine.progress"],
@@ -381,7 +384,8 @@ def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
     stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "evaluation.", "engine.stages.find",
-              "engine.stages.sign", "engine.stages.filter", "engine.local.evaluation", "engine.dask.")
+              "engine.stages.sign", "engine.stages.filter", "engine.stages.record_places", "engine.local.evaluation",
+              "engine.dask.")
     offenders = []
     for name, path in _package_modules(PACKAGE_DIR).items():
         if not name.startswith(stages):

@@ -26,7 +26,7 @@ from dedup_cli.api.find import find, open_reference
 from dedup_cli.api.sign import SignReport, sign
 from dedup_cli.atomic_files import OutputStream, open_output, output_directory, path_kind, remove_others
 from dedup_cli.corpus.layout import MARKER, Layout, plan_layout, write_marker
-from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
+from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome, SourceOwners
 from dedup_cli.engine.engines import Engine, check_sources, engine_for
 from dedup_cli.engine.stages.filter import find_decisions, pair_estimates
 from dedup_cli.errors import InputError, UsageError
@@ -38,9 +38,10 @@ from dedup_cli.inputs.skips import check_options_apply
 from dedup_cli.objectstore.urls import absolute as absolute_path
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
-from dedup_cli.options.filtering import FilterOptions
+from dedup_cli.options.filtering import FILTER_GROUP, FilterOptions
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.vocabulary import READING_OPTIONS, default_store
+from dedup_cli.store.manifest import RunInput
 from dedup_cli.store.store import Store, open_store, stored_id_root
 
 Progress = Callable[[int], None]
@@ -72,7 +73,9 @@ class FilterReport:
     inputs: int = 0  # input sources (files, stdin)
     records: int = 0  # records read: whole files, non-blank lines, rows
     dropped: int = 0  # records left out (with ``annotate``: marked ``dedup_keep`` false, and kept)
-    repeated: int = 0  # records skipped because an earlier record of their input had their id (``read`` lists them)
+    # records skipped because an earlier record of their input had their id, or another input holds it (``read``
+    # lists them, as duplicate ids and as ids stored from another source)
+    repeated: int = 0
     annotated: bool = False
     changed: list[tuple[str, str]] = field(default_factory=list)  # (where, id): to drop but changed since; kept
     unsigned: list[str] = field(default_factory=list)  # files under a named directory the store never read
@@ -121,6 +124,24 @@ def reading_options(store: Store, given: InputOptions) -> InputOptions:
     chosen: dict[str, Any] = dict(next(iter(recorded)))
     universe = store.params.universe if chosen["input_format"] == "sets" else None
     return dataclasses.replace(given, universe=universe, **chosen)
+
+
+def _check_id_scheme(store: Store, path: str, reading: InputOptions, sources: Sequence[Source]) -> None:
+    """Refuse to read records with ids given another way than the store's runs gave them (another input format or
+    id field): no record would then match its stored document, and the whole input would be copied as it is.
+
+    Raises:
+        UsageError: naming both ways, as ``sign`` does.
+    """
+    pinned = next((recorded for recorded in reversed(store.inputs) if recorded.records), None)
+    if pinned is None or all(source.format == "text" and source.path != STDIN for source in sources):
+        return
+    asked = RunInput(0, **{name: getattr(reading, name) for name in READING_OPTIONS})
+    if not asked.gives_ids_as(pinned):
+        raise UsageError(f"these inputs would be read with ids by {asked.id_options()}, but {literal(path)} gives "
+                         f"them by {pinned.id_options()} (as its run {pinned.run} did), so no record would match its "
+                         "stored document; filter with those options, or leave them out (filter reads the inputs as "
+                         "the store's runs read them)", options=True)
 
 
 def _signed(store: Store, path: str, inputs: Sequence[str], sources: Sequence[Source],
@@ -174,12 +195,23 @@ def _from_find(path: str, options: FilterOptions) -> _Plan:
     """The decisions of ``find`` (on either engine; a result streamed from a cluster is read chunk by chunk)."""
     result = find(path, options.find)
     found = find_decisions(result, dropped_only=not options.annotate)
-    decisions = Decisions(found.ids, found.content_hashes, found.drop, found.groups, found.representatives)
+    decisions = Decisions(found.ids, found.content_hashes, found.drop, found.groups, found.representatives,
+                          _owners(path, options))
     stores = None
     if found.representative_in_reference is not None:
         stores = ["reference" if origin else "new" for origin in found.representative_in_reference.tolist()]
     return _Plan(decisions, found.similarity, found.verified, stores, found.group_count, result.keep_field_problems,
                  result.gone)
+
+
+def _owners(path: str, options: FilterOptions) -> SourceOwners | None:
+    """Which input holds each stored id, when ids are named by a field (ids of files and record numbers cannot
+    repeat across inputs): so that a record delivered in two inputs is written once, where the store holds it."""
+    reading = options.input
+    if reading.id_field is None and reading.id_column is None and reading.input_format != "sets":
+        return None
+    index = open_store(path).document_index()
+    return SourceOwners.of(index.id_array, index.path_array)
 
 
 def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
@@ -210,7 +242,8 @@ def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
         hashes[part] = stored.content_hashes[rows]
         estimate[part] = pair_estimates(stored, rows, np.array([row.get(r, -1) for r in kept], np.int64),
                                         store.params.stored_bits)
-    return _Plan(Decisions(ids, hashes, drop, members.groups[listed], representatives), estimate,
+    return _Plan(Decisions(ids, hashes, drop, members.groups[listed], representatives, _owners(path, options)),
+                 estimate,
                  np.zeros(len(ids), bool), None, len(set(members.groups.tolist())), [])
 
 
@@ -285,6 +318,9 @@ def filter(
     """
     started = time.perf_counter()
     options = FilterOptions() if options is None else options
+    if options.find.group is None and options.members is None:
+        # filter's own grouping: no document dropped without a kept one beside it
+        options = dataclasses.replace(options, find=dataclasses.replace(options.find, group=FILTER_GROUP))
     path = default_store(store)
     signing = None
     if options.sign is not None:
@@ -317,6 +353,7 @@ def filter(
         raise InputError(f"cannot read {where}: {reason}; nothing was written")
     _check_present(sources)
     check_options_apply(reading, report.read, inputs)
+    _check_id_scheme(opened, path, reading, sources)
     check_sources(options.find.engine, sources)
     layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
     signed = _signed(opened, path, inputs, sources, reading)
@@ -326,8 +363,8 @@ def filter(
                          options=True)
     with engine_for(options.find.engine) as engine:
         # find runs on the same engine (a local cluster started here lives until the inputs are written).
-        plan = _plan(opened, path, dataclasses.replace(options, find=dataclasses.replace(options.find,
-                                                                                       engine=engine.options)))
+        plan = _plan(opened, path, dataclasses.replace(options, input=reading, find=dataclasses.replace(
+            options.find, engine=engine.options)))
         if on_start is not None:
             on_start(report.read.input_bytes)
         outcome = _write(layout, sources, signed, plan.decisions, reading, options, path, inputs, stream, stdout,
@@ -341,9 +378,11 @@ def _summarise(report: FilterReport, plan: _Plan, outcome: SourceOutcome, source
     decisions = plan.decisions
     report.inputs, report.records, report.dropped = sources, outcome.records, outcome.dropped
     report.changed, report.unsigned = outcome.changed, outcome.unsigned
-    report.repeated = len(outcome.repeated)
+    report.repeated = len(outcome.repeated) + len(outcome.held)
     for repeat in outcome.repeated:  # said as sign says it: "skipped WHERE: id 'x' was already read"
         report.read.note("duplicate_ids", repeat)
+    for held in outcome.held:  # "skipped WHERE: id 'x' is stored from another source, OTHER, which keeps it"
+        report.read.note("held_elsewhere", held)
     report.groups, report.keep_field_problems, report.gone = plan.groups, plan.keep_field_problems, plan.gone
     met = np.zeros(len(decisions), bool)
     met[np.array(outcome.seen, np.int64)] = True

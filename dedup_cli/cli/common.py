@@ -246,8 +246,10 @@ find_options = option_group(
                       "permutations combined by XOR.  [default: all stored]"),
     click.option("--ways", type=click.IntRange(2, 3), default=FindOptions.ways,
                  help="3: also find triples with 3-way R̂ ≥ R0."),
-    click.option("--group", "group_method", type=click.Choice(GROUP_METHODS), default=FindOptions.group,
-                 help="components: linked pairs; strict: every pair (and triple) inside a group ≥ R0."),
+    click.option("--group", "group_method", type=click.Choice(GROUP_METHODS), default=None,
+                 help="components: linked pairs; strict: every pair (and triple) inside a group ≥ R0; witness: each "
+                      "kept document with those it witnesses, so every dropped one has a kept one at R ≥ R0.  "
+                      "[default: components; filter: witness]"),
     click.option("--keep", type=click.Choice(KEEP_CHOICES), default=FindOptions.keep,
                  help="Which member represents a group: first = id order; longest/shortest by shingles; "
                       "oldest/newest by sign run, then modification time."),

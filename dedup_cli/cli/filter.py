@@ -54,7 +54,8 @@ from dedup_cli.options.vocabulary import DEFAULT_STORE, OUTPUT_FORMATS, STORE_VA
 @tuning_options
 @engine_options
 @reports_errors
-def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_method: str, members: str | None,
+def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_method: str | None,
+                  members: str | None,
                   annotate: bool, sign_first: bool, removed: str | None, removed_format: str | None, strict: bool,
                   quiet: bool, verbose: bool, **given: Any) -> None:
     """Write the documents to keep, in the inputs' own formats: the deduplicated corpus.

@@ -48,7 +48,7 @@ from dedup_cli.options.vocabulary import OUTPUT_FORMATS, OUTPUT_KINDS, default_s
 @click.option("-v", "--verbose", is_flag=True, help="A second summary line: the store, its runs and the banding.")
 @engine_options
 @reports_errors
-def find(store: str | None, store_named: str | None, group_method: str, kind: str, fmt: str, out: str | None,
+def find(store: str | None, store_named: str | None, group_method: str | None, kind: str, fmt: str, out: str | None,
          no_header: bool, fail_on_duplicates: bool, quiet: bool, verbose: bool, **given: Any) -> None:
     """Report near-duplicate groups, pairs, triples or members in a signature store.
 

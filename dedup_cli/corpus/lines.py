@@ -3,9 +3,10 @@
 Lines are read in batches. When ids are ``FILE:LINE`` (no id field) the lines to check are found from their
 numbers, a batch at a time, and only those are decoded; otherwise each line is read as ``sign`` reads it
 (:func:`dedup_cli.inputs.files.line_document`) for its id. Blank and malformed lines are never documents, so they
-are kept. A record whose id an earlier record of the input already had is skipped, as ``sign`` skips it (the
-store holds the first); ``annotate`` keeps it with ``dedup_keep`` false. With ``annotate`` every JSON object gets
-the three ``dedup_*`` fields, added before its closing brace so that the rest of the line stays as it was.
+are kept. A record whose id an earlier record of the input already had, or another input holds, is skipped, as
+``sign`` skips it (the store holds the first: :meth:`Decisions.repeated`); ``annotate`` keeps it with
+``dedup_keep`` false. With ``annotate`` every JSON object gets the three ``dedup_*`` fields, added before its
+closing brace so that the rest of the line stays as it was.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.byte_streams import Prefixed, iter_raw_lines
 from dedup_cli.inputs.files import line_document
-from dedup_cli.inputs.locations import Source
+from dedup_cli.inputs.locations import Source, location_path
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
@@ -83,20 +84,6 @@ def _document(line: Line, source: Source, options: InputOptions) -> Any:
     return line_document(content, number, source, options, 0, ReadReport())
 
 
-def repeated_ids(ids: list[str | None], seen: set[str]) -> np.ndarray:
-    """bool[len(ids)]: ids already in ``seen`` (or earlier in ``ids``), which is told of the others (None: no id,
-    not a record)."""
-    repeated = np.zeros(len(ids), bool)
-    for index, identifier in enumerate(ids):
-        if identifier is None:
-            continue
-        if identifier in seen:
-            repeated[index] = True
-        else:
-            seen.add(identifier)
-    return repeated
-
-
 def _filter_batch(batch: list[Line], source: Source, options: InputOptions, decisions: Decisions, annotate: bool,
                   outcome: SourceOutcome, seen: set[str]) -> bytes:
     outcome.records += sum(1 for _, _, content in batch if content and not content.isspace())
@@ -110,9 +97,8 @@ def _filter_batch(batch: list[Line], source: Source, options: InputOptions, deci
     else:
         documents = [_document(line, source, options) for line in batch]
         ids = [None if document is None else document.id for document in documents]
-        repeated = repeated_ids(ids, seen)
-        for index in np.flatnonzero(repeated).tolist():
-            outcome.repeated.append((f"{source.display}:{batch[index][0]}", str(ids[index])))
+        repeated = decisions.repeated(ids, seen, location_path(source.path),
+                                      [f"{source.display}:{number}" for number, _, _ in batch], outcome)
         positions = decisions.lookup([None if skip else identifier for identifier, skip in
                                       zip(ids, repeated.tolist(), strict=True)])
     dropped = np.zeros(len(batch), bool)

@@ -15,11 +15,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dedup_cli.corpus.lines import ANNOTATION_FIELDS, repeated_ids
+from dedup_cli.corpus.lines import ANNOTATION_FIELDS
 from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.decoding import decode
-from dedup_cli.inputs.locations import Source
+from dedup_cli.inputs.locations import Source, location_path
 from dedup_cli.inputs.parquet_inputs import check_columns, column_values, row_identifier
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.options.checks import literal
@@ -59,9 +59,9 @@ def _row_positions(batch: pa.RecordBatch, row: int, source: Source, options: Inp
         return positions, np.zeros(batch.num_rows, bool)
     values = column_values(batch.column(options.id_column))
     ids = [None if value is None else row_identifier(value) for value in values]
-    repeated = repeated_ids(ids, seen)
+    repeated = decisions.repeated(ids, seen, location_path(source.path),
+                                  [f"{source.display} row {row + offset}" for offset in range(len(ids))], outcome)
     for offset in np.flatnonzero(repeated).tolist():
-        outcome.repeated.append((f"{source.display} row {row + offset}", str(ids[offset])))
         ids[offset] = None
     return decisions.lookup(ids), repeated
 

@@ -26,7 +26,7 @@ from dedup_cli.inputs.delimited import (
     record_content,
     record_document,
 )
-from dedup_cli.inputs.locations import Source
+from dedup_cli.inputs.locations import Source, location_path
 from dedup_cli.inputs.records import Document
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.checks import literal
@@ -41,6 +41,7 @@ def filter_table(stream: Any, source: Source, options: InputOptions, decisions: 
     ``out``, in order; ``options``: how its documents were read when signed (id and text columns)."""
     outcome = SourceOutcome()
     header: tuple[str, ...] = ()
+    seen: set[str] = set()
 
     def records() -> Iterator[Record]:
         """The records after the header, which is written (and parsed) as it is met: before any record."""
@@ -53,7 +54,7 @@ def filter_table(stream: Any, source: Source, options: InputOptions, decisions: 
                 yield number, raw
 
     write_in_batches(records(), lambda batch: _filter_batch(batch, source, header, options, decisions, annotate,
-                                                            outcome), out, progress)
+                                                            outcome, seen), out, progress)
     return outcome
 
 
@@ -77,9 +78,10 @@ def _document(record: Record, source: Source, header: tuple[str, ...], options: 
 
 
 def _filter_batch(batch: list[Record], source: Source, header: tuple[str, ...], options: InputOptions,
-                  decisions: Decisions, annotate: bool, outcome: SourceOutcome) -> bytes:
+                  decisions: Decisions, annotate: bool, outcome: SourceOutcome, seen: set[str]) -> bytes:
     outcome.records += sum(1 for _, raw in batch if not record_content(raw).isspace() and record_content(raw))
     documents: list[Document | None] | None = None
+    repeated = np.zeros(len(batch), bool)
     if options.id_field is None:  # ids are FILE:N: match the numbers
         first = batch[0][0]
         positions = np.full(len(batch), -1, np.int64)
@@ -87,7 +89,12 @@ def _filter_batch(batch: list[Record], source: Source, header: tuple[str, ...], 
         positions[numbers - first] = found
     else:
         documents = [_document(record, source, header, options) for record in batch]
-        positions = decisions.lookup([None if document is None else document.id for document in documents])
+        ids = [None if document is None else document.id for document in documents]
+        # A repeated id (in this input, or held by another) is skipped, as sign skips it.
+        repeated = decisions.repeated(ids, seen, location_path(source.path),
+                                      [f"{source.display} record {number}" for number, _ in batch], outcome)
+        positions = decisions.lookup([None if skip else identifier for identifier, skip in
+                                      zip(ids, repeated.tolist(), strict=True)])
     dropped = np.zeros(len(batch), bool)
     for index in np.flatnonzero(positions >= 0).tolist():
         document = documents[index] if documents is not None else _document(batch[index], source, header, options)
@@ -97,14 +104,16 @@ def _filter_batch(batch: list[Record], source: Source, header: tuple[str, ...], 
     if annotate:
         delimiter = DELIMITERS[source.format]
         pieces = []
-        for (_, raw), position, drop in zip(batch, positions, dropped, strict=True):
+        for (_, raw), position, drop, skip in zip(batch, positions, dropped, repeated, strict=True):
             content = record_content(raw)
             if not content or content.isspace():
                 pieces.append(raw)
                 continue
-            values = format_annotations(decisions.annotation(int(position), bool(drop)), delimiter)
+            annotation = (None, False, None) if skip else decisions.annotation(int(position), bool(drop))
+            values = format_annotations(annotation, delimiter)
             pieces.append(content + values + (raw[len(content):] or b"\n"))
         return b"".join(pieces)
+    dropped |= repeated
     if not dropped.any():
         return b"".join(raw for _, raw in batch)
     return b"".join(raw for (_, raw), drop in zip(batch, dropped, strict=True) if not drop)

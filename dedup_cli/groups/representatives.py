@@ -91,7 +91,36 @@ def representatives(groups: Groups, keep: str, shingle_counts: np.ndarray, runs:
     members = groups.members
     if (keep in ("first", "id") and preferred is None and live is None) or members.size == 0:
         return members[starts].astype(np.int64)
-    keys: list[np.ndarray] = [members]  # np.lexsort: the last key is the primary one
+    keys = _policy_keys(members, keep, shingle_counts, runs, mtimes_ns, scores, preferred, live)
+    keys.append(np.repeat(np.arange(len(groups), dtype=np.int64), np.diff(groups.offsets)))
+    # Within each group (primary key) the best member comes first, ties in member (id) order; groups stay in
+    # place because their segments are contiguous and already sorted by group id.
+    order = np.lexsort(keys)
+    return members[order[starts]].astype(np.int64)
+
+
+def keep_ranks(members: np.ndarray, num_docs: int, keep: str, shingle_counts: np.ndarray,
+               runs: np.ndarray | None = None, mtimes_ns: np.ndarray | None = None, scores: np.ndarray | None = None,
+               preferred: np.ndarray | None = None, live: np.ndarray | None = None) -> np.ndarray:
+    """int64[num_docs]: each of ``members``' place in the order :func:`representatives` keeps members by (0
+    first; distinct, ties by id), over all of them rather than within a group: what the witness rule takes
+    documents in (:mod:`dedup_cli.groups.witnesses`). Other documents rank after every member. The other
+    arguments are :func:`representatives`'."""
+    if keep not in KEEP_POLICIES:
+        raise ValueError(f"keep {keep!r} is not a policy; choose one of {', '.join(KEEP_POLICIES)}")
+    members = np.asarray(members, np.int64)
+    ranks = np.arange(num_docs, dtype=np.int64) + members.size
+    order = np.lexsort(_policy_keys(members, keep, shingle_counts, runs, mtimes_ns, scores, preferred, live))
+    ranks[members[order]] = np.arange(members.size, dtype=np.int64)
+    return ranks
+
+
+def _policy_keys(members: np.ndarray, keep: str, shingle_counts: np.ndarray, runs: np.ndarray | None,
+                 mtimes_ns: np.ndarray | None, scores: np.ndarray | None, preferred: np.ndarray | None,
+                 live: np.ndarray | None) -> list[np.ndarray]:
+    """The np.lexsort keys (the last is the primary one) that order ``members`` by the policy ``keep``: live
+    first, then preferred, then the policy, then id."""
+    keys: list[np.ndarray] = [members]
     if keep in ("longest", "shortest"):
         counts = np.asarray(shingle_counts, dtype=np.int64)[members]
         keys.append(-counts if keep == "longest" else counts)
@@ -110,8 +139,4 @@ def representatives(groups: Groups, keep: str, shingle_counts: np.ndarray, runs:
         keys.append(~np.asarray(preferred, dtype=bool)[members])
     if live is not None:
         keys.append(~np.asarray(live, dtype=bool)[members])
-    keys.append(np.repeat(np.arange(len(groups), dtype=np.int64), np.diff(groups.offsets)))
-    # Within each group (primary key) the best member comes first, ties in member (id) order; groups stay in
-    # place because their segments are contiguous and already sorted by group id.
-    order = np.lexsort(keys)
-    return members[order[starts]].astype(np.int64)
+    return keys

@@ -11,6 +11,9 @@ from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.signing import SignOptions
 
+FILTER_GROUP = "witness"
+"""How ``filter`` groups when its ``find`` names no ``group``: no document is dropped without a kept one beside it."""
+
 
 @dataclass(frozen=True)
 class FilterOptions:
@@ -20,7 +23,9 @@ class FilterOptions:
         input: how to find and read the inputs. When every one of :data:`READING_OPTIONS` is at its default,
             the inputs are read as the store's sign runs recorded they read them (``auto`` for older stores).
         find: the ``find`` whose groups decide what to drop (its ``keep`` policy chooses the kept member); its
-            ``engine`` also rewrites the inputs (with a members file too).
+            ``engine`` also rewrites the inputs (with a members file too). Its groups are ``witness`` groups unless
+            it names a ``group`` (:data:`FILTER_GROUP`): no document is dropped without a kept one at R ≥ R0 beside
+            it, which connected components do not promise (A ~ B ~ C keeps A and drops C, however unlike A it is).
         members: instead of running ``find``, a ``find --output members`` file (JSON Lines, TSV, CSV or
             Parquet) whose ``drop`` rows are the documents to drop; ``find`` must then keep its defaults.
         annotate: keep every record and add ``dedup_group``, ``dedup_keep`` and ``dedup_representative``.

@@ -43,7 +43,10 @@ class FindOptions:
         bits: b, bits per value for the estimator (None: all stored bits), or b = 1/2 (``"1/2"``, ``0.5``): the
             lowest bits of permutations j and j + k/2 combined by XOR, the estimator of Li & König 2010, eq. 25.
         ways: 2 for pairs; 3 also finds triples with 3-way R̂ ≥ R0 (needs b ≥ 2).
-        group: ``components`` or ``strict`` (every internal pair, and with ``ways=3`` triple, ≥ R0).
+        group: ``components`` (linked pairs), ``strict`` (every internal pair, and with ``ways=3`` triple, ≥ R0) or
+            ``witness`` (each kept document with the documents it witnesses: every dropped one has a kept one at
+            R ≥ R0 beside it); None: the command's own, ``components`` for ``find`` and ``witness`` for ``filter``
+            (:attr:`grouping`).
         keep: each group's representative: ``first``/``id`` (smallest id), ``longest``, ``shortest`` (by
             shingles), ``oldest``/``newest`` (by sign run, then modification time); ties go to the smallest id.
         keep_field: instead of ``keep``, the member whose numeric JSON field or Parquet column of this name is
@@ -80,7 +83,7 @@ class FindOptions:
     threshold: float = 0.5
     bits: float | str | None = None
     ways: int = 2
-    group: str = "components"
+    group: str | None = None
     keep: str = "first"
     verify: str = "borderline"
     candidates: str = "lsh"
@@ -119,7 +122,8 @@ class FindOptions:
         if self.ways == 3 and self.bits is not None:
             check_three_way_bits(float(self.bits))
         choice("candidates", self.candidates, CANDIDATE_METHODS, "{{candidates}} {value}: choose {either}")
-        choice("group", self.group, GROUP_METHODS, "{{group}} {value}: choose {either}")
+        if self.group is not None:
+            choice("group", self.group, GROUP_METHODS, "{{group}} {value}: choose {either}")
         choice("keep", self.keep, KEEP_CHOICES, "{{keep}} {value} is not a policy; choose one of {choices}")
         choice("verify", self.verify, VERIFY_MODES, "{{verify}} {value}: choose one of {choices}")
         if self.new_since is not None:
@@ -153,6 +157,11 @@ class FindOptions:
     def workers(self) -> int:
         """The local engine's worker processes: ``jobs``, or one per core when it is 0."""
         return self.jobs or os.cpu_count() or 1
+
+    @property
+    def grouping(self) -> str:
+        """``group``, or ``components`` (``find``'s own) when it names none; ``filter`` names ``witness`` first."""
+        return self.group or "components"
 
     @property
     def keep_policy(self) -> str:

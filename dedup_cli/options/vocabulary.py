@@ -26,7 +26,7 @@ LEGACY_SHORT_DOCUMENTS = "none"
 SIGNATURE_SCHEMES = ("kperm", "oph")
 # The signing kernels: "numba" compiled (the fast extra), "numpy" the reference; "auto" takes numba for large runs.
 SIGNING_KERNELS = ("auto", "numpy", "numba")
-GROUP_METHODS = ("components", "strict")
+GROUP_METHODS = ("components", "strict", "witness")
 KEEP_CHOICES = ("first", "longest", "shortest", "id", "oldest", "newest")
 KEEP_FIELD = "field"  # the policy of ``keep_field``: the highest value of a numeric field wins
 VERIFY_MODES = ("borderline", "all", "none")

@@ -38,8 +38,9 @@ def test_every_public_name_resolves_and_is_listed() -> None:
 
 def test_options_are_frozen_with_the_command_line_defaults() -> None:
     options = FindOptions()
-    assert (options.threshold, options.bits, options.ways, options.group, options.keep, options.verify,
+    assert (options.threshold, options.bits, options.ways, options.grouping, options.keep, options.verify,
             options.candidates) == (0.5, None, 2, "components", "first", "borderline", "lsh")
+    assert options.group is None  # the command's own: components for find, witness for filter
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.threshold = 0.8  # type: ignore[misc]
     assert SignOptions().num_perm == 256 and SignOptions().bits == 8 and SignOptions().scheme == "oph"

@@ -57,7 +57,7 @@ def reference_strict(
 
 
 def test_choices_are_exported() -> None:
-    assert GROUP_METHODS == ("components", "strict")
+    assert GROUP_METHODS == ("components", "strict", "witness")
     assert KEEP_CHOICES == ("first", "longest", "shortest", "id", "oldest", "newest")
 
 

@@ -18,6 +18,7 @@ comes from the plan the local engine follows too (:mod:`dedup_cli.engine.stages.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,7 +109,7 @@ def find(store: Store, options: FindOptions, progress: Progress = silent, refere
     if numbered.documents == 0:
         return local_find.find([store] if reference is None else [store, reference], options)
     laps.lap("read")
-    plan = plan_numbered(numbered, options)
+    plan = plan_numbered(numbered, options, (store,) if reference is None else (store, reference))
     work = None if options.work_dir is None else WorkDir(options.work_dir, [store] if reference is None
                                                          else [store, reference])
     scores = scored_candidates(numbered, plan, work, progress, laps)
@@ -153,10 +154,11 @@ def read_numbered(store: Store, reference: Store | None) -> Documents:
     return numbered
 
 
-def plan_numbered(numbered: Documents, options: FindOptions) -> FindPlan:
-    """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of the documents of ``numbered``."""
+def plan_numbered(numbered: Documents, options: FindOptions, stores: Sequence[Store] = ()) -> FindPlan:
+    """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of the documents of ``numbered`` (of
+    ``stores``)."""
     return plan_find(options, numbered.params, numbered.documents, numbered.eligible, numbered.reference_start,
-                     numbered.max_shingle_count, numbered.run_span)
+                     numbered.max_shingle_count, numbered.run_span, tuple(store.id_scheme for store in stores))
 
 
 def scored_candidates(numbered: Documents, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps

@@ -102,19 +102,20 @@ class Decisions:
     verification: Verification | None
 
 
-def plan_documents(documents: Documents, options: FindOptions) -> FindPlan:
-    """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of numbered documents."""
+def plan_documents(documents: Documents, options: FindOptions, stores: Sequence[Store] = ()) -> FindPlan:
+    """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of numbered documents (of ``stores``)."""
     counts, runs = documents.shingle_counts, documents.runs
     return plan_find(options, documents.params, documents.documents, int(np.count_nonzero(counts > 0)),
                      _reference_start(documents), int(counts.max()) if counts.size else 0,
-                     (int(runs.min()), int(runs.max())) if runs.size else None)
+                     (int(runs.min()), int(runs.max())) if runs.size else None,
+                     tuple(store.id_scheme for store in stores))
 
 
 def find_documents(documents: Documents, options: FindOptions, progress: Progress = silent,
                    stores: Sequence[Store] = ()) -> FindResult:
     """:func:`find` of documents already numbered: a store's (and a reference store's), or texts signed in
     memory. ``stores``: the stores they come from, which a ``work_dir`` is keyed by (none in memory)."""
-    plan = plan_documents(documents, options)
+    plan = plan_documents(documents, options, stores)
     work = None if options.work_dir is None or not stores else WorkDir(options.work_dir, stores)
     start = plan.reference_start
     reference = None if start is None else np.arange(documents.documents) >= start

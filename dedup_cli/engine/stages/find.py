@@ -33,12 +33,15 @@ from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
 from dedup_cli.estimates.simultaneous import DECISION_LEVEL, SimultaneousBound, simultaneous_level
 from dedup_cli.estimates.triple_scores import ScoredTriples, score_triples
 from dedup_cli.groups.components import Groups, group_components
-from dedup_cli.groups.representatives import representatives, weakest_estimates
+from dedup_cli.groups.representatives import keep_ranks, representatives, weakest_estimates
 from dedup_cli.groups.strict import strict_groups
+from dedup_cli.groups.witnesses import witness_groups
 from dedup_cli.inputs.fields import field_values
 from dedup_cli.inputs.liveness import gone_documents
 from dedup_cli.inputs.reread import same_file_aliases
 from dedup_cli.objectstore.urls import is_url
+from dedup_cli.options.input_options import InputOptions
+from dedup_cli.store.manifest import RunInput
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs, verify_triples
 
@@ -201,18 +204,32 @@ def alias_documents(paths: list[str], first: np.ndarray, second: np.ndarray) -> 
     return same_file_aliases(paths, sorted_unique(np.concatenate([first, second])))
 
 
-def gone_members(store: StoredSignatures, members: np.ndarray) -> np.ndarray:
+def gone_members(store: StoredSignatures, members: np.ndarray, id_schemes: Sequence[RunInput | None] = (),
+                 reference: np.ndarray | None = None) -> np.ndarray:
     """int64[g], ascending: the documents of ``members`` (int64, the grouped documents) that are gone or changed
-    since they were signed (a file renamed or deleted without ``--prune``, a line that moved:
-    :mod:`dedup_cli.inputs.liveness`). Documents signed in memory (``store.texts``) are never gone."""
+    since they were signed (a file renamed or deleted without ``--prune``, a record deleted or edited since the
+    last sign: :mod:`dedup_cli.inputs.liveness`), a record of a changed file found by its id where the store's runs
+    (``id_schemes``: the store's, then with ``reference`` marking its documents the reference store's) named
+    records by a field. Documents signed in memory (``store.texts``) are never gone."""
     docs = sorted_unique(np.asarray(members, np.int64))
     if docs.size == 0 or store.texts is not None:
         return np.empty(0, np.int64)
     pick = docs.tolist()
+    readings = [None if scheme is None else _reading(scheme, store.params.universe) for scheme in id_schemes]
+    own = readings[0] if readings else None
+    other = readings[1] if len(readings) > 1 else None
+    in_reference = [False] * len(pick) if reference is None else reference[docs].tolist()
     gone = gone_documents([store.paths[row] for row in pick],
                           None if store.mtimes_ns is None else store.mtimes_ns[docs],
-                          None if store.content_hashes is None else store.content_hashes[docs])
+                          None if store.content_hashes is None else store.content_hashes[docs],
+                          [store.ids[row] for row in pick], [other if there else own for there in in_reference])
     return docs[gone]
+
+
+def _reading(scheme: RunInput, universe: int) -> InputOptions:
+    """How a store's runs read records, as options to read them again with (integer sets over ``universe``)."""
+    options: dict[str, Any] = scheme.reading()
+    return InputOptions(**options, universe=universe if scheme.input_format == "sets" else None)
 
 
 def gone_fields(store: StoredSignatures, gone: np.ndarray) -> dict[str, Any]:
@@ -344,7 +361,8 @@ def decided_triples(checks: TripleChecks, triples: ScoredTriples) -> ScoredTripl
 def group(num_docs: int, first: np.ndarray, second: np.ndarray, similarity: np.ndarray, method: str,
           triple_ok: Callable[[np.ndarray], np.ndarray] | None = None) -> Groups:
     """Groups of the accepted pairs: connected components, or strict groups (every pair, and with
-    ``triple_ok`` every triple, accepted)."""
+    ``triple_ok`` every triple, accepted). The witness rule starts from the components (:func:`conclude` splits
+    them once it knows which documents are live)."""
     if method == "strict":
         return strict_groups(num_docs, first, second, similarity, triple_ok)
     return group_components(num_docs, first, second)
@@ -442,21 +460,25 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
     # What is known of each accepted pair: its exact resemblance where it was checked, else its estimate.
     similarity = np.where(np.isnan(exact), accepted.estimate, exact)
     triple_ok = None
-    if options.group == "strict" and checks is not None:
+    if options.grouping == "strict" and checks is not None:
         strict_checks = checks
 
         def triple_ok(docs: np.ndarray) -> np.ndarray:
             triples = checked_triples(strict_checks, score_triples(values, docs, r, int(bits)))
             return decide(triples.estimate, triples.exact, threshold)
-    groups = group(len(store), accepted.first, accepted.second, similarity, options.group, triple_ok)
+    groups = group(len(store), accepted.first, accepted.second, similarity, options.grouping, triple_ok)
     scores, problems = None, list[tuple[str, str]]()
     if options.keep_field is not None:
         scores, problems = keep_field_values(store, groups.members, options.keep_field)
-    gone = gone_members(store, groups.members)
+    gone = gone_members(store, groups.members, plan.id_schemes, reference)
     live = None
     if gone.size:
         live = np.ones(len(store), bool)
         live[gone] = False
+    if options.grouping == "witness":  # the components, split into each kept document and those it witnesses
+        ranks = keep_ranks(groups.members, len(store), options.keep_policy, store.shingle_counts, store_runs(store),
+                           store.mtimes_ns, scores, reference, live)
+        groups = witness_groups(len(store), accepted.first, accepted.second, ranks)
     kept = representatives(groups, options.keep_policy, store.shingle_counts, store_runs(store), store.mtimes_ns,
                            scores, reference, live)
     return Concluded(pairs=accepted, exact=exact, triples=found_triples, groups=groups,

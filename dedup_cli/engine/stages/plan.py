@@ -34,6 +34,7 @@ from dedup_cli.estimates.simultaneous import DECISION_LEVEL, rescue_level
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.checkpoints import WorkDir
+from dedup_cli.store.manifest import RunInput
 from dedup_cli.verification import Verification
 
 KEPT_STAGES = ("scored", "decisions")
@@ -78,6 +79,9 @@ class FindPlan:
     reference_start: int | None  # with --against: the reference store's first document (its documents come last)
     run_span: tuple[int, int] | None  # the first and last run of the documents
     estimator: str
+    # How the store's runs (then the reference store's) gave records their ids: a source changed since it was
+    # signed is read again so, and each record found by its id (:mod:`dedup_cli.inputs.liveness`).
+    id_schemes: tuple[RunInput | None, ...] = ()
 
     @property
     def threshold(self) -> float:
@@ -128,9 +132,11 @@ class FindPlan:
 
 
 def plan_find(options: FindOptions, params: SignatureParams, documents: int, eligible: int,
-              reference_start: int | None, max_shingle_count: int, run_span: tuple[int, int] | None) -> FindPlan:
+              reference_start: int | None, max_shingle_count: int, run_span: tuple[int, int] | None,
+              id_schemes: tuple[RunInput | None, ...] = ()) -> FindPlan:
     """The plan of a ``find`` with ``options`` (checked against the store) of ``documents`` numbered documents,
-    ``eligible`` of them with a shingle, a reference store's from ``reference_start`` on."""
+    ``eligible`` of them with a shingle, a reference store's from ``reference_start`` on; ``id_schemes``: how
+    the stores' runs gave ids (:attr:`dedup_cli.store.store.Store.id_scheme`, in store order)."""
     bits = options.bits_for(params.stored_bits)
     choice = None if options.candidates != "lsh" else find_banding(options, options.threshold, params, eligible)
     return FindPlan(
@@ -138,4 +144,4 @@ def plan_find(options: FindOptions, params: SignatureParams, documents: int, eli
         pair_floor=pair_floor(options.threshold, estimated_positions(params, bits), bits),
         documents=int(documents), eligible=int(eligible),
         reference_start=None if reference_start is None else int(reference_start), run_span=run_span,
-        estimator=estimator_name(float(max_shingle_count) / float(params.universe), bits))
+        estimator=estimator_name(float(max_shingle_count) / float(params.universe), bits), id_schemes=id_schemes)
