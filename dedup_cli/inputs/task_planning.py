@@ -8,8 +8,8 @@ their size on disk (every file's ``stat`` when an incremental run compares them 
 bytes by its size alone when the caller can number the lines of each once the ranges before it are counted (the
 local engine's ``sign``), its lines then found and counted by the workers; other line files and stdin are read
 here in blocks and cut into chunks of whole lines (:mod:`dedup_cli.inputs.chunks`), CSV and TSV files into chunks
-of whole records (:mod:`dedup_cli.inputs.delimited`: where a record ends depends on the quotes before it, so only a
-pass from the file's start can tell), Parquet files into parts of rows. Which tasks there are depends on the
+of whole records (:mod:`dedup_cli.inputs.delimited`: where a CSV record ends depends on the quotes before it, so
+only a pass from the file's start can tell), Parquet files into parts of rows. Which tasks there are depends on the
 inputs alone, so the store is the same however many workers read them.
 """
 
@@ -198,8 +198,8 @@ def file_pieces(source: Source, options: InputOptions, piece_bytes: int) -> list
     of a distributed engine; else (a compressed file, which can only be read from its start, stdin, an object
     store's file, a smaller one) the file itself.
 
-    The cuts are those :func:`plan_tasks` makes for any reader (whole lines; whole records, where the quotes
-    before them say a CSV/TSV record ends), found by reading the file once here: each piece carries its run of
+    The cuts are those :func:`plan_tasks` makes for any reader (whole lines; whole CSV/TSV records, where the quotes
+    before them say a CSV record ends), found by reading the file once here: each piece carries its run of
     chunks (``Source.chunks``), which know their first line's number, so a worker reads its piece alone and numbers
     its lines (``FILE:LINE`` ids, locations) as a reader of the whole file would. A file this reading cannot cut
     (read error, binary) stays whole, for the worker to read and report as it reads any file. InputError when a
