@@ -21,7 +21,7 @@ from test_delimited import Trickle
 from dedup_cli.inputs import delimited, task_planning
 from dedup_cli.inputs.chunks import LineChunk
 from dedup_cli.inputs.decoding import BOM
-from dedup_cli.inputs.delimited import UNCLOSED, iter_raw_records, split_records, table_chunks
+from dedup_cli.inputs.delimited import UNCLOSED, iter_raw_records, reread_records, split_records, table_chunks
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.reread import reread_documents
@@ -71,21 +71,25 @@ def tsv_file(draw: Any) -> bytes:
     return "".join(lines).encode()
 
 
-def csv_module_records(data: bytes, open_end: bool) -> tuple[int, list[tuple[int, str]], set[int]]:
-    """(how many records, (number, text) of those that are documents, the numbers that must be skipped as not
-    one record), as Python's csv module reads ``data``; a last record left inside an open quote is not one."""
-    rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))[1:]
+Expected = tuple[int, list[tuple[int, str, str]], set[int], str]
+
+
+def csv_module_records(data: bytes, open_end: bool) -> Expected:
+    """(how many records, (number, text, first field) of those that are documents, the numbers that must be skipped
+    as not one record, the first column's name), as Python's csv module reads ``data``; a last record left inside
+    an open quote is not one."""
+    header, *rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
     unclosed = {len(rows)} if open_end else set()
-    return len(rows), [(number, row[1]) for number, row in enumerate(rows, 1)
-                       if len(row) > 1 and number not in unclosed], unclosed
+    return len(rows), [(number, row[1], row[0]) for number, row in enumerate(rows, 1)
+                       if len(row) > 1 and number not in unclosed], unclosed, header[0]
 
 
-def split_records_of(data: bytes) -> tuple[int, list[tuple[int, str]], set[int]]:
+def split_records_of(data: bytes) -> Expected:
     """The same for TSV, by a split on newlines (a ``\\r`` before one dropped) and tabs."""
-    lines = data.decode("utf-8-sig").split("\n")
-    lines = [line.removesuffix("\r") for line in (lines[1:-1] if lines[-1] == "" else lines[1:])]
-    return len(lines), [(number, line.split("\t")[1]) for number, line in enumerate(lines, 1)
-                        if line.strip(" \t") and len(line.split("\t")) > 1], set()
+    header, *lines = data.decode("utf-8-sig").split("\n")
+    lines = [line.removesuffix("\r") for line in (lines[:-1] if lines and lines[-1] == "" else lines)]
+    return len(lines), [(number, *line.split("\t")[1::-1]) for number, line in enumerate(lines, 1)
+                        if line.strip(" \t") and len(line.split("\t")) > 1], set(), header.split("\t")[0]
 
 
 def read_file(data: bytes, kind: str, compressed: bool, block: int, chunk_bytes: int, chunk_records: int
@@ -105,20 +109,23 @@ def read_file(data: bytes, kind: str, compressed: bool, block: int, chunk_bytes:
     return documents, report, path, folder
 
 
-def check_every_record(data: bytes, kind: str, expected: tuple[int, list[tuple[int, str]], set[int]],
-                       reading: tuple[bool, int, int, int]) -> None:
+def check_every_record(data: bytes, kind: str, expected: Expected, reading: tuple[bool, int, int, int]) -> None:
     """Documents, skips and blanks account for every record, numbered as ``expected`` numbers them; the
-    documents re-read as they were read; ``filter``'s walk finds the same records."""
-    count, documents, unclosed = expected
+    documents re-read as they were read (a field of the same record with them, as ``--keep-field`` reads it);
+    ``filter``'s walk finds the same records."""
+    count, documents, unclosed, first_column = expected
     read, report, path, folder = read_file(data, kind, *reading)
     with folder:
         name = path.name
-        assert [(document.id, document.text) for document in read] == [(f"{name}:{n}", text) for n, text in documents]
+        assert [(d.id, d.text) for d in read] == [(f"{name}:{n}", text) for n, text, _ in documents]
         skipped = {int(where.rsplit(" ", 1)[1]): reason for where, reason in report.malformed}
-        assert len(skipped) == len(report.malformed) and not skipped.keys() & {n for n, _ in documents}
+        assert len(skipped) == len(report.malformed) and not skipped.keys() & {n for n, _, _ in documents}
         assert {number for number, reason in skipped.items() if reason == UNCLOSED} == unclosed
         assert len(documents) + len(skipped) + report.blank_lines == count  # nothing lost unnamed
         assert reread_documents([d.path for d in read], [d.content_hash for d in read]) == [d.text for d in read]
+        numbers = {number for number, _, _ in documents} | unclosed | {count + 1}
+        assert reread_records(io.BytesIO(data), kind, numbers, ["text", first_column]) == {
+            number: [text, first] for number, text, first in documents}
         walked = list(iter_raw_records(Trickle(data, count), kind))
         assert b"".join(raw for _, raw, _ in walked) == data
         assert [number for number, _, _ in walked] == list(range(count + 1))
