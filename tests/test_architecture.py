@@ -166,7 +166,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
                                                                   "groups.witnesses"]]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
-        ["inputs.byte_streams", "inputs.blocks"],
+        ["inputs.byte_streams", "inputs.blocks", "inputs.record_ends"],
         ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin"], ["inputs.delimited"],
         ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"],

@@ -8,8 +8,8 @@ their size on disk (every file's ``stat`` when an incremental run compares them 
 bytes by its size alone when the caller can number the lines of each once the ranges before it are counted (the
 local engine's ``sign``), its lines then found and counted by the workers; other line files and stdin are read
 here in blocks and cut into chunks of whole lines (:mod:`dedup_cli.inputs.chunks`), CSV and TSV files into chunks
-of whole records (:mod:`dedup_cli.inputs.delimited`: where a record ends depends on the quotes before it, so only a
-pass from the file's start can tell), Parquet files into parts of rows. Which tasks there are depends on the
+of whole records (:mod:`dedup_cli.inputs.delimited`: where a CSV record ends depends on the quotes before it, so
+only a pass from the file's start can tell), Parquet files into parts of rows. Which tasks there are depends on the
 inputs alone, so the store is the same however many workers read them.
 """
 
@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import accumulate
 from typing import Any, BinaryIO
 
+from dedup_cli.errors import InputError
 from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, Position, Prefixed, compression, open_decompressed
 from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, NEWLINE, LineChunk, in_place_chunks, line_chunks
 from dedup_cli.inputs.delimited import TABLE_FORMATS, column_positions, parse_header, table_chunks
@@ -197,8 +198,8 @@ def file_pieces(source: Source, options: InputOptions, piece_bytes: int) -> list
     of a distributed engine; else (a compressed file, which can only be read from its start, stdin, an object
     store's file, a smaller one) the file itself.
 
-    The cuts are those :func:`plan_tasks` makes for any reader (whole lines; whole records, where the quotes
-    before them say a CSV/TSV record ends), found by reading the file once here: each piece carries its run of
+    The cuts are those :func:`plan_tasks` makes for any reader (whole lines; whole CSV/TSV records, where the quotes
+    before them say a CSV record ends), found by reading the file once here: each piece carries its run of
     chunks (``Source.chunks``), which know their first line's number, so a worker reads its piece alone and numbers
     its lines (``FILE:LINE`` ids, locations) as a reader of the whole file would. A file this reading cannot cut
     (read error, binary) stays whole, for the worker to read and report as it reads any file. InputError when a
@@ -291,22 +292,27 @@ def _in_place(source: Source, status: os.stat_result | None) -> bool:
 
 def _table_tasks(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
                  position: Position) -> Iterator[TableTask]:
-    """The chunks of whole records of a CSV or TSV file (or stdin) as tasks, cut where quotes say records end
+    """The chunks of whole records of a CSV or TSV file (or stdin) as tasks, cut where records end
     (:func:`dedup_cli.inputs.delimited.table_chunks`: this process reads the input once, the workers parse the
     records); a binary file is one task with nothing but its note. InputError when the header lacks a named
-    column."""
+    column or is not one record."""
     mtime_ns = status.st_mtime_ns if status is not None else 0
     head = stream.read(BINARY_SNIFF_BYTES)
     if b"\0" in head:
         yield TableTask(source, (), LineChunk(b"", 1), mtime_ns, position(), (("binary", source.display),), len(head))
         return
-    header: tuple[str, ...] = ()
-    header_bytes = done = 0
-    for chunk in table_chunks(stream, head, position, _in_place(source, status), CHUNK_BYTES, CHUNK_LINES):
-        if isinstance(chunk, bytes):
-            header, header_bytes = parse_header(chunk, source), len(chunk)
-            column_positions(header, source, options.text_field, options.id_field)
-            continue
+    chunks = table_chunks(stream, head, position, _in_place(source, status), CHUNK_BYTES, CHUNK_LINES, source.format)
+    try:
+        raw = next(chunks, None)  # the header comes first
+    except ValueError as error:  # the header runs to the end of the file inside a quoted field
+        raise InputError(f"{source.display}: its header is {error}") from None
+    if raw is None:
+        return
+    assert isinstance(raw, bytes)
+    header, header_bytes, done = parse_header(raw, source), len(raw), 0
+    column_positions(header, source, options.text_field, options.id_field)
+    for chunk in chunks:
+        assert isinstance(chunk, LineChunk)
         yield TableTask(source, header, chunk, mtime_ns, chunk.position - done, bytes_read=header_bytes)
         header_bytes, done = 0, chunk.position
 

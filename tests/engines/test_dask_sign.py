@@ -109,10 +109,11 @@ def test_csv_and_tsv_records_signed_as_the_local_engine_signs_them(engine: Engin
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     texts = [path.read_text() for path in sorted((SAMPLES / "devils-dictionary").glob("*.txt"))[:40]]
-    for name, separator in (("a.csv", ","), ("b.tsv", "\t")):
-        quoted = ['"' + text.replace('"', '""') + '"' for text in texts]  # newlines, quotes and commas inside
+    quoted = ['"' + text.replace('"', '""') + '"' for text in texts]  # CSV: newlines, quotes and commas inside
+    lines = [" ".join(text.split()) for text in texts]  # TSV: one line each, quotes as they are
+    for name, separator, fields in (("a.csv", ",", quoted), ("b.tsv", "\t", lines)):
         (corpus / name).write_text(f"n{separator}text\n" + "".join(f"{index}{separator}{text}\n"
-                                                                   for index, text in enumerate(quoted)))
+                                                                   for index, text in enumerate(fields)))
     local, remote = sign_both([str(corpus)], tmp_path, engine)
     assert local.read.documents == 80
     assert "a.csv:40" in read_store(tmp_path / "dask.parquet").ids

@@ -1,4 +1,6 @@
-"""CSV and TSV inputs: records found where quotes say they end, whatever the reads or the cuts; ids, skips, re-reads."""
+"""CSV and TSV inputs: records found where they end (for CSV, where the quotes at a field's start say), whatever the
+reads or the cuts, compared record by record with Python's csv module (CSV) and a split on newlines and tabs (TSV);
+ids, skips, re-reads."""
 
 from __future__ import annotations
 
@@ -50,8 +52,9 @@ def quoted_csv(records: int, seed: int) -> tuple[bytes, list[list[str]]]:
     return data, list(csv.reader(io.StringIO(data.decode(), newline="")))
 
 
-def _chunks(data: bytes, stream: Any, chunk_bytes: int, chunk_records: int) -> list[tuple[bytes, int]]:
-    got = list(table_chunks(stream, b"", lambda: 0, False, chunk_bytes, chunk_records))
+def _chunks(data: bytes, stream: Any, chunk_bytes: int, chunk_records: int, kind: str = "csv"
+            ) -> list[tuple[bytes, int]]:
+    got = list(table_chunks(stream, b"", lambda: 0, False, chunk_bytes, chunk_records, kind))
     assert isinstance(got[0], bytes)
     chunks = [chunk for chunk in got[1:] if isinstance(chunk, LineChunk)]
     assert b"".join([got[0], *(chunk.data for chunk in chunks)]) == data
@@ -64,13 +67,13 @@ def test_chunks_end_where_records_end_however_the_stream_is_read(seed: int) -> N
     whole = _chunks(data, io.BytesIO(data), 97, 7)
     assert len(whole) > 10  # cut many times, next to quoted newlines
     assert _chunks(data, Trickle(data, seed), 97, 7) == whole  # the cuts depend on the bytes alone
-    parsed = [row for chunk, _ in whole for record in split_records(chunk)
+    parsed = [row for chunk, _ in whole for record in split_records(chunk, "csv")[0]
               for row in csv.reader([record.decode()])]
     assert [["id", "text"], *parsed] == rows
     numbers = [first for _, first in whole]
-    counts = [len(split_records(chunk)) for chunk, _ in whole]
+    counts = [len(split_records(chunk, "csv")[0]) for chunk, _ in whole]
     assert numbers == [1 + sum(counts[:k]) for k in range(len(counts))]
-    assert [raw for _, raw in iter_raw_records(Trickle(data, seed + 1))] == split_records(data)
+    assert [raw for _, raw, _ in iter_raw_records(Trickle(data, seed + 1), "csv")] == split_records(data, "csv")[0]
 
 
 def read(paths: list[Path], **options: Any) -> tuple[list[Any], ReadReport]:
@@ -80,16 +83,15 @@ def read(paths: list[Path], **options: Any) -> tuple[list[Any], ReadReport]:
 
 def test_csv_and_tsv_records_with_ids_from_a_column_or_their_number(tmp_path: Path) -> None:
     (tmp_path / "c.csv").write_bytes(b'\xef\xbb\xbfid,text,n\r\na,"one, ""two""\nthree",1\r\n\r\nb\r\nc,four,2\r\n')
-    (tmp_path / "t.tsv").write_bytes(b'id\tbody\nx\t"tab\there"\ny\tplain')
+    (tmp_path / "t.tsv").write_bytes(b'id\tbody\nx\t"tab\there"\ny\tplain')  # TSV: quotes are plain
     documents, report = read([tmp_path / "c.csv"], id_field="id")
     assert [(d.id, d.text) for d in documents] == [("a", 'one, "two"\nthree'), ("c", "four")]
     assert report.malformed == [(f"{tmp_path / 'c.csv'} record 3", "no 'text' column (the record has 1 fields, "
                                  "the header 3)")]
     assert report.blank_lines == 1
     documents, _ = read([tmp_path / "t.tsv"], text_column="body")  # the Parquet spelling names any column
-    assert [(d.id, d.text) for d in documents] == [("t.tsv:1", "tab\there"), ("t.tsv:2", "plain")]
-    assert reread_documents([d.path for d in documents], [d.content_hash for d in documents]) == ["tab\there",
-                                                                                                  "plain"]
+    assert [(d.id, d.text) for d in documents] == [("t.tsv:1", '"tab'), ("t.tsv:2", "plain")]
+    assert reread_documents([d.path for d in documents], [d.content_hash for d in documents]) == ['"tab', "plain"]
     with raises_worded(InputError, r"c.csv has no column 'body' in its header \(its columns: 'id', 'text', 'n'\); "
                                    r"name the column with --text-field"):
         read([tmp_path / "c.csv"], text_field="body")
@@ -105,3 +107,11 @@ def test_empty_damaged_and_headless_tables(tmp_path: Path) -> None:
     documents, report = read([tmp_path / "damaged.csv.gz"], id_field="id")
     assert 100 < len(documents) < 3000 and report.unreadable[0][1].startswith("damaged gzip data")
     assert [d.text for d in documents] == [row[1] for row in rows[1 : len(documents) + 1]]
+
+
+def test_carriage_returns_end_a_csv_record_only_before_its_newline(tmp_path: Path) -> None:
+    (tmp_path / "r.csv").write_bytes(b'id,text\r\n1,a b"c\r\r\n2,x\ry\r\n3,"q\r"\r\n4,last\r')
+    documents, report = read([tmp_path / "r.csv"])
+    assert [(d.id, d.text) for d in documents] == [("r.csv:1", 'a b"c'), ("r.csv:3", "q\r"), ("r.csv:4", "last")]
+    assert report.malformed == [(f"{tmp_path / 'r.csv'} record 2",
+                                 "not one CSV record (a carriage return outside quotes); check its quotes")]
