@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_STORE := $(VENV)/demo-sigs.parquet
 
-.PHONY: demo test lint docs bench bench-corpora bench-scale bench-scale-100m bench-scaling bench-cluster corpora clean
+.PHONY: demo test soak lint docs bench bench-corpora bench-scale bench-scale-100m bench-scaling bench-cluster corpora clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,15 @@ $(OLDEST_VENV)/.installed: tests/oldest-requirements.txt
 # file's tests run in order in one process, so the Dask tests of a file share one cluster.
 test: $(VENV)/.installed-test $(OLDEST_VENV)/.installed
 	DEDUP_OLDEST_PYTHON=$(abspath $(OLDEST_VENV))/bin/python $(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+# The nightly store soaked: 30 nights of every kind of edit on 10^4 documents, signed into one store on each
+# engine, find and filter checked against exact truth every night (bench/soak.py; bench/RESULTS-soak.md). The short
+# version of the same simulation runs in make test (tests/engines/test_nightly_store.py).
+SOAK_NIGHTS ?= 30
+SOAK_DOCUMENTS ?= 10000
+soak: $(VENV)/.installed-test
+	$(BENCH_LOCK) $(BIN)/python bench/soak.py --nights $(SOAK_NIGHTS) --documents $(SOAK_DOCUMENTS) \
+		--out bench/RESULTS-soak.md
 
 lint: $(VENV)/.installed-lint
 	$(BIN)/ruff check dedup_cli tests

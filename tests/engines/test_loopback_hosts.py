@@ -186,7 +186,7 @@ def test_a_worker_killed_mid_sign_leaves_the_same_store(hosts: Hosts, tmp_path: 
     assert expected.returncode == 0, expected.stderr
     marker = tmp_path / "killed"
     with hosts.client() as client:
-        client.run(_kill_own_process_once, str(marker), "dedup_cli.engine.dask.sign", "sign_columns")
+        client.run(_kill_own_process_once, str(marker), "dedup_cli.engine.dask.sign", "sign_read_task")
     # The worker that takes the task dies signing it; the scheduler hands the task to the other host.
     signed = dedup("sign", str(corpus), "--id-field", "id", "-o", "dask.parquet", "-q", "--engine", "dask",
                    "--scheduler", hosts.address, cwd=tmp_path)
@@ -267,7 +267,7 @@ def test_a_scheduler_killed_mid_sign_ends_the_run_in_one_line_and_leaves_the_sto
     marker = tmp_path / "killed"
     with hosts.client() as client:
         client.run(_kill_scheduler_once, str(marker), hosts.scheduler.pid, "dedup_cli.engine.dask.sign",
-                   "sign_columns")
+                   "sign_read_task")
     cut_off = dedup("sign", str(corpus), "--id-field", "id", "-o", "store", "--engine", "dask", "--scheduler",
                     hosts.address, cwd=tmp_path)
     assert marker.exists() and hosts.scheduler.poll() is not None, cut_off.stderr
