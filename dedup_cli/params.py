@@ -16,6 +16,8 @@ from dedup_cli.options.checks import check_signature, check_tokenisation
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.options.vocabulary import (
     CHAR_TOKENISATION,
+    DEFAULT_NUM_PERM,
+    DEFAULT_STORED_BITS,
     DEFAULT_TOKENISATION,
     HALF_BIT,
     LEGACY_SHORT_DOCUMENTS,
@@ -71,21 +73,22 @@ class SignatureParams:
         """The parameters ``sign`` writes with ``options``: text, or integer sets over the input's universe.
 
         Word tokens are found as ``options.tokenisation`` says, else as the store's were (``stored``: its
-        parameters, when it exists and has word shingles), else as Unicode words.
+        parameters, when it exists and has word shingles), else as Unicode words. k and B are the options', else
+        the store's, else a new store's defaults (:data:`DEFAULT_NUM_PERM` values of :data:`DEFAULT_STORED_BITS`).
         """
+        num_perm, bits = _layout(options, stored)
         # A store keeps its rule for short documents (sets have none: w = 1), so that its documents stay comparable.
         short = stored.short_documents if stored is not None else SHORT_DOCUMENTS
         if options.input.input_format == "sets":
             assert options.input.universe is not None  # InputOptions requires it
-            return dataclasses.replace(cls.for_sets(options.input.universe, num_perm=options.num_perm,
-                                                    bits=float(options.bits), seed=options.seed), short_documents=short)
+            return dataclasses.replace(cls.for_sets(options.input.universe, num_perm=num_perm, bits=bits,
+                                                    seed=options.seed), short_documents=short)
         tokenisation = options.tokenisation or ""  # empty: the unit's default
         if options.shingle_unit == "word" and options.tokenisation is None and stored is not None \
                 and stored.input_kind == "text" and stored.shingle_unit == "word":
             tokenisation = stored.tokenisation
-        xor = options.bits == HALF_BIT
-        return cls(num_perm=options.num_perm // 2 if xor else options.num_perm,
-                   bits=1 if xor else int(float(options.bits)),
+        xor = bits == HALF_BIT
+        return cls(num_perm=num_perm // 2 if xor else num_perm, bits=1 if xor else int(bits),
                    seed=options.seed, shingle_size=options.shingle_size, shingle_unit=options.shingle_unit,
                    scheme=options.scheme, tokenisation=tokenisation, xor_pairs=xor, short_documents=short)
 
@@ -149,3 +152,14 @@ class SignatureParams:
             for name, value in self.to_dict().items()
             if getattr(other, name) != value
         ]
+
+
+def _layout(options: SignOptions, stored: SignatureParams | None) -> tuple[int, float]:
+    """The k (permutations) and B (1/2: XOR bits) ``sign`` writes: as asked, else the store's, else a new store's
+    defaults."""
+    num_perm, bits = options.num_perm, options.bits
+    if stored is not None:
+        num_perm = stored.permutations if num_perm is None else num_perm
+        bits = stored.stored_bits if bits is None else bits
+    return (DEFAULT_NUM_PERM if num_perm is None else num_perm,
+            float(DEFAULT_STORED_BITS if bits is None else bits))

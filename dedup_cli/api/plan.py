@@ -23,6 +23,7 @@ from dedup_cli.candidates.banding import (
     Banding,
     BandingChoice,
     candidate_probability,
+    cheapest_layout,
     required_num_perm,
     resolve_banding,
     row_agreement_probability,
@@ -277,9 +278,11 @@ def _count(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def banding_warnings(choice: BandingChoice, threshold: float, num_perm: int, flag: Callable[[str], str]) -> list[str]:
+def banding_warnings(choice: BandingChoice, threshold: float, num_perm: int, flag: Callable[[str], str],
+                     stored_bits: float | None = None, bits: float = 2) -> list[str]:
     """What a banding fails to promise for its corpus (recall at R0, or chance candidates within
-    :data:`CHANCE_FRACTION` of the documents) and the k that would keep both, options named by ``flag``."""
+    :data:`CHANCE_FRACTION` of the documents) and the cheapest store that keeps both (:func:`layout_fix`), options
+    named by ``flag``; ``stored_bits`` and ``bits`` are the store's B and the estimator's b."""
     banding, documents = choice.banding, choice.documents
     shape = f"{banding.bands}×{banding.rows} bands"
     if documents is None or (choice.meets_budget and choice.meets_recall):
@@ -291,15 +294,42 @@ def banding_warnings(choice: BandingChoice, threshold: float, num_perm: int, fla
         return [f"{flag('bands')} {banding.bands} × {flag('rows')} {banding.rows} expect about {chance} candidates "
                 f"between unrelated documents among {documents:,} (more than {CHANCE_FRACTION:g} per document); "
                 "leave them out to choose a banding for the corpus size"]
-    needs = (f"sign with {flag('num_perm')} {choice.required_num_perm} or more" if choice.required_num_perm
-             else f"no {flag('num_perm')} up to {MAX_NUM_PERM} can")
+    band_bits = banding.band_bits if stored_bits is None else stored_bits
+    needs = layout_fix(threshold, choice.recall_target, documents, num_perm, band_bits, bits, flag)
     if not choice.meets_recall:
         return [f"recall at R0 = {threshold:g} is {recall_text(choice.recall, choice.recall_target)} ({shape}), "
                 "below the target "
                 f"{choice.recall_target:g}: no banding of k = {num_perm} values reaches it; {needs}"]
-    return [f"k = {num_perm} values are too few to keep chance candidates within {CHANCE_FRACTION:g} per document "
-            f"at {documents:,} documents with recall {choice.recall_target:g} at R0 = {threshold:g}: {shape} expect "
-            f"about {chance} candidates between unrelated documents; {needs}, or raise {flag('threshold')}"]
+    return [f"{_layout_name(num_perm, band_bits)} are too few to keep chance candidates within "
+            f"{CHANCE_FRACTION:g} per document at {documents:,} documents with recall {choice.recall_target:g} at "
+            f"R0 = {threshold:g}: {shape} expect about {chance} candidates between unrelated documents; {needs}, "
+            f"or raise {flag('threshold')}"]
+
+
+def _layout_name(num_perm: int, stored_bits: float) -> str:
+    return f"k = {num_perm} values of {'XOR bits' if is_half_bit(stored_bits) else f'{stored_bits:g} bits'}"
+
+
+def layout_fix(threshold: float, recall: float, documents: int, num_perm: int, stored_bits: float, bits: float,
+               flag: Callable[[str], str]) -> str:
+    """The cheapest store that keeps both the recall at R0 and the chance budget at ``documents`` documents
+    (:func:`dedup_cli.candidates.banding.cheapest_layout`), as ``sign`` options, with its bytes a document and the
+    memory ``find`` then needs; or that none does."""
+    layout = None if is_half_bit(stored_bits) else cheapest_layout(threshold, recall, documents, num_perm, stored_bits)
+    if layout is None:
+        return f"no store of up to {MAX_NUM_PERM} values of 8, 16 or 32 bits can; use a lower {flag('recall')}"
+    now = _signature_bytes(num_perm, stored_bits)
+    cost = ("as now" if layout.signature_bytes == now else f"{layout.signature_bytes / now:.2g}× now")
+    estimator = min(bits, layout.stored_bits) if not is_half_bit(bits) else 2
+    fixed = plan(PlanOptions(threshold=threshold, bits=estimator, num_perm=layout.num_perm,
+                             stored_bits=layout.stored_bits, recall=recall, docs=documents, jobs=1))
+    memory = f"; find then needs about {_gigabytes(fixed.memory_peak_bytes)} at -j 1" if fixed.memory_peak_bytes else ""
+    return (f"sign into a new store with {flag('bits')} {layout.stored_bits} {flag('num_perm')} {layout.num_perm} "
+            f"({layout.signature_bytes} signature bytes a document, {cost}{memory})")
+
+
+def _gigabytes(size: float | None) -> str:
+    return f"{(size or 0) / 1e9:.3g} GB"
 
 
 # The b whose storage factors ``plan`` compares (besides the plan's own b): b = 1/2 beside the usual whole ones.
@@ -396,7 +426,7 @@ def _plan_warnings(options: PlanOptions, choice: BandingChoice, stored_bits: flo
                else f"no banding of k = {values} values reaches it; {_needs(threshold, stored_bits, recall)}")
         warnings.append(f"recall at R0 = {threshold:g} is {recall_text(at_threshold, recall)}, below the target "
                         f"{recall:g}; {fix}")
-    warnings += banding_warnings(choice, threshold, values, _flag)
+    warnings += banding_warnings(choice, threshold, values, _flag, stored_bits, float(options.bits))
     if unrelated > 0.01 and is_half_bit(stored_bits):
         warnings.append(
             f"{unrelated:.1%} of unrelated pairs (R = 0) become candidates: XOR bits agree by chance half the time; "

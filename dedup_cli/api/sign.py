@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dedup_cli.candidates.banding import layout_for_documents
 from dedup_cli.engine.engines import engine_for, input_sources
 from dedup_cli.engine.progress import Advance, InputProgress
 from dedup_cli.errors import InputError, OptionError, StoreError, UsageError
@@ -93,8 +94,10 @@ def sign(
     started = time.perf_counter()
     options = SignOptions() if options is None else options
     output = default_store(store)
-    # A store keeps the tokenisation it was signed with unless the options name one (then they must agree).
-    params = SignatureParams.from_options(options, stored_params(output))
+    # A store keeps the tokenisation it was signed with unless the options name one (then they must agree), and
+    # its k and B; a new one takes them for the corpus size it is told, else the defaults.
+    stored = stored_params(output)
+    params = SignatureParams.from_options(_laid_out(options, stored), stored)
     report = SignReport(store=output)
     index: DocumentIndex | None = None
     seen: list[str] = []  # ids this run read or found unchanged: the others are what a prune removes
@@ -146,6 +149,16 @@ def sign(
     report.run = run.record
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _laid_out(options: SignOptions, stored: SignatureParams | None) -> SignOptions:
+    """``options`` with a new store's k and B chosen for ``options.docs`` documents where not given
+    (:func:`dedup_cli.candidates.banding.layout_for_documents`)."""
+    if stored is not None or options.docs is None or (options.num_perm is not None and options.bits is not None):
+        return options
+    layout = layout_for_documents(options.docs)
+    return dataclasses.replace(options, num_perm=layout.num_perm if options.num_perm is None else options.num_perm,
+                               bits=layout.stored_bits if options.bits is None else options.bits)
 
 
 def _check_prune(removed: int, stored: int, output: str, forced: bool, prune: bool) -> None:

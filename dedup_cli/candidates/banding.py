@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from dedup_cli.options.vocabulary import (
+    DEFAULT_NUM_PERM,
+    DEFAULT_STORED_BITS,
     HALF_BIT,
     MAX_NUM_PERM,  # no larger k is ever recommended
 )
@@ -167,6 +169,60 @@ def required_num_perm(threshold: float, band_bits: float, recall: float, documen
                                                                  chance_fraction * documents):
             best = int(needed) * rows if best is None else min(best, int(needed) * rows)
     return best
+
+
+LAYOUT_BITS = (8, 16, 32)
+"""The stored bits a store layout is chosen among: whole bytes, which band keys and the estimators read without
+unpacking bits (any B from 1 to 64 can be asked for)."""
+
+
+@dataclass(frozen=True)
+class StoreLayout:
+    """A store's k values of B bits each."""
+
+    num_perm: int
+    stored_bits: int
+
+    @property
+    def signature_bytes(self) -> int:
+        return (self.num_perm * self.stored_bits + 7) // 8
+
+
+def cheapest_layout(threshold: float, recall: float, documents: int | None, num_perm: int,
+                    stored_bits: float) -> StoreLayout | None:
+    """The cheapest store that serves ``recall`` at R0 with at most :data:`CHANCE_FRACTION` chance candidates a
+    document among ``documents``, for a store of ``num_perm`` values of ``stored_bits`` bits that does not: the
+    fewest signature bytes among the same bytes in wider values (fewer of them, at least the banding's), the same
+    values wider, and more values as wide (:func:`required_num_perm` each); ties to more values, whose estimate is
+    the more precise. None when none of :data:`LAYOUT_BITS` up to 2^16 values does."""
+    now = StoreLayout(num_perm, math.ceil(stored_bits))
+    found: list[StoreLayout] = []
+    for bits in LAYOUT_BITS:
+        needed = required_num_perm(threshold, bits, recall, documents)
+        if needed is None:
+            continue
+        if bits > stored_bits:
+            same_bytes = now.signature_bytes * 8 // bits
+            found += [StoreLayout(same_bytes, bits)] if same_bytes >= needed else []
+            found += [StoreLayout(num_perm, bits)] if num_perm >= needed else []
+        if bits >= stored_bits:
+            found.append(StoreLayout(max(needed, num_perm), bits))
+    return min(found, key=lambda layout: (layout.signature_bytes, -layout.num_perm), default=None)
+
+
+def layout_for_documents(documents: int, threshold: float = 0.5, recall: float = 0.99) -> StoreLayout:
+    """A new store's layout for about ``documents`` documents (``sign --docs``): the most values that fit in the
+    default's signature bytes (256) with a banding that serves ``find --threshold`` R0 (0.5 by default: higher
+    thresholds need fewer rows) within the chance budget, the narrowest values first, as they give the most values:
+    256 of 8 bits up to about 10^5 documents, then 128 of 16 bits (enough at R0 0.5 to 10^10 and beyond). When
+    none fits, the cheapest layout that does (:func:`cheapest_layout`)."""
+    default = StoreLayout(DEFAULT_NUM_PERM, DEFAULT_STORED_BITS)
+    for bits in LAYOUT_BITS:
+        num_perm = default.signature_bytes * 8 // bits
+        needed = required_num_perm(threshold, bits, recall, documents)
+        if needed is not None and needed <= num_perm:
+            return StoreLayout(num_perm, bits)
+    return cheapest_layout(threshold, recall, documents, default.num_perm, default.stored_bits) or default
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,9 @@ from dedup_cli.options.checks import counted, text_option_for_sets
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.signing import TEXT_OPTIONS, SignOptions
 from dedup_cli.options.vocabulary import (
+    DEFAULT_NUM_PERM,
     DEFAULT_STORE,
+    DEFAULT_STORED_BITS,
     MAX_NUM_PERM,
     MAX_SEED,
     MAX_SET_UNIVERSE,
@@ -60,10 +62,16 @@ from dedup_cli.options.vocabulary import (
                    "letter is a token, so is a run of katakana; combining marks stay in their word) or w-runs "
                    "(runs of \\w, as stores signed before had).  [default: the store's, else unicode-words]")
 @click.option("--num-perm", "-k", type=click.IntRange(1, MAX_NUM_PERM), default=SignOptions.num_perm,
-              help="Minwise hash values per document (k).")
+              help=f"Minwise hash values per document (k).  [default: the store's; a new store: {DEFAULT_NUM_PERM}, "
+                   "or chosen for --docs]")
 @click.option("--bits", "-b", type=ESTIMATOR_BITS, default=SignOptions.bits,
-              help="Lowest bits kept of each value; find can use any --bits up to this.  1/2: keep only the XOR "
-                   "of the lowest bits of permutations j and j + k/2 (k/2 bits a document), for --bits 1/2 alone.")
+              help="Lowest bits kept of each value; find can use any --bits up to this, and bands on all of them.  "
+                   "1/2: keep only the XOR of the lowest bits of permutations j and j + k/2 (k/2 bits a document), "
+                   f"for --bits 1/2 alone.  [default: the store's; a new store: {DEFAULT_STORED_BITS}, or chosen for "
+                   "--docs]")
+@click.option("--docs", type=click.IntRange(1), default=SignOptions.docs, metavar="N",
+              help="The documents a new store is expected to hold: its --num-perm and --bits are chosen so that "
+                   "find serves them (256 values of 8 bits below about 10^5 documents, else 128 of 16).")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=SignOptions.seed, help="Seed of the hash family.")
 @click.option("--scheme", type=click.Choice(SIGNATURE_SCHEMES), default=SignOptions.scheme,
               help="kperm: k independent hash functions; oph: one permutation in k bins, densified.")

@@ -152,7 +152,9 @@ def find_warnings(result: FindResult, flag: Flag) -> list[str]:
     if result.banding_choice is not None:
         from dedup_cli.api.plan import banding_warnings  # here: sign's summary must not import plan
 
-        lines += banding_warnings(result.banding_choice, result.threshold, result.store.params.num_perm, flag)
+        params = result.store.params
+        lines += banding_warnings(result.banding_choice, result.threshold, params.permutations, flag,
+                                  params.stored_bits, result.bits)
     return lines + _keep_field_lines(result.keep_field_problems)
 
 

@@ -19,7 +19,7 @@ from dedup_cli.options.checks import (
     threshold_value,
     whole_number,
 )
-from dedup_cli.options.vocabulary import HALF_BIT, MAX_NUM_PERM
+from dedup_cli.options.vocabulary import DEFAULT_NUM_PERM, DEFAULT_STORED_BITS, HALF_BIT, MAX_NUM_PERM
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ class PlanOptions:
 
     threshold: float = 0.5
     bits: float | str = 2
-    num_perm: int = 256
-    stored_bits: float | str = 8
+    num_perm: int = DEFAULT_NUM_PERM
+    stored_bits: float | str = DEFAULT_STORED_BITS
     recall: float = 0.99
     docs: int | None = None
     bands: int | None = None

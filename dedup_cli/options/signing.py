@@ -17,7 +17,14 @@ from dedup_cli.options.checks import (
 )
 from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.options.input_options import InputOptions
-from dedup_cli.options.vocabulary import HALF_BIT, SIGNING_KERNELS, TEXT_UNIVERSE, WORD_TOKENISATIONS
+from dedup_cli.options.vocabulary import (
+    DEFAULT_NUM_PERM,
+    DEFAULT_STORED_BITS,
+    HALF_BIT,
+    SIGNING_KERNELS,
+    TEXT_UNIVERSE,
+    WORD_TOKENISATIONS,
+)
 
 TEXT_OPTIONS = ("shingle_size", "shingle_unit", "tokenisation", "scheme")
 """The options of :class:`SignOptions` that apply to text only, not to integer sets."""
@@ -40,10 +47,14 @@ class SignOptions:
             Thai, Lao, Khmer and Myanmar one token each, combining marks kept in their word; otherwise runs of
             ``\\w``) or ``w-runs`` (runs of ``\\w`` only, as stores signed before ``unicode-words`` were);
             None: the store's, or ``unicode-words`` for a new store.
-        num_perm: k, minwise values per document.
+        num_perm: k, minwise values per document; None: the store's, or for a new store :data:`DEFAULT_NUM_PERM`
+            (chosen for ``docs`` when given).
         bits: B, the lowest bits kept of each value (``find`` may use any b ≤ B); or 1/2 (``"1/2"``, ``0.5``): keep
             only the XOR of the lowest bits of permutations j and j + k/2, k/2 bits a document (Li & König 2010,
-            Sec. 5.3), a store that answers only b = 1/2.
+            Sec. 5.3), a store that answers only b = 1/2. None: the store's, or for a new store
+            :data:`DEFAULT_STORED_BITS` (chosen for ``docs`` when given).
+        docs: the number of documents the store is expected to hold: a new store's k and B are then chosen for it
+            (:func:`dedup_cli.candidates.banding.layout_for_documents`), where not given.
         seed: the hash family's seed; stores with different seeds are not comparable.
         scheme: ``oph`` (one permutation in k bins, densified) or ``kperm`` (k hash functions).
         jobs: worker processes of the local engine (0: one per core); the store is the same whatever the number.
@@ -63,8 +74,9 @@ class SignOptions:
     shingle_size: int = 5
     shingle_unit: str = "word"
     tokenisation: str | None = None
-    num_perm: int = 256
-    bits: float | str = 8
+    num_perm: int | None = None
+    bits: float | str | None = None
+    docs: int | None = None
     seed: int = 1
     scheme: str = "oph"
     jobs: int = 0
@@ -82,12 +94,16 @@ class SignOptions:
             for name in TEXT_OPTIONS:
                 if getattr(self, name) != defaults[name].default:
                     raise text_option_for_sets(name, getattr(self, name))
-        set_fields(self, bits=estimator_bits(self.bits))
-        if self.bits == HALF_BIT and (isinstance(self.num_perm, bool) or not isinstance(self.num_perm, int)
-                                      or self.num_perm % 2):
-            raise OptionError("num_perm", self.num_perm, "{bits} 1/2 combines the permutations in pairs; use an even "
+        if self.bits is not None:
+            set_fields(self, bits=estimator_bits(self.bits))
+        if self.docs is not None:
+            set_fields(self, docs=at_least("docs", self.docs, 1))
+        num_perm = DEFAULT_NUM_PERM if self.num_perm is None else self.num_perm
+        if self.bits == HALF_BIT and (isinstance(num_perm, bool) or not isinstance(num_perm, int) or num_perm % 2):
+            raise OptionError("num_perm", num_perm, "{bits} 1/2 combines the permutations in pairs; use an even "
                               "{num_perm}")
-        check_signature(self.num_perm, 1 if self.bits == HALF_BIT else self.bits, self.seed, self.shingle_size,
+        bits = DEFAULT_STORED_BITS if self.bits is None else 1 if self.bits == HALF_BIT else self.bits
+        check_signature(num_perm, bits, self.seed, self.shingle_size,
                         self.shingle_unit,
                         "kperm" if sets else self.scheme, self.input.universe if sets else TEXT_UNIVERSE,
                         "sets" if sets else "text")

@@ -42,6 +42,11 @@ MAX_STORED_BITS = 64
 # Wherever a b is passed along it is this float; the command line spells it 1/2 or 0.5.
 HALF_BIT = 0.5
 MAX_NUM_PERM = 1 << 16
+DEFAULT_NUM_PERM = 128
+DEFAULT_STORED_BITS = 16
+"""A new store's layout when ``sign`` names none: 128 values of 16 bits, 256 bytes a document. Band keys of three
+16-bit rows (48 bits) keep the chance candidates of ``find --threshold 0.5`` under 0.1 a document up to 10^10
+documents, where 256 values of 8 bits (24-bit keys, the layout before) pass that at 10^5 (docs/scaling.md)."""
 TEXT_UNIVERSE = 1 << 64  # hashed shingles live in 2^64
 MAX_SET_UNIVERSE = 1 << 62  # integer sets: the Feistel permutations' largest domain
 MAX_SEED = (1 << 63) - 1
