@@ -277,10 +277,11 @@ def find_triples(
 
 
 def triples_at_threshold(values: np.ndarray, candidates: np.ndarray, r: np.ndarray, threshold: float, bits: int,
-                         level: float = 0.95) -> ScoredTriples:
-    """The candidate triples (int64[t, 3]) scored, those with R̂ ≥ R0 sorted by descending estimate, then by
-    documents (the second half of :func:`find_triples`)."""
-    accepted = score_triples(values, candidates, r, bits, level, threshold=threshold)
+                         level: float = 0.95, straddling: bool = False) -> ScoredTriples:
+    """The candidate triples (int64[t, 3]) scored, those with R̂ ≥ R0 (with ``straddling``, and those below whose
+    interval reaches R0: the ones an exact check may accept) sorted by descending estimate, then by documents (the
+    second half of :func:`find_triples`)."""
+    accepted = score_triples(values, candidates, r, bits, level, threshold=threshold, straddling=straddling)
     order = np.lexsort((accepted.docs[:, 2], accepted.docs[:, 1], accepted.docs[:, 0], -accepted.estimate))
     return accepted.select(order)
 
@@ -433,7 +434,8 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
                                        floor=plan.triple_floor)
         checks = TripleChecks(store, values, r, int(bits), threshold, options.verify,
                               candidates.shape[0] if triple_candidates is None else triple_candidates, sets)
-        found_triples = triples_at_threshold(values, candidates, r, threshold, int(bits))
+        found_triples = triples_at_threshold(values, candidates, r, threshold, int(bits),
+                                             straddling=options.verify != "none")
         if aliases.size:
             found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new is not None:
