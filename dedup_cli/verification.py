@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.estimates.exact import FlatSets, flat_pair_resemblances, flat_triple_resemblances
+from dedup_cli.estimates.exact import FlatSets, Split, flat_pair_resemblances, flat_triple_resemblances
 from dedup_cli.inputs.reread import reread_documents
 from dedup_cli.inputs.sets import reread_sets
 from dedup_cli.options.vocabulary import VERIFY_MODES
@@ -70,14 +70,16 @@ class ExactSets:
             them, about equal in shingles), or None to read them here; the sets are the same either way.
         workers: how many shares at most; share: the fewest documents a share holds (fewer shares when there are
             fewer documents).
+        split: how the lookups of the pairs and triples checked may be shared by workers, or None (here).
     """
 
     def __init__(self, store: StoredSignatures, mapper: Mapper | None = None, workers: int = 1,
-                 share: int = 1) -> None:
+                 share: int = 1, split: Split | None = None) -> None:
         self.store = store
         self.mapper = mapper
         self.workers = workers
         self.share = max(1, share)
+        self.split = split
         self.rows = np.empty(0, dtype=np.int64)  # ascending
         self.sets = FlatSets.joined([])
 
@@ -117,7 +119,7 @@ def verify_pairs(store: StoredSignatures, first: np.ndarray, second: np.ndarray,
     flat_pair_resemblances`); each document is read once, and not at all when ``sets`` holds it already."""
     sets = ExactSets(store) if sets is None else sets
     held, places = sets.of(np.concatenate([first, second]))
-    exact = flat_pair_resemblances(held, places[: first.size], places[first.size :])
+    exact = flat_pair_resemblances(held, places[: first.size], places[first.size :], sets.split)
     return Verification(exact=exact, checked=int(np.count_nonzero(~np.isnan(exact))),
                         unverifiable_documents=sets.unverifiable(np.concatenate([first, second])))
 
@@ -129,7 +131,7 @@ def verify_triples(store: StoredSignatures, docs: np.ndarray, sets: ExactSets | 
     sets = ExactSets(store) if sets is None else sets
     docs = np.asarray(docs, dtype=np.int64).reshape(-1, 3)
     held, places = sets.of(docs.reshape(-1))
-    exact = flat_triple_resemblances(held, places.reshape(-1, 3))
+    exact = flat_triple_resemblances(held, places.reshape(-1, 3), sets.split)
     return Verification(exact=exact, checked=int(np.count_nonzero(~np.isnan(exact))),
                         unverifiable_documents=sets.unverifiable(docs.reshape(-1)))
 

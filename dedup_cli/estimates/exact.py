@@ -5,7 +5,7 @@ R = |A ∩ B| / |A ∪ B| (Li & König 2010, Sec. 1), or |A ∩ B ∩ C| / |A �
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,11 +183,15 @@ class _Lookup:
         owners = np.repeat(np.arange(len(sets), dtype=np.uint64), sets.sizes)
         self.keys = (owners << self.bits) | (sets.values >> self.shift)
 
-    def contains(self, targets: np.ndarray, elements: np.ndarray) -> np.ndarray:
-        """bool[q]: whether ``elements[j]`` (uint64) is in set ``targets[j]`` (int64)."""
+    def base(self, targets: np.ndarray) -> np.ndarray:
+        """uint64[m]: the part of the keys that names each of the sets ``targets`` (int64[m])."""
+        return targets.astype(np.uint64) << self.bits
+
+    def contains(self, bases: np.ndarray, elements: np.ndarray) -> np.ndarray:
+        """bool[q]: whether ``elements[j]`` (uint64) is in the set whose :meth:`base` is ``bases[j]``."""
         if self.keys.size == 0:
             return np.zeros(elements.size, dtype=bool)
-        wanted = (targets.astype(np.uint64) << self.bits) | (elements >> self.shift)
+        wanted = bases | (elements >> self.shift)
         at = np.searchsorted(self.keys, wanted)
         np.minimum(at, self.keys.size - 1, out=at)
         same_key = self.keys[at] == wanted
@@ -207,35 +211,71 @@ class _Lookup:
         return found
 
 
+Mapper = Callable[[Callable[[tuple[int, int]], np.ndarray], Sequence[tuple[int, int]]], Iterable[np.ndarray]]
+"""``mapper(count, tasks)``: ``count(task)`` of each task, in task order (an engine's workers)."""
+
+
+@dataclass(frozen=True)
+class Split:
+    """How the lookups of many pairs or triples may be shared: ``mapper`` runs contiguous runs of them (at most
+    ``parts``, each of ``least`` elements looked up at least) where it likes, typically in forked workers that
+    inherit the sets and their keys. The counts are the same whoever computes them."""
+
+    mapper: Mapper
+    parts: int
+    least: int = 1
+
+
+def _contained_split(sets: FlatSets, lookup: _Lookup, source: np.ndarray, targets: Sequence[np.ndarray],
+                     split: Split | None) -> np.ndarray:
+    """:func:`_contained`, in runs of the pairs or triples of about equal work when ``split`` says so."""
+    lengths = sets.sizes[source]
+    total = int(lengths.sum())
+    parts = 1 if split is None else min(split.parts, total // max(1, split.least))
+    if split is None or parts <= 1:
+        return _contained(sets, lookup, source, targets)
+    weights = np.cumsum(lengths)
+    cuts = np.searchsorted(weights, total * np.arange(1, parts) / parts).tolist()
+    bounds = [(start, stop) for start, stop in zip([0, *cuts], [*cuts, source.size], strict=True) if stop > start]
+
+    def count(bound: tuple[int, int]) -> np.ndarray:
+        start, stop = bound
+        return _contained(sets, lookup, source[start:stop], [target[start:stop] for target in targets])
+
+    return np.concatenate(list(split.mapper(count, bounds)))
+
+
 def _contained(sets: FlatSets, lookup: _Lookup, source: np.ndarray, targets: Sequence[np.ndarray]) -> np.ndarray:
     """int64[m]: how many elements of set ``source[p]`` are in every set ``targets[t][p]``, in batches of about
     :data:`_QUERIES_PER_BATCH` elements."""
-    lengths = sets.sizes[source]
     counts = np.zeros(source.size, dtype=np.int64)
+    filled = np.flatnonzero(sets.sizes[source] > 0)  # an empty source has nothing in common with anything
+    lengths = sets.sizes[source[filled]]
     weights = np.cumsum(lengths)
     begin = 0
-    while begin < source.size:
+    while begin < filled.size:
         before = int(weights[begin - 1]) if begin else 0
         end = max(begin + 1, int(np.searchsorted(weights, before + _QUERIES_PER_BATCH, side="right")))
-        batch = np.arange(begin, end)
-        elements = sets.values[_ragged_positions(sets.offsets[source[batch]], lengths[batch])]
-        owner = np.repeat(np.arange(batch.size), lengths[batch])
-        inside = np.ones(elements.size, dtype=bool)
+        batch, runs = filled[begin:end], lengths[begin:end]
+        elements = sets.values[_ragged_positions(sets.offsets[source[batch]], runs)]
+        inside = None
         for target in targets:
-            inside &= lookup.contains(target[batch][owner], elements)
-        counts[batch] = np.bincount(owner[inside], minlength=batch.size)
+            found = lookup.contains(np.repeat(lookup.base(target[batch]), runs), elements)
+            inside = found if inside is None else inside & found
+        assert inside is not None
+        counts[batch] = np.add.reduceat(inside, np.r_[0, np.cumsum(runs)[:-1]], dtype=np.int64)
         begin = end
     return counts
 
 
 def intersection_sizes(sets: FlatSets, first: np.ndarray, second: np.ndarray,
-                       classes: np.ndarray | None = None) -> np.ndarray:
+                       classes: np.ndarray | None = None, split: Split | None = None) -> np.ndarray:
     """|S_first[p] ∩ S_second[p]| of many pairs at once: int64[m] (0 where a set is unknown).
 
     Pairs of equal sets (:func:`equal_set_classes`, or ``classes`` computed before) are |S|, and pairs of the same
     two classes are counted once; for each remaining pair the elements of the smaller set are looked up in the
     larger one (:class:`_Lookup`). Cost: about one binary search per element of the smaller sets of the distinct
-    pairs of classes.
+    pairs of classes; with ``split``, shared as it says.
     """
     first = np.asarray(first, dtype=np.int64)
     second = np.asarray(second, dtype=np.int64)
@@ -255,14 +295,16 @@ def intersection_sizes(sets: FlatSets, first: np.ndarray, second: np.ndarray,
         a, b = left[different], right[different]
         smaller = np.where(sizes[a] <= sizes[b], a, b)
         larger = np.where(sizes[a] <= sizes[b], b, a)
-        counts[different] = _contained(sets, _Lookup(sets), smaller, [larger])
+        counts[different] = _contained_split(sets, _Lookup(sets), smaller, [larger], split)
     shared[usable] = counts[inverse.reshape(-1)]
     return shared
 
 
-def flat_pair_resemblances(sets: FlatSets, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+def flat_pair_resemblances(sets: FlatSets, first: np.ndarray, second: np.ndarray,
+                           split: Split | None = None) -> np.ndarray:
     """R = |A ∩ B| / |A ∪ B| = a / (f_1 + f_2 − a) of each pair (sets[first[p]], sets[second[p]]): float64[m],
-    NaN where a set is unknown or both are empty (Li & König 2010, Sec. 1)."""
+    NaN where a set is unknown or both are empty (Li & König 2010, Sec. 1); the lookups shared as ``split``
+    says."""
     first = np.asarray(first, dtype=np.int64)
     second = np.asarray(second, dtype=np.int64)
     result = np.full(first.size, np.nan)
@@ -270,18 +312,18 @@ def flat_pair_resemblances(sets: FlatSets, first: np.ndarray, second: np.ndarray
     todo = np.flatnonzero(sets.known[first] & sets.known[second] & (sizes[first] + sizes[second] > 0))
     if todo.size:
         a, b = first[todo], second[todo]
-        shared = intersection_sizes(sets, a, b)
+        shared = intersection_sizes(sets, a, b, split=split)
         result[todo] = shared / (sizes[a] + sizes[b] - shared)
     return result
 
 
-def flat_triple_resemblances(sets: FlatSets, docs: np.ndarray) -> np.ndarray:
+def flat_triple_resemblances(sets: FlatSets, docs: np.ndarray, split: Split | None = None) -> np.ndarray:
     """R = |A ∩ B ∩ C| / |A ∪ B ∪ C| of each triple (rows of int[t, 3] positions in ``sets``): float64[t], NaN
     where a set is unknown or all three are empty (Li, König & Gui 2010, eq. 3).
 
     |A ∪ B ∪ C| = |A| + |B| + |C| − |A ∩ B| − |A ∩ C| − |B ∩ C| + |A ∩ B ∩ C| (inclusion–exclusion), the pairwise
     intersections by :func:`intersection_sizes` and the triple one by looking the smallest set's elements up in
-    the other two.
+    the other two; the lookups shared as ``split`` says.
     """
     docs = np.asarray(docs, dtype=np.int64).reshape(-1, 3)
     result = np.full(docs.shape[0], np.nan)
@@ -292,8 +334,9 @@ def flat_triple_resemblances(sets: FlatSets, docs: np.ndarray) -> np.ndarray:
     rows = docs[todo]
     ranked = np.take_along_axis(rows, np.argsort(sizes[rows], axis=1, kind="stable"), axis=1)
     classes = equal_set_classes(sets)
-    pairwise = sum(intersection_sizes(sets, rows[:, i], rows[:, j], classes) for i, j in ((0, 1), (0, 2), (1, 2)))
-    shared = _contained(sets, _Lookup(sets), ranked[:, 0], [ranked[:, 1], ranked[:, 2]])
+    pairwise = sum(intersection_sizes(sets, rows[:, i], rows[:, j], classes, split)
+                   for i, j in ((0, 1), (0, 2), (1, 2)))
+    shared = _contained_split(sets, _Lookup(sets), ranked[:, 0], [ranked[:, 1], ranked[:, 2]], split)
     union = sizes[rows].sum(axis=1) - pairwise + shared
     result[todo] = shared / union
     return result

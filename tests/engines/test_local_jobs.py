@@ -30,7 +30,8 @@ from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import create_store
 
 CORPORA = Path(__file__).resolve().parents[2] / "sample_corpora"
-SHARES = ("BANDED_DOCUMENTS", "COMPARED_DOCUMENTS", "READ_DOCUMENTS", "SCORED_PAIRS", "CHECKED_DOCUMENTS")
+SHARES = ("BANDED_DOCUMENTS", "COMPARED_DOCUMENTS", "READ_DOCUMENTS", "SCORED_PAIRS", "CHECKED_DOCUMENTS",
+          "CHECKED_ELEMENTS")
 
 
 @pytest.fixture(autouse=True)

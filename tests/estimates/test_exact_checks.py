@@ -14,6 +14,7 @@ from dedup_cli.cli.main import cli
 from dedup_cli.estimates import exact
 from dedup_cli.estimates.exact import (
     FlatSets,
+    Split,
     equal_set_classes,
     flat_pair_resemblances,
     flat_triple_resemblances,
@@ -124,6 +125,18 @@ def test_batches_of_any_size_give_the_same_floats(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(exact, "_QUERIES_PER_BATCH", 7)
     assert pair_resemblances(sets, first, second).tobytes() == whole[0].tobytes()
     assert triple_resemblances(sets, docs).tobytes() == whole[1].tobytes()
+    # Shared out in runs, as workers would (the runs handed to the mapper cover every pair once, in order).
+    runs: list[tuple[int, int]] = []
+
+    def mapper(count, tasks):  # type: ignore[no-untyped-def]
+        runs.extend(tasks)
+        return map(count, tasks)
+
+    split = Split(mapper, parts=3, least=1)
+    flat = FlatSets.of(sets)
+    assert flat_pair_resemblances(flat, first, second, split).tobytes() == whole[0].tobytes()
+    assert flat_triple_resemblances(flat, docs, split).tobytes() == whole[1].tobytes()
+    assert len(runs) > 3 and runs[0][0] == 0
 
 
 @pytest.fixture(scope="module")

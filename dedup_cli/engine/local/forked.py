@@ -36,6 +36,7 @@ COMPARED_DOCUMENTS = 4_096  # --candidates all: n²/2 comparisons, 4096 document
 READ_DOCUMENTS = 1_024
 SCORED_PAIRS = 131_072
 CHECKED_DOCUMENTS = 64
+CHECKED_ELEMENTS = 1 << 20  # elements of the exact checks' sets looked up: about 30 ms
 
 
 def useful_workers(jobs: int, items: int, share: int) -> int:

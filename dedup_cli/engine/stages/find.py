@@ -27,7 +27,7 @@ from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
 from dedup_cli.engine.local import forked
 from dedup_cli.engine.local.forked import chunk_bounds, forked_map, useful_workers
 from dedup_cli.engine.stages.plan import FindPlan, estimated_positions
-from dedup_cli.estimates.exact import FlatSets
+from dedup_cli.estimates.exact import FlatSets, Split
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
@@ -134,11 +134,16 @@ def score_in_chunks(values: np.ndarray, first: np.ndarray, second: np.ndarray, r
 def exact_sets(store: StoredSignatures, jobs: int = 1) -> ExactSets:
     """The run's :class:`dedup_cli.verification.ExactSets` of ``store``: documents read and shingled once, with
     ``jobs`` > 1 in forked workers a share of the documents each (contiguous runs of rows of about equal shingle
-    counts), so that a document in many pairs, or in pairs and triples, is read by one process once. Documents in
-    object storage are read in this process (a forked worker cannot share its connections), and so are documents
-    without a location (signed from memory: nothing to re-read, nothing worth a worker)."""
-    if jobs <= 1 or store.texts is not None:
+    counts), so that a document in many pairs, or in pairs and triples, is read by one process once; the lookups of
+    the pairs and triples are shared by forked workers too (runs of ``forked.CHECKED_ELEMENTS`` elements at least).
+    Documents in object storage are read in this process (a forked worker cannot share its connections), and so are
+    documents without a location (signed from memory: nothing to re-read, nothing worth a worker)."""
+    if jobs <= 1:
         return ExactSets(store)
+    split = Split(lambda count, runs: forked_map(count, runs, len(runs), "the exact checks"), jobs,
+                  forked.CHECKED_ELEMENTS)
+    if store.texts is not None:
+        return ExactSets(store, split=split)
 
     def mapper(read: Callable[[np.ndarray], FlatSets], shares: Sequence[np.ndarray]) -> Iterator[FlatSets]:
         locations = [store.paths[row] for share in shares for row in share.tolist()]
@@ -146,7 +151,7 @@ def exact_sets(store: StoredSignatures, jobs: int = 1) -> ExactSets:
             return iter([read(np.concatenate(shares))])
         return forked_map(read, shares, len(shares), "the exact checks")
 
-    return ExactSets(store, mapper, jobs, forked.CHECKED_DOCUMENTS)
+    return ExactSets(store, mapper, jobs, forked.CHECKED_DOCUMENTS, split)
 
 
 def verify_in_chunks(store: StoredSignatures, first: np.ndarray, second: np.ndarray, jobs: int = 1,
