@@ -4,7 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_STORE := $(VENV)/demo-sigs.parquet
 
-.PHONY: demo test soak lint docs bench bench-corpora bench-scale bench-scale-100m bench-scaling bench-cluster corpora clean
+.PHONY: demo test soak lint docs bench bench-corpora bench-exact bench-scale bench-scale-100m bench-scaling \
+	bench-cluster corpora clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -124,9 +125,19 @@ bench: bench-corpora $(VENV)/.installed
 		--baseline $(BENCH_BASELINE) --accuracy-corpus bench/data/languages --out bench/RESULTS-languages.md
 	$(BENCH_LOCK) $(BIN)/python bench/accuracy.py --corpus $(BENCH_CORPORA) bench/data/languages \
 		--out bench/RESULTS-accuracy.md
+	$(BENCH_LOCK) $(BIN)/python bench/triples.py --corpus $(firstword $(BENCH_CORPORA)) --baseline $(BENCH_BASELINE) \
+		--section bench/RESULTS-accuracy.md
 	$(BIN)/python bench/readme_numbers.py
 	@echo "wrote bench/RESULTS.md, bench/RESULTS-sign.md, bench/RESULTS-find.md, bench/RESULTS-languages.md," \
 		"bench/RESULTS-accuracy.md, and README.md's How fast"
+
+# The exact checks of find beside BENCH_BASELINE (bench/RESULTS-exact.md): on a real, repetitive corpus, the
+# README, CHANGELOG and LICENSE files of a few hundred npm packages at three versions each (fetched once with npm pack
+# into the git-ignored bench/data/npm, at the versions bench/npm-specs.txt pins), with and without --verify, and on
+# the benchmark corpora where they exist (bench/data/long-10000 comes from BENCH_LONG_GENERATOR).
+bench-exact: bench-corpora $(VENV)/.installed
+	test -d bench/data/npm/files || $(BIN)/python bench/npm_corpus.py
+	$(BENCH_LOCK) $(BIN)/python bench/exact_checks.py --baseline $(BENCH_BASELINE) --out bench/RESULTS-exact.md
 
 # find at 10^6 and 10^7 documents with the local engine and the Dask engine on 1 and 2 workers (about 15 minutes,
 # 2.8 GB of synthetic stores in bench/data/), and at 10^8 documents with the Dask engine on 2 workers

@@ -19,7 +19,7 @@ import numpy as np
 
 from dedup_cli.errors import DedupError, InputError, UsageError
 from dedup_cli.estimates.dense import DENSE_R
-from dedup_cli.estimates.exact import exact_resemblance
+from dedup_cli.estimates.exact import flat_pair_resemblances, flat_triple_resemblances
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import score_pairs
 from dedup_cli.estimates.triple_scores import score_triples
@@ -135,16 +135,19 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | It
             **common,
         )
     if options.exact:
-        from dedup_cli.verification import exact_sets  # re-reading and shingling: 5 ms of imports, for --exact only
+        # Re-reading and shingling (5 ms of imports, for --exact only), and the exact checks' own arithmetic.
+        from dedup_cli.verification import read_sets
 
-        sets = exact_sets(named, rows)
-        gone = [named.ids[row] for row, elements in zip(rows.tolist(), sets, strict=True) if elements is None]
+        sets = read_sets(named, rows)
+        gone = [named.ids[row] for row in rows[~sets.known].tolist()]
         if gone:
             raise InputError(f"cannot compute the exact resemblance: {gone[0]} cannot be re-read or changed "
                              "since it was signed; sign it again")
-        result.exact = float(exact_resemblance(*sets))
+        pairwise = np.nan_to_num(flat_pair_resemblances(sets, first, second))  # two empty sets: 0
+        result.exact = float(pairwise[0] if len(ids) == 2 else
+                             np.nan_to_num(flat_triple_resemblances(sets, rows.reshape(1, 3)))[0])
         if len(ids) == 3:
-            result.exact_pairwise = [float(exact_resemblance(sets[i], sets[j])) for i, j in pair_index]
+            result.exact_pairwise = pairwise.tolist()
     return result
 
 

@@ -8,7 +8,9 @@ variance. See docs/estimators.md, "Three-way".
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -74,9 +76,23 @@ def _count_triple_matches(values: np.ndarray, docs: np.ndarray) -> tuple[np.ndar
     return matches, pair_matches
 
 
+def reach_margin(bits: int, k: int, level: float) -> float:
+    """How far below R0 a sparse triple's clipped estimate may lie and its interval's upper end still reach R0.
+
+    The score interval's ends satisfy (R̂ − R)² ≤ z² Var(R, T) (:func:`dedup_cli.estimates.intervals.
+    confidence_interval_3way`), so no end is farther from R̂ than z·sqrt(max Var), and by Theorem 3 (Li, König &
+    Gui 2010, eq. 9) Var ≤ [1 + 3(2^b − 3) + max(0, 4^b − 6·2^b + 10)] / (k (2^b − 1)(2^b − 2)) for T ≤ 3 and
+    R ∈ [0, 1] (about 1/k): the upper end of a triple estimated farther below R0 never reaches it.
+    """
+    scale = 2.0 ** bits
+    largest = (1.0 + 3.0 * (scale - 3.0) + max(0.0, scale * scale - 6.0 * scale + 10.0)) / (
+        k * (scale - 1.0) * (scale - 2.0))
+    return NormalDist().inv_cdf(0.5 + level / 2.0) * math.sqrt(largest)
+
+
 def score_triples(
     values: np.ndarray, docs: np.ndarray, r: np.ndarray, bits: int, level: float = 0.95,
-    threshold: float | None = None,
+    threshold: float | None = None, straddling: bool = False,
 ) -> ScoredTriples:
     """Estimate the 3-way resemblance of each triple from b-bit values.
 
@@ -104,6 +120,9 @@ def score_triples(
         threshold: keep only the rows with R̂ ≥ this (None: every row). Filtering inside the chunk loop
             spares the interval (a 100-step bisection) for rejected candidates, about half the scoring time,
             and keeps memory proportional to the accepted triples.
+        straddling: with ``threshold``, also keep the rows estimated below it whose interval reaches it
+            (``ci_high`` ≥ threshold), the ones an exact check may find above it; their intervals are computed
+            only for estimates within :func:`reach_margin` of it (and for dense rows).
 
     Returns:
         ScoredTriples aligned with ``docs`` (the rows kept, in order).
@@ -124,7 +143,7 @@ def score_triples(
     for start in range(0, n, chunk):
         rows = docs[start : start + chunk]
         matches, pair_matches = _count_triple_matches(values, rows)
-        parts.append(_estimate_chunk(rows, matches, pair_matches, r, bits, k, level, threshold))
+        parts.append(_estimate_chunk(rows, matches, pair_matches, r, bits, k, level, threshold, straddling))
     if len(parts) == 1:
         return parts[0]
     return ScoredTriples(
@@ -151,6 +170,7 @@ def _estimate_chunk(
     k: int,
     level: float,
     threshold: float | None,
+    straddling: bool = False,
 ) -> ScoredTriples:
     """Estimates, standard errors, intervals and pairwise estimates for one chunk of counted triples."""
     ratios = r[docs]  # float64[t, 3]
@@ -172,6 +192,8 @@ def _estimate_chunk(
         estimate[dense] = _dense_estimate(p123[dense], p_pair[dense], ratios[dense], bits)
     if threshold is not None:
         keep = estimate >= threshold
+        if straddling:
+            keep |= dense | (np.clip(estimate, 0.0, 1.0) >= threshold - reach_margin(bits, k, level))
         docs, matches, pair_matches, ratios = docs[keep], matches[keep], pair_matches[keep], ratios[keep]
         p_pair, pairwise, estimate, dense = p_pair[keep], pairwise[keep], estimate[keep], dense[keep]
     low, high = np.empty(estimate.size), np.empty(estimate.size)
@@ -186,6 +208,11 @@ def _estimate_chunk(
         p_low, p_high = wilson_interval(matches[dense], k, level)
         low[dense] = np.clip(_dense_estimate(p_low, p_pair[dense], ratios[dense], bits), 0.0, 1.0)
         high[dense] = np.clip(_dense_estimate(p_high, p_pair[dense], ratios[dense], bits), 0.0, 1.0)
+    if threshold is not None and straddling:
+        keep = (estimate >= threshold) | (high >= threshold)
+        docs, matches, pair_matches, pairwise, estimate = docs[keep], matches[keep], pair_matches[keep], \
+            pairwise[keep], estimate[keep]
+        low, high = low[keep], high[keep]
     clipped = np.clip(estimate, 0.0, 1.0)
     total = np.maximum(np.clip(pairwise, 0.0, 1.0).sum(axis=1), 3.0 * clipped)
     variance = np.asarray(variance_3way(clipped, total, bits, k), dtype=np.float64)

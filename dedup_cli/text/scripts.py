@@ -115,6 +115,12 @@ def mark_code_points() -> np.ndarray:
     return table
 
 
+def check_word_tokenisation(tokenisation: str) -> None:
+    """``tokenisation`` must be one of :data:`WORD_TOKENISATIONS` (ValueError naming them otherwise)."""
+    if tokenisation not in WORD_TOKENISATIONS:
+        raise ValueError(f"unknown tokenisation {tokenisation!r}; choose one of {', '.join(WORD_TOKENISATIONS)}")
+
+
 @functools.cache
 def token_classes(tokenisation: str) -> np.ndarray:
     """uint8[0x110000]: the class bits of every code point for word tokens of ``tokenisation``.
@@ -122,8 +128,7 @@ def token_classes(tokenisation: str) -> np.ndarray:
     ``"w-runs"`` has WORD and SPACE only (words are the runs of ``\\w``); ``"unicode-words"`` adds EXTEND,
     SINGLE and KATAKANA as the module docstring defines them. Built once per process.
     """
-    if tokenisation not in WORD_TOKENISATIONS:
-        raise ValueError(f"unknown tokenisation {tokenisation!r}; choose one of {', '.join(WORD_TOKENISATIONS)}")
+    check_word_tokenisation(tokenisation)
     word = word_code_points()
     classes = word.astype(np.uint8) * np.uint8(WORD)
     classes |= space_code_points().astype(np.uint8) * np.uint8(SPACE)

@@ -295,9 +295,13 @@ def token_streams(texts: Sequence[str], unit: str,
 
 
 def check_tokenisation(unit: str, tokenisation: str) -> None:
-    """``tokenisation`` must be one of the word unit's, or ``"code-points"`` for characters."""
+    """``tokenisation`` must be one of the word unit's, or ``"code-points"`` for characters.
+
+    The name is checked alone: the class table of a tokenisation (:func:`dedup_cli.text.scripts.token_classes`,
+    about 50 ms to build) is built only when a batch holds a character beyond ASCII, so that shingling ASCII text
+    (the exact checks of an English corpus, say) never pays for it."""
     if unit == "char":
         if tokenisation != CHAR_TOKENISATION:
             raise ValueError(f"character tokens are {CHAR_TOKENISATION!r}, not {tokenisation!r}")
         return
-    scripts.token_classes(tokenisation)  # raises ValueError for an unknown one
+    scripts.check_word_tokenisation(tokenisation)

@@ -109,7 +109,7 @@ def test_pair_resemblances_equal_set_arithmetic(monkeypatch: pytest.MonkeyPatch)
             shared = len(set(set_a.tolist()) & set(set_b.tolist()))
             expected.append(shared / (set_a.size + set_b.size - shared))
     np.testing.assert_array_equal(pair_resemblances(sets, first, second), expected)
-    monkeypatch.setattr(exact, "_ELEMENTS_PER_CHUNK", 5)  # many small batches of pairs
+    monkeypatch.setattr(exact, "_QUERIES_PER_BATCH", 5)  # many small batches of pairs
     np.testing.assert_array_equal(pair_resemblances(sets, first, second), expected)
     assert pair_resemblances(sets, np.empty(0, np.int64), np.empty(0, np.int64)).size == 0
 

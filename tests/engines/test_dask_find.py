@@ -324,3 +324,27 @@ def test_triples_are_checked_alike_per_component(engine: EngineOptions, tmp_path
     for gather_limit in (10**9, 15):
         remote = dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=gather_limit, **options))
         assert_same_answers(local, remote)
+
+
+def test_triples_estimated_below_the_threshold_are_checked_alike(engine: EngineOptions, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Triples whose 3-way interval straddles R0 but whose estimate is below it are checked exactly under the
+    default --verify borderline, and reported when the exact 3-way resemblance reaches R0, by both engines alike;
+    without checks only the estimate decides."""
+    monkeypatch.setattr(end_on_workers, "MIN_PAIRS_PER_PARTITION", 1)
+    corpus = tmp_path / "corpus"
+    planted_families(corpus, 30, 4, (0.02, 0.05), seed=7)
+    store = tmp_path / "store.parquet"
+    dedup.sign([str(corpus)], store, dedup.SignOptions(bits=2, num_perm=128))
+    options = {"threshold": 0.5, "ways": 3, "bits": 2}
+    local = dedup.find(store, dedup.FindOptions(**options))
+    triples = local.accepted_triples
+    assert triples is not None
+    rescued = (triples.estimate < 0.5) & (triples.exact >= 0.5)
+    assert rescued.any() and (triples.ci_high[rescued] >= 0.5).all()
+    assert ((triples.estimate >= 0.5) | (triples.exact >= 0.5)).all()
+    unchecked = dedup.find(store, dedup.FindOptions(verify="none", **options)).accepted_triples
+    assert unchecked is not None and (unchecked.estimate >= 0.5).all()
+    for gather_limit in (10**9, 15):
+        remote = dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=gather_limit, **options))
+        assert_same_answers(local, remote)

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from same_answers import assert_same_answers
 
 import dedup_cli as dedup
+from dedup_cli import verification
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.local import band_rounds, forked
 from dedup_cli.engine.stages import find as find_stages
@@ -29,7 +30,8 @@ from dedup_cli.store.format import DocumentBatch
 from dedup_cli.store.store import create_store
 
 CORPORA = Path(__file__).resolve().parents[2] / "sample_corpora"
-SHARES = ("BANDED_DOCUMENTS", "COMPARED_DOCUMENTS", "READ_DOCUMENTS", "SCORED_PAIRS", "CHECKED_PAIRS")
+SHARES = ("BANDED_DOCUMENTS", "COMPARED_DOCUMENTS", "READ_DOCUMENTS", "SCORED_PAIRS", "CHECKED_DOCUMENTS",
+          "CHECKED_ELEMENTS")
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +119,7 @@ def _recording(monkeypatch: pytest.MonkeyPatch, log: Path) -> None:
     record(band_rounds, "band_pair_codes", "candidates")
     record(band_rounds, "band_keys", "reading")
     record(find_stages, "score_pairs", "scoring")
-    record(find_stages, "verify_pairs", "verifying")
+    record(verification, "read_sets", "verifying")  # the exact checks' documents, read a share a worker
 
 
 @pytest.mark.parametrize("jobs", [1, 2, 3])
@@ -216,7 +218,7 @@ def test_a_worker_that_dies_ends_the_run_with_one_line(stores: dict[str, Path],
 KILLED_WORKER = """
 import os, signal, sys
 from dedup_cli.engine.local import band_rounds, forked
-forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_PAIRS = 1
+forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_DOCUMENTS = 1
 def killed(*args):
     os.kill(os.getpid(), signal.SIGKILL)
 band_rounds.band_pair_codes = killed
@@ -241,7 +243,7 @@ def test_the_command_line_says_one_line_when_a_worker_dies(stores: dict[str, Pat
 SLEEPING_WORKERS = """
 import os, sys, time
 from dedup_cli.engine.local import band_rounds, forked
-forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_PAIRS = 1
+forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_DOCUMENTS = 1
 def sleeping(*args):
     open(os.path.join(sys.argv[1], f"worker-{os.getpid()}"), "w").close()
     time.sleep(600)

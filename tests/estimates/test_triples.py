@@ -488,3 +488,29 @@ def test_exact_triple_resemblances_of_many_triples_at_once() -> None:
             assert math.isnan(value)
         else:
             assert value == pytest.approx(exact_resemblance(sets[a], sets[b], sets[c]), abs=1e-12)
+
+
+@pytest.mark.parametrize(("bits", "num_perm"), [(2, 64), (2, 256), (4, 128)])
+def test_straddling_keeps_every_triple_whose_interval_reaches_the_threshold(bits: int, num_perm: int) -> None:
+    # Triples of b-bit values agreeing at a spread of rates, R0 = 0.5: keeping those within reach_margin of R0
+    # before their intervals are computed loses none whose interval reaches it.
+    generator = np.random.default_rng(bits * num_perm)
+    count = 600
+    base = generator.integers(0, 1 << bits, size=(count, num_perm), dtype=np.uint64)
+    values = np.concatenate([base, base.copy(), base.copy()])
+    for copy in (1, 2):
+        changed = generator.random((count, num_perm)) < generator.uniform(0.0, 0.9, size=(count, 1))
+        block = values[copy * count:(copy + 1) * count]
+        block[changed] = generator.integers(0, 1 << bits, size=int(changed.sum()), dtype=np.uint64)
+    docs = np.stack([np.arange(count), np.arange(count) + count, np.arange(count) + 2 * count], axis=1)
+    r = np.full(3 * count, 1e-12)
+    every = score_triples(values, docs, r, bits)
+    reaching = (every.estimate >= 0.5) | (every.ci_high >= 0.5)
+    assert ((every.estimate < 0.5) & reaching).sum() > 10 and not reaching.all()
+    kept = score_triples(values, docs, r, bits, threshold=0.5, straddling=True)
+    np.testing.assert_array_equal(kept.docs, docs[reaching])
+    np.testing.assert_array_equal(kept.ci_high, every.ci_high[reaching])
+    assert (every.ci_high[~reaching] < 0.5).all()
+    assert (np.clip(every.estimate, 0, 1) + triple_scoring.reach_margin(bits, num_perm, 0.95) >= every.ci_high).all()
+    np.testing.assert_array_equal(score_triples(values, docs, r, bits, threshold=0.5).docs,
+                                  docs[every.estimate >= 0.5])

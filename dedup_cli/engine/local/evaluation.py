@@ -77,6 +77,8 @@ class LocalPairs:
         self.r = stages.set_size_ratios(store.shingle_counts, store.params.universe)
         self.max_bucket = max_bucket
         self.unverifiable: set[str] = set()
+        # Every document re-read once for the whole run: the sample, the truth's outsiders and each verify mode.
+        self.sets = stages.exact_sets(store, jobs)
         # The last banding's candidates and scores: eval asks for the same ones for each b and verify mode in turn.
         self._candidates: tuple[Banding, tuple[np.ndarray, np.ndarray, int]] | None = None
         self._scored: tuple[Banding, float, ScoredPairs] | None = None
@@ -99,7 +101,7 @@ class LocalPairs:
 
     def exact(self, first: np.ndarray, second: np.ndarray) -> np.ndarray:
         """float64[m]: the exact resemblance of each pair, NaN where a document cannot be re-read or changed."""
-        verification = stages.verify_in_chunks(self.store, first, second, self.jobs)
+        verification = stages.verify_in_chunks(self.store, first, second, self.jobs, self.sets)
         self.unverifiable.update(verification.unverifiable_documents)
         return verification.exact
 
@@ -112,7 +114,8 @@ class LocalPairs:
             self._scored = banding, bits, self.score(first, second, bits)
         scored = self._scored[2]
         bound = SimultaneousBound(bits, estimated_positions(self.params, bits), scored.first.size, recall=recall)
-        exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs, bound)
+        exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs, bound,
+                                                       self.sets)
         if verification is not None:
             self.unverifiable.update(verification.unverifiable_documents)
         decided = stages.decide(scored.estimate, exact, threshold)

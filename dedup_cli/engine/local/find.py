@@ -38,7 +38,7 @@ from dedup_cli.store.documents import Mapper, NumberedDocuments
 from dedup_cli.store.numbering import Documents
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.store.store import Store
-from dedup_cli.verification import Verification
+from dedup_cli.verification import ExactSets, Verification
 
 SCORE_FIELDS = tuple(ScoredPairs.__dataclass_fields__)
 
@@ -100,6 +100,7 @@ class Decisions:
     decided: np.ndarray  # bool[p], aliases left out
     aliases: np.ndarray  # int64[a], candidates' documents that are another's file under a second name
     verification: Verification | None
+    sets: ExactSets | None = None  # the documents the exact checks read, for the triples' checks
 
 
 def plan_documents(documents: Documents, options: FindOptions, stores: Sequence[Store] = ()) -> FindPlan:
@@ -183,9 +184,10 @@ def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindP
         return Decisions(kept["exact"], kept["decided"], kept["aliases"], verification)
     progress.stage("exact checks", None)
     threshold = plan.threshold
+    sets = stages.exact_sets(store, plan.options.workers)
     exact, verification = stages.verify_borderline(store, scored, threshold, plan.options.verify,
                                                    plan.options.workers,
-                                                   stages.decision_bound(plan, scored.first.size))
+                                                   stages.decision_bound(plan, scored.first.size), sets)
     decided = stages.decide(scored.estimate, exact, threshold)
     # One file under two names is one document; across two stores it is a duplicate to report.
     same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
@@ -197,14 +199,14 @@ def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindP
         missing = [] if verification is None else verification.unverifiable_documents
         work.save("decisions", key, {"exact": exact, "decided": decided, "aliases": aliases,
                                      "checked": np.array(checked), "unverifiable": np.array(missing, str)})
-    return Decisions(exact, decided, aliases, verification)
+    return Decisions(exact, decided, aliases, verification, sets)
 
 
 def concluded(candidates: Candidates, scored: ScoredPairs, decisions: Decisions, new: np.ndarray | None,
               reference: np.ndarray | None, plan: FindPlan, common: dict[str, Any]) -> FindResult:
     """The end of find (triples, groups, representatives) on the candidates' documents, and the result."""
     done = stages.conclude(candidates.store, candidates.values, candidates.r, scored, decisions.exact,
-                           decisions.decided, decisions.aliases, new, plan, reference)
+                           decisions.decided, decisions.aliases, new, plan, reference, sets=decisions.sets)
     return FindResult(store=candidates.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
                       grouping=done.groups, weakest=done.weakest, kept=done.kept,
                       keep_field_problems=done.keep_field_problems, reference=reference,

@@ -28,14 +28,15 @@ Result = TypeVar("Result")
 
 # The fewest items worth a worker of their own, by stage: below them forking a worker (milliseconds, more for a
 # driver holding gigabytes) costs more than its share of the work saves. Banding takes about 2 µs a document, a
-# score about 1 µs a pair, an exact check 20-200 µs a pair (re-reading its documents); reading the candidates'
+# score about 1 µs a pair, re-reading and shingling a document for the exact checks 20-200 µs; reading the candidates'
 # documents costs a row group's decoding (about 20 ms for 10^5 signatures) however few of its rows are taken, and
 # runs a worker per row group at most.
 BANDED_DOCUMENTS = 16_384
 COMPARED_DOCUMENTS = 4_096  # --candidates all: n²/2 comparisons, 4096 documents are 8·10^6 pairs
 READ_DOCUMENTS = 1_024
 SCORED_PAIRS = 131_072
-CHECKED_PAIRS = 256
+CHECKED_DOCUMENTS = 64
+CHECKED_ELEMENTS = 1 << 20  # elements of the exact checks' sets looked up: about 30 ms
 
 
 def useful_workers(jobs: int, items: int, share: int) -> int:

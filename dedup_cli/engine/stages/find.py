@@ -27,6 +27,7 @@ from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
 from dedup_cli.engine.local import forked
 from dedup_cli.engine.local.forked import chunk_bounds, forked_map, useful_workers
 from dedup_cli.engine.stages.plan import FindPlan, estimated_positions
+from dedup_cli.estimates.exact import FlatSets, Split
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
@@ -43,7 +44,7 @@ from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.store.manifest import RunInput
 from dedup_cli.store.snapshot import StoredSignatures
-from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs, verify_triples
+from dedup_cli.verification import ExactSets, Verification, pairs_to_verify, verify_pairs, verify_triples
 
 
 def set_size_ratios(shingle_counts: np.ndarray, universe: int) -> np.ndarray:
@@ -133,43 +134,49 @@ def score_in_chunks(values: np.ndarray, first: np.ndarray, second: np.ndarray, r
                           for name in ScoredPairs.__dataclass_fields__})
 
 
-def verify_in_chunks(store: StoredSignatures, first: np.ndarray, second: np.ndarray, jobs: int = 1
-                     ) -> Verification:
-    """:func:`dedup_cli.verification.verify_pairs` of contiguous chunks of the pairs in up to ``jobs`` forked
-    workers, joined in order: each pair's exact resemblance depends on its two documents alone, so the result is
-    the same whatever ``jobs`` is (a document whose pairs fall in two chunks is read by both). Documents in object
-    storage are read in this process (a forked worker cannot share its connections), and so are documents without
-    a location (signed from memory: nothing to re-read, nothing worth a worker)."""
-    workers = useful_workers(jobs, first.size, forked.CHECKED_PAIRS)
-    if workers > 1:
-        locations = [store.paths[row] for row in sorted_unique(np.r_[first, second]).tolist()]
+def exact_sets(store: StoredSignatures, jobs: int = 1) -> ExactSets:
+    """The run's :class:`dedup_cli.verification.ExactSets` of ``store``: documents read and shingled once, with
+    ``jobs`` > 1 in forked workers a share of the documents each (contiguous runs of rows of about equal shingle
+    counts), so that a document in many pairs, or in pairs and triples, is read by one process once; the lookups of
+    the pairs and triples are shared by forked workers too (runs of ``forked.CHECKED_ELEMENTS`` elements at least).
+    Documents in object storage are read in this process (a forked worker cannot share its connections), and so are
+    documents without a location (signed from memory: nothing to re-read, nothing worth a worker)."""
+    if jobs <= 1:
+        return ExactSets(store)
+    split = Split(lambda count, runs: forked_map(count, runs, len(runs), "the exact checks"), jobs,
+                  forked.CHECKED_ELEMENTS)
+    if store.texts is not None:
+        return ExactSets(store, split=split)
+
+    def mapper(read: Callable[[np.ndarray], FlatSets], shares: Sequence[np.ndarray]) -> Iterator[FlatSets]:
+        locations = [store.paths[row] for share in shares for row in share.tolist()]
         if not any(locations) or any(is_url(location) for location in locations):  # nothing to re-read, or remote
-            workers = 1
-    if workers <= 1:
-        return verify_pairs(store, first, second)
+            return iter([read(np.concatenate(shares))])
+        return forked_map(read, shares, len(shares), "the exact checks")
 
-    def verify(bounds: tuple[int, int]) -> Verification:
-        start, stop = bounds
-        return verify_pairs(store, first[start:stop], second[start:stop])
+    return ExactSets(store, mapper, jobs, forked.CHECKED_DOCUMENTS, split)
 
-    parts = list(forked_map(verify, chunk_bounds(first.size, workers), workers, "the exact checks"))
-    unverifiable = sorted({name for part in parts for name in part.unverifiable_documents})
-    return Verification(exact=np.concatenate([part.exact for part in parts]),
-                        checked=sum(part.checked for part in parts), unverifiable_documents=unverifiable)
+
+def verify_in_chunks(store: StoredSignatures, first: np.ndarray, second: np.ndarray, jobs: int = 1,
+                     sets: ExactSets | None = None) -> Verification:
+    """:func:`dedup_cli.verification.verify_pairs` with the documents read by :func:`exact_sets` (in up to ``jobs``
+    forked workers, or the run's ``sets``), and the pairs intersected here in batches: each pair's exact
+    resemblance depends on its two documents alone, so the result is the same whatever ``jobs`` is."""
+    return verify_pairs(store, first, second, exact_sets(store, jobs) if sets is None else sets)
 
 
 def verify_borderline(store: StoredSignatures, scored: ScoredPairs, threshold: float,
-                      mode: str, jobs: int = 1, bound: SimultaneousBound | None = None
-                      ) -> tuple[np.ndarray, Verification | None]:
+                      mode: str, jobs: int = 1, bound: SimultaneousBound | None = None,
+                      sets: ExactSets | None = None) -> tuple[np.ndarray, Verification | None]:
     """Exact resemblance of the pairs ``mode`` selects (NaN elsewhere): float64[m], and what was checked; with
-    ``jobs`` worker processes (:func:`verify_in_chunks`). With ``bound`` (the run's b, k and candidate count) the
-    pairs it cannot clear are checked too (:func:`unsure_pairs`)."""
+    ``jobs`` worker processes (:func:`verify_in_chunks`), or the run's ``sets``. With ``bound`` (the run's b, k and
+    candidate count) the pairs it cannot clear are checked too (:func:`unsure_pairs`)."""
     exact = np.full(scored.first.size, np.nan)
     if mode == "none":
         return exact, None
     check = pairs_to_verify(mode, threshold, scored.estimate, scored.ci_low, scored.ci_high,
                             unsure_pairs(scored, threshold, bound))
-    verification = verify_in_chunks(store, scored.first[check], scored.second[check], jobs)
+    verification = verify_in_chunks(store, scored.first[check], scored.second[check], jobs, sets)
     exact[check] = verification.exact
     return exact, verification
 
@@ -292,10 +299,11 @@ def find_triples(
 
 
 def triples_at_threshold(values: np.ndarray, candidates: np.ndarray, r: np.ndarray, threshold: float, bits: int,
-                         level: float = 0.95) -> ScoredTriples:
-    """The candidate triples (int64[t, 3]) scored, those with R̂ ≥ R0 sorted by descending estimate, then by
-    documents (the second half of :func:`find_triples`)."""
-    accepted = score_triples(values, candidates, r, bits, level, threshold=threshold)
+                         level: float = 0.95, straddling: bool = False) -> ScoredTriples:
+    """The candidate triples (int64[t, 3]) scored, those with R̂ ≥ R0 (with ``straddling``, and those below whose
+    interval reaches R0: the ones an exact check may accept) sorted by descending estimate, then by documents (the
+    second half of :func:`find_triples`)."""
+    accepted = score_triples(values, candidates, r, bits, level, threshold=threshold, straddling=straddling)
     order = np.lexsort((accepted.docs[:, 2], accepted.docs[:, 1], accepted.docs[:, 0], -accepted.estimate))
     return accepted.select(order)
 
@@ -311,7 +319,8 @@ def count_candidate_triples(values: np.ndarray, pairs: EstimatedPairs, plan: Fin
 @dataclass(frozen=True)
 class TripleChecks:
     """How ``find`` checks triples: the documents (to re-read), their b-bit values and r (to bound the triples
-    again), R0, ``--verify`` and the number of candidate triples the run scored."""
+    again), R0, ``--verify``, the number of candidate triples the run scored, and the sets the pairs' checks read
+    (so that a document is read once a run), if any."""
 
     store: StoredSignatures
     values: np.ndarray  # uint[n_docs, k]
@@ -320,6 +329,7 @@ class TripleChecks:
     threshold: float
     mode: str
     candidates: int
+    sets: ExactSets | None = None
 
     def unsure(self, triples: ScoredTriples) -> np.ndarray:
         """bool[t]: the triples estimated ≥ R0 whose own lower end clears R0 but whose lower end at the level for
@@ -347,7 +357,7 @@ def checked_triples(checks: TripleChecks, triples: ScoredTriples) -> ScoredTripl
     if not check.any():
         return triples
     exact = triples.exact.copy()
-    exact[check] = verify_triples(store, triples.docs[check]).exact
+    exact[check] = verify_triples(store, triples.docs[check], checks.sets).exact
     return dataclasses.replace(triples, exact=exact)
 
 
@@ -408,8 +418,8 @@ class Concluded:
 
 def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored: ScoredPairs,
              exact_all: np.ndarray, decided: np.ndarray, aliases: np.ndarray, new: np.ndarray | None,
-             plan: FindPlan, reference: np.ndarray | None = None, triple_candidates: int | None = None
-             ) -> Concluded:
+             plan: FindPlan, reference: np.ndarray | None = None, triple_candidates: int | None = None,
+             sets: ExactSets | None = None) -> Concluded:
     """The stages after the decisions: accepted pairs, triples (``ways=3``), ``new_since`` and ``against``,
     groups, weakest links and representatives.
 
@@ -435,6 +445,7 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
         reference: bool[n_docs] with ``against``: the reference store's documents.
         triple_candidates: the candidate triples of the whole run, for the triples' simultaneous bound, when these
             documents are a part of it (a distributed engine's components); None: the ones found here.
+        sets: the exact sets the pairs' checks read (numbered as ``store``), for the triples' checks, or None.
     """
     options, bits, threshold = plan.options, plan.bits, plan.threshold
     accepted = scored.select(decided)
@@ -445,8 +456,9 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
         candidates = candidate_triples(scored, values.shape[0], threshold, int(bits), values.shape[1],
                                        floor=plan.triple_floor)
         checks = TripleChecks(store, values, r, int(bits), threshold, options.verify,
-                              candidates.shape[0] if triple_candidates is None else triple_candidates)
-        found_triples = triples_at_threshold(values, candidates, r, threshold, int(bits))
+                              candidates.shape[0] if triple_candidates is None else triple_candidates, sets)
+        found_triples = triples_at_threshold(values, candidates, r, threshold, int(bits),
+                                             straddling=options.verify != "none")
         if aliases.size:
             found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new is not None:
