@@ -222,6 +222,14 @@ def report(rows: list[dict], command: str) -> str:
         *stages(rows), ""])
 
 
+def write_report(out: Path, text: str) -> None:
+    """Write ``text`` to ``out``, keeping the section ``bench/card_scale.py`` writes at its top."""
+    start, end = "<!-- card: start -->", "<!-- card: end -->"
+    old = out.read_text() if out.exists() else ""
+    kept = old[:old.index(end) + len(end)] + "\n\n" if start in old and end in old else ""
+    out.write_text(kept + text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", nargs="+", type=int, default=[1_000_000, 10_000_000])
@@ -242,7 +250,7 @@ def main() -> None:
         found = [json.loads(line) for log in arguments.report for line in log.read_text().splitlines()
                  if line.startswith("{")]
         if arguments.out:
-            arguments.out.write_text(report(found, command))
+            write_report(arguments.out, report(found, command))
         print(report(found, command))
         return
     if arguments.measure:
@@ -272,7 +280,7 @@ def main() -> None:
         rows = latest([json.loads(line) for line in arguments.log.read_text().splitlines() if line.strip()])
     print(report(rows, command))
     if arguments.out:
-        arguments.out.write_text(report(rows, command))
+        write_report(arguments.out, report(rows, command))
 
 
 if __name__ == "__main__":
