@@ -164,7 +164,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
     ("inputs: reading and re-reading documents", [
-        ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
+        ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth", "inputs.store_folders"],
+        ["inputs.decoding", "inputs.columns"],
         ["inputs.byte_streams", "inputs.blocks"],
         ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin"], ["inputs.delimited"],
         ["inputs.discovery", "inputs.reread"],

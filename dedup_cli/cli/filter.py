@@ -71,7 +71,14 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
     """
     import dedup_cli as api
     from dedup_cli.cli.removed import removed_fields, removed_records
-    from dedup_cli.cli.summaries import filter_summary, filter_warnings, kernel_line, read_warnings, sign_summary
+    from dedup_cli.cli.summaries import (
+        filter_summary,
+        filter_warnings,
+        kernel_line,
+        read_warnings,
+        sign_summary,
+        stores_note,
+    )
 
     if out == removed == "-":
         raise UsageError("-o - and --removed - cannot both be stdout; name a file for one of them")
@@ -93,6 +100,9 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
     signed = [] if report.signed is None else read_warnings(report.signed.read, flag)
     print_warnings(list(dict.fromkeys(signed + read_warnings(report.read, flag))) + filter_warnings(report), verbose)
     if not quiet:
+        note = stores_note(*([] if report.signed is None else [report.signed.read]), report.read)
+        if note is not None:
+            say(note)
         if report.signed is not None:
             say(sign_summary(report.signed))
             if verbose:

@@ -100,7 +100,7 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
       dedup sign --input-format sets words.jsonl --universe 100000 -o words.parquet
     """
     import dedup_cli as api
-    from dedup_cli.cli.summaries import kernel_line, read_warnings, sign_summary
+    from dedup_cli.cli.summaries import kernel_line, read_warnings, sign_summary, stores_note
 
     reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__})
     if reading.input_format == "sets":
@@ -119,6 +119,9 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
     if report.prune_skipped:
         warn("--prune skipped: some inputs could not be read, so nothing was removed")
     if not quiet:
+        note = stores_note(report.read)
+        if note is not None:
+            say(note)
         say(sign_summary(report))
         if verbose:
             say(kernel_line(report, flag))

@@ -43,6 +43,17 @@ def read_warnings(report: ReadReport, flag: Flag) -> list[str]:
     return lines
 
 
+def stores_note(*reports: ReadReport) -> str | None:
+    """``note: left out the dedup store S found among the inputs …``: the stores the walks of ``reports`` left out
+    (each named once, the first five), or None when there were none."""
+    stores = list(dict.fromkeys(store for report in reports for store in report.stores_left_out))
+    if not stores:
+        return None
+    named = ", ".join(stores[:5]) + (f" and {len(stores) - 5} more" if len(stores) > 5 else "")
+    what = "the dedup store" if len(stores) == 1 else f"{len(stores)} dedup stores"
+    return f"note: left out {what} found among the inputs ({named}): a store's files are never documents"
+
+
 def sign_summary(report: SignReport) -> str:
     """``signed N documents (…) from X MB in T s (R MB/s) into STORE, run K, M documents stored``."""
     read, run = report.read, report.run

@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import accumulate
 from typing import BinaryIO, NamedTuple
 
-from dedup_cli.atomic_files import open_input
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.inputs.byte_streams import COMPRESSION_SUFFIXES, READ_ERRORS
+from dedup_cli.inputs.byte_streams import COMPRESSION_SUFFIXES
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME, FileRun, Source, display_name
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.store_folders import StoreDirectories, holds_a_store
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
@@ -158,16 +158,20 @@ def _displayable(names: list[str]) -> bool:
 
 
 def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | None,
-                 unreadable: Callable[[OSError], None]) -> Iterator[FoundFiles]:
+                 unreadable: Callable[[OSError], None], left_out: Callable[[str], None]) -> Iterator[FoundFiles]:
     """The files under ``directory`` (``prefix``: its own relative path and ``/``), in id order, one directory
     listing at a time, in batches of at most :data:`WALK_FILES`: a directory's entries are sorted with a ``/``
     after each subdirectory's name, so its files come exactly where sorting all the relative paths would put them,
     and the walk yields the first files before it has listed the rest. ``wanted`` (None: every file) filters the
-    files by their displayed relative path."""
+    files by their displayed relative path; a directory that is a dedup store is told to ``left_out`` instead of
+    walked (:mod:`dedup_cli.inputs.store_folders`)."""
     try:
         names, subdirectories = _listed(directory)
     except OSError as error:
         unreadable(error)
+        return
+    if holds_a_store(names):
+        left_out(directory)
         return
     base = directory if directory.endswith("/") else directory + "/"
     shown_prefix = display_name(prefix)
@@ -185,7 +189,7 @@ def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | No
             continue
         yield from _batches(files, prefix, shown_prefix, base, wanted)
         files = []
-        yield from _sorted_tree(base + name, relative, wanted, unreadable)
+        yield from _sorted_tree(base + name, relative, wanted, unreadable, left_out)
     yield from _batches(files, prefix, shown_prefix, base, wanted)
 
 
@@ -259,13 +263,21 @@ def walk_file_batches(named: Sequence[str], listed: Sequence[str], include: Sequ
     def wanted(relative: str) -> bool:
         return not (include and not _matches(relative, include)) and not (exclude and _matches(relative, exclude))
 
+    def left_out(store: str) -> None:
+        report.leave_out_store(display_name(store))
+
     single: list[Found] = []  # files named or listed themselves
     trees = []
+    stores = StoreDirectories()
     for path, always in [(p, True) for p in named_absolute] + [(p, False) for p in listed_absolute]:
         if os.path.isdir(path):
             base = os.path.relpath(path, root).replace(os.sep, "/")
             trees.append(_sorted_tree(path, "" if base == "." else base + "/", wanted if include or exclude else None,
-                                      record_unreadable))
+                                      record_unreadable, left_out))
+            continue
+        store = stores.holds(path)
+        if store is not None:  # a file of a store, named or listed by itself
+            left_out(store)
             continue
         relative = os.path.relpath(path, root).replace(os.sep, "/")
         if always or wanted(display_name(relative)):
@@ -434,17 +446,27 @@ def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOpti
                 path = paths[position]
                 status = statuses[position] if statuses is not None else _status(path)
                 size = 0 if status is None else status.st_size
-                if report.input_bytes is not None:
-                    report.input_bytes += size
                 file_format, file_compression = format_and_compression(path)
                 source = Source(ids[position], path, display_name(path), fixed or file_format, file_compression,
                                 size, status)
+                if source.format == "parquet" and source.compression is None and _parquet_store(source, options):
+                    report.leave_out_store(source.display)  # a single-file store
+                    count -= 1
+                    start = position + 1
+                    continue
+                if report.input_bytes is not None:
+                    report.input_bytes += size
                 report.formats[source.format] = report.formats.get(source.format, 0) + 1
-                if source.format == "parquet" and source.compression is None:
-                    _check_parquet(source, options)
                 yield source
             start = position + 1
     report.files_found += count
+
+
+def _parquet_store(source: Source, options: InputOptions) -> bool:
+    """Whether a Parquet file is a single-file store; stops the run when it lacks a named column."""
+    from dedup_cli.inputs.parquet_inputs import check_parquet  # only with Parquet inputs: text starts without pyarrow
+
+    return check_parquet(source, options)
 
 
 def _sources(walked: Iterator[Source | FileRun], report: ReadReport | None = None) -> Iterator[Source]:
@@ -457,20 +479,6 @@ def _sources(walked: Iterator[Source | FileRun], report: ReadReport | None = Non
         assert item.statuses is not None and item.sizes is not None
         for identifier, path, status, size in zip(item.ids, item.paths, item.statuses, item.sizes, strict=True):
             yield Source(identifier, path, display_name(path), "text", format_and_compression(path)[1], size, status)
-
-
-def _check_parquet(source: Source, options: InputOptions) -> None:
-    """Stop the run when a Parquet file lacks a named column (one that cannot be read is reported later)."""
-    import pyarrow.parquet as pq  # only with Parquet inputs: signing text starts without it
-
-    from dedup_cli.inputs.parquet_inputs import check_columns
-
-    try:
-        with open_input(source.path) as handle:  # a local file, or an object (s3://)
-            schema = pq.read_schema(handle)
-    except READ_ERRORS:
-        return
-    check_columns(schema, source, options)
 
 
 def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadReport,

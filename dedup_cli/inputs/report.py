@@ -45,6 +45,14 @@ class ReadReport:
     records_by_input: dict[str, list[int]] = field(default_factory=dict)
     # The files the walk found, by the format they are read in (text, jsonl, parquet, ...); stdin is not counted.
     formats: dict[str, int] = field(default_factory=dict)
+    # The dedup stores the walk found among the inputs and left out (directories, or single-file stores), in the
+    # order found: a store's files are never documents (:mod:`dedup_cli.inputs.store_folders`).
+    stores_left_out: list[str] = field(default_factory=list)
+
+    def leave_out_store(self, name: str) -> None:
+        """Note the store ``name`` as left out of the inputs (once)."""
+        if name not in self.stores_left_out:
+            self.stores_left_out.append(name)
 
     SKIPPED_KINDS = ("binary", "unreadable", "malformed", "duplicate_ids", "held_elsewhere", "oversized")
 

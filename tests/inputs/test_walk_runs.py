@@ -261,3 +261,21 @@ def test_a_duplicate_id_is_reported_where_it_was_read_whatever_the_workers(tmp_p
         assert identifier == "z-caf\\xe9.txt" and where.startswith(str(folder) + "/z-caf")
         seen.add(where)
     assert len(seen) == 1
+
+
+def test_the_walk_leaves_out_the_stores_it_finds_and_notes_each_once(tmp_path: Path) -> None:
+    folder = nested_corpus(tmp_path)
+    plain, _ = walk(folder, InputOptions())
+    for store, marker in (("a/b/sigs", "_dedup_manifest.json"), ("d/new-sigs", "_dedup.lock")):
+        (folder / store).mkdir()
+        (folder / store / marker).write_text("{}")
+        (folder / store / "part-000001.parquet").write_bytes(b"PAR1 not read")
+    walked, report = walk(folder, InputOptions())
+    assert [source.id for source in per_file(walked)] == [source.id for source in per_file(plain)]
+    assert report.stores_left_out == [str(folder / "a/b/sigs"), str(folder / "d/new-sigs")]
+    # A store named itself is left out as well, and so is a file named inside one.
+    report = ReadReport()
+    named = [str(folder / "a/b/sigs"), str(folder / "d/new-sigs/part-000001.parquet"), str(folder / "d/empty.txt")]
+    assert [source.id for source in discovery.walk_sources(named, InputOptions(), report, io.BytesIO())] == [
+        "d/empty.txt"]
+    assert sorted(report.stores_left_out) == [str(folder / "a/b/sigs"), str(folder / "d/new-sigs")]
