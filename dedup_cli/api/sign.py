@@ -86,8 +86,9 @@ def sign(
     A run that did the wrong job stores nothing and raises: an :class:`~dedup_cli.errors.OptionError` for a record
     option (``id_field``, ...) given for inputs that are all plain text files; an
     :class:`~dedup_cli.errors.InputError` when no document was read though inputs were skipped, when every
-    record of an input was skipped, with ``options.strict`` when anything was skipped, and when a prune would
-    remove every stored document or more than half of them (unless ``options.force_prune``).
+    record of an input was skipped, when an input held nothing or no file was found (unless
+    ``options.allow_empty``), with ``options.strict`` when anything was skipped, and when a prune would remove every
+    stored document or more than half of them (unless ``options.force_prune``).
     """
     started = time.perf_counter()
     options = SignOptions() if options is None else options
@@ -128,7 +129,9 @@ def sign(
         seen.extend(signed.seen)
         report.files_found = report.read.files_found
         check_options_apply(options.input, report.read, inputs)
-        check_reading(report.read, options.strict)
+        listed = [] if options.input.files_from is None else [options.input.files_from]
+        check_reading(report.read, options.strict, inputs=[*inputs, *listed],
+                      allow_empty=options.allow_empty or options.force_prune)
         _check_id_scheme(run, inputs, report.read, output)
         if options.prune:
             if report.read.count("unreadable"):

@@ -367,6 +367,12 @@ strict_option = click.option(
          "error (exit 1), and nothing is stored or written; without it, skips are warnings and the rest is signed "
          "(filter: with --sign).")
 
+allow_empty_option = click.option(
+    "--allow-empty", is_flag=True,
+    help="An input that holds nothing (stdin or a file named by itself with no byte, a file of records with no "
+         "record) or inputs with no file are no error, for jobs where an empty batch is normal; without it such a "
+         "run exits 1 and stores and writes nothing.")
+
 out_option = click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str, allow_dash=True),
                           default=None, help="Write to FILE instead of stdout (a file is replaced atomically; a "
                                              "device or FIFO is written in place).")

@@ -9,6 +9,7 @@ import click
 
 from dedup_cli.cli.common import (
     FORMAT_SUFFIXES,
+    allow_empty_option,
     engine_of,
     engine_options,
     find_options,
@@ -49,6 +50,7 @@ from dedup_cli.options.vocabulary import DEFAULT_STORE, OUTPUT_FORMATS, STORE_VA
 @click.option("--removed-format", type=click.Choice(OUTPUT_FORMATS), default=None,
               help="Format of --removed.  [default: by its extension (.tsv, .csv, .parquet), else jsonl]")
 @strict_option
+@allow_empty_option
 @quiet_option
 @click.option("-v", "--verbose", is_flag=True, help="List every warning, not only the first few.")
 @tuning_options
@@ -56,7 +58,7 @@ from dedup_cli.options.vocabulary import DEFAULT_STORE, OUTPUT_FORMATS, STORE_VA
 @reports_errors
 def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_method: str, members: str | None,
                   annotate: bool, sign_first: bool, removed: str | None, removed_format: str | None, strict: bool,
-                  quiet: bool, verbose: bool, **given: Any) -> None:
+                  allow_empty: bool, quiet: bool, verbose: bool, **given: Any) -> None:
     """Write the documents to keep, in the inputs' own formats: the deduplicated corpus.
 
     INPUTS (files, directories, - for stdin) are read as the store's sign runs read them; what to drop
@@ -88,7 +90,7 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
     engine = engine_of(given)
     reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__ if name in given})
     options = FilterOptions(input=reading, find=FindOptions(group=group_method, engine=engine, **given),
-                            members=members, annotate=annotate,
+                            members=members, annotate=annotate, allow_empty=allow_empty,
                             sign=SignOptions(input=reading, strict=strict) if sign_first else None)
     with progress_bar(quiet, "filtering") as (on_start, advance):
         report = api.filter(inputs, out, default_store(store), options, progress=advance, on_start=on_start)

@@ -9,6 +9,7 @@ import click
 from dedup_cli.cli.common import (
     ESTIMATOR_BITS,
     EXIT_ERROR,
+    allow_empty_option,
     engine_of,
     engine_options,
     fail,
@@ -80,6 +81,7 @@ from dedup_cli.options.vocabulary import (
 @click.option("--force-prune", is_flag=True,
               help="--prune, even when it removes more than half of the stored documents, or all of them.")
 @strict_option
+@allow_empty_option
 @click.option("--wait", type=click.FloatRange(0), default=SignOptions.wait,
               help="Seconds to wait for another run on the same store before giving up.")
 @engine_options

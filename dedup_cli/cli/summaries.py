@@ -39,7 +39,7 @@ def read_warnings(report: ReadReport, flag: Flag) -> list[str]:
              "oversized": ("document too large", "documents too large"),
              "invalid_utf8": ("document with invalid UTF-8", "documents with invalid UTF-8")}
     lines += [f"... and {count} more {counted(count, *names[kind]).split(' ', 1)[1]}"
-              for kind, count in sorted(report.unlisted.items())]
+              for kind, count in sorted(report.unlisted.items()) if kind in names]  # empty files are no warning
     return lines
 
 

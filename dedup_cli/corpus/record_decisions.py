@@ -29,6 +29,10 @@ class SourceOutcome:
     changed: list[tuple[str, str]] = field(default_factory=list)  # (where, id): to drop, but changed; kept
     unsigned: list[str] = field(default_factory=list)  # files the store never read, copied whole
     repeated: list[tuple[str, str]] = field(default_factory=list)  # (where, id): a repeated id, skipped
+    # Sources that held nothing: (name, what) of stdin or a whole file with no byte; the names of record inputs
+    # with no record (dedup_cli.inputs.skips.empty_inputs judges which of them make the run the wrong job).
+    empty: list[tuple[str, str]] = field(default_factory=list)
+    no_record: list[str] = field(default_factory=list)
 
     def add(self, other: SourceOutcome) -> None:
         self.records += other.records
@@ -38,6 +42,8 @@ class SourceOutcome:
         self.changed += other.changed
         self.unsigned += other.unsigned
         self.repeated += other.repeated
+        self.empty += other.empty
+        self.no_record += other.no_record
 
 
 @dataclass

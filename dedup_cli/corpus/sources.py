@@ -25,7 +25,7 @@ from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, open_decompresse
 from dedup_cli.inputs.delimited import TABLE_FORMATS
 from dedup_cli.inputs.files import read_whole
 from dedup_cli.inputs.locations import STDIN, Source
-from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.report import ReadReport, emptiness
 from dedup_cli.inputs.stdin import stdin_stream
 from dedup_cli.options.input_options import InputOptions
 
@@ -96,8 +96,13 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
 
     try:
         with ExitStack() as opened:
+            nothing = None
             if signed and source.path == STDIN:  # compressed or JSON Lines, told as sign told it
-                stdin, source = opened.enter_context(stdin_stream(stdin, source, options))
+                counted = Counted(stdin)
+                stdin, source = opened.enter_context(stdin_stream(counted, source, options))
+                nothing = None if stdin.peek(1) else emptiness(source.compression, counted.consumed)
+            elif source.format == "text" and source.compression is None and not source.size:
+                nothing = emptiness(None)
             if not signed:
                 link_or_copy(source.path, target)
                 outcome = SourceOutcome(unsigned=[source.display])
@@ -118,6 +123,10 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
         raise  # the output's failure, reported by the caller with the output's name
     except READ_ERRORS as error:
         raise read_failure(source, error) from error
+    if nothing is not None:
+        outcome.empty.append((source.display, nothing))
+    elif signed and source.format != "text" and not outcome.records:
+        outcome.no_record.append(source.display)
     if progress is not None and source.size > done:
         progress(source.size - done)
     return outcome

@@ -23,40 +23,17 @@ from __future__ import annotations
 import fnmatch
 import heapq
 import os
-import re
-from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from itertools import accumulate
 from typing import BinaryIO, NamedTuple
 
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.inputs.byte_streams import COMPRESSION_SUFFIXES
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME, FileRun, Source, display_name
+from dedup_cli.inputs.name_formats import format_and_compression, known_endings
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.inputs.store_folders import StoreDirectories, holds_a_store
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
-
-FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
-_KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
-# A known ending at the end of a name, in names joined by NUL (which no path holds): one scan of a batch's names
-# finds the few that may not be plain text, where a test per name cost the walk 1.5 µs a file. IGNORECASE matches
-# at least what ``lower()`` does on these ASCII endings; format_and_compression has the last word.
-_ENDING_IN_JOINED = re.compile("(?:" + "|".join(re.escape(ending) for ending in _KNOWN_ENDINGS) + ")(?=\0)",
-                               re.IGNORECASE)
-
-
-def format_and_compression(name: str) -> tuple[str, str | None]:
-    """(the format ``auto`` gives a file name, its compression), looking inside a compression suffix:
-    ``x.jsonl.gz`` → ("jsonl", "gzip"); from one look at the suffix or two."""
-    if not name[-8:].lower().endswith(_KNOWN_ENDINGS):  # most names: a slice, not a path split
-        return "text", None
-    stem, suffix = os.path.splitext(name)
-    compressed = COMPRESSION_SUFFIXES.get(suffix.lower())
-    if compressed is not None:
-        stem, suffix = os.path.splitext(stem)
-    return FORMAT_SUFFIXES.get(suffix.lower(), "text"), compressed
 
 
 class SourceFile(NamedTuple):
@@ -272,8 +249,8 @@ def walk_file_batches(named: Sequence[str], listed: Sequence[str], include: Sequ
     for path, always in [(p, True) for p in named_absolute] + [(p, False) for p in listed_absolute]:
         if os.path.isdir(path):
             base = os.path.relpath(path, root).replace(os.sep, "/")
-            trees.append(_sorted_tree(path, "" if base == "." else base + "/", wanted if include or exclude else None,
-                                      record_unreadable, left_out))
+            trees.append(_noting_empty(_sorted_tree(path, "" if base == "." else base + "/", wanted if include or
+                                                    exclude else None, record_unreadable, left_out), path, report))
             continue
         store = stores.holds(path)
         if store is not None:  # a file of a store, named or listed by itself
@@ -286,6 +263,16 @@ def walk_file_batches(named: Sequence[str], listed: Sequence[str], include: Sequ
     if not single and len(trees) == 1:
         return trees[0]  # one directory: its relative paths are distinct, and its batches already in order
     return _batched(_distinct(heapq.merge(iter(single), *(_each(tree) for tree in trees))))
+
+
+def _noting_empty(tree: Iterator[FoundFiles], directory: str, report: ReadReport) -> Iterator[FoundFiles]:
+    """The batches of ``tree``; the directory is noted as an empty input if it gave no file to read."""
+    found = 0
+    for batch in tree:
+        found += len(batch.ids)
+        yield batch
+    if not found:
+        report.note("empty_inputs", (display_name(directory), "holds no file to read"))
 
 
 def _each(batches: Iterator[FoundFiles]) -> Iterator[Found]:
@@ -374,16 +361,6 @@ def _status(path: str) -> os.stat_result | None:
         return None  # reported when it is read
 
 
-def _known_endings(paths: list[str]) -> list[int]:
-    """The positions of the paths that end with a known format or compression suffix (and maybe a few more)."""
-    joined = "\0".join(paths) + "\0"
-    found = [match.start() for match in _ENDING_IN_JOINED.finditer(joined)]
-    if not found:
-        return []
-    ends = list(accumulate(len(path) + 1 for path in paths))  # where each path's NUL is, plus one
-    return sorted({bisect_right(ends, at) for at in found})
-
-
 def stat_run(run: FileRun, report: ReadReport, every: int = 1) -> FileRun:
     """``run`` with the ``stat`` of its files and their sizes (a run stated when listed is returned as it is),
     their sizes added to ``report.input_bytes`` (unless stdin is read).
@@ -424,7 +401,7 @@ def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOpti
         ids, paths, statuses = batch.ids, batch.paths, batch.statuses
         count += len(paths)
         if fixed is None:  # a name tells its format only when it ends like one
-            others = [position for position in _known_endings(batch.relatives)  # the paths' endings, shorter
+            others = [position for position in known_endings(batch.relatives)  # the paths' endings, shorter
                       if format_and_compression(paths[position])[0] != "text"]
         else:
             others = [] if fixed == "text" else list(range(len(paths)))

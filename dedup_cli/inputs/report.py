@@ -12,6 +12,14 @@ MAX_LISTED = 1000
 """How many items of each kind a :class:`ReadReport` lists; beyond that it only counts them."""
 
 
+def emptiness(compression: str | None, size_on_disk: int = 0) -> str:
+    """What an input with no byte to read is, for messages: ``is empty (0 bytes)``, or for compressed data that
+    decompresses to nothing ``is empty (gzip data that decompresses to nothing)``."""
+    if compression is None or not size_on_disk:
+        return "is empty (0 bytes)"
+    return f"is empty ({compression} data that decompresses to nothing)"
+
+
 @dataclass
 class ReadReport:
     """What was read and what was skipped, for the summary and the exit code.
@@ -28,6 +36,10 @@ class ReadReport:
     held_elsewhere: list[tuple[str, str, str]] = field(default_factory=list)
     oversized: list[tuple[str, int]] = field(default_factory=list)  # (location, bytes: at least this many)
     invalid_utf8: list[str] = field(default_factory=list)  # read, with U+FFFD for the invalid bytes
+    # (name, what: :func:`emptiness`): stdin, and every whole file, that held no byte. An empty file among others is
+    # a document with no shingle; stdin, or a file named by itself, that held nothing is a run that did the wrong
+    # job (:func:`dedup_cli.inputs.skips.check_reading`).
+    empty_inputs: list[tuple[str, str]] = field(default_factory=list)
     bytes_read: int = 0
     files_found: int = 0
     documents: int = 0
@@ -41,7 +53,8 @@ class ReadReport:
     max_listed: int = MAX_LISTED
     unlisted: dict[str, int] = field(default_factory=dict)
     # Per input of records (lines, JSON Lines, Parquet, sets; stdin too), by its name in messages: [records read
-    # as documents, records skipped]: an input whose every record was skipped is a run that did the wrong job.
+    # as documents, records skipped]: an input whose every record was skipped, or that held none (each is entered
+    # when it is planned), is a run that did the wrong job.
     records_by_input: dict[str, list[int]] = field(default_factory=dict)
     # The files the walk found, by the format they are read in (text, jsonl, parquet, ...); stdin is not counted.
     formats: dict[str, int] = field(default_factory=dict)
@@ -68,7 +81,7 @@ class ReadReport:
         """How many items of ``kind`` there were, listed or not."""
         return len(getattr(self, kind)) + self.unlisted.get(kind, 0)
 
-    LISTED_KINDS = (*SKIPPED_KINDS, "invalid_utf8")
+    LISTED_KINDS = (*SKIPPED_KINDS, "invalid_utf8", "empty_inputs")
     COUNTS = ("bytes_read", "documents", "empty_documents", "blank_lines", "unchanged")
     RECORD_SKIPS = ("malformed", "duplicate_ids", "oversized")  # what skips one record, not a whole input
 

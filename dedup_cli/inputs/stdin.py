@@ -50,8 +50,8 @@ def stdin_stream(raw: Any, source: Source, options: InputOptions) -> Iterator[tu
             yield _buffered(b"", stream), found
             return
         first = _first_line(stream)
-        if is_json_object(first):
-            found = dataclasses.replace(found, format="jsonl")
+        if is_json_object(first) or (options.id_field is not None and not _has_text(first)):
+            found = dataclasses.replace(found, format="jsonl")  # (white space alone is a batch of no record)
         elif options.id_field is not None:
             raise UsageError("{id_field} applies to records, but stdin is not JSON Lines (its first line is not a "
                              "JSON object); name its format with {input_format}", options=True)
@@ -84,6 +84,11 @@ def _first_line(stream: Any) -> bytes:
             return held
         held += data
     return held
+
+
+def _has_text(head: bytes) -> bool:
+    """Whether ``head`` holds a byte other than white space and a byte-order mark."""
+    return bool((head[3:] if head.startswith(BOM) else head).strip(_WHITE_SPACE))
 
 
 def is_json_object(head: bytes) -> bool:

@@ -29,8 +29,8 @@ from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, NEWLINE, LineChunk
 from dedup_cli.inputs.delimited import TABLE_FORMATS, column_positions, parse_header, table_chunks
 from dedup_cli.inputs.discovery import stat_run
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
-from dedup_cli.inputs.locations import STDIN, FileRun, Source, location_path
-from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.locations import STDIN, STDIN_NAME, FileRun, Source, location_path
+from dedup_cli.inputs.report import ReadReport, emptiness
 from dedup_cli.inputs.stdin import stdin_stream
 from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LineRangeTask, LinesTask, ReadTask, RowsTask, TableTask
 from dedup_cli.objectstore.urls import is_url
@@ -226,16 +226,25 @@ def file_pieces(source: Source, options: InputOptions, piece_bytes: int) -> list
 
 def _source_tasks(source: Source, options: InputOptions, report: ReadReport, stdin: BinaryIO, line_ranges: bool = False
                   ) -> Iterator[ReadTask]:
-    """The tasks of stdin, a line file or a Parquet file, read here."""
+    """The tasks of stdin, a line file or a Parquet file, read here. Each input of records is entered in
+    ``report.records_by_input`` (one that yields none held no record); stdin that holds no byte is noted as
+    empty, and read no further."""
     if source.format == "parquet" and source.compression is not None:
         report.note("unreadable", (source.display, f"Parquet cannot be read through {source.compression} "
                                                    "compression (it compresses its own columns); decompress it"))
         return
+    if source.path != STDIN:
+        report.records_by_input.setdefault(source.display, [0, 0])
     done = 0  # of the source's bytes on disk, those the tasks so far account for
     try:
         if source.path == STDIN:
             consumed = Counted(stdin)
             with stdin_stream(consumed, source, options) as (stream, source):
+                if not stream.peek(1):  # an empty batch (a pipe whose writer failed): no document, not even ''
+                    report.note("empty_inputs", (STDIN_NAME, emptiness(source.compression, consumed.consumed)))
+                    return
+                if source.format != "text":
+                    report.records_by_input.setdefault(source.display, [0, 0])
                 if source.format == "text":
                     read = list(read_whole(stream, None, source, options.max_document_bytes, report))
                     yield DocumentsTask(tuple(d for _, d in read), tuple(w for w, _ in read), consumed.consumed)

@@ -55,6 +55,10 @@ class SignOptions:
         force_prune: let ``prune`` remove any share of the store, all of it included.
         strict: any input or record skipped (binary, unreadable, malformed, a duplicate id, too large) is an
             error, and nothing is stored; without it, skips are reported and the rest is signed.
+        allow_empty: an input that holds nothing (stdin or a file named by itself with no byte, a file of records
+            with no record) or a run that finds no file is no error: for jobs where an empty batch is normal.
+            Without it such a run did the wrong job, and stores nothing (``force_prune`` allows it too: emptying
+            the store is what it is for).
         wait: seconds to wait for another run on the same store (0: fail at once).
         engine: where to sign (the local engine, or tasks on a Dask cluster, each writing a part).
     """
@@ -72,6 +76,7 @@ class SignOptions:
     prune: bool = False
     force_prune: bool = False
     strict: bool = False
+    allow_empty: bool = False
     wait: float = 0.0
     engine: EngineOptions = EngineOptions()
 

@@ -374,7 +374,10 @@ def test_a_run_that_did_the_wrong_job_stores_nothing_as_on_the_local_engine(engi
     assert read_store(store).ids == []
     dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine, input=dedup.InputOptions(id_field="id")))
     corpus.write_text("")
-    with pytest.raises(dedup.InputError, match="would remove 40 of the 40 documents"):
+    with pytest.raises(dedup.InputError, match=r"c\.jsonl is empty \(0 bytes\); nothing was stored; .*allow_empty"):
         dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine, prune=True,
+                                                           input=dedup.InputOptions(id_field="id")))
+    with pytest.raises(dedup.InputError, match="would remove 40 of the 40 documents"):
+        dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine, prune=True, allow_empty=True,
                                                            input=dedup.InputOptions(id_field="id")))
     assert len(read_store(store).ids) == 40

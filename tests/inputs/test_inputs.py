@@ -25,7 +25,8 @@ from dedup_cli.cli.main import flag, message
 from dedup_cli.cli.summaries import read_warnings
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.inputs import byte_streams, decoding, files, parquet_inputs
-from dedup_cli.inputs.discovery import format_and_compression, walk_files
+from dedup_cli.inputs.discovery import walk_files
+from dedup_cli.inputs.name_formats import format_and_compression
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document, text_hash
 from dedup_cli.inputs.report import ReadReport

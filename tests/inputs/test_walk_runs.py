@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dedup_cli as dedup
-from dedup_cli.inputs import discovery, task_planning
+from dedup_cli.inputs import discovery, name_formats, task_planning
 from dedup_cli.inputs.locations import FileRun, Source
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.input_options import InputOptions
@@ -140,9 +140,9 @@ def test_the_walk_finds_the_files_that_are_not_plain_text_by_one_scan_of_their_n
     """The known endings found in a batch's joined names are those a look at each name finds."""
     paths = [f"/d/{stem}{ending}" for stem, ending in names]
     expected = [position for position, path in enumerate(paths)
-                if discovery.format_and_compression(path) != ("text", None)]
-    found = [position for position in discovery._known_endings(paths)
-             if discovery.format_and_compression(paths[position]) != ("text", None)]
+                if name_formats.format_and_compression(path) != ("text", None)]
+    found = [position for position in name_formats.known_endings(paths)
+             if name_formats.format_and_compression(paths[position]) != ("text", None)]
     assert found == expected
 
 
