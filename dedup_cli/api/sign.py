@@ -4,8 +4,9 @@ The engine the options name (:mod:`dedup_cli.engine.engines`) reads the inputs i
 lines, Parquet rows) and signs them: the local one in a pool of processes, writing a Parquet row group per few
 thousand documents so that memory does not grow with the corpus; the Dask one in tasks on a cluster. A run
 into an existing store is incremental: whole files whose location, size and modification time match the
-store are skipped unread, documents whose content hash matches are skipped after reading, and only new or
-changed documents are signed and written as one more part of the store (docs/store-format.md).
+store are skipped unread (read all the same with ``checksum``), documents whose content hash matches are skipped
+after reading, and only new or changed documents are signed and written as one more part of the store
+(docs/store-format.md).
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ def sign(
         choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", options.workers, params)
         if choice.blocked == NOT_COMPILED:
             compile_later()  # for later runs: this one signs with numpy, and never waits for the compiler
-        known = file_unchanged if len(index) else None  # a new store: nothing to look up
+        # A new store has nothing to look up; with checksum every whole file is read, and its content hash decides.
+        known = file_unchanged if len(index) and not options.checksum else None
         signed = engine.sign(sources, stream, run, index, params, reading, options.workers, choice, report.read,
                              InputProgress(on_start, progress, on_note), known)
         report.documents += signed.documents

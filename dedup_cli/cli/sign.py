@@ -80,6 +80,10 @@ from dedup_cli.options.vocabulary import (
                    "would remove all of them or more than half.")
 @click.option("--force-prune", is_flag=True,
               help="--prune, even when it removes more than half of the stored documents, or all of them.")
+@click.option("--checksum", is_flag=True,
+              help="Read again the files whose size and modification time are the store's, and sign again those "
+                   "whose content changed (like rsync -c): for files restored from archives or copied with their "
+                   "times kept (cp -p, tar x). Slower: every file is read.")
 @strict_option
 @allow_empty_option
 @click.option("--wait", type=click.FloatRange(0), default=SignOptions.wait,

@@ -381,3 +381,26 @@ def test_a_run_that_did_the_wrong_job_stores_nothing_as_on_the_local_engine(engi
         dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine, prune=True, allow_empty=True,
                                                            input=dedup.InputOptions(id_field="id")))
     assert len(read_store(store).ids) == 40
+
+
+def test_checksum_signs_again_a_file_rewritten_with_its_old_size_and_time_as_locally(engine: EngineOptions,
+                                                                                    tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLES / "bible-editions" / "KJV", corpus)
+    (corpus / "packed.txt.gz").write_bytes(gzip.compress(b"a compressed chapter of a few words", mtime=0))
+    sign_both([str(corpus)], tmp_path, engine)
+    target = corpus / "jonah-01.txt"
+    status = target.stat()
+    text = target.read_text()
+    target.write_text(text.replace("the", "teh"))  # the same length: cp -p of another text would look alike
+    os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert target.stat().st_size == status.st_size
+    local, remote = sign_both([str(corpus)], tmp_path, engine)
+    assert remote.documents == 0 and remote.unchanged == 9  # unread: the size and the time are the store's
+    local, remote = sign_both([str(corpus)], tmp_path, engine, checksum=True)
+    assert remote.run is not None and remote.run.changed == 1 and remote.unchanged == 8
+    stored = read_store(tmp_path / "dask.parquet")
+    assert stored.mtimes_ns is not None
+    assert stored.mtimes_ns[stored.ids.index("jonah-01.txt")] == status.st_mtime_ns
+    local, remote = sign_both([str(corpus)], tmp_path, engine, checksum=True)
+    assert remote.documents == 0 and remote.unchanged == 9
