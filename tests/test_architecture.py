@@ -167,8 +167,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth", "inputs.store_folders"],
         ["inputs.decoding", "inputs.columns"],
         ["inputs.byte_streams", "inputs.blocks"],
-        ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin",
-         "inputs.name_formats"], ["inputs.delimited"],
+        ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.name_formats",
+         "inputs.json_arrays"], ["inputs.delimited", "inputs.stdin"],
         ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members", "inputs.liveness"], ["inputs.files"], ["inputs.tasks"],
         ["inputs.task_planning"], ["inputs.reading", "inputs.skips"],
@@ -185,7 +185,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("corpus: the kept records of each input, written in its own format", [
         ["corpus.record_decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"],
-        ["corpus.parquet_filter", "corpus.table_filter"],
+        ["corpus.parquet_filter", "corpus.table_filter", "corpus.array_filter"],
         ["corpus.sources"], ["corpus.filter_pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [

@@ -336,9 +336,9 @@ def filter(
     check_sources(options.find.engine, sources)
     layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
     signed = _signed(opened, path, inputs, sources, reading)
-    if options.annotate and not any(source.format in ("jsonl", "csv", "tsv", "parquet") for source in sources):
-        raise UsageError("{annotate} adds fields to JSON Lines, CSV and TSV records and Parquet rows; these inputs "
-                         "hold none",
+    if options.annotate and not any(source.format in ("jsonl", "json", "csv", "tsv", "parquet") for source in sources):
+        raise UsageError("{annotate} adds fields to JSON Lines, JSON array, CSV and TSV records and Parquet rows; "
+                         "these inputs hold none",
                          options=True)
     with engine_for(options.find.engine) as engine:
         # find runs on the same engine (a local cluster started here lives until the inputs are written).

@@ -3,27 +3,31 @@
 A whole file (one document) is hard-linked (or copied) unless it is dropped; it is read only when it is to be
 dropped, to check that its content is still the one signed. Line, CSV, TSV and Parquet files are filtered record by
 record (:mod:`dedup_cli.corpus.lines`, :mod:`dedup_cli.corpus.table_filter`, :mod:`dedup_cli.corpus.parquet_filter`),
-and compressed lines and records are written compressed the same way. A file the store never read (added since
+a JSON array element by element (:mod:`dedup_cli.corpus.array_filter`), and compressed lines and records are written
+compressed the same way. A file the store never read (added since
 signing, or skipped by ``sign``) is copied whole.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Any, BinaryIO
 
 from dedup_cli.atomic_files import OutputError, open_input
+from dedup_cli.corpus.array_filter import filter_array
 from dedup_cli.corpus.lines import filter_lines
 from dedup_cli.corpus.parquet_filter import filter_parquet
 from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
 from dedup_cli.corpus.table_filter import filter_table
 from dedup_cli.corpus.writers import compressed, link_or_copy, output_file
 from dedup_cli.errors import InputError
-from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, open_decompressed
+from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, open_decompressed, read_capped
 from dedup_cli.inputs.delimited import TABLE_FORMATS
 from dedup_cli.inputs.files import read_whole
+from dedup_cli.inputs.json_arrays import starts_an_array
 from dedup_cli.inputs.locations import STDIN, Source
 from dedup_cli.inputs.report import ReadReport, emptiness
 from dedup_cli.inputs.stdin import stdin_stream
@@ -63,6 +67,19 @@ def _whole_file(source: Source, decisions: Decisions, target: str | BinaryIO, st
     elif not dropped or annotate:
         link_or_copy(source.path, target)
     return outcome
+
+
+def _json_file(source: Source, options: InputOptions, decisions: Decisions, target: str | BinaryIO, stdin: Any,
+               annotate: bool) -> SourceOutcome:
+    """A JSON file: an array of records filtered element by element (:mod:`dedup_cli.corpus.array_filter`); under
+    ``auto``, one that starts no array is one document, as ``sign`` read it; under ``json`` it is copied."""
+    with _opened(source, stdin) as (stream, _, _):
+        data = read_capped(stream, b"", None)
+    assert data is not None
+    if not starts_an_array(data) and options.input_format != "json" and source.path != STDIN:
+        return _whole_file(dataclasses.replace(source, format="text"), decisions, target, stdin, annotate)
+    with output_file(target) as out, compressed(out, source.compression) as writer:
+        return filter_array(data, source, options, decisions, writer, annotate)
 
 
 def filter_source(source: Source, decisions: Decisions, options: InputOptions, target: str | BinaryIO,
@@ -108,6 +125,8 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
                 outcome = SourceOutcome(unsigned=[source.display])
             elif source.format == "text":
                 outcome = _whole_file(source, decisions, target, stdin, annotate)
+            elif source.format == "json":
+                outcome = _json_file(source, options, decisions, target, stdin, annotate)
             elif source.format == "parquet":
                 with open_input(source.path) as handle, output_file(target) as out:
                     outcome = filter_parquet(handle, source, options, decisions, out, annotate)

@@ -10,7 +10,8 @@ from itertools import accumulate
 
 from dedup_cli.inputs.byte_streams import COMPRESSION_SUFFIXES
 
-FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
+FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".tsv": "tsv",
+                   ".parquet": "parquet"}
 _KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
 # A known ending at the end of a name, in names joined by NUL (which no path holds): one scan of a batch's names
 # finds the few that may not be plain text, where a test per name cost the walk 1.5 µs a file. IGNORECASE matches

@@ -107,7 +107,16 @@ class ReadReport:
             counts[0] += documents
             counts[1] += skipped
         for file_format, files in other.formats.items():
-            self.formats[file_format] = self.formats.get(file_format, 0) + files
+            self.count_format(file_format, files)
+
+    def count_format(self, file_format: str, files: int = 1) -> None:
+        """Count ``files`` more files read in ``file_format`` (fewer, when negative; a format counted to 0 is
+        dropped, so that the formats are those read)."""
+        files += self.formats.get(file_format, 0)
+        if files:
+            self.formats[file_format] = files
+        else:
+            self.formats.pop(file_format, None)
 
     @property
     def skipped(self) -> int:

@@ -15,7 +15,8 @@ import os
 from collections.abc import Sequence
 
 from dedup_cli.errors import InputError, OptionError
-from dedup_cli.inputs.byte_streams import open_decompressed
+from dedup_cli.inputs.byte_streams import READ_ERRORS, open_decompressed
+from dedup_cli.inputs.json_arrays import array_values
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME, display_name
 from dedup_cli.inputs.name_formats import format_and_compression
 from dedup_cli.inputs.report import ReadReport, emptiness
@@ -186,21 +187,25 @@ def _wholly_skipped(report: ReadReport, names: list[str]) -> str:
 
 
 def _of(where: str, name: str) -> bool:
-    """Whether the location ``where`` (``FILE:LINE``, ``FILE row N``) is in the input ``name``."""
-    return where.startswith((name + ":", name + " row "))
+    """Whether the location ``where`` (``FILE:LINE``, ``FILE row N``, ``FILE element N``, or the input itself) is
+    in the input ``name``."""
+    return where == name or where.startswith((name + ":", name + " row ", name + " element "))
 
 
 def _first_record_fields(name: str) -> list[str] | None:
-    """The fields of the first record of the JSON Lines input ``name`` (None when stdin, not JSON Lines, or not
-    readable now)."""
+    """The fields of the first record of the JSON Lines or JSON array input ``name`` (None when stdin, another
+    format, or not readable now)."""
     file_format, compression = format_and_compression(name)
-    if name == STDIN_NAME or file_format != "jsonl":
+    if name == STDIN_NAME or file_format not in ("jsonl", "json"):
         return None
     try:
+        if file_format == "json":
+            first = array_values(name, {1}).get(1)
+            return list(first) if isinstance(first, dict) else None
         with open_decompressed(name, compression) as (stream, _, _):
             head = stream.read(FIRST_RECORD_BYTES)
         line = next(line for line in head.splitlines() if line.strip())
         record = json.loads(line)
-    except (OSError, ValueError, StopIteration, EOFError):
+    except (*READ_ERRORS, ValueError, StopIteration, RecursionError):
         return None
     return list(record) if isinstance(record, dict) else None

@@ -6,7 +6,7 @@ import os
 
 # --- the vocabulary of choices and limits --------------------------------------------------------------------
 
-INPUT_FORMATS = ("auto", "text", "lines", "jsonl", "csv", "tsv", "parquet", "sets")
+INPUT_FORMATS = ("auto", "text", "lines", "jsonl", "json", "csv", "tsv", "parquet", "sets")
 SHINGLE_UNITS = ("word", "char")
 # How the word unit finds words: "unicode-words" as Unicode's default word boundaries do (one token per ideograph,
 # kana or letter of the scripts written without spaces, combining marks kept with their letter); "w-runs" the

@@ -404,3 +404,20 @@ def test_checksum_signs_again_a_file_rewritten_with_its_old_size_and_time_as_loc
     assert stored.mtimes_ns[stored.ids.index("jonah-01.txt")] == status.st_mtime_ns
     local, remote = sign_both([str(corpus)], tmp_path, engine, checksum=True)
     assert remote.documents == 0 and remote.unchanged == 9
+
+
+def test_json_arrays_are_signed_as_records_as_locally(engine: EngineOptions, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = [path.read_text() for path in sorted((SAMPLES / "bible-editions" / "KJV").glob("*.txt"))]
+    (corpus / "a.json").write_text(json.dumps([{"id": f"k{n}", "text": text} for n, text in enumerate(texts)],
+                                              indent=1))
+    (corpus / "b.json.gz").write_bytes(gzip.compress(json.dumps([{"text": texts[0]}, 7]).encode(), mtime=0))
+    (corpus / "c.json").write_text(json.dumps({"text": "one object: a text document"}))
+    local, remote = sign_both([str(corpus)], tmp_path, engine)
+    assert read_store(tmp_path / "dask.parquet").ids == ["a.json:1", "a.json:2", "a.json:3", "a.json:4", "a.json:5",
+                                                         "a.json:6", "a.json:7", "a.json:8", "b.json.gz:1", "c.json"]
+    assert remote.read.malformed == local.read.malformed == [(f"{corpus / 'b.json.gz'} element 2",
+                                                              "expected a JSON object, found a number")]
+    local, remote = sign_both([str(corpus)], tmp_path, engine)  # read again: every record unchanged
+    assert remote.documents == 0 and remote.unchanged == 10

@@ -86,7 +86,7 @@ def assert_round_trips(documents: list[Document]) -> None:
     ("name", "expected"),
     [("a.txt", "text"), ("a", "text"), ("a.jsonl", "jsonl"), ("a.NDJSON", "jsonl"), ("a.parquet", "parquet"),
      ("a.jsonl.gz", "jsonl"), ("a.ndjson.zst", "jsonl"), ("a.txt.xz", "text"), ("a.gz", "text"),
-     ("a.parquet.bz2", "parquet"), ("a.json", "text"), ("dir.jsonl/a.md", "text")],
+     ("a.parquet.bz2", "parquet"), ("a.json", "json"), ("a.JSON.gz", "json"), ("dir.jsonl/a.md", "text")],
 )
 def test_detect_format_looks_inside_the_compression_suffix(name: str, expected: str) -> None:
     assert format_and_compression(name)[0] == expected
