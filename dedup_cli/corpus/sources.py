@@ -4,8 +4,7 @@ A whole file (one document) is hard-linked (or copied) unless it is dropped; it 
 dropped, to check that its content is still the one signed. Line, CSV, TSV and Parquet files are filtered record by
 record (:mod:`dedup_cli.corpus.lines`, :mod:`dedup_cli.corpus.table_filter`, :mod:`dedup_cli.corpus.parquet_filter`),
 a JSON array element by element (:mod:`dedup_cli.corpus.array_filter`), and compressed lines and records are written
-compressed the same way. A file the store never read (added since
-signing, or skipped by ``sign``) is copied whole.
+compressed the same way. A file the store never read (added since signing, or skipped by ``sign``) is copied whole.
 """
 
 from __future__ import annotations
@@ -118,7 +117,7 @@ def filter_source(source: Source, decisions: Decisions, options: InputOptions, t
                 counted = Counted(stdin)
                 stdin, source = opened.enter_context(stdin_stream(counted, source, options))
                 nothing = None if stdin.peek(1) else emptiness(source.compression, counted.consumed)
-            elif source.format == "text" and source.compression is None and not source.size:
+            elif source.format in ("text", "json") and source.compression is None and not source.size:
                 nothing = emptiness(None)
             if not signed:
                 link_or_copy(source.path, target)

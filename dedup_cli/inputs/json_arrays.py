@@ -80,7 +80,11 @@ class Damage:
 def array_elements(text: str) -> Iterator[Element | Damage]:
     """The elements of the JSON array ``text`` (from :func:`array_text`, starting as :func:`starts_an_array`
     says), in order, each with its span; then, if the array does not parse to its end, one :class:`Damage`."""
-    position = _skip(text, _skip(text, 1 if text.startswith("\ufeff") else 0) + 1)  # past the "["
+    opening = _skip(text, 1 if text.startswith("\ufeff") else 0)
+    if not text.startswith("[", opening):
+        yield Damage(1, opening, "not a JSON array (it does not start with '[')")
+        return
+    position = _skip(text, opening + 1)
     number = 1
     if text.startswith("]", position):
         end = _skip(text, position + 1)

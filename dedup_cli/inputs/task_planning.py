@@ -301,8 +301,9 @@ def _json_tasks(stream: Any, status: os.stat_result | None, source: Source, opti
         report.note("binary", source.display)
         return
     if not starts_an_array(data) and options.input_format == "json":
-        read.note("malformed", (source.display, "expected a JSON array of records (it does not start with '['); "
-                                                "read it as text with --input-format auto"))
+        if data.strip():  # (white space alone holds no record: an empty input)
+            read.note("malformed", (source.display, "expected a JSON array of records (it does not start with "
+                                                    "'['); read it as text with --input-format auto"))
         read.tally_input(source.display, 0)
         report.merge(read)
         return

@@ -44,6 +44,7 @@ def test_elements_are_found_with_their_spans_and_the_place_an_array_stops_parsin
     assert spans(b'[1] [2]') == [(1, "1"), (2, 4, "text after the end of the array")]
     assert spans(b'[1,]')[-1][0] == 2 and isinstance(list(array_elements("[1,]"))[-1], Damage)
     assert starts_an_array(b"\xef\xbb\xbf\n\t[") and not starts_an_array(b'{"a": 1}') and not starts_an_array(b"")
+    assert spans(b'{"a": 1}') == [(1, 0, "not a JSON array (it does not start with '[')")]
     raw = b'["caf\xe9", "\xff"]'  # not UTF-8: every byte is kept for writing back
     assert text_bytes(array_text(raw)) == raw
 
