@@ -165,9 +165,11 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives",
                                                                   "groups.witnesses"]]),
     ("inputs: reading and re-reading documents", [
-        ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
+        ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth", "inputs.store_folders"],
+        ["inputs.decoding", "inputs.columns"],
         ["inputs.byte_streams", "inputs.blocks", "inputs.record_ends"],
-        ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.stdin"], ["inputs.delimited"],
+        ["inputs.parquet_inputs", "inputs.chunks", "inputs.remote", "inputs.name_formats",
+         "inputs.json_arrays"], ["inputs.delimited", "inputs.stdin"],
         ["inputs.discovery", "inputs.reread"],
         ["inputs.sets", "inputs.fields", "inputs.members"], ["inputs.files"], ["inputs.tasks"],
         ["inputs.task_planning"], ["inputs.reading", "inputs.skips"], ["inputs.liveness"],
@@ -185,7 +187,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("corpus: the kept records of each input, written in its own format", [
         ["corpus.record_decisions", "corpus.writers", "corpus.layout"], ["corpus.lines"],
-        ["corpus.parquet_filter", "corpus.table_filter"],
+        ["corpus.parquet_filter", "corpus.table_filter", "corpus.array_filter"],
         ["corpus.sources"], ["corpus.filter_pieces"],
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [

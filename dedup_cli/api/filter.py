@@ -34,7 +34,7 @@ from dedup_cli.inputs.discovery import plan_sources
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path
 from dedup_cli.inputs.members import read_members
 from dedup_cli.inputs.report import ReadReport
-from dedup_cli.inputs.skips import check_options_apply
+from dedup_cli.inputs.skips import check_options_apply, empty_inputs, refuse_empty
 from dedup_cli.objectstore.urls import absolute as absolute_path
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
@@ -249,20 +249,23 @@ def _from_members(store: Store, path: str, options: FilterOptions) -> _Plan:
 
 def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], decisions: Decisions,
            reading: InputOptions, options: FilterOptions, store: str, inputs: Sequence[str], stdin: Any,
-           stdout: BinaryIO | None, progress: Progress | None, engine: Engine) -> SourceOutcome:
+           stdout: BinaryIO | None, progress: Progress | None, engine: Engine, read: ReadReport) -> SourceOutcome:
     """Filter every source into OUT: a scratch file or directory that replaces OUT when complete, by ``engine``
-    (here, or by tasks on a cluster's workers)."""
+    (here, or by tasks on a cluster's workers); unless ``options.allow_empty``, an input that held nothing stops
+    the run before OUT is replaced (:func:`_refuse_empty`; the walk's findings are in ``read``)."""
     total = SourceOutcome()
 
     def each(targets: Sequence[str | BinaryIO], root: str | None = None) -> None:
         if root is not None:
             total.add(engine.filter_into_directory(sources, signed, [str(t) for t in targets], root, decisions,
                                                    reading, options.annotate, stdin, progress))
-            return
-        for source, target, known in zip(sources, targets, signed, strict=True):
-            assert not isinstance(target, str)
-            total.add(engine.filter_into_stream(source, known, target, decisions, reading, options.annotate, stdin,
-                                                progress))
+        else:
+            for source, target, known in zip(sources, targets, signed, strict=True):
+                assert not isinstance(target, str)
+                total.add(engine.filter_into_stream(source, known, target, decisions, reading, options.annotate,
+                                                    stdin, progress))
+        if not options.allow_empty:
+            _refuse_empty(total, read, inputs, reading)
 
     if layout.out == STDIN:
         # Its write errors (a reader gone away: EPIPE) are the output's, never an input's that was being read.
@@ -283,6 +286,19 @@ def _write(layout: Layout, sources: Sequence[Source], signed: Sequence[bool], de
     except OSError as error:
         raise InputError(f"cannot write {display_name(layout.out)}: {error.strerror or error}") from error
     return total
+
+
+def _refuse_empty(outcome: SourceOutcome, read: ReadReport, inputs: Sequence[str], reading: InputOptions) -> None:
+    """Stop a run given an input that held nothing (:func:`dedup_cli.inputs.skips.empty_inputs`: stdin or a file
+    named by itself with no byte, a file of records with no record, a named folder with no file), before its output
+    replaces OUT.
+
+    Raises:
+        InputError: naming the first such input.
+    """
+    listed = [] if reading.files_from is None else [reading.files_from]
+    refuse_empty(empty_inputs([*read.empty_inputs, *outcome.empty], {name: [0, 0] for name in outcome.no_record},
+                              set(), [*inputs, *listed]), "nothing was written")
 
 
 def filter(
@@ -357,9 +373,9 @@ def filter(
     check_sources(options.find.engine, sources)
     layout = plan_layout(inputs, sources, report.out, path, reading.files_from)
     signed = _signed(opened, path, inputs, sources, reading)
-    if options.annotate and not any(source.format in ("jsonl", "csv", "tsv", "parquet") for source in sources):
-        raise UsageError("{annotate} adds fields to JSON Lines, CSV and TSV records and Parquet rows; these inputs "
-                         "hold none",
+    if options.annotate and not any(source.format in ("jsonl", "json", "csv", "tsv", "parquet") for source in sources):
+        raise UsageError("{annotate} adds fields to JSON Lines, JSON array, CSV and TSV records and Parquet rows; "
+                         "these inputs hold none",
                          options=True)
     with engine_for(options.find.engine) as engine:
         # find runs on the same engine (a local cluster started here lives until the inputs are written).
@@ -368,7 +384,7 @@ def filter(
         if on_start is not None:
             on_start(report.read.input_bytes)
         outcome = _write(layout, sources, signed, plan.decisions, reading, options, path, inputs, stream, stdout,
-                         progress, engine)
+                         progress, engine, report.read)
     _summarise(report, plan, outcome, len(sources))
     report.seconds = time.perf_counter() - started
     return report

@@ -4,8 +4,9 @@ The engine the options name (:mod:`dedup_cli.engine.engines`) reads the inputs i
 lines, Parquet rows) and signs them: the local one in a pool of processes, writing a Parquet row group per few
 thousand documents so that memory does not grow with the corpus; the Dask one in tasks on a cluster. A run
 into an existing store is incremental: whole files whose location, size and modification time match the
-store are skipped unread, documents whose content hash matches are skipped after reading, and only new or
-changed documents are signed and written as one more part of the store (docs/store-format.md).
+store are skipped unread (read all the same with ``checksum``), documents whose content hash matches are skipped
+after reading, and only new or changed documents are signed and written as one more part of the store
+(docs/store-format.md).
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ def sign(
     A run that did the wrong job stores nothing and raises: an :class:`~dedup_cli.errors.OptionError` for a record
     option (``id_field``, ...) given for inputs that are all plain text files; an
     :class:`~dedup_cli.errors.InputError` when no document was read though inputs were skipped, when every
-    record of an input was skipped, with ``options.strict`` when anything was skipped, and when a prune would
-    remove every stored document or more than half of them (unless ``options.force_prune``).
+    record of an input was skipped, when an input held nothing or no file was found (unless
+    ``options.allow_empty``), with ``options.strict`` when anything was skipped, and when a prune would remove every
+    stored document or more than half of them (unless ``options.force_prune``).
     """
     started = time.perf_counter()
     options = SignOptions() if options is None else options
@@ -123,7 +125,8 @@ def sign(
         choice = KernelChoice(options.kernel if params.input_kind == "text" else "numpy", options.workers, params)
         if choice.blocked == NOT_COMPILED:
             compile_later()  # for later runs: this one signs with numpy, and never waits for the compiler
-        known = file_unchanged if len(index) else None  # a new store: nothing to look up
+        # A new store has nothing to look up; with checksum every whole file is read, and its content hash decides.
+        known = file_unchanged if len(index) and not options.checksum else None
         signed = engine.sign(sources, stream, run, index, params, reading, options.workers, choice, report.read,
                              InputProgress(on_start, progress, on_note), known)
         report.documents += signed.documents
@@ -133,7 +136,9 @@ def sign(
         seen.extend(signed.seen)
         report.files_found = report.read.files_found
         check_options_apply(options.input, report.read, inputs)
-        check_reading(report.read, options.strict)
+        listed = [] if options.input.files_from is None else [options.input.files_from]
+        check_reading(report.read, options.strict, inputs=[*inputs, *listed],
+                      allow_empty=options.allow_empty or options.force_prune)
         _check_id_scheme(run, inputs, report.read, output)
         removed = signed.removed  # what a source read completely no longer holds: never a place to trust
         if options.prune:

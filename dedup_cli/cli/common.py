@@ -210,14 +210,15 @@ def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 
 reading_options = option_group(
     click.option("--input-format", type=click.Choice(INPUT_FORMATS), default=InputOptions.input_format,
-                 help="auto: by extension (.jsonl, .csv, .tsv, .parquet, else text; stdin: JSON Lines when its first "
-                      "line is a JSON object, else text); lines: one document per line; csv, tsv: one per record "
-                      "after a header row; sets: integer sets (JSON Lines or TSV) over --universe."),
+                 help="auto: by extension (.jsonl, .json, .csv, .tsv, .parquet, else text; stdin: JSON Lines when its "
+                      "first line is a JSON object, a JSON array when it is one, else text); lines: one document per "
+                      "line; json: one per element of a JSON array; csv, tsv: one per record after a header row; "
+                      "sets: integer sets (JSON Lines or TSV) over --universe."),
     click.option("--id-field", default=InputOptions.id_field,
-                 help="The JSON Lines field, or CSV, TSV or Parquet column, holding the id (default: FILE:LINE, "
-                      "FILE:N for the N-th CSV/TSV record, FILE:ROW for Parquet)."),
+                 help="The JSON field, or CSV, TSV or Parquet column, holding the id (default: FILE:LINE, FILE:N for "
+                      "the N-th CSV/TSV record or JSON array element, FILE:ROW for Parquet)."),
     click.option("--text-field", default=InputOptions.text_field,
-                 help="The JSON Lines field, or CSV, TSV or Parquet column, holding the text."),
+                 help="The JSON field, or CSV, TSV or Parquet column, holding the text."),
     click.option("--id-column", default=InputOptions.id_column,
                  help="Another name for --id-field (with both, this one is for Parquet)."),
     click.option("--text-column", default=InputOptions.text_column,
@@ -368,6 +369,12 @@ strict_option = click.option(
     help="Any input or record skipped in signing (binary, unreadable, malformed, a duplicate id, too large) is an "
          "error (exit 1), and nothing is stored or written; without it, skips are warnings and the rest is signed "
          "(filter: with --sign).")
+
+allow_empty_option = click.option(
+    "--allow-empty", is_flag=True,
+    help="An input that holds nothing (stdin or a file named by itself with no byte, a file of records with no "
+         "record) or inputs with no file are no error, for jobs where an empty batch is normal; without it such a "
+         "run exits 1 and stores and writes nothing.")
 
 out_option = click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=str, allow_dash=True),
                           default=None, help="Write to FILE instead of stdout (a file is replaced atomically; a "

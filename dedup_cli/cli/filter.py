@@ -9,6 +9,7 @@ import click
 
 from dedup_cli.cli.common import (
     FORMAT_SUFFIXES,
+    allow_empty_option,
     engine_of,
     engine_options,
     find_options,
@@ -49,6 +50,7 @@ from dedup_cli.options.vocabulary import DEFAULT_STORE, OUTPUT_FORMATS, STORE_VA
 @click.option("--removed-format", type=click.Choice(OUTPUT_FORMATS), default=None,
               help="Format of --removed.  [default: by its extension (.tsv, .csv, .parquet), else jsonl]")
 @strict_option
+@allow_empty_option
 @quiet_option
 @click.option("-v", "--verbose", is_flag=True, help="List every warning, not only the first few.")
 @tuning_options
@@ -57,7 +59,7 @@ from dedup_cli.options.vocabulary import DEFAULT_STORE, OUTPUT_FORMATS, STORE_VA
 def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_method: str | None,
                   members: str | None,
                   annotate: bool, sign_first: bool, removed: str | None, removed_format: str | None, strict: bool,
-                  quiet: bool, verbose: bool, **given: Any) -> None:
+                  allow_empty: bool, quiet: bool, verbose: bool, **given: Any) -> None:
     """Write the documents to keep, in the inputs' own formats: the deduplicated corpus.
 
     INPUTS (files, directories, - for stdin) are read as the store's sign runs read them; what to drop
@@ -72,7 +74,14 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
     """
     import dedup_cli as api
     from dedup_cli.cli.removed import removed_fields, removed_records
-    from dedup_cli.cli.summaries import filter_summary, filter_warnings, kernel_line, read_warnings, sign_summary
+    from dedup_cli.cli.summaries import (
+        filter_summary,
+        filter_warnings,
+        kernel_line,
+        read_warnings,
+        sign_summary,
+        stores_note,
+    )
 
     if out == removed == "-":
         raise UsageError("-o - and --removed - cannot both be stdout; name a file for one of them")
@@ -82,7 +91,7 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
     engine = engine_of(given)
     reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__ if name in given})
     options = FilterOptions(input=reading, find=FindOptions(group=group_method, engine=engine, **given),
-                            members=members, annotate=annotate,
+                            members=members, annotate=annotate, allow_empty=allow_empty,
                             sign=SignOptions(input=reading, strict=strict) if sign_first else None)
     with progress_bar(quiet, "filtering") as (on_start, advance):
         report = api.filter(inputs, out, default_store(store), options, progress=advance, on_start=on_start)
@@ -94,6 +103,9 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
     signed = [] if report.signed is None else read_warnings(report.signed.read, flag)
     print_warnings(list(dict.fromkeys(signed + read_warnings(report.read, flag))) + filter_warnings(report), verbose)
     if not quiet:
+        note = stores_note(*([] if report.signed is None else [report.signed.read]), report.read)
+        if note is not None:
+            say(note)
         if report.signed is not None:
             say(sign_summary(report.signed))
             if verbose:

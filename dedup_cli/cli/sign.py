@@ -9,6 +9,7 @@ import click
 from dedup_cli.cli.common import (
     ESTIMATOR_BITS,
     EXIT_ERROR,
+    allow_empty_option,
     engine_of,
     engine_options,
     fail,
@@ -87,7 +88,12 @@ from dedup_cli.options.vocabulary import (
                    "would remove all of them or more than half.")
 @click.option("--force-prune", is_flag=True,
               help="--prune, even when it removes more than half of the stored documents, or all of them.")
+@click.option("--checksum", is_flag=True,
+              help="Read again the files whose size and modification time are the store's, and sign again those "
+                   "whose content changed (like rsync -c): for files restored from archives or copied with their "
+                   "times kept (cp -p, tar x). Slower: every file is read.")
 @strict_option
+@allow_empty_option
 @click.option("--wait", type=click.FloatRange(0), default=SignOptions.wait,
               help="Seconds to wait for another run on the same store before giving up.")
 @engine_options
@@ -108,7 +114,7 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
       dedup sign --input-format sets words.jsonl --universe 100000 -o words.parquet
     """
     import dedup_cli as api
-    from dedup_cli.cli.summaries import kernel_line, read_warnings, sign_summary
+    from dedup_cli.cli.summaries import kernel_line, read_warnings, sign_summary, stores_note
 
     reading = InputOptions(**{name: given.pop(name) for name in InputOptions.__dataclass_fields__})
     if reading.input_format == "sets":
@@ -127,6 +133,9 @@ def sign(inputs: tuple[str, ...], out: str | None, quiet: bool, verbose: bool, *
     if report.prune_skipped:
         warn("--prune skipped: some inputs could not be read, so nothing was removed")
     if not quiet:
+        note = stores_note(report.read)
+        if note is not None:
+            say(note)
         say(sign_summary(report))
         if verbose:
             say(kernel_line(report, flag))

@@ -39,8 +39,19 @@ def read_warnings(report: ReadReport, flag: Flag) -> list[str]:
              "oversized": ("document too large", "documents too large"),
              "invalid_utf8": ("document with invalid UTF-8", "documents with invalid UTF-8")}
     lines += [f"... and {count} more {counted(count, *names[kind]).split(' ', 1)[1]}"
-              for kind, count in sorted(report.unlisted.items())]
+              for kind, count in sorted(report.unlisted.items()) if kind in names]  # empty files are no warning
     return lines
+
+
+def stores_note(*reports: ReadReport) -> str | None:
+    """``note: left out the dedup store S found among the inputs …``: the stores the walks of ``reports`` left out
+    (each named once, the first five), or None when there were none."""
+    stores = list(dict.fromkeys(store for report in reports for store in report.stores_left_out))
+    if not stores:
+        return None
+    named = ", ".join(stores[:5]) + (f" and {len(stores) - 5} more" if len(stores) > 5 else "")
+    what = "the dedup store" if len(stores) == 1 else f"{len(stores)} dedup stores"
+    return f"note: left out {what} found among the inputs ({named}): a store's files are never documents"
 
 
 def sign_summary(report: SignReport) -> str:

@@ -34,6 +34,10 @@ class SourceOutcome:
     unsigned: list[str] = field(default_factory=list)  # files the store never read, copied whole
     repeated: list[tuple[str, str]] = field(default_factory=list)  # (where, id): a repeated id, skipped
     held: list[tuple[str, str, str]] = field(default_factory=list)  # (where, id, its input): another input holds it
+    # Sources that held nothing: (name, what) of stdin or a whole file with no byte; the names of record inputs
+    # with no record (dedup_cli.inputs.skips.empty_inputs judges which of them make the run the wrong job).
+    empty: list[tuple[str, str]] = field(default_factory=list)
+    no_record: list[str] = field(default_factory=list)
 
     def add(self, other: SourceOutcome) -> None:
         self.records += other.records
@@ -44,6 +48,8 @@ class SourceOutcome:
         self.unsigned += other.unsigned
         self.repeated += other.repeated
         self.held += other.held
+        self.empty += other.empty
+        self.no_record += other.no_record
 
 
 def id_hashes(ids: Sequence[str | None]) -> np.ndarray:

@@ -59,7 +59,8 @@ class Engine(Protocol):
              params: SignatureParams, reading: InputOptions, workers: int, choice: KernelChoice, read: ReadReport,
              progress: InputProgress, unchanged: Unchanged | None) -> Signed:
         """Sign ``sources`` (from :func:`input_sources`) into ``run``, skipping what ``index`` holds unchanged; the
-        caller commits the run. ``read`` is the run's reading report, added to."""
+        caller commits the run. ``read`` is the run's reading report, added to. ``unchanged`` None: no whole file
+        is skipped unread by its status (a new store, or ``sign --checksum``), its content hash decides."""
         ...
 
     def find(self, store: Store, options: FindOptions, progress: Progress = silent,
@@ -139,7 +140,9 @@ class DaskEngine:
         progress.start(read.input_bytes)
         choice.see(len(planned), read.input_bytes or 0)
         choice.decide()
-        signed = sign_on_cluster(planned, reading, params, run, index, row_group_sizes, progress.advance, choice)
+        # No ``unchanged`` to ask: whole files are read whatever their status (sign --checksum).
+        signed = sign_on_cluster(planned, reading, params, run, index, row_group_sizes, progress.advance, choice,
+                                 by_status=unchanged is not None)
         read.merge(signed.report)
         signed.report = read
         return signed

@@ -62,6 +62,12 @@ def json_record(line: str, id_field: str | None, text_field: str) -> tuple[str |
         raise ValueError(f"invalid JSON ({error.msg}: column {error.colno})") from None
     except RecursionError:
         raise ValueError("invalid JSON (nested too deeply)") from None
+    return record_fields(record, id_field, text_field)
+
+
+def record_fields(record: Any, id_field: str | None, text_field: str) -> tuple[str | None, str]:
+    """(id or None, text) of a parsed JSON record (a line of JSON Lines, an element of a JSON array); ValueError
+    with a one-line reason when it is not an object with a string text field and a usable id."""
     if not isinstance(record, dict):
         raise ValueError(f"expected a JSON object, found {_json_type(record)}")
     if text_field not in record:

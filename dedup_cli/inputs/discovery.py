@@ -23,40 +23,17 @@ from __future__ import annotations
 import fnmatch
 import heapq
 import os
-import re
-from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
-from itertools import accumulate
 from typing import BinaryIO, NamedTuple
 
-from dedup_cli.atomic_files import open_input
 from dedup_cli.errors import InputError, UsageError
-from dedup_cli.inputs.byte_streams import COMPRESSION_SUFFIXES, READ_ERRORS
 from dedup_cli.inputs.locations import STDIN, STDIN_NAME, FileRun, Source, display_name
+from dedup_cli.inputs.name_formats import format_and_compression, known_endings
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.store_folders import StoreDirectories, holds_a_store
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
-
-FORMAT_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
-_KNOWN_ENDINGS = (*FORMAT_SUFFIXES, *COMPRESSION_SUFFIXES)
-# A known ending at the end of a name, in names joined by NUL (which no path holds): one scan of a batch's names
-# finds the few that may not be plain text, where a test per name cost the walk 1.5 µs a file. IGNORECASE matches
-# at least what ``lower()`` does on these ASCII endings; format_and_compression has the last word.
-_ENDING_IN_JOINED = re.compile("(?:" + "|".join(re.escape(ending) for ending in _KNOWN_ENDINGS) + ")(?=\0)",
-                               re.IGNORECASE)
-
-
-def format_and_compression(name: str) -> tuple[str, str | None]:
-    """(the format ``auto`` gives a file name, its compression), looking inside a compression suffix:
-    ``x.jsonl.gz`` → ("jsonl", "gzip"); from one look at the suffix or two."""
-    if not name[-8:].lower().endswith(_KNOWN_ENDINGS):  # most names: a slice, not a path split
-        return "text", None
-    stem, suffix = os.path.splitext(name)
-    compressed = COMPRESSION_SUFFIXES.get(suffix.lower())
-    if compressed is not None:
-        stem, suffix = os.path.splitext(stem)
-    return FORMAT_SUFFIXES.get(suffix.lower(), "text"), compressed
 
 
 class SourceFile(NamedTuple):
@@ -158,16 +135,20 @@ def _displayable(names: list[str]) -> bool:
 
 
 def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | None,
-                 unreadable: Callable[[OSError], None]) -> Iterator[FoundFiles]:
+                 unreadable: Callable[[OSError], None], left_out: Callable[[str], None]) -> Iterator[FoundFiles]:
     """The files under ``directory`` (``prefix``: its own relative path and ``/``), in id order, one directory
     listing at a time, in batches of at most :data:`WALK_FILES`: a directory's entries are sorted with a ``/``
     after each subdirectory's name, so its files come exactly where sorting all the relative paths would put them,
     and the walk yields the first files before it has listed the rest. ``wanted`` (None: every file) filters the
-    files by their displayed relative path."""
+    files by their displayed relative path; a directory that is a dedup store is told to ``left_out`` instead of
+    walked (:mod:`dedup_cli.inputs.store_folders`)."""
     try:
         names, subdirectories = _listed(directory)
     except OSError as error:
         unreadable(error)
+        return
+    if holds_a_store(names):
+        left_out(directory)
         return
     base = directory if directory.endswith("/") else directory + "/"
     shown_prefix = display_name(prefix)
@@ -185,7 +166,7 @@ def _sorted_tree(directory: str, prefix: str, wanted: Callable[[str], bool] | No
             continue
         yield from _batches(files, prefix, shown_prefix, base, wanted)
         files = []
-        yield from _sorted_tree(base + name, relative, wanted, unreadable)
+        yield from _sorted_tree(base + name, relative, wanted, unreadable, left_out)
     yield from _batches(files, prefix, shown_prefix, base, wanted)
 
 
@@ -259,13 +240,21 @@ def walk_file_batches(named: Sequence[str], listed: Sequence[str], include: Sequ
     def wanted(relative: str) -> bool:
         return not (include and not _matches(relative, include)) and not (exclude and _matches(relative, exclude))
 
+    def left_out(store: str) -> None:
+        report.leave_out_store(display_name(store))
+
     single: list[Found] = []  # files named or listed themselves
     trees = []
+    stores = StoreDirectories()
     for path, always in [(p, True) for p in named_absolute] + [(p, False) for p in listed_absolute]:
         if os.path.isdir(path):
             base = os.path.relpath(path, root).replace(os.sep, "/")
-            trees.append(_sorted_tree(path, "" if base == "." else base + "/", wanted if include or exclude else None,
-                                      record_unreadable))
+            trees.append(_noting_empty(_sorted_tree(path, "" if base == "." else base + "/", wanted if include or
+                                                    exclude else None, record_unreadable, left_out), path, report))
+            continue
+        store = stores.holds(path)
+        if store is not None:  # a file of a store, named or listed by itself
+            left_out(store)
             continue
         relative = os.path.relpath(path, root).replace(os.sep, "/")
         if always or wanted(display_name(relative)):
@@ -274,6 +263,16 @@ def walk_file_batches(named: Sequence[str], listed: Sequence[str], include: Sequ
     if not single and len(trees) == 1:
         return trees[0]  # one directory: its relative paths are distinct, and its batches already in order
     return _batched(_distinct(heapq.merge(iter(single), *(_each(tree) for tree in trees))))
+
+
+def _noting_empty(tree: Iterator[FoundFiles], directory: str, report: ReadReport) -> Iterator[FoundFiles]:
+    """The batches of ``tree``; the directory is noted as an empty input if it gave no file to read."""
+    found = 0
+    for batch in tree:
+        found += len(batch.ids)
+        yield batch
+    if not found:
+        report.note("empty_inputs", (display_name(directory), "holds no file to read"))
 
 
 def _each(batches: Iterator[FoundFiles]) -> Iterator[Found]:
@@ -362,16 +361,6 @@ def _status(path: str) -> os.stat_result | None:
         return None  # reported when it is read
 
 
-def _known_endings(paths: list[str]) -> list[int]:
-    """The positions of the paths that end with a known format or compression suffix (and maybe a few more)."""
-    joined = "\0".join(paths) + "\0"
-    found = [match.start() for match in _ENDING_IN_JOINED.finditer(joined)]
-    if not found:
-        return []
-    ends = list(accumulate(len(path) + 1 for path in paths))  # where each path's NUL is, plus one
-    return sorted({bisect_right(ends, at) for at in found})
-
-
 def stat_run(run: FileRun, report: ReadReport, every: int = 1) -> FileRun:
     """``run`` with the ``stat`` of its files and their sizes (a run stated when listed is returned as it is),
     their sizes added to ``report.input_bytes`` (unless stdin is read).
@@ -412,7 +401,7 @@ def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOpti
         ids, paths, statuses = batch.ids, batch.paths, batch.statuses
         count += len(paths)
         if fixed is None:  # a name tells its format only when it ends like one
-            others = [position for position in _known_endings(batch.relatives)  # the paths' endings, shorter
+            others = [position for position in known_endings(batch.relatives)  # the paths' endings, shorter
                       if format_and_compression(paths[position])[0] != "text"]
         else:
             others = [] if fixed == "text" else list(range(len(paths)))
@@ -434,17 +423,27 @@ def _runs(first: list[Source], batches: Iterator[FoundFiles], options: InputOpti
                 path = paths[position]
                 status = statuses[position] if statuses is not None else _status(path)
                 size = 0 if status is None else status.st_size
-                if report.input_bytes is not None:
-                    report.input_bytes += size
                 file_format, file_compression = format_and_compression(path)
                 source = Source(ids[position], path, display_name(path), fixed or file_format, file_compression,
                                 size, status)
+                if source.format == "parquet" and source.compression is None and _parquet_store(source, options):
+                    report.leave_out_store(source.display)  # a single-file store
+                    count -= 1
+                    start = position + 1
+                    continue
+                if report.input_bytes is not None:
+                    report.input_bytes += size
                 report.formats[source.format] = report.formats.get(source.format, 0) + 1
-                if source.format == "parquet" and source.compression is None:
-                    _check_parquet(source, options)
                 yield source
             start = position + 1
     report.files_found += count
+
+
+def _parquet_store(source: Source, options: InputOptions) -> bool:
+    """Whether a Parquet file is a single-file store; stops the run when it lacks a named column."""
+    from dedup_cli.inputs.parquet_inputs import check_parquet  # only with Parquet inputs: text starts without pyarrow
+
+    return check_parquet(source, options)
 
 
 def _sources(walked: Iterator[Source | FileRun], report: ReadReport | None = None) -> Iterator[Source]:
@@ -457,20 +456,6 @@ def _sources(walked: Iterator[Source | FileRun], report: ReadReport | None = Non
         assert item.statuses is not None and item.sizes is not None
         for identifier, path, status, size in zip(item.ids, item.paths, item.statuses, item.sizes, strict=True):
             yield Source(identifier, path, display_name(path), "text", format_and_compression(path)[1], size, status)
-
-
-def _check_parquet(source: Source, options: InputOptions) -> None:
-    """Stop the run when a Parquet file lacks a named column (one that cannot be read is reported later)."""
-    import pyarrow.parquet as pq  # only with Parquet inputs: signing text starts without it
-
-    from dedup_cli.inputs.parquet_inputs import check_columns
-
-    try:
-        with open_input(source.path) as handle:  # a local file, or an object (s3://)
-            schema = pq.read_schema(handle)
-    except READ_ERRORS:
-        return
-    check_columns(schema, source, options)
 
 
 def plan_sources(inputs: Sequence[str], options: InputOptions, report: ReadReport,

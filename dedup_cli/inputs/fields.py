@@ -1,11 +1,12 @@
 """A numeric field of stored records, re-read from their locations: what ``--keep-field`` compares.
 
 Only the documents asked for are read (the members of groups, never the corpus), each file once, the way
-verification re-reads texts (:mod:`dedup_cli.inputs.reread`): a JSON Lines record's field, a CSV or TSV record's
-column (a number when its text reads as one), or a Parquet row's column. A value is missing, with a reason, when
-the document is a whole file or a plain line (no fields), was read from stdin, is gone or no longer decodes,
-changed since it was signed (its content hash), or the field is absent, null or not a number. A file that is
-there but cannot be read now (an I/O or server error) stops the run with one line naming it.
+verification re-reads texts (:mod:`dedup_cli.inputs.reread`): a JSON Lines record's field, a JSON array
+element's field, a CSV or TSV record's column (a number when its text reads as one), or a Parquet row's column. A
+value is missing, with a reason, when the document is a whole file or a plain line (no fields), was read from
+stdin, is gone or no longer decodes, changed since it was signed (its content hash), or the field is absent, null
+or not a number. A file that is there but cannot be read now (an I/O or server error) stops the run with one line
+naming it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dedup_cli.errors import InputError
 from dedup_cli.inputs.byte_streams import READ_ERRORS, compression, open_decompressed
 from dedup_cli.inputs.decoding import clean, decode
 from dedup_cli.inputs.delimited import TABLE_FORMATS, reread_records
+from dedup_cli.inputs.json_arrays import array_values
 from dedup_cli.inputs.locations import STDIN, Location, parse_location
 from dedup_cli.inputs.records import text_hash
 from dedup_cli.inputs.reread import is_change, reread_cells, reread_lines, unreadable
@@ -48,6 +50,13 @@ def _json_records(path: str, numbers: set[int], text_field: str, field: str) -> 
         if isinstance(record, dict) and isinstance(record.get(text_field), str):
             found[number] = (clean(record[text_field])[0], record.get(field))
     return found
+
+
+def _array_records(path: str, numbers: set[int], text_field: str, field: str) -> dict[int, tuple[str | None, Any]]:
+    """(text, field value) of the elements ``numbers`` of a JSON array; text None where one is no longer a record."""
+    return {number: (clean(value[text_field])[0], value.get(field))
+            for number, value in array_values(path, numbers).items()
+            if isinstance(value, dict) and isinstance(value.get(text_field), str)}
 
 
 def _table_records(path: str, kind: str, numbers: set[int], text_column: str, field: str
@@ -82,6 +91,8 @@ def _file_values(where: Location, numbers: set[int], field: str) -> dict[int, tu
     try:
         if where.kind == "line":
             return _json_records(where.path, numbers, where.name, field)
+        if where.kind == "json":
+            return _array_records(where.path, numbers, where.name, field)
         if where.kind in TABLE_FORMATS:
             return _table_records(where.path, where.kind, numbers, where.name, field)
         return _parquet_rows(where.path, numbers, where.name, field)

@@ -27,7 +27,7 @@ from dedup_cli.inputs.decoding import BOM, clean, decode, json_record, whole_tex
 from dedup_cli.inputs.locations import STDIN, Source, display_name, location_path, record_location
 from dedup_cli.inputs.records import Document, IntegerSet, make_document
 from dedup_cli.inputs.remote import fetch_documents
-from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.report import ReadReport, emptiness
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.input_options import InputOptions
 
@@ -141,6 +141,8 @@ def read_files(ids: Sequence[str], paths: Sequence[str], limit: int | None, repo
             if plain is not None:
                 status, raw = plain
                 report.bytes_read += len(raw)
+                if not raw:
+                    report.note("empty_inputs", (display_name(path), emptiness(None)))
                 if raw.isascii():
                     # An ASCII path without '#' is its own location (location_path's cache only misses here).
                     location = path if path.isascii() and "#" not in path else location_path(path)
@@ -166,6 +168,8 @@ def read_files(ids: Sequence[str], paths: Sequence[str], limit: int | None, repo
         if read is None:
             continue
         raw, utf8, invalid = read
+        if not raw:
+            report.note("empty_inputs", (display_name(path), emptiness(packed, status.st_size if status else 0)))
         if invalid:
             report.note("invalid_utf8", display_name(path))
             utf8 = str(utf8, "utf-8", "replace").encode("utf-8")
@@ -186,6 +190,8 @@ def read_whole(stream: Any, status: os.stat_result | None, source: Source, limit
     if read is None:
         return
     raw = read[0]
+    if not raw:
+        report.note("empty_inputs", (where, emptiness(source.compression, status.st_size if status else 0)))
     text, replaced, view = whole_text(raw)
     if replaced:
         report.note("invalid_utf8", where)

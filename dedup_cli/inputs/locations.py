@@ -3,7 +3,8 @@
 Locations (``Document.path``, what a store records and :mod:`dedup_cli.inputs.reread` resolves)
     ``PATH`` for a whole file, ``PATH#line=N`` (lines), ``PATH#line=N&field=NAME`` (jsonl),
     ``PATH#row=N&column=NAME`` (parquet), ``PATH#csv=N&column=NAME`` and ``PATH#tsv=N&column=NAME`` (record N of
-    a CSV or TSV file, counted from 1 after its header), NAME percent-encoded. PATH is absolute; when it is not
+    a CSV or TSV file, counted from 1 after its header), ``PATH#json=N&field=NAME`` (element N of a JSON array,
+    from 1), NAME percent-encoded. PATH is absolute; when it is not
     valid UTF-8 or contains ``#`` it is written as a ``file://`` URI with every other byte percent-encoded, which
     round-trips exactly. Stdin is ``-`` or ``-#line=N…`` and cannot be re-read.
 
@@ -25,7 +26,7 @@ from typing import Any
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 
-_FRAGMENT = re.compile(r"#(line|row|csv|tsv)=(\d+)(?:&(field|column)=([^&#]*))?\Z")
+_FRAGMENT = re.compile(r"#(line|row|csv|tsv|json)=(\d+)(?:&(field|column)=([^&#]*))?\Z")
 _URI_PREFIX = "file://"
 
 
@@ -62,9 +63,11 @@ def _quote(name: str) -> str:
 
 
 def record_location(path: str, kind: str, number: int, name: str | None = None) -> str:
-    """The location of line/row/record ``number`` of ``path`` (``-`` for stdin); ``kind``: line, row, or csv/tsv
-    (a record); ``name`` is the field or column."""
+    """The location of line/row/record ``number`` of ``path`` (``-`` for stdin); ``kind``: line, row, csv/tsv (a
+    record) or json (an element of an array); ``name`` is the field or column."""
     base = STDIN if path == STDIN else location_path(path)
+    if kind == "json":
+        return f"{base}#json={number}&field={_quote(name or '')}"
     if kind in ("csv", "tsv"):
         return f"{base}#{kind}={number}&column={_quote(name or '')}"
     if kind == "row":
@@ -75,7 +78,7 @@ def record_location(path: str, kind: str, number: int, name: str | None = None) 
 @dataclass(frozen=True)
 class Location:
     path: str  # an OS path, or "-"
-    kind: str  # "file", "line", "row", or "csv"/"tsv" (a record)
+    kind: str  # "file", "line", "row", "csv"/"tsv" (a record) or "json" (an element of an array)
     number: int = 0
     name: str | None = None  # jsonl field, or parquet, CSV or TSV column
 
@@ -84,7 +87,8 @@ def parse_location(location: str) -> Location:
     match = _FRAGMENT.search(location)
     if match is not None:
         kind, number, key, value = match.groups()
-        if (kind, key) in (("line", None), ("line", "field"), ("row", "column"), ("csv", "column"), ("tsv", "column")):
+        if (kind, key) in (("line", None), ("line", "field"), ("row", "column"), ("csv", "column"), ("tsv", "column"),
+                           ("json", "field")):
             name = None if value is None else urllib.parse.unquote(value, errors="surrogateescape")
             return Location(path_of_location(location[: match.start()]), kind, int(number), name)
     return Location(path_of_location(location), "file")
@@ -115,6 +119,8 @@ def where_read(location: str) -> str:
         return f"{name}:{where.number}"
     if where.kind in ("csv", "tsv"):
         return f"{name} record {where.number}"
+    if where.kind == "json":
+        return f"{name} element {where.number}"
     return f"{name} row {where.number}" if where.kind == "row" else name
 
 

@@ -17,10 +17,12 @@ import pyarrow.parquet as pq
 
 from dedup_cli.atomic_files import open_input
 from dedup_cli.errors import InputError
+from dedup_cli.inputs.byte_streams import READ_ERRORS
 from dedup_cli.inputs.decoding import decode
 from dedup_cli.inputs.locations import Source, record_location
 from dedup_cli.inputs.records import Document, make_document
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.store_folders import is_store_file
 from dedup_cli.options.checks import literal
 from dedup_cli.options.input_options import InputOptions
 
@@ -55,6 +57,20 @@ def check_columns(schema: pa.Schema, source: Source, options: InputOptions) -> N
         if option == "id_column" and not (text_like or pa.types.is_integer(data_type)):
             raise InputError(f"{where} holds {literal(data_type)}; ids must be strings or integers; name another "
                              f"column with {{{named}}}", options=True)
+
+
+def check_parquet(source: Source, options: InputOptions) -> bool:
+    """Whether the Parquet file ``source`` is a single-file dedup store (to leave out of the inputs); else stop the
+    run when it lacks a named column (:func:`check_columns`). A file that cannot be read is reported later."""
+    try:
+        with open_input(source.path) as handle:  # a local file, or an object (s3://)
+            schema = pq.read_schema(handle)
+    except READ_ERRORS:
+        return False
+    if is_store_file(schema.metadata):
+        return True
+    check_columns(schema, source, options)
+    return False
 
 
 def column_values(array: pa.Array | pa.ChunkedArray) -> list[Any]:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.inputs.locations import display_name
 from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.store_folders import STORE_MARKERS
 from dedup_cli.objectstore.urls import is_url, normalised
 
 
@@ -91,14 +92,27 @@ def find_objects(named: Sequence[str], listed: Sequence[str], include: Sequence[
             if always or wanted(relative):
                 found[relative] = (url, files[url])
             continue
-        for item in objects.listing(url):
+        listed_items = list(objects.listing(url))
+        stores = _store_prefixes([item.url for item in listed_items], report)
+        for item in listed_items:
             inside = item.url[len(url) + 1:]
             if not inside or any(part.startswith(".") for part in inside.split("/")) or item.url.endswith("/"):
+                continue
+            if stores and any(item.url.startswith(store) for store in stores):
                 continue
             relative = _relative(item.url, root)
             if wanted(relative):
                 found[relative] = (item.url, item)
     return [(relative, found[relative][0], objects.status_of(found[relative][1])) for relative in sorted(found)]
+
+
+def _store_prefixes(urls: Sequence[str], report: ReadReport) -> list[str]:
+    """The prefixes (each ending in ``/``) of the dedup stores among the objects ``urls`` (the directory listed may
+    be one), noted in ``report`` as left out (:mod:`dedup_cli.inputs.store_folders`)."""
+    stores = sorted({url.rpartition("/")[0] for url in urls if url.rpartition("/")[2] in STORE_MARKERS})
+    for store in stores:
+        report.leave_out_store(store)
+    return [store + "/" for store in stores]
 
 
 def fetch_documents(paths: Sequence[str]) -> dict[str, tuple[bytes, os.stat_result] | OSError]:

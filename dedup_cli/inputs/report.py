@@ -12,6 +12,14 @@ MAX_LISTED = 1000
 """How many items of each kind a :class:`ReadReport` lists; beyond that it only counts them."""
 
 
+def emptiness(compression: str | None, size_on_disk: int = 0) -> str:
+    """What an input with no byte to read is, for messages: ``is empty (0 bytes)``, or for compressed data that
+    decompresses to nothing ``is empty (gzip data that decompresses to nothing)``."""
+    if compression is None or not size_on_disk:
+        return "is empty (0 bytes)"
+    return f"is empty ({compression} data that decompresses to nothing)"
+
+
 @dataclass
 class ReadReport:
     """What was read and what was skipped, for the summary and the exit code.
@@ -28,6 +36,10 @@ class ReadReport:
     held_elsewhere: list[tuple[str, str, str]] = field(default_factory=list)
     oversized: list[tuple[str, int]] = field(default_factory=list)  # (location, bytes: at least this many)
     invalid_utf8: list[str] = field(default_factory=list)  # read, with U+FFFD for the invalid bytes
+    # (name, what: :func:`emptiness`): stdin, and every whole file, that held no byte. An empty file among others is
+    # a document with no shingle; stdin, or a file named by itself, that held nothing is a run that did the wrong
+    # job (:func:`dedup_cli.inputs.skips.check_reading`).
+    empty_inputs: list[tuple[str, str]] = field(default_factory=list)
     bytes_read: int = 0
     files_found: int = 0
     documents: int = 0
@@ -41,10 +53,19 @@ class ReadReport:
     max_listed: int = MAX_LISTED
     unlisted: dict[str, int] = field(default_factory=dict)
     # Per input of records (lines, JSON Lines, Parquet, sets; stdin too), by its name in messages: [records read
-    # as documents, records skipped]: an input whose every record was skipped is a run that did the wrong job.
+    # as documents, records skipped]: an input whose every record was skipped, or that held none (each is entered
+    # when it is planned), is a run that did the wrong job.
     records_by_input: dict[str, list[int]] = field(default_factory=dict)
     # The files the walk found, by the format they are read in (text, jsonl, parquet, ...); stdin is not counted.
     formats: dict[str, int] = field(default_factory=dict)
+    # The dedup stores the walk found among the inputs and left out (directories, or single-file stores), in the
+    # order found: a store's files are never documents (:mod:`dedup_cli.inputs.store_folders`).
+    stores_left_out: list[str] = field(default_factory=list)
+
+    def leave_out_store(self, name: str) -> None:
+        """Note the store ``name`` as left out of the inputs (once)."""
+        if name not in self.stores_left_out:
+            self.stores_left_out.append(name)
 
     SKIPPED_KINDS = ("binary", "unreadable", "malformed", "duplicate_ids", "held_elsewhere", "oversized")
 
@@ -60,7 +81,7 @@ class ReadReport:
         """How many items of ``kind`` there were, listed or not."""
         return len(getattr(self, kind)) + self.unlisted.get(kind, 0)
 
-    LISTED_KINDS = (*SKIPPED_KINDS, "invalid_utf8")
+    LISTED_KINDS = (*SKIPPED_KINDS, "invalid_utf8", "empty_inputs")
     COUNTS = ("bytes_read", "documents", "empty_documents", "blank_lines", "unchanged")
     RECORD_SKIPS = ("malformed", "duplicate_ids", "oversized")  # what skips one record, not a whole input
 
@@ -86,7 +107,16 @@ class ReadReport:
             counts[0] += documents
             counts[1] += skipped
         for file_format, files in other.formats.items():
-            self.formats[file_format] = self.formats.get(file_format, 0) + files
+            self.count_format(file_format, files)
+
+    def count_format(self, file_format: str, files: int = 1) -> None:
+        """Count ``files`` more files read in ``file_format`` (fewer, when negative; a format counted to 0 is
+        dropped, so that the formats are those read)."""
+        files += self.formats.get(file_format, 0)
+        if files:
+            self.formats[file_format] = files
+        else:
+            self.formats.pop(file_format, None)
 
     @property
     def skipped(self) -> int:

@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 from dedup_cli.atomic_files import open_input
 from dedup_cli.errors import InputError
 from dedup_cli.inputs.byte_streams import READ_ERRORS, Prefixed, compression, iter_lines, open_decompressed, read_capped
-from dedup_cli.inputs.decoding import clean, decode, json_record, whole_text
+from dedup_cli.inputs.decoding import clean, decode, json_record, record_fields, whole_text
 from dedup_cli.inputs.delimited import TABLE_FORMATS, reread_records
+from dedup_cli.inputs.json_arrays import array_values
 from dedup_cli.inputs.locations import STDIN, display_name, parse_location
 from dedup_cli.inputs.parquet_inputs import column_values
 from dedup_cli.inputs.records import text_hash
@@ -46,6 +47,18 @@ def reread_lines(path: str, numbers: set[int], field_name: str | None) -> dict[i
                         pass
             if number >= last:
                 break
+    return found
+
+
+def reread_elements(path: str, numbers: set[int], field_name: str) -> dict[int, str]:
+    """Texts of elements ``numbers`` of the JSON array file ``path``; an element that is no longer a record is
+    absent."""
+    found: dict[int, str] = {}
+    for number, value in array_values(path, numbers).items():
+        try:
+            found[number] = clean(record_fields(value, None, field_name)[1])[0]
+        except ValueError:
+            pass
     return found
 
 
@@ -128,6 +141,8 @@ def reread_group(path: str, kind: str, name: str | None, numbers: set[int],
             return {0: whole_text(raw)[0]}
         if kind == "line":
             return reread_lines(path, numbers, name)
+        if kind == "json":
+            return reread_elements(path, numbers, name or "")
         if kind in TABLE_FORMATS:
             with open_decompressed(path, compression(path)) as (stream, _, _):
                 records = reread_records(stream, kind, numbers, [name or ""])

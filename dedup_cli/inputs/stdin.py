@@ -6,9 +6,12 @@ Stdin has no name to read a format from, so:
   1–9, xz ``fd 37 7a 58 5a 00``, zstd ``28 b5 2f fd`` (the codecs read from files); the rest is read through the
   decompressor.
 - **JSON Lines** (``--input-format auto`` only): after a byte-order mark and any white space (blank lines
-  included), the first byte is ``{`` and the first line that is not blank parses as a JSON object. Anything else is
-  one text document. With ``--id-field`` and no ``--input-format``, stdin that is not recognised as JSON Lines is
-  refused, since a text document has no field to take an id from.
+  included), the first byte is ``{`` and the first line that is not blank parses as a JSON object.
+- **A JSON array** (``auto`` only): the first byte is ``[`` and the whole of stdin, read into memory (as a text
+  document is), parses as one JSON array (:mod:`dedup_cli.inputs.json_arrays`).
+
+Anything else is one text document. With ``--id-field`` and no ``--input-format``, stdin that is recognised as
+neither is refused, since a text document has no field to take an id from.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 from dedup_cli.errors import UsageError
 from dedup_cli.inputs.byte_streams import MAGIC_BYTES, Prefixed, decompressing, read_head, sniffed_compression
 from dedup_cli.inputs.decoding import BOM
+from dedup_cli.inputs.json_arrays import Damage, array_elements, array_text, starts_an_array
 from dedup_cli.inputs.locations import Source
 from dedup_cli.options.input_options import InputOptions
 
@@ -40,7 +44,7 @@ def stdin_stream(raw: Any, source: Source, options: InputOptions) -> Iterator[tu
     docstring). ``raw``: stdin as a raw stream (read with ``read(n)``).
 
     Raises:
-        UsageError: ``options.id_field`` with ``auto``, and stdin is not JSON Lines.
+        UsageError: ``options.id_field`` with ``auto``, and stdin is neither JSON Lines nor a JSON array.
     """
     head = read_head(raw, MAGIC_BYTES)
     compression = sniffed_compression(head)
@@ -50,11 +54,16 @@ def stdin_stream(raw: Any, source: Source, options: InputOptions) -> Iterator[tu
             yield _buffered(b"", stream), found
             return
         first = _first_line(stream)
-        if is_json_object(first):
-            found = dataclasses.replace(found, format="jsonl")
+        array = starts_an_array(first)
+        if array:
+            first += stream.read()  # all of it, as a text document would be read
+        if array and _is_array(first):
+            found = dataclasses.replace(found, format="json")
+        elif is_json_object(first) or (options.id_field is not None and not _has_text(first)):
+            found = dataclasses.replace(found, format="jsonl")  # (white space alone is a batch of no record)
         elif options.id_field is not None:
-            raise UsageError("{id_field} applies to records, but stdin is not JSON Lines (its first line is not a "
-                             "JSON object); name its format with {input_format}", options=True)
+            raise UsageError("{id_field} applies to records, but stdin is neither JSON Lines (its first line is not a "
+                             "JSON object) nor a JSON array; name its format with {input_format}", options=True)
         yield _buffered(first, stream), found
 
 
@@ -84,6 +93,16 @@ def _first_line(stream: Any) -> bytes:
             return held
         held += data
     return held
+
+
+def _is_array(data: bytes) -> bool:
+    """Whether ``data`` is one JSON array, whole."""
+    return not any(isinstance(item, Damage) for item in array_elements(array_text(data)))
+
+
+def _has_text(head: bytes) -> bool:
+    """Whether ``head`` holds a byte other than white space and a byte-order mark."""
+    return bool((head[3:] if head.startswith(BOM) else head).strip(_WHITE_SPACE))
 
 
 def is_json_object(head: bytes) -> bool:

@@ -25,13 +25,22 @@ from itertools import accumulate
 from typing import Any, BinaryIO
 
 from dedup_cli.errors import InputError
-from dedup_cli.inputs.byte_streams import READ_ERRORS, Counted, Position, Prefixed, compression, open_decompressed
+from dedup_cli.inputs.byte_streams import (
+    READ_ERRORS,
+    Counted,
+    Position,
+    Prefixed,
+    compression,
+    open_decompressed,
+    read_capped,
+)
 from dedup_cli.inputs.chunks import CHUNK_BYTES, CHUNK_LINES, NEWLINE, LineChunk, in_place_chunks, line_chunks
 from dedup_cli.inputs.delimited import TABLE_FORMATS, column_positions, parse_header, table_chunks
 from dedup_cli.inputs.discovery import stat_run
 from dedup_cli.inputs.files import BINARY_SNIFF_BYTES, note_unreadable, read_whole
-from dedup_cli.inputs.locations import STDIN, FileRun, Source, location_path
-from dedup_cli.inputs.report import ReadReport
+from dedup_cli.inputs.json_arrays import array_documents, starts_an_array
+from dedup_cli.inputs.locations import STDIN, STDIN_NAME, FileRun, Source, location_path
+from dedup_cli.inputs.report import ReadReport, emptiness
 from dedup_cli.inputs.stdin import stdin_stream
 from dedup_cli.inputs.tasks import DocumentsTask, FilesTask, LineRangeTask, LinesTask, ReadTask, RowsTask, TableTask
 from dedup_cli.objectstore.urls import is_url
@@ -196,7 +205,7 @@ def plan_tasks(sources: Iterable[Source | FileRun], options: InputOptions, repor
 def file_pieces(source: Source, options: InputOptions, piece_bytes: int) -> list[Source]:
     """A plain line or CSV/TSV file larger than ``piece_bytes`` cut into pieces of about that size, for the tasks
     of a distributed engine; else (a compressed file, which can only be read from its start, stdin, an object
-    store's file, a smaller one) the file itself.
+    store's file, a JSON array, which only a parse from its start can cut, a smaller one) the file itself.
 
     The cuts are those :func:`plan_tasks` makes for any reader (whole lines; whole CSV/TSV records, where the quotes
     before them say a CSV record ends), found by reading the file once here: each piece carries its run of
@@ -205,7 +214,7 @@ def file_pieces(source: Source, options: InputOptions, piece_bytes: int) -> list
     (read error, binary) stays whole, for the worker to read and report as it reads any file. InputError when a
     CSV/TSV header lacks a named column.
     """
-    if (source.format in ("text", "parquet") or source.chunks is not None or source.size <= piece_bytes
+    if (source.format in ("text", "json", "parquet") or source.chunks is not None or source.size <= piece_bytes
             or not _in_place(source, source.status)):
         return [source]
     planned = ReadReport(max_document_bytes=options.max_document_bytes)
@@ -227,19 +236,30 @@ def file_pieces(source: Source, options: InputOptions, piece_bytes: int) -> list
 
 def _source_tasks(source: Source, options: InputOptions, report: ReadReport, stdin: BinaryIO, line_ranges: bool = False
                   ) -> Iterator[ReadTask]:
-    """The tasks of stdin, a line file or a Parquet file, read here."""
+    """The tasks of stdin, a line file or a Parquet file, read here. Each input of records is entered in
+    ``report.records_by_input`` (one that yields none held no record); stdin that holds no byte is noted as
+    empty, and read no further."""
     if source.format == "parquet" and source.compression is not None:
         report.note("unreadable", (source.display, f"Parquet cannot be read through {source.compression} "
                                                    "compression (it compresses its own columns); decompress it"))
         return
+    if source.path != STDIN:
+        report.records_by_input.setdefault(source.display, [0, 0])
     done = 0  # of the source's bytes on disk, those the tasks so far account for
     try:
         if source.path == STDIN:
             consumed = Counted(stdin)
             with stdin_stream(consumed, source, options) as (stream, source):
+                if not stream.peek(1):  # an empty batch (a pipe whose writer failed): no document, not even ''
+                    report.note("empty_inputs", (STDIN_NAME, emptiness(source.compression, consumed.consumed)))
+                    return
+                if source.format != "text":
+                    report.records_by_input.setdefault(source.display, [0, 0])
                 if source.format == "text":
                     read = list(read_whole(stream, None, source, options.max_document_bytes, report))
                     yield DocumentsTask(tuple(d for _, d in read), tuple(w for w, _ in read), consumed.consumed)
+                elif source.format == "json":
+                    yield from _json_tasks(stream, None, source, options, report)
                 elif source.format in TABLE_FORMATS:
                     yield from _table_tasks(stream, None, source, options, consumed.position)
                 else:
@@ -256,6 +276,7 @@ def _source_tasks(source: Source, options: InputOptions, report: ReadReport, std
                     done = rows.position
                 return
             tasks = (_table_tasks(stream, status, source, options, position) if source.format in TABLE_FORMATS
+                     else _json_tasks(stream, status, source, options, report) if source.format == "json"
                      else _line_tasks(stream, status, source, options, position, line_ranges))
             for task in tasks:
                 yield task
@@ -264,6 +285,56 @@ def _source_tasks(source: Source, options: InputOptions, report: ReadReport, std
         note_unreadable(report, source, error)
     finally:
         report.input_done += max(0, source.size - done)
+
+
+def _json_tasks(stream: Any, status: os.stat_result | None, source: Source, options: InputOptions,
+                report: ReadReport) -> Iterator[DocumentsTask]:
+    """The records of a JSON array file (or stdin) as tasks of :data:`TASK_FILES` documents or :data:`TASK_BYTES`
+    of text, parsed here: an array cannot be cut into tasks without parsing it (:mod:`dedup_cli.inputs.json_arrays`).
+    Under ``auto``, a file that starts no array is one text document, as any other file; under ``json`` it is
+    skipped as malformed."""
+    data = read_capped(stream, b"", None)
+    assert data is not None
+    read = ReadReport(max_document_bytes=options.max_document_bytes)
+    mtime_ns = status.st_mtime_ns if status is not None else 0
+    if data.find(b"\0", 0, BINARY_SNIFF_BYTES) >= 0:
+        report.bytes_read += min(len(data), BINARY_SNIFF_BYTES)
+        report.note("binary", source.display)
+        return
+    if not starts_an_array(data) and options.input_format == "json":
+        if data.strip():  # (white space alone holds no record: an empty input)
+            read.note("malformed", (source.display, "expected a JSON array of records (it does not start with "
+                                                    "'['); read it as text with --input-format auto"))
+        read.tally_input(source.display, 0)
+        report.merge(read)
+        return
+    if not starts_an_array(data):  # one text document, as any file: no records, no record options to apply
+        found = list(read_whole(io.BytesIO(data), status, dataclasses.replace(source, format="text"),
+                                options.max_document_bytes, read))
+        report.records_by_input.pop(source.display, None)
+        read.count_format("json", -1)
+        read.count_format("text")
+        report.merge(read)
+        if found:
+            yield DocumentsTask(tuple(d for _, d in found), tuple(w for w, _ in found), source.size)
+        return
+    read.bytes_read += len(data)
+    documents: list[Any] = []
+    wheres: list[str] = []
+    held = done = total = 0  # the text the batch holds; the bytes of the file the tasks so far account for
+    for where, document, end in array_documents(data, source, options, mtime_ns, read):
+        documents.append(document)
+        wheres.append(where)
+        held += document.size
+        total += 1
+        if len(documents) >= TASK_FILES or held >= TASK_BYTES:
+            reached = source.size * end // max(1, len(data))  # about where the element ends in the file
+            yield DocumentsTask(tuple(documents), tuple(wheres), reached - done)
+            documents, wheres, held, done = [], [], 0, reached
+    read.tally_input(source.display, total)
+    report.merge(read)
+    if documents:
+        yield DocumentsTask(tuple(documents), tuple(wheres), source.size - done)
 
 
 def line_range_bytes(size: int) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -30,6 +31,9 @@ class FilterOptions:
             Parquet) whose ``drop`` rows are the documents to drop; ``find`` must then keep its defaults.
         annotate: keep every record and add ``dedup_group``, ``dedup_keep`` and ``dedup_representative``.
         sign: first sign the inputs into the store (created if missing) with these options, incrementally.
+        allow_empty: an input that holds nothing (stdin or a file named by itself with no byte, a file of records
+            with no record) is no error, here and in the signing of ``sign``; without it such a run writes
+            nothing and stores nothing.
     """
 
     input: InputOptions = InputOptions()
@@ -37,8 +41,11 @@ class FilterOptions:
     members: str | None = None
     annotate: bool = False
     sign: SignOptions | None = None
+    allow_empty: bool = False
 
     def __post_init__(self) -> None:
+        if self.allow_empty and self.sign is not None and not self.sign.allow_empty:
+            set_fields(self, sign=dataclasses.replace(self.sign, allow_empty=True))
         if self.input.id_root is not None:
             raise OptionError("id_root", self.input.id_root, "{id_root} is the store's for filter; leave it out")
         if self.sign is not None and (self.members is not None or self.sign.input.input_format == "sets"):

@@ -15,8 +15,9 @@ class InputOptions:
 
     Attributes:
         input_format: one of :data:`INPUT_FORMATS`.
-        id_field, text_field: the JSON Lines keys, or CSV, TSV and Parquet columns, of the id (None: ``FILE:LINE``,
-            ``FILE:N`` for the N-th record of a CSV or TSV file, ``FILE:ROW`` for Parquet) and of the text.
+        id_field, text_field: the JSON Lines and JSON array keys, or CSV, TSV and Parquet columns, of the id (None:
+            ``FILE:LINE``, ``FILE:N`` for the N-th record of a CSV or TSV file or element of a JSON array,
+            ``FILE:ROW`` for Parquet) and of the text.
         id_column, text_column: the same for Parquet; each defaults to its ``*_field`` (and each ``*_field`` to it),
             so that one name serves every format (two different names: ``*_column`` for Parquet, ``*_field`` for
             the others).
@@ -67,9 +68,9 @@ class InputOptions:
         if not self.text_field or not self.text_column:
             raise OptionError("text_field", self.text_field, "{text_field} and {text_column} must name a field; the "
                               "default is text")
-        if self.id_field is not None and self.input_format not in ("auto", "jsonl", "csv", "tsv", "parquet"):
-            raise OptionError("id_field", self.id_field, f"{{id_field}} applies to records (JSON Lines, CSV, TSV, "
-                              f"Parquet), not {{input_format}} {self.input_format}")
+        if self.id_field is not None and self.input_format not in ("auto", "jsonl", "json", "csv", "tsv", "parquet"):
+            raise OptionError("id_field", self.id_field, f"{{id_field}} applies to records (JSON Lines, JSON arrays, "
+                              f"CSV, TSV, Parquet), not {{input_format}} {self.input_format}")
         if self.null_separated and self.files_from is None:
             raise OptionError("null_separated", True, "{null_separated} applies to {files_from}; add {files_from} "
                               "FILE (or -)")

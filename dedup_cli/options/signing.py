@@ -66,6 +66,14 @@ class SignOptions:
         force_prune: let ``prune`` remove any share of the store, all of it included.
         strict: any input or record skipped (binary, unreadable, malformed, a duplicate id, too large) is an
             error, and nothing is stored; without it, skips are reported and the rest is signed.
+        checksum: read again the whole files whose size and modification time are the store's, and sign again
+            those whose content hash is not the stored one (as ``rsync -c`` does): for files that may have been
+            rewritten with their old size and time (``cp -p``, ``tar x``, a restore). Without it such a file is
+            taken as unchanged unread.
+        allow_empty: an input that holds nothing (stdin or a file named by itself with no byte, a file of records
+            with no record) or a run that finds no file is no error: for jobs where an empty batch is normal.
+            Without it such a run did the wrong job, and stores nothing (``force_prune`` allows it too: emptying
+            the store is what it is for).
         wait: seconds to wait for another run on the same store (0: fail at once).
         engine: where to sign (the local engine, or tasks on a Dask cluster, each writing a part).
     """
@@ -84,6 +92,8 @@ class SignOptions:
     prune: bool = False
     force_prune: bool = False
     strict: bool = False
+    checksum: bool = False
+    allow_empty: bool = False
     wait: float = 0.0
     engine: EngineOptions = EngineOptions()
 

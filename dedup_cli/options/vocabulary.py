@@ -6,7 +6,7 @@ import os
 
 # --- the vocabulary of choices and limits --------------------------------------------------------------------
 
-INPUT_FORMATS = ("auto", "text", "lines", "jsonl", "csv", "tsv", "parquet", "sets")
+INPUT_FORMATS = ("auto", "text", "lines", "jsonl", "json", "csv", "tsv", "parquet", "sets")
 SHINGLE_UNITS = ("word", "char")
 # How the word unit finds words: "unicode-words" as Unicode's default word boundaries do (one token per ideograph,
 # kana or letter of the scripts written without spaces, combining marks kept with their letter); "w-runs" the
@@ -53,6 +53,12 @@ MAX_SEED = (1 << 63) - 1
 
 DEFAULT_STORE = "dedup.parquet"  # in the current directory, so `dedup sign corpus/` and `dedup find` meet
 STORE_VARIABLE = "DEDUP_STORE"  # names the store for every command
+# What makes a directory a store (format 2): its manifest, or the writer lock its first run creates before the
+# manifest; and the key of a single-file store's (format 1) Parquet metadata.
+# Named here, below the readers of inputs, so that a walk of the inputs can leave stores out.
+STORE_MANIFEST = "_dedup_manifest.json"
+STORE_LOCK = "_dedup.lock"
+STORE_METADATA_KEY = b"dedup"
 BAND_MEMORY = 1 << 30  # band keys a process holds in one round of the candidate stage
 GATHER_LIMIT = 20_000_000  # pairs the end of a Dask find gathers into the driver; beyond, it runs on the workers
 SCHEDULER_VARIABLE = "DEDUP_SCHEDULER"  # the Dask scheduler of --engine dask, for every command

@@ -21,15 +21,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dedup_cli.errors import NotAStore, StoreError
+from dedup_cli.options.vocabulary import STORE_LOCK, STORE_MANIFEST, STORE_METADATA_KEY
 from dedup_cli.params import SignatureParams
 from dedup_cli.version import __version__
 
 FORMAT_VERSION = 2
 LEGACY_FORMAT_VERSION = 1
-METADATA_KEY = b"dedup"
+METADATA_KEY = STORE_METADATA_KEY
 
-MANIFEST_NAME = "_dedup_manifest.json"
-LOCK_NAME = "_dedup.lock"
+MANIFEST_NAME = STORE_MANIFEST
+LOCK_NAME = STORE_LOCK
 # In object storage a file's name also carries the token of the run that wrote it (written once, never renamed).
 PART_NAME = re.compile(r"part-\d{6,}(?:-[0-9a-f]{8,})?\.parquet")
 REMOVAL_NAME = re.compile(r"_removed-\d{6,}(?:-[0-9a-f]{8,})?\.parquet")

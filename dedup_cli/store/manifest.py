@@ -64,7 +64,7 @@ class RunRecord:
 
 
 # The input formats ``auto`` picks by a file's name: an explicit one of these reads such a file as ``auto`` does.
-AUTO_FORMATS = frozenset({"auto", "text", "jsonl", "csv", "tsv", "parquet"})
+AUTO_FORMATS = frozenset({"auto", "text", "jsonl", "json", "csv", "tsv", "parquet"})
 
 
 @dataclass(frozen=True)

@@ -161,12 +161,13 @@ class Store:
 
     def source_files(self) -> set[str]:
         """The files the live documents were read from: their locations without a record's ``#line=``/``#row=``
-        (``#csv=``/``#tsv=``) part (``-`` for stdin)."""
+        (``#csv=``/``#tsv=``/``#json=``) part (``-`` for stdin)."""
         import pyarrow.compute as pc
 
         table, keep = self._live(["path"])
         paths = table.column("path").take(pa.array(keep, pa.int64()))
-        files = pc.replace_substring_regex(paths, pattern=r"#(?:line|row|csv|tsv)=\d+(?:&(?:field|column)=[^&#]*)?$",
+        files = pc.replace_substring_regex(paths,
+                                           pattern=r"#(?:line|row|csv|tsv|json)=\d+(?:&(?:field|column)=[^&#]*)?$",
                                            replacement="")
         return set(pc.unique(files).to_pylist())
 

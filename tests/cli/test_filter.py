@@ -542,4 +542,5 @@ def test_outputs_that_would_harm_something_are_refused(jsonl_corpus: tuple[Path,
     plain.write_text(text(0))
     sign(str(plain), "-o", str(tmp / "p.parquet"))
     code, _, stderr = run("filter", str(plain), "-o", str(tmp / "o.txt"), "-s", str(tmp / "p.parquet"), "--annotate")
-    assert code == 2 and "--annotate adds fields to JSON Lines, CSV and TSV records and Parquet rows" in stderr
+    assert code == 2
+    assert "--annotate adds fields to JSON Lines, JSON array, CSV and TSV records and Parquet rows" in stderr

@@ -61,8 +61,8 @@ def test_stdin_that_is_not_json_lines_is_refused_with_an_id_field(tmp_path: Path
     refused = dedup("sign", "-", "--id-field", "id", "-o", str(tmp_path / "s"), stdin=b"plain words\n")
     assert refused.returncode == 2
     assert refused.stderr.decode().strip().splitlines() == [
-        "Error: --id-field applies to records, but stdin is not JSON Lines (its first line is not a JSON object); "
-        "name its format with --input-format"]
+        "Error: --id-field applies to records, but stdin is neither JSON Lines (its first line is not a JSON object) "
+        "nor a JSON array; name its format with --input-format"]
     text = CliRunner().invoke(cli, ["sign", "-", "-o", str(tmp_path / "t")], input=b"{not json\n" + SAME.encode())
     assert text.exit_code == 0 and "signed 1 document" in text.output
 

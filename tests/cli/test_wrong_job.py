@@ -167,6 +167,10 @@ def test_prune_refuses_to_empty_the_store_when_the_folder_is_empty(tmp_path: Pat
     for name in os.listdir(corpus):  # the disk that was not mounted tonight
         os.unlink(corpus / name)
     signed = dedup("sign", str(corpus), "-o", str(store), "--prune", "-q")
+    assert signed.returncode == 1  # an empty input is the first thing wrong
+    assert f"{corpus} holds no file to read" in one_error_line(signed.stderr.decode())
+    assert store_state(store) == before
+    signed = dedup("sign", str(corpus), "-o", str(store), "--prune", "--allow-empty", "-q")
     assert signed.returncode == 1
     line = one_error_line(signed.stderr.decode())
     assert f"--prune would remove 4 of the 4 documents in {store} (every one)" in line and "--force-prune" in line

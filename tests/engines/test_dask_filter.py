@@ -360,3 +360,19 @@ def test_ids_repeated_across_pieces_are_written_once(engine: EngineOptions, cut_
     written = (tmp_path / f"local-{out}" / "r.jsonl") if out == "dir" else tmp_path / f"local-{out}"
     assert sorted(json.loads(line)["id"] for line in written.read_text().splitlines()) == sorted(
         {f"u{n}" for n in range(25)})
+
+
+def test_json_arrays_are_filtered_on_the_cluster_as_locally(engine: EngineOptions, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.json").write_text(json.dumps([{"text": text(n % 5, n // 5), "n": n} for n in range(15)], indent=2))
+    (corpus / "b.json.gz").write_bytes(gzip.compress(json.dumps([{"text": text(n, 9)} for n in range(3)]).encode(),
+                                                     mtime=0))
+    (corpus / "c.json").write_text(json.dumps({"text": text(1, 11)}))
+    store = tmp_path / "s.parquet"
+    assert run("sign", str(corpus), "-o", str(store), "-k", "64", "-q")[0] == 0
+    for options in ([], ["--annotate"]):
+        summary = both(engine, tmp_path / "clean", str(corpus), "-s", str(store), *options)
+        assert "filtered 19 records from 3 inputs" in summary
+    local = json.loads((tmp_path / "local-clean" / "a.json").read_text())
+    assert len(local) == 15 and {"dedup_group", "dedup_keep"} <= set(local[0])

@@ -375,7 +375,50 @@ def test_a_run_that_did_the_wrong_job_stores_nothing_as_on_the_local_engine(engi
     assert read_store(store).ids == []
     dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine, input=dedup.InputOptions(id_field="id")))
     corpus.write_text("")
-    with pytest.raises(dedup.InputError, match="would remove 40 of the 40 documents"):
+    with pytest.raises(dedup.InputError, match=r"c\.jsonl is empty \(0 bytes\); nothing was stored; .*allow_empty"):
         dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine, prune=True,
                                                            input=dedup.InputOptions(id_field="id")))
+    with pytest.raises(dedup.InputError, match="would remove 40 of the 40 documents"):
+        dedup.sign([str(corpus)], store, dedup.SignOptions(engine=engine, prune=True, allow_empty=True,
+                                                           input=dedup.InputOptions(id_field="id")))
     assert len(read_store(store).ids) == 40
+
+
+def test_checksum_signs_again_a_file_rewritten_with_its_old_size_and_time_as_locally(engine: EngineOptions,
+                                                                                    tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLES / "bible-editions" / "KJV", corpus)
+    (corpus / "packed.txt.gz").write_bytes(gzip.compress(b"a compressed chapter of a few words", mtime=0))
+    sign_both([str(corpus)], tmp_path, engine)
+    target = corpus / "jonah-01.txt"
+    status = target.stat()
+    text = target.read_text()
+    target.write_text(text.replace("the", "teh"))  # the same length: cp -p of another text would look alike
+    os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert target.stat().st_size == status.st_size
+    local, remote = sign_both([str(corpus)], tmp_path, engine)
+    assert remote.documents == 0 and remote.unchanged == 9  # unread: the size and the time are the store's
+    local, remote = sign_both([str(corpus)], tmp_path, engine, checksum=True)
+    assert remote.run is not None and remote.run.changed == 1 and remote.unchanged == 8
+    stored = read_store(tmp_path / "dask.parquet")
+    assert stored.mtimes_ns is not None
+    assert stored.mtimes_ns[stored.ids.index("jonah-01.txt")] == status.st_mtime_ns
+    local, remote = sign_both([str(corpus)], tmp_path, engine, checksum=True)
+    assert remote.documents == 0 and remote.unchanged == 9
+
+
+def test_json_arrays_are_signed_as_records_as_locally(engine: EngineOptions, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    texts = [path.read_text() for path in sorted((SAMPLES / "bible-editions" / "KJV").glob("*.txt"))]
+    (corpus / "a.json").write_text(json.dumps([{"id": f"k{n}", "text": text} for n, text in enumerate(texts)],
+                                              indent=1))
+    (corpus / "b.json.gz").write_bytes(gzip.compress(json.dumps([{"text": texts[0]}, 7]).encode(), mtime=0))
+    (corpus / "c.json").write_text(json.dumps({"text": "one object: a text document"}))
+    local, remote = sign_both([str(corpus)], tmp_path, engine)
+    assert read_store(tmp_path / "dask.parquet").ids == ["a.json:1", "a.json:2", "a.json:3", "a.json:4", "a.json:5",
+                                                         "a.json:6", "a.json:7", "a.json:8", "b.json.gz:1", "c.json"]
+    assert remote.read.malformed == local.read.malformed == [(f"{corpus / 'b.json.gz'} element 2",
+                                                              "expected a JSON object, found a number")]
+    local, remote = sign_both([str(corpus)], tmp_path, engine)  # read again: every record unchanged
+    assert remote.documents == 0 and remote.unchanged == 10

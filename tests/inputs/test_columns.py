@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import dedup_cli as dedup
 from dedup_cli.engine.local import sign as local_sign
-from dedup_cli.inputs import blocks, discovery, task_planning
+from dedup_cli.inputs import blocks, discovery, name_formats, task_planning
 from dedup_cli.inputs.chunks import LineChunk, chunk_lines
 from dedup_cli.inputs.columns import blank, blank_texts
 from dedup_cli.inputs.discovery import walk_files
@@ -170,7 +170,7 @@ def test_whole_files_read_as_columns_are_the_documents_read_one_by_one(tmp_path:
     expected_report = ReadReport()
     expected: list[Document] = []
     for identifier, path in zip(ids, paths, strict=True):
-        source = Source(identifier, path, display_name(path), "text", discovery.format_and_compression(path)[1])
+        source = Source(identifier, path, display_name(path), "text", name_formats.format_and_compression(path)[1])
         try:
             if source.compression is None:
                 with open(path, "rb", buffering=0) as stream:

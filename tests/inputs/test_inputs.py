@@ -25,7 +25,8 @@ from dedup_cli.cli.main import flag, message
 from dedup_cli.cli.summaries import read_warnings
 from dedup_cli.errors import InputError, UsageError
 from dedup_cli.inputs import byte_streams, decoding, files, parquet_inputs
-from dedup_cli.inputs.discovery import format_and_compression, walk_files
+from dedup_cli.inputs.discovery import walk_files
+from dedup_cli.inputs.name_formats import format_and_compression
 from dedup_cli.inputs.reading import read_inputs
 from dedup_cli.inputs.records import Document, text_hash
 from dedup_cli.inputs.report import ReadReport
@@ -85,7 +86,7 @@ def assert_round_trips(documents: list[Document]) -> None:
     ("name", "expected"),
     [("a.txt", "text"), ("a", "text"), ("a.jsonl", "jsonl"), ("a.NDJSON", "jsonl"), ("a.parquet", "parquet"),
      ("a.jsonl.gz", "jsonl"), ("a.ndjson.zst", "jsonl"), ("a.txt.xz", "text"), ("a.gz", "text"),
-     ("a.parquet.bz2", "parquet"), ("a.json", "text"), ("dir.jsonl/a.md", "text")],
+     ("a.parquet.bz2", "parquet"), ("a.json", "json"), ("a.JSON.gz", "json"), ("dir.jsonl/a.md", "text")],
 )
 def test_detect_format_looks_inside_the_compression_suffix(name: str, expected: str) -> None:
     assert format_and_compression(name)[0] == expected

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dedup_cli as dedup
-from dedup_cli.inputs import discovery, task_planning
+from dedup_cli.inputs import discovery, name_formats, task_planning
 from dedup_cli.inputs.locations import FileRun, Source
 from dedup_cli.inputs.report import ReadReport
 from dedup_cli.options.input_options import InputOptions
@@ -140,9 +140,9 @@ def test_the_walk_finds_the_files_that_are_not_plain_text_by_one_scan_of_their_n
     """The known endings found in a batch's joined names are those a look at each name finds."""
     paths = [f"/d/{stem}{ending}" for stem, ending in names]
     expected = [position for position, path in enumerate(paths)
-                if discovery.format_and_compression(path) != ("text", None)]
-    found = [position for position in discovery._known_endings(paths)
-             if discovery.format_and_compression(paths[position]) != ("text", None)]
+                if name_formats.format_and_compression(path) != ("text", None)]
+    found = [position for position in name_formats.known_endings(paths)
+             if name_formats.format_and_compression(paths[position]) != ("text", None)]
     assert found == expected
 
 
@@ -261,3 +261,21 @@ def test_a_duplicate_id_is_reported_where_it_was_read_whatever_the_workers(tmp_p
         assert identifier == "z-caf\\xe9.txt" and where.startswith(str(folder) + "/z-caf")
         seen.add(where)
     assert len(seen) == 1
+
+
+def test_the_walk_leaves_out_the_stores_it_finds_and_notes_each_once(tmp_path: Path) -> None:
+    folder = nested_corpus(tmp_path)
+    plain, _ = walk(folder, InputOptions())
+    for store, marker in (("a/b/sigs", "_dedup_manifest.json"), ("d/new-sigs", "_dedup.lock")):
+        (folder / store).mkdir()
+        (folder / store / marker).write_text("{}")
+        (folder / store / "part-000001.parquet").write_bytes(b"PAR1 not read")
+    walked, report = walk(folder, InputOptions())
+    assert [source.id for source in per_file(walked)] == [source.id for source in per_file(plain)]
+    assert report.stores_left_out == [str(folder / "a/b/sigs"), str(folder / "d/new-sigs")]
+    # A store named itself is left out as well, and so is a file named inside one.
+    report = ReadReport()
+    named = [str(folder / "a/b/sigs"), str(folder / "d/new-sigs/part-000001.parquet"), str(folder / "d/empty.txt")]
+    assert [source.id for source in discovery.walk_sources(named, InputOptions(), report, io.BytesIO())] == [
+        "d/empty.txt"]
+    assert sorted(report.stores_left_out) == [str(folder / "a/b/sigs"), str(folder / "d/new-sigs")]

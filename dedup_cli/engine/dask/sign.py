@@ -83,6 +83,7 @@ class SignTask:
     number: int  # the part's file number
     token: str  # the run's, in temporary names
     kernel: str  # the signing kernel (numpy or numba: the same bytes)
+    by_status: bool = True  # a whole file whose location, size and mtime are stored is unchanged unread
 
 
 @dataclass
@@ -115,6 +116,8 @@ def sign_task(task: SignTask) -> TaskResult:
     hashes: list[np.ndarray] = []
 
     def file_unchanged(identifier: str, location: str, status: Any) -> bool:
+        if not task.by_status:  # (checksum) read it: its content hash decides
+            return False
         same = known is not None and known.file_unchanged(identifier, location, status.st_size, status.st_mtime_ns)
         if same:
             result.seen.append(identifier)
@@ -365,11 +368,14 @@ def _settle_candidates(found: _Corrections, candidates: list[tuple[TaskResult, i
 
 def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: SignatureParams, run: StoreRun,
                     index: DocumentIndex, row_groups: Callable[[Source], list[int] | None],
-                    progress: Callable[[int], None] | None = None, choice: KernelChoice | None = None) -> Signed:
+                    progress: Callable[[int], None] | None = None, choice: KernelChoice | None = None,
+                    by_status: bool = True) -> Signed:
     """Sign ``sources`` into ``run`` with the current Dask client's workers; the caller commits the run.
 
     ``choice`` picks each task's kernel by its bytes, as for the local engine (default: numpy), and records
-    which ran; a worker loads the compiled kernel from numba's on-disk cache.
+    which ran; a worker loads the compiled kernel from numba's on-disk cache. ``by_status`` False (``sign
+    --checksum``): whole files are read even when their location, size and modification time are the store's,
+    and only their content hash says whether they changed.
     """
     client = get_client()
     token = secrets.token_hex(8)
@@ -393,7 +399,7 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
     lines = piece_lines(shares)
     numbered: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     tasks = [SignTask(number, share, known_entries(index, ids, share, records, by_source, lines, numbered), options,
-                      params, folder, run.number, run.reserve_file(), token, kernel(share))
+                      params, folder, run.number, run.reserve_file(), token, kernel(share), by_status)
              for number, share in enumerate(shares)]
     results = _run_tasks(client, tasks, progress)
     signed = Signed()

@@ -37,7 +37,7 @@ from dedup_cli.store.format import DocumentBatch
 NEW, CHANGED, UNCHANGED, MOVED, ELSEWHERE = 0, 1, 2, 3, 4
 """What a document read is to the store's copy of its id (:func:`read_status`)."""
 
-RECORD_FORMATS = frozenset({"lines", "jsonl", "csv", "tsv", "parquet", "sets"})
+RECORD_FORMATS = frozenset({"lines", "jsonl", "json", "csv", "tsv", "parquet", "sets"})
 """Input formats whose files hold many documents, each at a place of its own (a whole text file is one)."""
 
 
