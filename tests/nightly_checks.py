@@ -62,7 +62,9 @@ class NightReport:
 
 
 def sign(corpus: Corpus, store: Path, engine: EngineOptions, prune: bool) -> dedup.SignReport:
-    return dedup.sign([str(corpus.root)], store, dedup.SignOptions(input=READING, prune=prune, engine=engine))
+    # --checksum: a file rewritten with its old size and time (one of the edits) is read again and its text checked.
+    return dedup.sign([str(corpus.root)], store, dedup.SignOptions(input=READING, prune=prune, engine=engine,
+                                                                    checksum=True))
 
 
 def check_find(report: NightReport, store: Path, live: dict[str, Record], engine: EngineOptions) -> None:

@@ -15,7 +15,7 @@ from dedup_cli.options.engine_choice import EngineOptions
 NIGHTS = 5
 EDITS_PER_NIGHT = 14
 DOCUMENTS = 110
-KINDS = tuple(kind for kind in EDITS if kind != "same_size_and_time")
+KINDS = EDITS
 
 
 def test_nights_of_edits_keep_every_record_in_its_place_on_both_engines(engine: EngineOptions,
