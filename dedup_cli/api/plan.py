@@ -320,7 +320,7 @@ def layout_fix(threshold: float, recall: float, documents: int, num_perm: int, s
         return f"no store of up to {MAX_NUM_PERM} values of 8, 16 or 32 bits can; use a lower {flag('recall')}"
     now = _signature_bytes(num_perm, stored_bits)
     cost = ("as now" if layout.signature_bytes == now else f"{layout.signature_bytes / now:.2g}× now")
-    estimator = min(bits, layout.stored_bits) if not is_half_bit(bits) else 2
+    estimator = int(min(bits, layout.stored_bits)) if not is_half_bit(bits) else 2
     fixed = plan(PlanOptions(threshold=threshold, bits=estimator, num_perm=layout.num_perm,
                              stored_bits=layout.stored_bits, recall=recall, docs=documents, jobs=1))
     memory = f"; find then needs about {_gigabytes(fixed.memory_peak_bytes)} at -j 1" if fixed.memory_peak_bytes else ""
