@@ -126,6 +126,30 @@ def sniffed_compression(head: bytes) -> str | None:
     return None
 
 
+def extended(buffer: bytearray, data: bytes) -> bytearray:
+    """``buffer`` with ``data`` appended: in place, or as a new buffer when something still holds a view of it.
+
+    A bytearray that a numpy array or a memoryview still views cannot be resized (``BufferError``). The readers'
+    views are gone when they return, but a thread that samples stacks (Dask's worker profiler, every 10 ms) can
+    hold a finished frame, and the views in it, a moment longer."""
+    try:
+        buffer += data
+    except BufferError:
+        return buffer + data
+    return buffer
+
+
+def trimmed(buffer: bytearray, start: int, stop: int | None = None) -> bytearray:
+    """``buffer[start:stop]``: cut in place, or copied when something still holds a view of it (:func:`extended`)."""
+    try:
+        if stop is not None:
+            del buffer[stop:]
+        del buffer[:start]
+    except BufferError:
+        return bytearray(buffer[start:stop])
+    return buffer
+
+
 def read_head(stream: Any, size: int) -> bytes:
     """Up to ``size`` first bytes of ``stream`` (a pipe may return fewer at a time: read until it has them)."""
     head = b""

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dedup_cli.inputs.byte_streams import READ_ERRORS, Position
+from dedup_cli.inputs.byte_streams import READ_ERRORS, Position, extended, trimmed
 from dedup_cli.inputs.decoding import BOM
 
 CHUNK_BYTES = 1 << 20
@@ -98,7 +98,7 @@ class _Held:
         if newline >= 0:
             self.start = len(self.data) + newline + 1
             self.lines += count_newlines(block)
-        self.data += block
+        self.data = extended(self.data, block)
         return newline >= 0
 
     def take(self, cut: int, position: int) -> LineChunk:
@@ -108,7 +108,7 @@ class _Held:
             chunk = LineChunk(b"", self.first, tuple(self.skipped), position, self.offset, cut, count)
         else:
             chunk = LineChunk(bytes(self.data[:cut]), self.first, tuple(self.skipped), position)
-        del self.data[:cut]
+        self.data = trimmed(self.data, cut)
         self.first, self.lines, self.start, self.skipped = self.first + count, self.lines - count, self.start - cut, []
         self.offset += cut
         return chunk

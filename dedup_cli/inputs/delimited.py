@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from dedup_cli.errors import InputError
-from dedup_cli.inputs.byte_streams import READ_ERRORS
+from dedup_cli.inputs.byte_streams import READ_ERRORS, extended, trimmed
 from dedup_cli.inputs.chunks import LineChunk
 from dedup_cli.inputs.decoding import BOM, clean, decode, tsv_field
 from dedup_cli.inputs.locations import Source, display_name, record_location
@@ -241,7 +241,7 @@ def table_chunks(stream: Any, head: bytes, position: Any, in_place: bool, chunk_
                 else:
                     yield LineChunk(bytes(held[:cut]), first, (), position())
                 first += count
-            del held[:cut]
+            held = trimmed(held, cut)
             ends = ends[count:] - cut
             scanner.cut(cut)
             offset += cut
@@ -254,11 +254,11 @@ def table_chunks(stream: Any, head: bytes, position: Any, in_place: bool, chunk_
         except READ_ERRORS as error:
             # Damaged compressed data: the whole records before the damage are cut as at the end, then it is raised.
             damage, block = error, b""
-            del held[int(ends[-1]) if ends.size else 0 :]
+            held = trimmed(held, 0, int(ends[-1]) if ends.size else 0)
             scanner.rewind(len(held))
         if not block:
             ended = True
-        held += block
+        held = extended(held, block)
 
 
 def iter_raw_records(stream: Any, kind: str) -> Iterator[tuple[int, bytes, bool]]:
@@ -270,7 +270,7 @@ def iter_raw_records(stream: Any, kind: str) -> Iterator[tuple[int, bytes, bool]
     number = 0
     while True:
         block = stream.read(_BLOCK)
-        held += block
+        held = extended(held, block)
         start = 0
         for end in scanner.scan(held, final=not block).tolist():
             yield number, bytes(held[start:end]), True
@@ -280,7 +280,7 @@ def iter_raw_records(stream: Any, kind: str) -> Iterator[tuple[int, bytes, bool]
             if start < len(held):
                 yield number, bytes(held[start:]), not scanner.inside
             return
-        del held[:start]
+        held = trimmed(held, start)
         scanner.cut(start)
 
 
