@@ -199,7 +199,7 @@ def table(rows: list[dict]) -> list[str]:
 
 def growth(rows: list[dict]) -> list[str]:
     """How each cost grows with N: the ratio of each size's to ten times the size below it, per engine."""
-    lines = ["| engine | from → to | sign s ÷ 10× | find s ÷ 10× | find CPU ÷ 10× | find peak ÷ | store ÷ 10× |",
+    lines = ["| engine | from → to | sign s ÷ growth of N | find s ÷ growth | find CPU ÷ growth | find peak ÷ | store ÷ growth |",
              "|---|---|---|---|---|---|---|"]
     for engine in sorted({r["engine"] for r in rows}):
         mine = sorted((r for r in rows if r["engine"] == engine), key=lambda r: r["documents"])
