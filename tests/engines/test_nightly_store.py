@@ -12,8 +12,8 @@ from nightly_model import EDITS, Corpus, night
 
 from dedup_cli.options.engine_choice import EngineOptions
 
-NIGHTS = 5
-EDITS_PER_NIGHT = 14
+NIGHTS = 7
+EDITS_PER_NIGHT = 16
 DOCUMENTS = 110
 KINDS = EDITS
 
