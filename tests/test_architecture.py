@@ -175,7 +175,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["inputs.task_planning"], ["inputs.reading", "inputs.skips"], ["inputs.liveness"],
     ]),
     ("store: the Parquet signature store", [
-        ["store.format", "store.places"],
+        ["store.format", "store.places", "store.names"],
         ["store.parts", "store.lock", "store.legacy", "store.manifest"],
         ["store.leases", "store.snapshot", "store.document_index"],
         ["store.compaction", "store.memory", "store.numbering", "store.worker_parts"], ["store.runs"], ["store.store"],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +21,7 @@ from dedup_cli.errors import StoreError
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import one_line, packed_signatures
 from dedup_cli.store.manifest import Manifest
+from dedup_cli.store.names import Names
 from dedup_cli.store.places import folder_of
 from dedup_cli.store.snapshot import live_rows, open_part
 from dedup_cli.store.store import Store
@@ -150,15 +152,16 @@ def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParam
     """``columns`` of a piece's rows (``rows``: only those, by position), in file order, as numpy arrays by name.
 
     ``signature`` is the packed signatures uint8[n, S] (``params`` says their width); ``run`` is 0 throughout a
-    format 1 file; ``id`` and ``path`` are object arrays of str. A piece whose file is gone (a compaction
-    committed since the pieces were listed) is a :class:`StoreError`.
+    format 1 file; ``id`` and ``path`` are :class:`dedup_cli.store.names.Names` (Arrow strings, which cross
+    processes as buffers). A piece whose file is gone (a compaction committed since the pieces were listed) is a
+    :class:`StoreError`.
     """
     stored = [name for name in columns if not (piece.legacy and name == "run")]
     table = _piece_table(piece, stored)
     if rows is not None:
         table = table.take(pa.array(rows, pa.int64()))
     folder = folder_of(piece.path.rsplit("/", 1)[0])
-    data: dict[str, np.ndarray] = {}
+    data: dict[str, Any] = {}
     for column in columns:
         if column == "run" and piece.legacy:
             data["run"] = np.zeros(table.num_rows, dtype=np.int64)
@@ -166,19 +169,19 @@ def read_piece(piece: StorePiece, columns: Sequence[str], params: SignatureParam
             assert params is not None
             data[column] = packed_signatures(table.column("signature"), params, folder)
         elif column in ("id", "path"):
-            data[column] = np.asarray(table.column(column).to_pylist(), dtype=object)
+            data[column] = Names(table.column(column))
         else:
             data[column] = table.column(column).to_numpy()
     return data
 
 
-def live_positions(ids: np.ndarray, runs: np.ndarray, removed_ids: np.ndarray | None = None,
+def live_positions(ids: Names | np.ndarray, runs: np.ndarray, removed_ids: Names | np.ndarray | None = None,
                    removed_runs: np.ndarray | None = None) -> np.ndarray:
-    """:func:`live_rows` of numpy arrays (``ids`` and ``removed_ids`` of str): positions of the live rows among
-    ``ids``, ordered by ascending id."""
+    """:func:`live_rows` of columns (``ids`` and ``removed_ids``: :class:`Names`, or arrays of str): positions of
+    the live rows among ``ids``, ordered by ascending id."""
     removals = None
-    if removed_ids is not None and removed_ids.size:
-        removals = pa.table({"id": pa.array(removed_ids.tolist(), pa.string()),
+    if removed_ids is not None and len(removed_ids):
+        removals = pa.table({"id": Names.of(removed_ids).array.cast(pa.string()),
                              "run": pa.array(np.asarray(removed_runs, np.int64))})
-    return live_rows(pa.chunked_array([pa.array(ids.tolist(), pa.string())]),
+    return live_rows(pa.chunked_array([Names.of(ids).array.cast(pa.string())]),
                      pa.chunked_array([pa.array(np.asarray(runs, np.int64))]), removals)

@@ -1,6 +1,7 @@
 """Tables of numpy columns, and the one all-to-all exchange the Dask engine's stages meet through.
 
-A table is a dict of equal-length numpy arrays (a 2-D array is a column of rows, e.g. packed b-bit values): what
+A table is a dict of equal-length numpy arrays (a 2-D array is a column of rows, e.g. packed b-bit values; ids and
+locations are :class:`dedup_cli.store.names.Names`, Arrow strings that move as buffers): what
 every task of the engine takes and gives, so the stages are the local engine's array functions and nothing
 converts to and from data frames. Where data must meet across workers (pairs with their documents, pairs with
 pairs, documents with their ranges), one exchange runs: each source task cuts its table by destination, and each
@@ -17,7 +18,9 @@ from typing import Any
 import dask
 import numpy as np
 
-Table = dict[str, np.ndarray]
+from dedup_cli.store.names import Names
+
+Table = dict[str, Any]
 
 
 def rows(table: Table) -> int:
@@ -37,7 +40,14 @@ def joined(tables: Sequence[Table]) -> Table:
         return next((table for table in tables if table), {})
     if len(full) == 1:
         return full[0]
-    return {name: np.concatenate([table[name] for table in full]) for name in full[0]}
+    return {name: concatenated([table[name] for table in full]) for name in full[0]}
+
+
+def concatenated(columns: Sequence[Any]) -> Any:
+    """Columns one after another: numpy arrays, or :class:`Names` (joined as Arrow strings)."""
+    if columns and all(isinstance(column, Names) for column in columns):
+        return Names.joined(columns)
+    return np.concatenate([np.asarray(column) for column in columns])
 
 
 def cut(table: Table, destination: np.ndarray, parts: int) -> list[Table]:

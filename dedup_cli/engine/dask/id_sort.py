@@ -19,6 +19,7 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, column_part, exchange, take
 from dedup_cli.engine.dask.ranges import Documents, empty_documents, even_ranges, read_documents
 from dedup_cli.params import SignatureParams
+from dedup_cli.store.names import Names
 from dedup_cli.store.store import Store
 from dedup_cli.store.store_pieces import ROWS_PER_PIECE, StorePiece, live_positions, read_piece, store_pieces
 
@@ -41,11 +42,15 @@ def _rows(piece: StorePiece, index: int, removal: bool) -> Table:
 
 def _sample(rows: Table) -> np.ndarray:
     ids = rows["id"]
-    return ids[np.linspace(0, ids.size - 1, min(SAMPLE, ids.size)).astype(np.int64)] if ids.size else ids
+    picked = ids[np.linspace(0, ids.size - 1, min(SAMPLE, ids.size)).astype(np.int64)] if ids.size else ids
+    return np.array(list(picked), dtype=object)
 
 
 def _route_id(rows: Table, splitters: np.ndarray) -> np.ndarray:
-    return np.searchsorted(splitters, rows["id"], side="right")
+    ids = rows["id"]
+    if isinstance(ids, Names):
+        return ids.ranks(splitters.tolist())
+    return np.asarray(np.searchsorted(splitters, np.asarray(ids), side="right"))
 
 
 def _live(rows: Table) -> Table:
@@ -66,8 +71,6 @@ def _summary(live: Table) -> np.ndarray:
 
 def _numbered(live: Table, first: int) -> Table:
     return {"piece": live["piece"], "row": live["row"], "doc": np.arange(first, first + live["piece"].size)}
-
-
 
 
 def _row_numbers(numbered: Table, rows: int) -> np.ndarray:

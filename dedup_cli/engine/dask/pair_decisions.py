@@ -27,7 +27,7 @@ from distributed import get_client
 
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, exchange, joined, take
+from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, concatenated, exchange, joined, take
 from dedup_cli.engine.dask.joins import attach, attach_ranges
 from dedup_cli.engine.dask.ranges import Documents, mini_store, name_ranges, names_of
 from dedup_cli.engine.local.forked import chunk_bounds
@@ -69,10 +69,11 @@ def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]
     docs, where = np.unique(np.concatenate([pairs["first"], pairs["second"]]), return_index=True)
 
     def column(name: str) -> np.ndarray:
-        return np.concatenate([pairs[f"a_{name}"], pairs[f"b_{name}"]])[where]
+        return concatenated([pairs[f"a_{name}"], pairs[f"b_{name}"]])[where]
 
     store = mini_store(params, column("id"), column("path"), column("content_hash"))
-    verification = verify_pairs(store, np.searchsorted(docs, pairs["first"]), np.searchsorted(docs, pairs["second"]))
+    verification = verify_pairs(store, np.searchsorted(docs, np.asarray(pairs["first"])),
+                                np.searchsorted(docs, np.asarray(pairs["second"])))
     return {"first": pairs["first"], "second": pairs["second"], "exact": verification.exact}, \
         verification.unverifiable_documents
 

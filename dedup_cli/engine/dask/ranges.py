@@ -32,6 +32,7 @@ from dedup_cli.errors import StoreError
 from dedup_cli.minhash.packing import pack_values, unpack_values
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.documents import NumberedDocuments
+from dedup_cli.store.names import Names
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.store.store import Store
 from dedup_cli.store.store_pieces import (
@@ -286,7 +287,7 @@ def names_of(documents: Documents, docs: np.ndarray) -> Table:
     parts = [dask.delayed(piece_names)(piece, numbers, docs) for piece, numbers in pieces]
     found = joined(dask.compute(*parts)) if parts else {}
     if not found:
-        return {"doc": np.empty(0, np.int64), "id": np.empty(0, object), "path": np.empty(0, object),
+        return {"doc": np.empty(0, np.int64), "id": Names.of([]), "path": Names.of([]),
                 "content_hash": np.empty(0, np.uint64), "mtime_ns": np.empty(0, np.int64)}
     return sorted_by_doc(found)
 

@@ -19,7 +19,7 @@ import dask
 import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, exchange, take
+from dedup_cli.engine.dask.exchange import Table, concatenated, exchange, take
 from dedup_cli.engine.dask.joins import scored_pairs
 from dedup_cli.engine.dask.ranges import mini_store
 from dedup_cli.engine.stages.results import FindResult, MemberDetails
@@ -117,7 +117,7 @@ def _result(store: StoredSignatures, common: dict[str, Any], reference_start: in
 def _named(columns: Sequence[np.ndarray], ids: Sequence[np.ndarray], params: SignatureParams
            ) -> tuple[np.ndarray, StoredSignatures]:
     docs, where = np.unique(np.concatenate(columns), return_index=True)
-    return docs, mini_store(params, np.concatenate(ids)[where])
+    return docs, mini_store(params, concatenated(ids)[where])
 
 
 def _pairs_result(table: Table, params: SignatureParams, common: dict[str, Any], reference_start: int | None
@@ -143,7 +143,8 @@ def _groups_result(table: Table, params: SignatureParams, common: dict[str, Any]
     docs, store = _named([table["member"], table["kept"]], [table["id"], table["kept_id"]], params)
     firsts = table["first"]
     starts = np.flatnonzero(np.r_[True, firsts[1:] != firsts[:-1]]) if firsts.size else np.empty(0, np.int64)
-    groups = Groups(members=np.searchsorted(docs, table["member"]), offsets=np.r_[starts, firsts.size].astype(np.int64))
+    groups = Groups(members=np.searchsorted(docs, np.asarray(table["member"])),
+                    offsets=np.r_[starts, firsts.size].astype(np.int64))
     details = MemberDetails(table["content_hash"].astype(np.uint64), table["similarity"].astype(np.float64),
                             table["verified"].astype(bool))
     gone = table["gone"].astype(bool)
