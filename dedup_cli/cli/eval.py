@@ -44,7 +44,7 @@ from dedup_cli.options.vocabulary import MAX_SEED, default_store
 @click.option("--rows", type=click.IntRange(1), default=FindOptions.rows, help="Values per LSH band.")
 @recall_option
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=str), default=None, metavar="FILE.png",
-              help="Draw the four pictures into FILE.png (needs the plot extra: pip install 'dedup-cli[plot]').")
+              help="Draw the report's pictures into FILE.png (needs the plot extra: pip install 'dedup-cli[plot]').")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               help="text: the summary on stderr only; json: also every number as one JSON object on stdout.")
 @out_option
