@@ -83,7 +83,8 @@ def evaluate(store: str | None, store_named: str | None, sample: int, seed: int,
     elif out is not None:  # the report itself, which stderr shows as the summary
         echo_output("\n".join(eval_summary(result) + [f"warning: {line}" for line in eval_warnings(result)]), out)
     if not quiet:
-        for line in eval_summary(result):
+        report = "the report as JSON" if fmt == "json" else "the report"
+        for line in eval_summary(result, [("the pictures", plot), (report, out)]):
             say(line)
     for line in eval_warnings(result):  # with -q too: they change what the measures mean
         warn(line)

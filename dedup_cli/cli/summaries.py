@@ -94,8 +94,16 @@ def kernel_line(report: SignReport, flag: Flag) -> str:
     return f"kernel: numpy ({why.get(report.kernel_reason, report.kernel_reason)})"
 
 
-def find_summary(store: str, result: FindResult) -> str:
-    """One line: documents, banding, candidates, pairs, triples, groups, checks, time and estimator."""
+def written(files: list[tuple[str, str | None]]) -> str:
+    """What a summary line ends with when the run wrote files: ``; wrote groups to out.jsonl``, for each (what,
+    path) whose path is a file (None or ``-``, stdout, is not one); empty when there is none."""
+    named = [f"{what} to {path}" for what, path in files if path is not None and path != "-"]
+    return f"; wrote {' and '.join(named)}" if named else ""
+
+
+def find_summary(store: str, result: FindResult, out: tuple[str, str | None] = ("", None)) -> str:
+    """One line: documents, banding, candidates, pairs, triples, groups, checks, time and estimator, and the file
+    written (``out``: what, and where)."""
     threshold = result.threshold
     documents = result.document_count
     if result.banding is None:
@@ -121,7 +129,7 @@ def find_summary(store: str, result: FindResult) -> str:
     if result.verification is not None:
         parts.append(f"{counted(result.verification.checked, 'pair')} verified exactly")
     parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")
-    return ", ".join(parts)
+    return ", ".join(parts) + written([out])
 
 
 def stdin_warning(result: FindResult) -> str | None:
@@ -178,8 +186,9 @@ def _are(count: int, noun: str) -> str:
     return f"{counted(count, noun)} {'is' if count == 1 else 'are'}"
 
 
-def filter_summary(report: FilterReport) -> str:
-    """``filtered N records from M inputs into OUT (store S): K kept, D dropped from G groups, C changed …``."""
+def filter_summary(report: FilterReport, removed: str | None = None) -> str:
+    """``filtered N records from M inputs into OUT (store S): K kept, D dropped from G groups, C changed …``, and
+    the ``--removed`` file written."""
     dropped = "marked dedup_keep false (annotated, kept)" if report.annotated else "dropped"
     parts = [f"{report.kept} kept", f"{report.dropped} {dropped} from {counted(report.groups, 'group')}",
              f"{len(report.changed)} changed since signing and kept"]
@@ -189,8 +198,9 @@ def filter_summary(report: FilterReport) -> str:
         parts.append(f"{counted(len(report.unsigned), 'file')} not in the store copied")
     where = "stdout" if report.out == "-" else report.out
     inputs = counted(report.inputs, "input")
+    dropped_listed = f"the {counted(len(report.removed.ids) if report.removed else 0, 'document')} dropped"
     return (f"filtered {counted(report.records, 'record')} from {inputs} into {where} (store {report.store}): "
-            f"{', '.join(parts)}; {report.seconds:.2f} s")
+            f"{', '.join(parts)}; {report.seconds:.2f} s" + written([(dropped_listed, removed)]))
 
 
 def filter_warnings(report: FilterReport) -> list[str]:
