@@ -67,6 +67,7 @@ def evaluate(store: str | None, store_named: str | None, sample: int, seed: int,
     """
     import dedup_cli as api
     from dedup_cli.cli.eval_report import eval_record, eval_summary, eval_warnings
+    from dedup_cli.cli.summaries import written
 
     options = EvalOptions(FindOptions(**given), sample=sample, seed=seed, truth=truth)
     if plot is not None:
@@ -84,7 +85,7 @@ def evaluate(store: str | None, store_named: str | None, sample: int, seed: int,
         echo_output("\n".join(eval_summary(result) + [f"warning: {line}" for line in eval_warnings(result)]), out)
     if not quiet:
         report = "the report as JSON" if fmt == "json" else "the report"
-        for line in eval_summary(result, [("the pictures", plot), (report, out)]):
+        for line in eval_summary(result, written([("the pictures", plot), (report, out)])):
             say(line)
     for line in eval_warnings(result):  # with -q too: they change what the measures mean
         warn(line)
