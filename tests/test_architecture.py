@@ -141,10 +141,13 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
         ["options.input_options", "options.engine_choice"],
-        ["options.signing", "options.finding", "options.planning"], ["options.filtering", "options.evaluating"],
+        ["options.signing", "options.finding", "options.planning"],
+        ["options.filtering", "options.evaluating"],
         ["params"],
     ]),
-    ("text: documents → shingles", [["text.normalise"], ["text.scripts"], ["text.tokens"], ["text.shingles"]]),
+    ("text: documents → shingles, and the words two texts differ by", [
+        ["text.normalise"], ["text.scripts"], ["text.tokens"], ["text.shingles", "text.word_diff"],
+    ]),
     ("minhash: shingles → signatures", [
         ["minhash.feistel", "minhash.packing", "minhash.kperm"], ["minhash.oph", "minhash.universe"],
     ]),
@@ -162,7 +165,9 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
          "candidates.match_bounds", "candidates.elias_fano"],
         ["candidates.candidate_triples", "candidates.crossing", "candidates.recall_costs"],
     ]),
-    ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives"]]),
+    ("groups: accepted pairs → groups", [
+        ["groups.components", "groups.selection"], ["groups.strict", "groups.representatives"],
+    ]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth"], ["inputs.decoding", "inputs.columns"],
         ["inputs.byte_streams", "inputs.blocks"],
@@ -175,7 +180,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["store.format", "store.places"],
         ["store.parts", "store.lock", "store.legacy", "store.manifest"], ["store.leases", "store.snapshot"],
         ["store.compaction", "store.memory", "store.numbering", "store.worker_parts"], ["store.runs"], ["store.store"],
-        ["store.store_pieces", "store.documents", "store.checkpoints"],
+        ["store.store_pieces", "store.documents", "store.checkpoints", "store.document_sizes"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
