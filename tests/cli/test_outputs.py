@@ -335,3 +335,11 @@ def test_each_summary_line_names_the_files_written(store: Path, tmp_path: Path) 
     assert code == 0, stderr
     assert stderr.splitlines()[1].endswith(f"; wrote the pictures to {tmp_path / 'eval.png'} and the report to "
                                            f"{tmp_path / 'eval.txt'}"), stderr
+
+
+def test_an_output_in_a_missing_folder_is_named_not_its_scratch_file(store: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such"
+    for args in (["find", str(store), "-q", "-o", str(missing / "out.jsonl")],
+                 ["eval", str(store), "-q", "--sample", "50", "--plot", str(missing / "eval.png")]):
+        code, _, stderr = invoke(*args)
+        assert (code, stderr) == (1, f"Error: cannot write {args[-1]}: No such file or directory\n"), args
