@@ -142,7 +142,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
         ["options.input_options", "options.engine_choice"],
         ["options.signing", "options.finding", "options.planning"],
-        ["options.filtering", "options.evaluating"],
+        ["options.filtering", "options.evaluating", "options.reviewing"],
         ["params"],
     ]),
     ("text: documents → shingles, and the words two texts differ by", [
@@ -205,15 +205,16 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"], ["engine.engines"],
     ]),
     ("api: one module per command of the public API", [
-        ["api.sign", "api.find", "api.plan", "api.info", "api.eval", "api.texts", "api.plot"],
-        ["api.estimate", "api.filter"],
+        ["api.sign", "api.find", "api.plan", "api.info", "api.eval", "api.texts", "api.plot", "api.review_groups",
+         "api.review_charts"],
+        ["api.estimate", "api.filter", "api.review_texts"], ["api.review_page"], ["api.review"],
     ]),
     ("the public API", [["__init__"]]),
     ("cli: the command line, and how it words and writes what the API returns", [
         ["cli.record_writers", "cli.removed", "cli.eval_report", "cli.plan_report", "cli.summaries",
          "cli.pandas_hidden", "cli.blas_threads", "cli.store_option"],
         ["cli.common"],
-        ["cli.sign", "cli.find", "cli.filter", "cli.estimate", "cli.eval", "cli.plan", "cli.info"],
+        ["cli.sign", "cli.find", "cli.filter", "cli.estimate", "cli.eval", "cli.plan", "cli.info", "cli.review"],
         ["cli.main"], ["__main__"],
     ]),
 ]

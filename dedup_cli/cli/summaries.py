@@ -13,6 +13,7 @@ from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
     from dedup_cli.api.filter import FilterReport
+    from dedup_cli.api.review import ReviewReport
     from dedup_cli.api.sign import SignReport
     from dedup_cli.engine.stages.results import FindResult
     from dedup_cli.inputs.report import ReadReport
@@ -215,6 +216,17 @@ def filter_warnings(report: FilterReport) -> list[str]:
                      f"{'is' if len(report.not_found) == 1 else 'are'} in none of these inputs (e.g. "
                      f"{report.not_found[0]!r}); were they signed from other files, or read with other options?")
     return lines + _keep_field_lines(report.keep_field_problems)
+
+
+def review_summary(report: ReviewReport) -> str:
+    """``wrote review.html (…): G of N groups shown (the L largest and S sampled), M texts (U unread), …``."""
+    megabytes = report.page_bytes / 1e6
+    where = "stdout" if report.out == "-" else report.out
+    unread = f", {report.unread} not shown (the page says why)" if report.unread else ""
+    return (f"wrote {where} ({megabytes:.1f} MB): {report.shown} of {counted(report.groups, 'group')} shown (the "
+            f"{report.largest} largest and {report.shown - report.largest} sampled), "
+            f"{counted(report.members, 'member')} with their text{unread}; {report.dropped} documents to drop, "
+            f"{report.dropped_bytes / 1e6:.1f} MB; {report.seconds:.2f} s in all")
 
 
 def find_store_line(store: str, result: FindResult) -> str:

@@ -267,7 +267,8 @@ GOOD_ARGUMENTS = {"sign": ["corpus", "lines.jsonl", "rows.parquet", "fifo", *ODD
                   "filter": ["corpus", "lines.jsonl", "rows.parquet", "corpus/KJV/jonah-01.txt", *ODD_INPUTS],
                   "find": ["store", *DAMAGED_STORES], "eval": ["store", *DAMAGED_STORES],
                   "info": ["store", "legacy.parquet", *DAMAGED_STORES],
-                  "estimate": ["store", "KJV/jonah-01.txt", "AKJV/jonah-01.txt"]}
+                  "estimate": ["store", "KJV/jonah-01.txt", "AKJV/jonah-01.txt"],
+                  "review": ["store", *DAMAGED_STORES]}
 
 
 def _good_values(parameter: click.Parameter) -> list[str]:
@@ -437,6 +438,7 @@ DAMAGED_COMMANDS = {
     "eval": ["eval", "{store}", "--sample", "50", "-q"],
     "sign": ["sign", "{corpus}", "-o", "{store}", "-q"],
     "filter": ["filter", "{corpus}", "-s", "{store}", "-o", "out-dir", "-q"],
+    "review": ["review", "{store}", "-o", "review.html", "-q"],
 }
 UNREAD_SIGNATURES = {"info", "sign"}
 """Commands that never read a part's signatures: a byte flipped there is not theirs to see (no page is read)."""
