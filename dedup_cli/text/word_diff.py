@@ -22,9 +22,10 @@ import bisect
 import difflib
 import itertools
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+import numpy as np
 
 TOKEN = re.compile(r"(\w+|[^\w\s]+)(\s*)")
 """A token (a run of word characters, or of other characters that are not white space) and the space after it."""
@@ -144,23 +145,33 @@ def diff_opcodes(first: list[str], second: list[str]) -> list[Opcode]:
     anchors that differ go to :class:`difflib.SequenceMatcher`. Two near-duplicates share many such tokens, so
     their stretches are short, and comparing them costs about their length rather than its square.
     """
-    anchors = _anchors(first, second)
     opcodes: list[Opcode] = []
-    previous = (0, 0)
-    for a_end, b_end in [*anchors, (len(first), len(second))]:
-        a_start, b_start = previous
+    equal_from = (0, 0)  # where the current run of equal tokens began
+    at_a, at_b = _anchors(first, second)
+    # The stretches before each anchor and after the last: most are empty (two anchors in a row); only the others
+    # are looked at, and of those only the ones that differ end the run of equal tokens.
+    a_starts, b_starts = np.concatenate([[0], at_a + 1]), np.concatenate([[0], at_b + 1])
+    a_ends, b_ends = np.append(at_a, len(first)), np.append(at_b, len(second))
+    for stretch in np.flatnonzero((a_ends > a_starts) | (b_ends > b_starts)).tolist():
+        a_start, a_end = int(a_starts[stretch]), int(a_ends[stretch])
+        b_start, b_end = int(b_starts[stretch]), int(b_ends[stretch])
         if first[a_start:a_end] == second[b_start:b_end]:
-            _add(opcodes, ("equal", a_start, a_end, b_start, b_end))
-        elif a_start == a_end or b_start == b_end:
+            continue
+        _add(opcodes, ("equal", *_run(equal_from, (a_start, b_start))))
+        if a_start == a_end or b_start == b_end:
             _add(opcodes, ("insert" if a_start == a_end else "delete", a_start, a_end, b_start, b_end))
         else:
             matcher = difflib.SequenceMatcher(None, first[a_start:a_end], second[b_start:b_end])
             for tag, i, j, k, m in matcher.get_opcodes():
                 _add(opcodes, (tag, a_start + i, a_start + j, b_start + k, b_start + m))
-        if a_end < len(first):  # the anchor itself
-            _add(opcodes, ("equal", a_end, a_end + 1, b_end, b_end + 1))
-        previous = (a_end + 1, b_end + 1)
+        equal_from = (a_end, b_end)
+    _add(opcodes, ("equal", *_run(equal_from, (len(first), len(second)))))
     return opcodes
+
+
+def _run(start: tuple[int, int], end: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The positions of an equal run from ``start`` to ``end`` (a, b each), as an opcode holds them."""
+    return start[0], end[0], start[1], end[1]
 
 
 def _add(opcodes: list[Opcode], opcode: Opcode) -> None:
@@ -174,33 +185,42 @@ def _add(opcodes: list[Opcode], opcode: Opcode) -> None:
     opcodes.append(opcode)
 
 
-def _anchors(first: list[str], second: list[str]) -> list[tuple[int, int]]:
-    """Positions (i, j), increasing in both, of tokens found once in each sequence with first[i] == second[j]:
-    the longest such chain (patience sorting, O(n log n))."""
-    once_first = {token: index for index, token in enumerate(first)}
-    counts = Counter(first)
-    once_second: dict[str, int] = {}
-    seen = Counter(second)
-    for index, token in enumerate(second):
-        if seen[token] == 1 and counts[token] == 1:
-            once_second[token] = index
-    pairs = [(once_first[token], once_second[token]) for token in first if token in once_second]
-    # The longest chain with j increasing, among pairs already ordered by i: piles of patience sorting.
-    tops: list[int] = []  # the smallest j ending a chain of each length
-    ends: list[int] = []  # which pair ends it
-    before = [-1] * len(pairs)
-    for index, (_, j) in enumerate(pairs):
-        length = bisect.bisect_left(tops, j)
+def _anchors(first: list[str], second: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Positions i (int64[m], ascending) and j (int64[m], ascending) of tokens found once in each sequence with
+    first[i] == second[j]: the longest such chain (patience sorting, O(m log m), when their order differs)."""
+    if not first or not second:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    number = {token: index for index, token in enumerate(dict.fromkeys(first + second))}
+    a = np.array([number[token] for token in first], np.int64)
+    b = np.array([number[token] for token in second], np.int64)
+    once = (np.bincount(a, minlength=len(number)) == 1) & (np.bincount(b, minlength=len(number)) == 1)
+    at_a = np.flatnonzero(once[a])
+    where_b = np.zeros(len(number), np.int64)
+    where_b[b] = np.arange(b.size)  # the place in ``second`` of each token found there once
+    at_b = where_b[a[at_a]]
+    if at_b.size > 1 and bool((np.diff(at_b) < 0).any()):  # moved text: keep the longest chain in order
+        chain = _longest_increasing(at_b.tolist())
+        at_a, at_b = at_a[chain], at_b[chain]
+    return at_a, at_b
+
+
+def _longest_increasing(values: list[int]) -> list[int]:
+    """The positions of a longest strictly increasing subsequence of ``values`` (piles of patience sorting)."""
+    tops: list[int] = []  # the smallest value ending a chain of each length
+    ends: list[int] = []  # which position ends it
+    before = [-1] * len(values)
+    for index, value in enumerate(values):
+        length = bisect.bisect_left(tops, value)
         if length == len(tops):
-            tops.append(j)
+            tops.append(value)
             ends.append(index)
         else:
-            tops[length], ends[length] = j, index
+            tops[length], ends[length] = value, index
         before[index] = ends[length - 1] if length else -1
     chain = []
     index = ends[-1] if ends else -1
     while index >= 0:
-        chain.append(pairs[index])
+        chain.append(index)
         index = before[index]
     return chain[::-1]
 
