@@ -1,6 +1,8 @@
 """What ``dedup review`` costs beside the ``find`` it runs, and how large its page is, at the defaults.
 
-Usage: python bench/review_bench.py [--docs 100000] [--repeat 3] [--out bench/RESULTS-review.md]
+Usage: flock /tmp/dedup-bench.lock python bench/review_bench.py [--docs 100000 | --long] [--repeat 3]
+           [--out bench/RESULTS-review.md]
+(under the lock every benchmark of this repository holds, so that measurements on a shared machine take turns)
 
 Builds (once, deterministic) a corpus of ``--docs`` JSON Lines records in ``bench/data/review-N/``: texts of 80-400
 words drawn from a Zipf law over 20,000 words, a tenth of them in families of 2-12 near-duplicates (each member
@@ -8,6 +10,10 @@ its family's base with 1-15 % of its words replaced, and a few exact copies), so
 groups; signs it; then times, in turns so that a busy machine slows both alike, ``find`` at the defaults and
 ``review`` at the defaults (find, then the page: the shown groups' texts read from the JSON Lines file, compared
 and written). Reports the medians, the page's size and what it shows, and writes the table to ``--out``.
+
+``--long`` measures the largest page the defaults allow instead: 400 families of 12 texts of 3,000 words (a
+uniform draw of 20,000 words, each member its family's base with 2 % of its words replaced), so that every shown
+group has 10 members with text and each member's differences fill its 5,000 characters.
 """
 
 from __future__ import annotations
@@ -55,6 +61,23 @@ def make_corpus(docs: int, path: Path, seed: int = 1) -> None:
     os.replace(scratch, path)
 
 
+def make_long_corpus(path: Path, seed: int = 2) -> int:
+    """400 families of 12 long near-duplicates (see ``--long``); returns the number of records."""
+    rng = np.random.default_rng(seed)
+    words = np.array([f"w{index}" for index in range(VOCABULARY)])
+    scratch = path.with_suffix(".tmp")
+    with open(scratch, "w", encoding="utf-8") as out:
+        for family in range(400):
+            base = rng.integers(0, VOCABULARY, 3000)
+            for member in range(12):
+                drawn = base.copy()
+                changed = rng.random(drawn.size) < 0.02
+                drawn[changed] = rng.integers(0, VOCABULARY, int(changed.sum()))
+                out.write(json.dumps({"id": f"f{family:03d}-{member:02d}", "text": " ".join(words[drawn])}) + "\n")
+    os.replace(scratch, path)
+    return 400 * 12
+
+
 def timed(call) -> tuple[float, object]:  # type: ignore[no-untyped-def]
     started = time.perf_counter()
     value = call()
@@ -64,14 +87,17 @@ def timed(call) -> tuple[float, object]:  # type: ignore[no-untyped-def]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--long", action="store_true", help="the largest page the defaults allow (see above)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     arguments = parser.parse_args()
-    folder = HERE / "data" / f"review-{arguments.docs}"
+    folder = HERE / "data" / ("review-long" if arguments.long else f"review-{arguments.docs}")
     folder.mkdir(parents=True, exist_ok=True)
     corpus, store, page = folder / "corpus.jsonl", folder / "sigs.parquet", folder / "review.html"
+    if arguments.long:
+        arguments.docs = 400 * 12
     if not corpus.exists():
-        seconds, _ = timed(lambda: make_corpus(arguments.docs, corpus))
+        seconds, _ = timed(lambda: make_long_corpus(corpus) if arguments.long else make_corpus(arguments.docs, corpus))
         print(f"wrote {corpus} ({corpus.stat().st_size / 1e6:.0f} MB) in {seconds:.0f} s", file=sys.stderr)
     if not store.exists():
         reading = dedup.InputOptions(id_field="id", text_field="text")
@@ -95,8 +121,9 @@ def main() -> None:
         f"{review_seconds / find_seconds:.2f}× |",
     ]
     table = "\n".join([
-        f"`review` at the defaults beside `find` at the defaults (`python bench/review_bench.py --docs "
-        f"{arguments.docs}`; medians of {arguments.repeat} runs after one to warm up, find and review in turns), "
+        f"`review` at the defaults beside `find` at the defaults (`python bench/review_bench.py "
+        f"{'--long' if arguments.long else f'--docs {arguments.docs}'}`; medians of {arguments.repeat} runs after one "
+        "to warm up, find and review in turns), "
         f"commit {commit}, {os.cpu_count()} cores ({platform.processor() or platform.machine()}), a machine shared "
         "with other work:",
         "",

@@ -79,7 +79,7 @@ def review(store: str | os.PathLike[str] | None, out: str | os.PathLike[str],
     progress.stage("choosing the groups to show", None)
     reviewed = review_groups(result, open_store(path), options)
     progress.stage("reading the shown texts", reviewed.members_shown, "texts")
-    texts = review_texts(reviewed.groups, options.text_limit)
+    texts = review_texts(reviewed.groups, options.text_limit, jobs=options.find.jobs or os.cpu_count() or 1)
     progress.stage("writing the page", None)
     page = review_page(PageParts(path, result, options, reviewed, texts, s_curve_svg(result.banding, result.threshold),
                                  histogram_svg(estimate_histogram(result), result.threshold)))

@@ -147,6 +147,7 @@
     var view = member.view, box = element("div");
     if (!view) return box;
     if (view.kind === "text") {
+      if (view.reason) box.appendChild(element("p", "problem", view.reason.charAt(0).toUpperCase() + view.reason.slice(1) + "."));
       box.appendChild(element("div", "text", view.text));
       if (view.left_out) {
         box.appendChild(element("p", "note", "… " + view.left_out.toLocaleString("en") + " more characters not shown"));

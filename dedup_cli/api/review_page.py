@@ -81,6 +81,8 @@ def _view(view: TextView) -> dict[str, Any]:
     found: dict[str, Any] = {"kind": view.kind}
     if view.kind == "text":
         found.update(text=view.text, left_out=view.left_out)
+        if view.reason:
+            found["reason"] = view.reason
     elif view.diff is not None:
         diff = view.diff
         found.update(segments=[list(segment) for segment in diff.segments], changes=diff.changes,

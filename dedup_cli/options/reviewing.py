@@ -17,7 +17,8 @@ class ReviewOptions:
 
     Attributes:
         find: the ``find`` whose groups are reviewed (every option of ``find``: threshold, b, grouping, keep policy,
-            exact checks, banding, engine).
+            exact checks, banding, engine); its ``jobs`` are also the processes that compare the shown texts (0:
+            one per core).
         groups: the N largest groups shown (ties by group number).
         sample: a random sample of M of the other groups shown beside them (uniform, without replacement).
         seed: the sample's seed: the same seed gives the same page.

@@ -286,3 +286,26 @@ def test_a_directory_is_refused_and_a_failed_run_leaves_the_page(tmp_path: Path,
     assert page.read_text() == "the page before"
     dedup.review(store, page, dedup.ReviewOptions(FIND))
     assert page.read_text("utf-8").startswith("<!DOCTYPE html>") and not list(tmp_path.glob("*.tmp*"))
+
+
+def test_when_the_kept_text_cannot_be_read_the_others_show_their_own(bible: tuple[Path, Path, dedup.ReviewReport],
+                                                                     tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    store, _, _ = bible
+    reread = review_texts.reread_each
+
+    def failing(locations: list[str], *arguments: Any, **options: Any) -> Any:
+        found = reread(locations, *arguments, **options)
+        return [(None, "cannot re-read it now: Permission denied") if location.endswith("AKJV/jonah-01.txt")
+                else result for location, result in zip(locations, found, strict=True)]
+
+    monkeypatch.setattr(review_texts, "reread_each", failing)
+    page = tmp_path / "review.html"
+    report = dedup.review(store, page, dedup.ReviewOptions(FIND, groups=1, sample=0, members=3))
+    [group] = review_data(page.read_text("utf-8"))["groups"]
+    kept, *others = group["members"]
+    assert kept["view"] == {"kind": "unread", "reason": "cannot re-read it now: Permission denied"}
+    for member in others:
+        assert member["view"]["kind"] == "text" and "could not be read" in member["view"]["reason"]
+        assert member["view"]["text"] == (BIBLE / member["id"]).read_text("utf-8")
+    assert report.unread == 1
