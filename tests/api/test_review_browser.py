@@ -206,13 +206,14 @@ def screenshot(browser: Browser, page: str, out: Path) -> None:
 
 
 if __name__ == "__main__":
-    # python tests/api/test_review_browser.py PAGE.html...: what each page costs to open;
-    # python tests/api/test_review_browser.py --screenshot OUT.png PAGE.html#group-N: its picture.
+    # PYTHONPATH=tests python tests/api/test_review_browser.py PAGE.html...: what each page costs to open;
+    # PYTHONPATH=tests python tests/api/test_review_browser.py --screenshot OUT.png PAGE.html#group-N: its picture
+    # (docs/review-sample-corpora.png: make demo's page, #group-1, in a window of 1280 × 1400).
     import sys
 
     assert CHROMIUM is not None
     if sys.argv[1] == "--screenshot":
-        with Browser(CHROMIUM, width=1280, height=880) as opened:
+        with Browser(CHROMIUM, width=1280, height=1400) as opened:
             screenshot(opened, sys.argv[3], Path(sys.argv[2]))
     else:
         with Browser(CHROMIUM) as opened:
