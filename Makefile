@@ -31,6 +31,8 @@ $(VENV)/.installed-lint: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[lint]'
 	touch $@
 
+# The demo signs the sample corpora, finds their groups (on both engines), measures their accuracy into a picture
+# (.venv/demo-eval.png) and writes the page to review them before deleting anything (.venv/demo-review.html).
 demo: $(VENV)/.installed-dask
 	$(BIN)/dedup sign sample_corpora --exclude SOURCE -o $(DEMO_STORE)
 	$(BIN)/dedup find $(DEMO_STORE) --threshold 0.5 --bits 2
@@ -38,6 +40,8 @@ demo: $(VENV)/.installed-dask
 	$(BIN)/dedup find $(DEMO_STORE) --threshold 0.5 --bits 2 -q -o $(VENV)/demo-dask.jsonl --engine dask --workers 2
 	cmp $(VENV)/demo-local.jsonl $(VENV)/demo-dask.jsonl && echo "find --engine dask --workers 2: the same groups"
 	$(BIN)/dedup eval $(DEMO_STORE) --threshold 0.5 --bits 2 --plot $(VENV)/demo-eval.png
+	$(BIN)/dedup review $(DEMO_STORE) --threshold 0.5 --bits 2 -o $(VENV)/demo-review.html
+	@echo "the groups to look at before deleting anything, one page: file://$(abspath $(VENV)/demo-review.html)"
 
 # The core install at the oldest versions pyproject.toml allows (tests/oldest-requirements.txt), in a virtualenv
 # of its own, without dedup installed: tests/test_oldest_versions.py runs this checkout with it.

@@ -14,16 +14,16 @@ command line's::
     result = dedup.find_duplicates(["a text", "a text, nearly", "another"], dedup.FindOptions(threshold=0.8))
 
 ``sign``, ``find``, ``filter`` (also ``filter_corpus``, a name that leaves Python's ``filter`` alone),
-``estimate``, ``evaluate`` (``dedup eval``; ``plot_evaluation`` draws its result),
-``plan``, ``info``; on texts in memory ``sign_texts`` (giving ``Signatures``, which ``estimate`` reads too) and
-``find_duplicates``; ``open_store`` and ``read_store`` to read a store directly; their options (``SignOptions`` with
-``InputOptions``, ``FindOptions``, both with ``EngineOptions`` (``local``, or ``dask`` on a cluster),
-``FilterOptions``, ``EstimateOptions``, ``EvalOptions``, ``PlanOptions``),
-results (``SignReport`` with ``ReadReport``, ``FindResult`` with its records ``Group``, ``Pair``, ``Triple``,
-``Member`` and its arrays of rows ``Groups``, ``ScoredPairs``, ``ScoredTriples``, ``Banding``, ``BandingChoice``,
-``Verification``, ``FilterReport``, ``EstimateResult``, ``EvalResult``,
-``Plan``, ``StoreInfo``; ``Store``, ``StoredSignatures``, ``SignatureParams``) and errors (``DedupError`` and its
-subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``; and the warning category
+``estimate``, ``evaluate`` (``dedup eval``; ``plot_evaluation`` draws its result), ``plan``, ``info``,
+``review`` (one HTML page of the groups, to look at before deleting); on texts in memory ``sign_texts`` (giving
+``Signatures``, which ``estimate`` reads too) and ``find_duplicates``; ``open_store`` and ``read_store`` to read a
+store directly; their options (``SignOptions`` with ``InputOptions``, ``FindOptions``, both with ``EngineOptions``
+(``local``, or ``dask`` on a cluster), ``FilterOptions``, ``EstimateOptions``, ``EvalOptions``, ``PlanOptions``,
+``ReviewOptions``), results (``SignReport`` with ``ReadReport``, ``FindResult`` with its records ``Group``,
+``Pair``, ``Triple``, ``Member`` and its arrays of rows ``Groups``, ``ScoredPairs``, ``ScoredTriples``,
+``Banding``, ``BandingChoice``, ``Verification``, ``FilterReport``, ``EstimateResult``, ``EvalResult``, ``Plan``,
+``StoreInfo``, ``ReviewReport``; ``Store``, ``StoredSignatures``, ``SignatureParams``) and errors (``DedupError``
+and its subclasses ``UsageError``, ``OptionError``, ``InputError``, ``StoreError``; and the warning category
 ``DedupWarning``).
 
 Names are resolved when first used, so ``import dedup_cli`` (and ``dedup --help``) loads neither numpy nor
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from dedup_cli.api.info import StoreInfo, info
     from dedup_cli.api.plan import Plan, plan
     from dedup_cli.api.plot import plot_evaluation
+    from dedup_cli.api.review import ReviewReport, review
     from dedup_cli.api.sign import SignReport, sign
     from dedup_cli.api.texts import find_duplicates, sign_texts
     from dedup_cli.candidates.banding import Banding, BandingChoice
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from dedup_cli.options.finding import EstimateOptions, FindOptions
     from dedup_cli.options.input_options import InputOptions
     from dedup_cli.options.planning import PlanOptions
+    from dedup_cli.options.reviewing import ReviewOptions
     from dedup_cli.options.signing import SignOptions
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.memory import Signatures
@@ -106,6 +108,9 @@ _PUBLIC = {
     "PlanOptions": "dedup_cli.options.planning",
     "Plan": "dedup_cli.api.plan",
     "info": "dedup_cli.api.info",
+    "review": "dedup_cli.api.review",
+    "ReviewOptions": "dedup_cli.options.reviewing",
+    "ReviewReport": "dedup_cli.api.review",
     "StoreInfo": "dedup_cli.api.info",
     "open_store": "dedup_cli.store.store",
     "read_store": "dedup_cli.store.store",
@@ -144,6 +149,8 @@ __all__ = [
     "Plan",
     "PlanOptions",
     "ReadReport",
+    "ReviewOptions",
+    "ReviewReport",
     "ScoredPairs",
     "ScoredTriples",
     "SignOptions",
@@ -169,6 +176,7 @@ __all__ = [
     "plan",
     "plot_evaluation",
     "read_store",
+    "review",
     "sign",
     "sign_texts",
 ]

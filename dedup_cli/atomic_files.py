@@ -375,8 +375,11 @@ def open_output(path: str | os.PathLike[str], binary: bool = True) -> Iterator[A
             yield OutputStream(stream, path)
             written = True
     except OSError as error:
-        if not written or isinstance(error, OutputError):
+        scratch = not written and error.filename is not None and os.path.basename(os.fsdecode(error.filename)) \
+            .startswith(f".{os.path.basename(os.fspath(target.path))}.tmp")
+        if (not written and not scratch) or isinstance(error, OutputError):
             raise
+        # the output's own name, not its scratch file's: "cannot write out.jsonl: No such file or directory"
         raise OutputError(error.errno, error.strerror or str(error), os.fspath(path)) from error
 
 

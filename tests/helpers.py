@@ -457,3 +457,41 @@ def csv_module_rows(text: str, **dialect: Any) -> list[list[str]]:
     stand_in = next(chr(code) for code in range(0xE000, 0xF900) if chr(code) not in text)
     rows = csv.reader(io.StringIO(text.replace("\0", stand_in), newline=""), **dialect)
     return [[field.replace(stand_in, "\0") for field in row] for row in rows]
+
+
+# --- review's page --------------------------------------------------------------------------------------------
+
+
+def page_scripts(page: str) -> list[tuple[dict[str, str | None], str]]:
+    """Every ``<script>`` element of an HTML page as a browser's parser finds it: (its attributes, its text)."""
+    from html.parser import HTMLParser
+
+    found: list[tuple[dict[str, str | None], str]] = []
+
+    class Scripts(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__(convert_charrefs=True)
+            self.inside: dict[str, str | None] | None = None
+            self.text: list[str] = []
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "script":
+                self.inside, self.text = dict(attrs), []
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "script" and self.inside is not None:
+                found.append((self.inside, "".join(self.text)))
+                self.inside = None
+
+        def handle_data(self, data: str) -> None:
+            if self.inside is not None:
+                self.text.append(data)
+
+    Scripts().feed(page)
+    return found
+
+
+def review_data(page: str) -> dict[str, Any]:
+    """The JSON document of a review page (its ``review-data`` script element), parsed."""
+    [data] = [text for attributes, text in page_scripts(page) if attributes.get("id") == "review-data"]
+    return json.loads(data)

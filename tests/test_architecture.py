@@ -141,10 +141,13 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
         ["options.input_options", "options.engine_choice"],
-        ["options.signing", "options.finding", "options.planning"], ["options.filtering", "options.evaluating"],
+        ["options.signing", "options.finding", "options.planning"],
+        ["options.filtering", "options.evaluating", "options.reviewing"],
         ["params"],
     ]),
-    ("text: documents → shingles", [["text.normalise"], ["text.scripts"], ["text.tokens"], ["text.shingles"]]),
+    ("text: documents → shingles, and the words two texts differ by", [
+        ["text.normalise"], ["text.scripts"], ["text.tokens"], ["text.shingles", "text.word_diff"],
+    ]),
     ("minhash: shingles → signatures", [
         ["minhash.feistel", "minhash.packing", "minhash.kperm"], ["minhash.oph", "minhash.universe"],
     ]),
@@ -162,8 +165,9 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
          "candidates.match_bounds", "candidates.elias_fano"],
         ["candidates.candidate_triples", "candidates.crossing", "candidates.recall_costs"],
     ]),
-    ("groups: accepted pairs → groups", [["groups.components"], ["groups.strict", "groups.representatives",
-                                                                  "groups.witnesses"]]),
+    ("groups: accepted pairs → groups", [
+        ["groups.components", "groups.selection"], ["groups.strict", "groups.representatives", "groups.witnesses"],
+    ]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth", "inputs.store_folders"],
         ["inputs.decoding", "inputs.columns"],
@@ -179,7 +183,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["store.parts", "store.lock", "store.legacy", "store.manifest"],
         ["store.leases", "store.snapshot", "store.document_index"],
         ["store.compaction", "store.memory", "store.numbering", "store.worker_parts"], ["store.runs"], ["store.store"],
-        ["store.store_pieces", "store.documents", "store.checkpoints"],
+        ["store.store_pieces", "store.documents", "store.checkpoints", "store.document_sizes"],
     ]),
     ("verification and evaluation: exact checks of pairs, and what a sample of them says of a run", [
         ["verification"], ["evaluation.survey", "evaluation.design"], ["evaluation.accuracy", "evaluation.retrieval"],
@@ -205,15 +209,16 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.dask.find", "engine.dask.sign", "engine.dask.filter"], ["engine.engines"],
     ]),
     ("api: one module per command of the public API", [
-        ["api.sign", "api.find", "api.plan", "api.info", "api.eval", "api.texts", "api.plot"],
-        ["api.estimate", "api.filter"],
+        ["api.sign", "api.find", "api.plan", "api.info", "api.eval", "api.texts", "api.plot", "api.review_groups",
+         "api.review_charts"],
+        ["api.estimate", "api.filter", "api.review_texts"], ["api.review_page"], ["api.review"],
     ]),
     ("the public API", [["__init__"]]),
     ("cli: the command line, and how it words and writes what the API returns", [
         ["cli.record_writers", "cli.removed", "cli.eval_report", "cli.plan_report", "cli.summaries",
          "cli.pandas_hidden", "cli.blas_threads", "cli.store_option"],
         ["cli.common"],
-        ["cli.sign", "cli.find", "cli.filter", "cli.estimate", "cli.eval", "cli.plan", "cli.info"],
+        ["cli.sign", "cli.find", "cli.filter", "cli.estimate", "cli.eval", "cli.plan", "cli.info", "cli.review"],
         ["cli.main"], ["__main__"],
     ]),
 ]

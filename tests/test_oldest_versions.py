@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from helpers import REPO
+from helpers import REPO, review_data
 
 OLDEST_PYTHON = os.environ.get("DEDUP_OLDEST_PYTHON")
 pytestmark = pytest.mark.skipif(not OLDEST_PYTHON, reason="DEDUP_OLDEST_PYTHON is unset (make test sets it)")
@@ -48,6 +48,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         dedup(python, folder, "filter", str(CORPUS / "licenses"), "-s", "store", "-t", "0.5", "-b", "2", "-q",
               "-o", "kept")
         (folder / "info.json").write_text(dedup(python, folder, "info", "store").stdout)
+        dedup(python, folder, "review", "store", "-t", "0.5", "-b", "2", "--groups", "5", "--sample", "5", "-q",
+              "-o", "review.html")
     return folders
 
 
@@ -80,3 +82,9 @@ def test_the_oldest_versions_keep_the_same_documents(runs: dict[str, Path]) -> N
     assert 0 < len(current) < len(list((CORPUS / "licenses").iterdir())) and current == oldest
     summaries = [json.loads((runs[name] / "info.json").read_text())["documents"] for name in runs]
     assert summaries[0] == summaries[1]
+
+
+def test_the_oldest_versions_review_the_same(runs: dict[str, Path]) -> None:
+    current, oldest = (review_data((runs[name] / "review.html").read_text("utf-8")) for name in runs)
+    assert len(current["groups"]) == 10 and current == oldest
+

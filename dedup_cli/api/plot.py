@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import os
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -44,10 +45,28 @@ def _colours(bits: list[float]) -> dict[float, Any]:
     return {b: palette[index % len(palette)] for index, b in enumerate(sorted(bits))}
 
 
-def _label(axes: Any, title: str, x: str, y: str, legend: str, xlim: tuple[float, float] | None = None,
+TITLE_CHARACTERS = 36
+"""The longest line of a panel's title: a panel is about 3.7 inches wide, and a longer title would run into the
+title of the panel beside it (a figure's layout places titles but never wraps them)."""
+
+LEGEND_GAP_POINTS = 50
+"""How far below its panel's bottom edge a legend starts: below the tick labels and the axis label (two lines of
+10-point text and their padding; a log axis's 2^n labels are the tallest)."""
+
+
+def _title(text: str) -> str:
+    """``text`` wrapped at :data:`TITLE_CHARACTERS`, its own line breaks kept."""
+    return "\n".join(textwrap.fill(line, TITLE_CHARACTERS) for line in text.split("\n"))
+
+
+def _label(axes: Any, title: str, x: str, y: str, columns: int = 1, xlim: tuple[float, float] | None = None,
            ylim: tuple[float, float] | None = None) -> None:
-    """Title, axis labels and limits, a light grid and the legend: what every panel ends with."""
-    axes.set_title(title, fontsize=11)
+    """Title, axis labels and limits, a light grid and the legend: what every panel ends with. The legend goes
+    below the panel, outside it, so that it covers no point or line whatever the data (the figure's constrained
+    layout leaves room for it)."""
+    from matplotlib.transforms import offset_copy
+
+    axes.set_title(_title(title), fontsize=10)
     axes.set_xlabel(x)
     axes.set_ylabel(y)
     if xlim is not None:
@@ -55,7 +74,9 @@ def _label(axes: Any, title: str, x: str, y: str, legend: str, xlim: tuple[float
     if ylim is not None:
         axes.set_ylim(*ylim)
     axes.grid(alpha=0.3, which="both")
-    axes.legend(loc=legend, fontsize=8, markerscale=1.5)
+    below = offset_copy(axes.transAxes, fig=axes.figure, y=-LEGEND_GAP_POINTS, units="points")
+    axes.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below, fontsize=8, markerscale=1.5,
+                ncol=columns, frameon=False)
 
 
 def _estimates_panel(axes: Any, result: EvalResult, bits: float, colour: Any) -> None:
@@ -75,7 +96,7 @@ def _estimates_panel(axes: Any, result: EvalResult, bits: float, colour: Any) ->
     coverage = accuracy.overall.coverage
     note = f"coverage of 95 % intervals: {coverage.value:.3f}" if coverage is not None else ""
     _label(axes, f"b = {bits_label(bits)}: estimate against exact R\n{note}", "exact resemblance R",
-           f"estimate R̂ (b = {bits_label(bits)}, k = {result.num_perm})", "upper left", (0, 1), (-0.2, 1.05))
+           f"estimate R̂ (b = {bits_label(bits)}, k = {result.num_perm})", 1, (0, 1), (-0.2, 1.05))
 
 
 def _shade_unreached(axes: Any, result: EvalResult) -> None:
@@ -99,8 +120,8 @@ def _s_curve_panel(axes: Any, result: EvalResult) -> None:
     axes.errorbar(x, y, yerr=[y - low, high - y], fmt="o", color="#d62728", capsize=3, markersize=4,
                   label="measured per 0.1 bin of R (95 % interval)")
     axes.axvline(result.threshold, color="0.4", linestyle=":", label=f"R0 = {result.threshold:g}")
-    _label(axes, "Banding: Pr(candidate) against exact R", "exact resemblance R",
-           "probability of being a candidate pair", "lower right", (0, 1), (-0.03, 1.03))
+    _label(axes, "Banding: Pr(candidate) by exact R", "exact resemblance R",
+           "probability of being a candidate pair", 1, (0, 1), (-0.03, 1.03))
 
 
 def _sweep_panel(axes: Any, result: EvalResult) -> None:
@@ -119,9 +140,8 @@ def _sweep_panel(axes: Any, result: EvalResult) -> None:
             axes.fill_between(x, [e.ci_low for _, e in kept], [e.ci_high for _, e in kept], color=colour, alpha=0.12)
     axes.axvline(result.threshold, color="0.4", linestyle=":", label=f"R0 = {result.threshold:g}")
     source = "against the truth file" if result.accuracy_source == "truth" else "estimated from the sample"
-    _label(axes, f"find (b = {bits_label(result.bits)}): precision and recall\n{source}, shaded: 95 % interval",
-           "threshold R0 (each with its own banding)", "precision, recall", "lower center", (0.05, 1.0),
-           (-0.03, 1.03))
+    _label(axes, f"find (b = {bits_label(result.bits)}): precision, recall\n{source}\n(shaded: 95 % intervals)",
+           "threshold R0 (each with its own banding)", "precision, recall", 1, (0.05, 1.0), (-0.03, 1.03))
 
 
 def _recall_panel(axes: Any, result: EvalResult) -> None:
@@ -148,8 +168,7 @@ def _recall_panel(axes: Any, result: EvalResult) -> None:
                           label=f"--recall {curve.recall:g}, measured (95 % interval)")
     margin = max(1.0 - lowest, 0.01) * 0.1
     _label(axes, "What --recall buys:\nrecall of banding above R0", "exact resemblance R (≥ R0)",
-           "share of pairs that are candidates", "center right", (result.threshold, 1.0),
-           (max(lowest - margin, 0.0), 1.0 + margin))
+           "share of pairs that are candidates", 1, (result.threshold, 1.0), (max(lowest - margin, 0.0), 1.0 + margin))
 
 
 def _storage_panel(axes: Any, result: EvalResult, colours: dict[float, Any]) -> None:
@@ -167,17 +186,13 @@ def _storage_panel(axes: Any, result: EvalResult, colours: dict[float, Any]) -> 
               label="measured (first k' of the k positions)")
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
-    _label(axes, f"Error against storage, pairs with R in [{storage.low:.2g}, {storage.high:.2g}]",
-           "bytes per document, k·b/8 (k from 16 to 2048)", "standard error of R̂", "upper right")
+    _label(axes, f"Error against storage,\npairs with R in [{storage.low:.2g}, {storage.high:.2g}]",
+           "bytes per document, k·b/8 (k from 16 to 2048)", "standard error of R̂", 2)
 
 
-def plot_evaluation(result: EvalResult, path: str | os.PathLike[str]) -> None:
-    """Draw ``result`` into the PNG file ``path`` (written whole or not at all).
-
-    Raises:
-        dedup_cli.errors.DedupError: matplotlib is not installed, or the file cannot be written.
-    """
-    require_matplotlib()
+def evaluation_figure(result: EvalResult) -> Any:
+    """The pictures of ``result`` on a :class:`matplotlib.figure.Figure` (Agg, no pyplot state), laid out: each
+    panel's legend below it, titles wrapped to their panel's width."""
     from matplotlib.figure import Figure
     from matplotlib.gridspec import GridSpec
 
@@ -186,7 +201,7 @@ def plot_evaluation(result: EvalResult, path: str | os.PathLike[str]) -> None:
     # the bottom row: 3 panels, or 4 with the recalls compared; each top panel spans as many columns as there are
     # bottom panels, each bottom one as many as there are b
     bottom = 4 if result.recall_curves else 3
-    figure = Figure(figsize=(3.7 * max(len(bits), bottom), 8.5), dpi=90, layout="constrained")
+    figure = Figure(figsize=(3.7 * max(len(bits), bottom), 11.5), dpi=90, layout="constrained")
     grid = GridSpec(2, len(bits) * bottom, figure=figure)
     for index, b in enumerate(bits):
         _estimates_panel(figure.add_subplot(grid[0, index * bottom : (index + 1) * bottom]), result, b, colours[b])
@@ -199,8 +214,18 @@ def plot_evaluation(result: EvalResult, path: str | os.PathLike[str]) -> None:
     figure.suptitle(f"dedup eval {os.path.basename(result.store)}: {result.eligible:,} documents, "
                     f"{sum(s.drawn for s in result.strata):,} sampled pairs (seed {result.seed}), "
                     f"R0 = {result.threshold:g}", fontsize=12)
+    return figure
+
+
+def plot_evaluation(result: EvalResult, path: str | os.PathLike[str]) -> None:
+    """Draw ``result`` into the PNG file ``path`` (written whole or not at all).
+
+    Raises:
+        dedup_cli.errors.DedupError: matplotlib is not installed, or the file cannot be written.
+    """
+    require_matplotlib()
     rendered = io.BytesIO()
-    figure.savefig(rendered, format="png")
+    evaluation_figure(result).savefig(rendered, format="png")
     rendered.seek(0)
     # 256 colours lose nothing visible in a chart and make the file a quarter of the size (Pillow comes with
     # matplotlib).

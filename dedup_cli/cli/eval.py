@@ -44,7 +44,7 @@ from dedup_cli.options.vocabulary import MAX_SEED, default_store
 @click.option("--rows", type=click.IntRange(1), default=FindOptions.rows, help="Values per LSH band.")
 @recall_option
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=str), default=None, metavar="FILE.png",
-              help="Draw the four pictures into FILE.png (needs the plot extra: pip install 'dedup-cli[plot]').")
+              help="Draw the report's pictures into FILE.png (needs the plot extra: pip install 'dedup-cli[plot]').")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               help="text: the summary on stderr only; json: also every number as one JSON object on stdout.")
 @out_option
@@ -67,6 +67,7 @@ def evaluate(store: str | None, store_named: str | None, sample: int, seed: int,
     """
     import dedup_cli as api
     from dedup_cli.cli.eval_report import eval_record, eval_summary, eval_warnings
+    from dedup_cli.cli.summaries import written
 
     options = EvalOptions(FindOptions(**given), sample=sample, seed=seed, truth=truth)
     if plot is not None:
@@ -83,7 +84,8 @@ def evaluate(store: str | None, store_named: str | None, sample: int, seed: int,
     elif out is not None:  # the report itself, which stderr shows as the summary
         echo_output("\n".join(eval_summary(result) + [f"warning: {line}" for line in eval_warnings(result)]), out)
     if not quiet:
-        for line in eval_summary(result):
+        report = "the report as JSON" if fmt == "json" else "the report"
+        for line in eval_summary(result, written([("the pictures", plot), (report, out)])):
             say(line)
     for line in eval_warnings(result):  # with -q too: they change what the measures mean
         warn(line)

@@ -113,8 +113,9 @@ def _with_interval(estimate: Estimate | None, counted: bool) -> str:
     return f"{estimate.value:.3f} [{estimate.ci_low:.3f}, {estimate.ci_high:.3f}]"
 
 
-def eval_summary(result: EvalResult) -> list[str]:
-    """The text summary ``dedup eval`` prints on stderr."""
+def eval_summary(result: EvalResult, written: str = "") -> list[str]:
+    """The text summary ``dedup eval`` prints on stderr; its second line ends with ``written``, the files the run
+    wrote as :func:`dedup_cli.cli.summaries.written` words them."""
     banding = result.banding
     excluded = sum(stratum.drawn for stratum in result.strata) - int(result.measured.sum())
     frame = "" if result.frame is None else f" and of {result.frame.bands}×{result.frame.rows} bands"
@@ -125,7 +126,7 @@ def eval_summary(result: EvalResult) -> list[str]:
         f"sample: {sum(s.drawn for s in result.strata):,} pairs in {len(result.strata)} strata (seed {result.seed}; "
         f"{result.banded:,} banded pairs: candidates of find's banding{frame}), {int(result.measured.sum()):,} "
         f"re-read, {excluded} excluded ({len(result.unverifiable)} documents unreadable or changed) in "
-        f"{result.seconds:.2f} s",
+        f"{result.seconds:.2f} s{written}",
         f"R̂ against the exact R over all pairs (k = {result.num_perm}; weighted by the design):",
         " " * 16 + "".join(f"{'b = ' + bits_label(accuracy.bits):>10}" for accuracy in result.estimators),
     ]

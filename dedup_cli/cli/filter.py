@@ -110,4 +110,4 @@ def filter_corpus(inputs: tuple[str, ...], out: str, store: str | None, group_me
             say(sign_summary(report.signed))
             if verbose:
                 say(kernel_line(report.signed, flag))
-        say(filter_summary(report))
+        say(filter_summary(report, removed))

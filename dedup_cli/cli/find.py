@@ -64,6 +64,7 @@ def find(store: str | None, store_named: str | None, group_method: str | None, k
     import dedup_cli as api
     from dedup_cli.cli.summaries import find_store_line, find_summary, find_warnings, stdin_warning
     from dedup_cli.engine.stages.results import fields_of, find_records
+    from dedup_cli.options.checks import counted
 
     if kind == "triples" and given["ways"] != 3:
         raise UsageError("--output triples needs --ways 3")
@@ -82,7 +83,7 @@ def find(store: str | None, store_named: str | None, group_method: str | None, k
     if unverified is not None:
         warn(unverified)
     if not quiet:
-        say(find_summary(store, result))
+        say(find_summary(store, result, (counted(written, kind[:-1], kind), out)))
         if verbose:
             say(find_store_line(store, result))
     for line in find_warnings(result, flag):  # with -q too: they change what the output means

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # imported when first looked up (LazyCommands); named here fo
     import dedup_cli.cli.find
     import dedup_cli.cli.info
     import dedup_cli.cli.plan
+    import dedup_cli.cli.review
     import dedup_cli.cli.sign  # noqa: F401
 
 __all__ = ["EXIT_DUPLICATES", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "cli", "flag", "message"]
@@ -74,7 +75,8 @@ def _variables_spelt_like_flags(command: click.Command, name: str) -> None:
 
 COMMANDS = {"sign": "dedup_cli.cli.sign:sign", "find": "dedup_cli.cli.find:find",
             "filter": "dedup_cli.cli.filter:filter_corpus", "estimate": "dedup_cli.cli.estimate:estimate",
-            "eval": "dedup_cli.cli.eval:evaluate", "plan": "dedup_cli.cli.plan:plan", "info": "dedup_cli.cli.info:info"}
+            "eval": "dedup_cli.cli.eval:evaluate", "plan": "dedup_cli.cli.plan:plan", "info": "dedup_cli.cli.info:info",
+            "review": "dedup_cli.cli.review:review"}
 """Each command's name and where it is defined (``module:attribute``)."""
 
 

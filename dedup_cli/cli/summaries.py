@@ -13,6 +13,7 @@ from dedup_cli.options.vocabulary import band_bits_label, bits_label
 
 if TYPE_CHECKING:  # only named in annotations: sign's summary must not import find and filter
     from dedup_cli.api.filter import FilterReport
+    from dedup_cli.api.review import ReviewReport
     from dedup_cli.api.sign import SignReport
     from dedup_cli.engine.stages.results import FindResult
     from dedup_cli.inputs.report import ReadReport
@@ -106,8 +107,16 @@ def kernel_line(report: SignReport, flag: Flag) -> str:
     return f"kernel: numpy ({why.get(report.kernel_reason, report.kernel_reason)})"
 
 
-def find_summary(store: str, result: FindResult) -> str:
-    """One line: documents, banding, candidates, pairs, triples, groups, checks, time and estimator."""
+def written(files: list[tuple[str, str | None]]) -> str:
+    """What a summary line ends with when the run wrote files: ``; wrote groups to out.jsonl``, for each (what,
+    path) whose path is a file (None or ``-``, stdout, is not one); empty when there is none."""
+    named = [f"{what} to {path}" for what, path in files if path is not None and path != "-"]
+    return f"; wrote {' and '.join(named)}" if named else ""
+
+
+def find_summary(store: str, result: FindResult, out: tuple[str, str | None] = ("", None)) -> str:
+    """One line: documents, banding, candidates, pairs, triples, groups, checks, time and estimator, and the file
+    written (``out``: what, and where)."""
     threshold = result.threshold
     documents = result.document_count
     if result.banding is None:
@@ -133,7 +142,7 @@ def find_summary(store: str, result: FindResult) -> str:
     if result.verification is not None:
         parts.append(f"{counted(result.verification.checked, 'pair')} verified exactly")
     parts.append(f"{result.seconds:.2f} s; estimator: {result.estimator}")
-    return ", ".join(parts)
+    return ", ".join(parts) + written([out])
 
 
 def stdin_warning(result: FindResult) -> str | None:
@@ -192,8 +201,9 @@ def _are(count: int, noun: str) -> str:
     return f"{counted(count, noun)} {'is' if count == 1 else 'are'}"
 
 
-def filter_summary(report: FilterReport) -> str:
-    """``filtered N records from M inputs into OUT (store S): K kept, D dropped from G groups, C changed …``."""
+def filter_summary(report: FilterReport, removed: str | None = None) -> str:
+    """``filtered N records from M inputs into OUT (store S): K kept, D dropped from G groups, C changed …``, and
+    the ``--removed`` file written."""
     dropped = "marked dedup_keep false (annotated, kept)" if report.annotated else "dropped"
     parts = [f"{report.kept} kept", f"{report.dropped} {dropped} from {counted(report.groups, 'group')}",
              f"{len(report.changed)} changed since signing and kept"]
@@ -203,8 +213,9 @@ def filter_summary(report: FilterReport) -> str:
         parts.append(f"{counted(len(report.unsigned), 'file')} not in the store copied")
     where = "stdout" if report.out == "-" else report.out
     inputs = counted(report.inputs, "input")
+    dropped_listed = f"the {counted(len(report.removed.ids) if report.removed else 0, 'document')} dropped"
     return (f"filtered {counted(report.records, 'record')} from {inputs} into {where} (store {report.store}): "
-            f"{', '.join(parts)}; {report.seconds:.2f} s")
+            f"{', '.join(parts)}; {report.seconds:.2f} s" + written([(dropped_listed, removed)]))
 
 
 def filter_warnings(report: FilterReport) -> list[str]:
@@ -219,6 +230,17 @@ def filter_warnings(report: FilterReport) -> list[str]:
                      f"{'is' if len(report.not_found) == 1 else 'are'} in none of these inputs (e.g. "
                      f"{report.not_found[0]!r}); were they signed from other files, or read with other options?")
     return lines + _keep_field_lines(report.keep_field_problems)
+
+
+def review_summary(report: ReviewReport) -> str:
+    """``wrote review.html (…): G of N groups shown (the L largest and S sampled), M texts (U unread), …``."""
+    megabytes = report.page_bytes / 1e6
+    where = "stdout" if report.out == "-" else report.out
+    unread = f", {report.unread} not shown (the page says why)" if report.unread else ""
+    return (f"wrote {where} ({megabytes:.1f} MB): {report.shown} of {counted(report.groups, 'group')} shown (the "
+            f"{report.largest} largest and {report.shown - report.largest} sampled), "
+            f"{counted(report.members, 'member')} with their text{unread}; {report.dropped} documents to drop, "
+            f"{report.dropped_bytes / 1e6:.1f} MB; {report.seconds:.2f} s in all")
 
 
 def find_store_line(store: str, result: FindResult) -> str:

@@ -203,22 +203,48 @@ def reread_documents(locations: Sequence[str], content_hashes: Sequence[int] | N
     Raises:
         InputError: a document is there but cannot be read now (one line naming it).
     """
-    parsed = [parse_location(location) for location in locations]
+    return [text for text, _ in reread_each(locations, content_hashes)]
+
+
+def reread_each(locations: Sequence[str], content_hashes: Sequence[int] | None = None,
+                keep_going: bool = False) -> list[tuple[str | None, str | None]]:
+    """(text, None) for each document of ``locations`` read again as :func:`reread_documents` reads it, or
+    (None, why not): gone, changed since it was signed (``content_hashes``), read from stdin, signed from memory
+    (no location), or, with ``keep_going``, there but unreadable now (else that raises :class:`InputError`).
+
+    Each file is read once, whatever the number of its documents asked for.
+    """
+    parsed = [parse_location(location) if location else None for location in locations]
     groups: dict[tuple[str, str, str | None], set[int]] = {}
     for where in parsed:
-        groups.setdefault((where.path, where.kind, where.name), set()).add(where.number)
+        if where is not None:
+            groups.setdefault((where.path, where.kind, where.name), set()).add(where.number)
     texts: dict[tuple[str, str, str | None], dict[int, str]] = {}
+    failed: dict[tuple[str, str, str | None], str] = {}
     # Whole objects in object storage are fetched together: one GET each, many in flight.
     fetched = fetch_documents([path for path, kind, _ in groups if kind == "file" and compression(path) is None])
     for key, numbers in groups.items():
         try:
             texts[key] = reread_group(*key, numbers, fetched.get(key[0]) if key[1] == "file" else None)
-        except DocumentGone:
-            texts[key] = {}
-    result: list[str | None] = []
+        except DocumentGone as error:
+            gone = ("read from stdin when it was signed: nothing can read it again" if key[0] == STDIN
+                    else f"gone since it was signed ({error})")
+            texts[key], failed[key] = {}, gone
+        except InputError as error:
+            if not keep_going:
+                raise
+            texts[key], failed[key] = {}, str(error)
+    result: list[tuple[str | None, str | None]] = []
     for index, where in enumerate(parsed):
-        text = texts[(where.path, where.kind, where.name)].get(where.number)
-        if text is not None and content_hashes is not None and text_hash(text) != int(content_hashes[index]):
-            text = None
-        result.append(text)
+        if where is None:
+            result.append((None, "signed from memory: no location to read it from"))
+            continue
+        key = (where.path, where.kind, where.name)
+        text = texts[key].get(where.number)
+        if text is None:
+            result.append((None, failed.get(key) or f"gone: {display_name(where.path)} no longer holds it"))
+        elif content_hashes is not None and text_hash(text) != int(content_hashes[index]):
+            result.append((None, "changed since it was signed: its text is not the one grouped"))
+        else:
+            result.append((text, None))
     return result

@@ -315,3 +315,31 @@ def test_a_closed_pipe_stops_quietly(many_pairs: Path, flags: tuple[str, ...], c
     assert lines[0].startswith('{"id_a"') and lines[-1] == f"status={code}", done.stdout[-300:]
     assert done.stderr == b"", done.stderr
     assert os.listdir(tmp_path) == []
+
+
+# --- a summary line names every file the run wrote ---------------------------------------------------------------
+
+
+def test_each_summary_line_names_the_files_written(store: Path, tmp_path: Path) -> None:
+    code, _, stderr = invoke("find", str(store), "-t", "0.5", "-b", "2", "--output", "members", "-o",
+                             str(tmp_path / "members.jsonl"))
+    assert code == 0 and stderr.rstrip().endswith(f"; wrote 37 members to {tmp_path / 'members.jsonl'}"), stderr
+    code, _, stderr = invoke("find", str(store), "-t", "0.5", "-b", "2")  # to stdout: no file named
+    assert code == 0 and "wrote" not in stderr, stderr
+    code, _, stderr = invoke("filter", str(BIBLE), "-s", str(store), "-t", "0.5", "-b", "2", "--exclude", "SOURCE",
+                             "-o", str(tmp_path / "clean"), "--removed", str(tmp_path / "removed.tsv"))
+    assert code == 0 and f"into {tmp_path / 'clean'} (store" in stderr, stderr
+    assert stderr.rstrip().endswith(f"; wrote the 28 documents dropped to {tmp_path / 'removed.tsv'}"), stderr
+    code, _, stderr = invoke("eval", str(store), "-t", "0.5", "-b", "2", "--sample", "50", "--plot",
+                             str(tmp_path / "eval.png"), "-o", str(tmp_path / "eval.txt"))
+    assert code == 0, stderr
+    assert stderr.splitlines()[1].endswith(f"; wrote the pictures to {tmp_path / 'eval.png'} and the report to "
+                                           f"{tmp_path / 'eval.txt'}"), stderr
+
+
+def test_an_output_in_a_missing_folder_is_named_not_its_scratch_file(store: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such"
+    for args in (["find", str(store), "-q", "-o", str(missing / "out.jsonl")],
+                 ["eval", str(store), "-q", "--sample", "50", "--plot", str(missing / "eval.png")]):
+        code, _, stderr = invoke(*args)
+        assert (code, stderr) == (1, f"Error: cannot write {args[-1]}: No such file or directory\n"), args

@@ -132,13 +132,13 @@ def test_the_commands_are_imported_when_looked_up() -> None:
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stderr
     names, before, after = result.stdout.strip().splitlines()
-    assert names == "estimate,eval,filter,find,info,plan,sign"
+    assert names == "estimate,eval,filter,find,info,plan,review,sign"
     assert before == "[]"
     assert after == "['dedup_cli.cli.info']"
 
 
 def test_every_command_is_found_under_its_name() -> None:
-    assert len(cli.commands) == len(COMMANDS) == 7
+    assert len(cli.commands) == len(COMMANDS) == 8
     for name in COMMANDS:
         assert cli.commands[name].name == name
     assert cli.commands.get("fnd") is None

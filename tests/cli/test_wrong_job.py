@@ -254,13 +254,16 @@ def test_quiet_eval_keeps_the_warning_that_documents_were_not_reread(moved: tupl
 def test_quiet_is_one_rule_in_every_command_that_has_it(moved: tuple[Path, Path], tmp_path: Path) -> None:
     quiet = {name: next(p for p in command.params if p.name == "quiet")  # type: ignore[attr-defined]
              for name, command in cli.commands.items() if any(p.name == "quiet" for p in command.params)}
-    assert set(quiet) == {"sign", "find", "filter", "eval"}
+    assert set(quiet) == {"sign", "find", "filter", "eval", "review"}
     assert len({option.help for option in quiet.values()}) == 1
     assert "still go to stderr" in str(quiet["find"].help)
     corpus, store = moved
     code, _, stderr = run("filter", str(corpus), "-s", str(store), "-o", str(tmp_path / "out"), "-t", "0.5", "-q")
     assert code == 0
     assert "warning: copied" in stderr and "image.bin unread" in stderr and "filtered" not in stderr
+    code, _, stderr = run("review", str(store), "-o", str(tmp_path / "review.html"), "-t", "0.5", "-q")
+    assert code == 0 and "wrote" not in stderr
+    assert stderr.startswith("warning: 1 grouped document is gone or changed since it was signed")
 
 
 # --- summaries ---------------------------------------------------------------------------------------------------

@@ -132,7 +132,10 @@ def both(engine: EngineOptions, out: Path, *args: str, removed: str | None = Non
             extra += ["--engine", "dask", "--scheduler", str(engine.scheduler)]
         code, stdout, stderr = run("filter", *args, *extra, **kwargs)
         assert code == 0, stderr
-        written[name] = (_tree(target), stdout, _without_time(stderr).replace(str(target), "OUT"),
+        said = _without_time(stderr).replace(str(target), "OUT")
+        if removed is not None:  # the summary names the list of the dropped
+            said = said.replace(str(target.with_name(f"{name}-{removed}")), "REMOVED")
+        written[name] = (_tree(target), stdout, said,
                          None if removed is None else target.with_name(f"{name}-{removed}").read_bytes())
     assert written["dask"] == written["local"]
     assert written["local"][0] and (removed is None or written["local"][3])

@@ -61,15 +61,21 @@ def pair_estimates(store: StoredSignatures, first: np.ndarray, second: np.ndarra
     NaN where ``second`` is -1 (a document the store does not hold). Only the rows of these pairs are unpacked."""
     estimate = np.full(first.size, np.nan)
     known = second >= 0
-    if not known.any():
-        return estimate
-    rows = sorted_unique(np.concatenate([first[known], second[known]]))
+    if known.any():
+        estimate[known] = pair_scores(store, first[known], second[known], bits).estimate
+    return estimate
+
+
+def pair_scores(store: StoredSignatures, first: np.ndarray, second: np.ndarray, bits: float) -> ScoredPairs:
+    """The pairs of ``store`` rows (int64[m] each) scored as ``find`` scores its candidates: match counts, R̂, its
+    standard error and 95 % interval. Only the rows of these pairs are unpacked."""
+    rows = sorted_unique(np.concatenate([first, second]).astype(np.int64))
     params = store.params
     values = estimator_values(unpack_values(store.packed[rows], params.bits, params.num_perm), bits, params.xor_pairs)
     r = set_size_ratios(store.shingle_counts[rows], params.universe)
-    scored = score_pairs(values, np.searchsorted(rows, first[known]), np.searchsorted(rows, second[known]), r, bits)
-    estimate[known] = scored.estimate
-    return estimate
+    scored = score_pairs(values, np.searchsorted(rows, first), np.searchsorted(rows, second), r, bits)
+    scored.first, scored.second = first.astype(np.int64), second.astype(np.int64)  # as rows of the store
+    return scored
 
 
 def known_exact(pairs: ScoredPairs, exact: np.ndarray, documents: int, first: np.ndarray,
