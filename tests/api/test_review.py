@@ -66,7 +66,7 @@ def test_the_summary_numbers_are_finds(bible: tuple[Path, Path, dedup.ReviewRepo
         assert {member["id"] for member in group["members"]} == set(expected.ids)
         assert group["members"][0]["id"] == expected.representative and group["members"][0]["action"] == "keep"
         assert group["why"] == "keep first: the first member in id order"
-    assert "<svg" in page and "35×3 bands on 8 bits" in page and "R0 = 0.5" in page
+    assert "<svg" in page and "35×3 bands on 16 bits" in page and "R0 = 0.5" in page
 
 
 def test_each_member_says_how_alike_it_is_and_how_find_knows(bible: tuple[Path, Path, dedup.ReviewReport]) -> None:
@@ -281,8 +281,8 @@ def test_a_directory_is_refused_and_a_failed_run_leaves_the_page(tmp_path: Path,
         dedup.review(store, tmp_path, dedup.ReviewOptions(FIND))
     page = tmp_path / "review.html"
     page.write_text("the page before")
-    with pytest.raises(OptionError, match="bits 9 exceeds"):
-        dedup.review(store, page, dedup.ReviewOptions(dedup.FindOptions(bits=9)))
+    with pytest.raises(OptionError, match="bits 17 exceeds"):  # a default store keeps 16 bits
+        dedup.review(store, page, dedup.ReviewOptions(dedup.FindOptions(bits=17)))
     assert page.read_text() == "the page before"
     dedup.review(store, page, dedup.ReviewOptions(FIND))
     assert page.read_text("utf-8").startswith("<!DOCTYPE html>") and not list(tmp_path.glob("*.tmp*"))

@@ -67,8 +67,8 @@ def test_the_page_can_go_to_stdout(store: Path) -> None:
 
 @pytest.mark.parametrize(("args", "code", "message"), [
     (["-o", "{tmp}"], 2, "Error: Invalid value for '-o' / '--out': File '{tmp}' is a directory."),
-    (["-o", "{page}", "--bits", "9"], 2, "Error: --bits 9 exceeds the 8 bits stored in {store}; use --bits 1 to 8, "
-                                         "or re-sign with --bits 9 or more into a new store"),
+    (["-o", "{page}", "--bits", "17"], 2, "Error: --bits 17 exceeds the 16 bits stored in {store}; use --bits 1 to "
+                                          "16, or re-sign with --bits 17 or more into a new store"),
     (["-o", "{page}", "--members", "0"], 2, "Invalid value for '--members': 0 is not in the range x>=1."),
     (["-o", "{page}", "--text-limit", "10"], 2, "Invalid value for '--text-limit': 10 is not in the range x>=200."),
     (["-o", "{tmp}/no/such/folder/review.html"], 1, "Error: cannot write {tmp}/no/such/folder/review.html"),
