@@ -198,7 +198,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.stages.record_places"],
         ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
-         "engine.progress"],
+         "engine.progress", "engine.local.find_memory"],
         ["engine.local.band_rounds"],
         ["engine.local.find", "engine.local.sign_workers", "engine.stages.filter", "engine.local.evaluation"],
         ["engine.local.sign", "engine.dask.cluster", "engine.dask.exchange"],
@@ -600,13 +600,15 @@ def test_the_documents_name_only_modules_that_exist() -> None:
 
 
 def test_the_document_names_the_largest_module() -> None:
-    lengths = {path: len(path.read_text(encoding="utf-8").splitlines()) for path in PACKAGE_DIR.rglob("*.py")}
-    largest = max(lengths, key=lambda path: lengths[path])
+    lengths = {path.relative_to(PACKAGE_DIR).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+               for path in PACKAGE_DIR.rglob("*.py")}
+    longest = max(lengths.values())
+    largest = sorted(name for name, length in lengths.items() if length == longest)  # ties: any of them
     named = re.search(r"the largest is `([\w/]+\.py)`", ARCHITECTURE.read_text(encoding="utf-8"))
     assert named is not None, "docs/architecture.md no longer names the largest module"
-    assert named.group(1) == largest.relative_to(PACKAGE_DIR).as_posix(), (
-        f"docs/architecture.md names {named.group(1)} the largest module; it is "
-        f"{largest.relative_to(PACKAGE_DIR).as_posix()} ({lengths[largest]} lines)")
+    assert named.group(1) in largest, (
+        f"docs/architecture.md names {named.group(1)} the largest module; it is {' or '.join(largest)} "
+        f"({longest} lines)")
 
 
 def test_the_document_checks_catch_what_does_not_exist(tmp_path: Path) -> None:

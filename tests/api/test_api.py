@@ -22,6 +22,7 @@ from dedup_cli.options.finding import EstimateOptions, FindOptions
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.planning import PlanOptions
 from dedup_cli.options.signing import SignOptions
+from dedup_cli.options.vocabulary import DEFAULT_NUM_PERM, DEFAULT_STORED_BITS
 from dedup_cli.params import SignatureParams
 from dedup_cli.store import parts
 from dedup_cli.store.format import DocumentBatch
@@ -43,7 +44,12 @@ def test_options_are_frozen_with_the_command_line_defaults() -> None:
     assert options.group is None  # the command's own: components for find, witness for filter
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.threshold = 0.8  # type: ignore[misc]
-    assert SignOptions().num_perm == 256 and SignOptions().bits == 8 and SignOptions().scheme == "oph"
+    # k and B: None, the store's, else a new store's default, 128 values of 16 bits (as sign's -k and -b)
+    assert SignOptions().num_perm is None and SignOptions().bits is None and SignOptions().scheme == "oph"
+    assert (DEFAULT_NUM_PERM, DEFAULT_STORED_BITS) == (128, 16)
+    signed = dedup.sign_texts(["one two three four five six"]).params
+    assert (signed.num_perm, signed.bits) == (DEFAULT_NUM_PERM, DEFAULT_STORED_BITS)
+    assert (PlanOptions().num_perm, PlanOptions().stored_bits) == (128, 16)
     assert PlanOptions().bits == 2 and EstimateOptions().level == 0.95
 
 

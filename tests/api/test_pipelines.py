@@ -20,7 +20,6 @@ import dedup_cli as dedup
 from dedup_cli.cli.main import EXIT_DUPLICATES, cli
 from dedup_cli.engine.stages import sign as sign_stage
 from dedup_cli.inputs import task_planning
-from dedup_cli.params import SignatureParams
 from dedup_cli.store.store import open_store, read_store
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -87,7 +86,8 @@ def test_a_second_writer_fails_clearly_while_the_first_holds_the_lock(tmp_path: 
     store = tmp_path / "sigs.parquet"
     assert run("sign", str(small_corpus), "-o", str(store), "-q")[0] == 0
     before = snapshot(store)
-    with open_store(store).begin_run(SignatureParams()):
+    opened = open_store(store)
+    with opened.begin_run(opened.params):  # a run with the store's own parameters, as sign's would be
         code, _, stderr = run("sign", str(small_corpus), "-o", str(store))
         assert code == 1 and "is being written by another dedup run" in stderr and "try again later" in stderr
     assert snapshot(store) == before

@@ -327,8 +327,8 @@ def test_options_are_checked_before_the_store_is_read(tmp_path: Path, small_corp
     assert run("sign", str(small_corpus), "-o", str(store), "-q")[0] == 0
     for part in store.glob("part-*.parquet"):
         part.write_bytes(b"damaged")  # reading the store would fail; the options are wrong first
-    code, _, stderr = run("find", str(store), "--bits", "9")
-    assert code == 2 and "--bits 9 exceeds the 8 bits stored" in stderr
+    code, _, stderr = run("find", str(store), "--bits", "17")
+    assert code == 2 and "--bits 17 exceeds the 16 bits stored" in stderr
     code, _, stderr = run("find", str(store), "--bands", "300", "--rows", "1")
     assert code == 2 and "needs 300 values" in stderr
     code, _, stderr = run("estimate", str(store), "a.txt", "b.txt", "c.txt", "--bits", "1")

@@ -80,7 +80,7 @@ def test_default_ids_are_positions_and_the_first_text_is_kept() -> None:
     (lambda: dedup.find_duplicates(["a"], dedup.FindOptions(against="ref.parquet")), OptionError,
      "against ref.parquet names a store"),
     (lambda: dedup.find_duplicates(["a"], dedup.FindOptions(work_dir="w")), OptionError, "work_dir w names a store"),
-    (lambda: dedup.find_duplicates(["a"], dedup.FindOptions(bits=9)), OptionError, "bits 9"),
+    (lambda: dedup.find_duplicates(["a"], dedup.FindOptions(bits=17)), OptionError, "bits 17"),
     (lambda: dedup.estimate(["a", "z"], dedup.sign_texts(["x y z", "x y"], ["a", "b"])), UsageError,
      "no text with id 'z'"),
 ])

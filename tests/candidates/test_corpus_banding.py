@@ -170,34 +170,58 @@ def test_chance_candidates_match_banding_random_signatures() -> None:
     assert abs(found - expected) < 4 * math.sqrt(expected)
 
 
-def test_plan_names_the_k_that_would_do(tmp_path: Path) -> None:
+def test_plan_names_the_store_that_would_do(tmp_path: Path) -> None:
+    # 256 values of 8 bits (the default layout before) at 10^6 documents: 35 × 3 bands on 24-bit keys expect a
+    # million chance candidates. 284 such values would do (71 × 4 bands), and so do the same 256 bytes a document
+    # in 128 values of 16 bits, which plan names as the cheapest store.
     runner = CliRunner()
-    planned = runner.invoke(cli, ["plan", "--docs", "1000000", "--format", "json"])
+    layout = ["--docs", "1000000", "-k", "256", "--stored-bits", "8"]
+    planned = runner.invoke(cli, ["plan", *layout, "--format", "json"])
     record = json.loads(planned.stdout)
     assert (record["bands"], record["rows"], record["required_num_perm"]) == (35, 3, 284)
     assert record["chance_budget"] == pytest.approx(1e5)
-    assert any("sign with --num-perm 284 or more" in warning for warning in record["warnings"])
-    fits = json.loads(runner.invoke(cli, ["plan", "--docs", "1000000", "-k", "284", "--format", "json"]).stdout)
+    (warning,) = [w for w in record["warnings"] if "too few" in w]
+    assert warning.startswith("k = 256 values of 8 bits are too few to keep chance candidates within 0.1 per "
+                              "document at 1,000,000 documents with recall 0.99 at R0 = 0.5: 35×3 bands expect "
+                              "about 1.04 million candidates between unrelated documents; sign into a new store with "
+                              "--bits 16 --num-perm 128 (256 signature bytes a document, as now; find then needs "
+                              "about ")
+    assert warning.endswith(" GB at -j 1), or raise --threshold")
+    named = json.loads(runner.invoke(cli, ["plan", "--docs", "1000000", "-k", "128", "--stored-bits", "16", "-j",
+                                           "1", "--format", "json"]).stdout)
+    assert not any("too few" in w for w in named["warnings"])
+    gigabytes = float(warning.split("find then needs about ")[1].split()[0])
+    assert gigabytes == pytest.approx(named["memory_peak_bytes"] / 1e9, rel=5e-3)  # the named store's find, -j 1
+    fits = json.loads(runner.invoke(cli, ["plan", "--docs", "1000000", "-k", "284", "--stored-bits", "8",
+                                          "--format", "json"]).stdout)
     assert (fits["bands"], fits["rows"]) == (71, 4) and not any("too few" in w for w in fits["warnings"])
-    given = json.loads(runner.invoke(cli, ["plan", "--docs", "1000000", "--bands", "30", "--rows", "3",
+    given = json.loads(runner.invoke(cli, ["plan", *layout, "--bands", "30", "--rows", "3",
                                            "--format", "json"]).stdout)
     assert any(w.startswith("--bands 30 × --rows 3 expect about 894,068 candidates") for w in given["warnings"])
-    refused = runner.invoke(cli, ["plan", "--docs", "1000000", "--bands", "100", "--rows", "3"])
+    refused = runner.invoke(cli, ["plan", *layout, "--bands", "100", "--rows", "3"])
     assert refused.exit_code == 2 and "needs 300 values but signatures hold 256" in refused.stderr
     assert "chance budget          100,000 = 0.1·N" in runner.invoke(cli, ["plan", "--docs", "1000000"]).stdout
 
 
 def test_find_warns_when_its_signatures_are_too_short_for_the_corpus(tmp_path: Path) -> None:
-    # 48 documents, k = 16: 7 bands of 1 row reach 0.99 recall at 0.5 but expect C(48, 2) · (1 − (1 − 2^-8)^7) = 30
-    # chance candidates, over 4.8; 16 bands of 2 rows (32 values) expect 1128 · 16 · 2^-16 = 0.28.
+    # 48 documents, k = 16 values of 8 bits: 7 bands of 1 row reach 0.99 recall at 0.5 but expect
+    # C(48, 2) · (1 − (1 − 2^-8)^7) = 30 chance candidates, over 4.8; 16 bands of 2 rows (32 values) expect
+    # 1128 · 16 · 2^-16 = 0.28, and so do 7 bands of one 16-bit value, 1128 · 7 · 2^-16 = 0.12, in 8 values of the
+    # same 16 bytes a document, the store the warning names.
     store = tmp_path / "store"
-    dedup.sign([str(SAMPLES / "bible-editions")], store,
-               dedup.SignOptions(num_perm=16, input=dedup.InputOptions(exclude=("SOURCE",))))
+    inputs = dedup.InputOptions(exclude=("SOURCE",))
+    dedup.sign([str(SAMPLES / "bible-editions")], store, dedup.SignOptions(num_perm=16, bits=8, input=inputs))
     found = dedup.find(store)
     assert found.banding == Banding(7, 1, 8)
     assert found.banding_choice is not None and found.banding_choice.required_num_perm == 32
     result = CliRunner().invoke(cli, ["find", str(store), "--output", "pairs"])
     assert result.exit_code == 0
-    assert ("warning: k = 16 values are too few to keep chance candidates within 0.1 per document at 48 documents "
-            "with recall 0.99 at R0 = 0.5: 7×1 bands expect about 30 candidates between unrelated documents; sign "
-            "with --num-perm 32 or more, or raise --threshold") in result.stderr
+    assert ("warning: k = 16 values of 8 bits are too few to keep chance candidates within 0.1 per document at 48 "
+            "documents with recall 0.99 at R0 = 0.5: 7×1 bands expect about 30 candidates between unrelated "
+            "documents; sign into a new store with --bits 16 --num-perm 8 (16 signature bytes a document, as now; "
+            "find then needs about ") in result.stderr
+    # the store it names serves the corpus: find on it warns of nothing
+    named = tmp_path / "named"
+    dedup.sign([str(SAMPLES / "bible-editions")], named, dedup.SignOptions(num_perm=8, bits=16, input=inputs))
+    result = CliRunner().invoke(cli, ["find", str(named), "--output", "pairs"])
+    assert result.exit_code == 0 and "warning" not in result.stderr

@@ -87,7 +87,7 @@ def test_allow_empty_lets_an_empty_batch_through_from_the_flag_or_the_environmen
     done = shell(f"gzip < /dev/null | dedup sign - --input-format jsonl --id-field id --allow-empty -o {signed}",
                  tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stderr.startswith("signed 0 documents (0 new, 0 changed, 0 unchanged, 0 removed;")
+    assert done.stderr.startswith("signed 0 documents (0 new, 0 changed, 0 unchanged, 0 moved, 0 removed;")
     assert read_store(signed).ids == before[0]
     code, _, stderr = run("sign", "-", "--input-format", "jsonl", "--id-field", "id", "-o", str(signed), "-q",
                           stdin=b"", env={"DEDUP_SIGN_ALLOW_EMPTY": "1"})

@@ -87,7 +87,7 @@ def test_text_estimate_reports_exact_and_sparse(tmp_path: Path, small_corpus: Pa
         (["a", "b", "c", "--bits", "1"], "3-way estimation needs --bits 2 or more"),
         (["a", "nope"], "no document 'nope'"),
         (["a"], "name two or three different document ids"),
-        (["a", "b", "--bits", "9"], "--bits 9 exceeds the 8 bits stored"),
+        (["a", "b", "--bits", "17"], "--bits 17 exceeds the 16 bits stored"),
     ],
 )
 def test_estimate_usage_errors(dense_store: Path, arguments: list[str], message: str) -> None:

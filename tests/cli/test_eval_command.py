@@ -36,7 +36,8 @@ class Census:
     def __init__(self, root: Path) -> None:
         self.texts = planted_families(root / "docs", families=12, size=5, edit_rate=(0.01, 0.12), seed=5)
         self.store = root / "sigs.parquet"
-        dedup.sign([str(root / "docs")], self.store, dedup.SignOptions(num_perm=NUM_PERM, jobs=1))
+        # values of 8 bits: the computations below read them as bytes and band on 8-bit rows
+        dedup.sign([str(root / "docs")], self.store, dedup.SignOptions(num_perm=NUM_PERM, bits=8, jobs=1))
         self.ids = sorted(self.texts)
         self.n = len(self.ids)
         self.first, self.second = np.triu_indices(self.n, 1)

@@ -531,7 +531,7 @@ def test_outputs_that_would_harm_something_are_refused(jsonl_corpus: tuple[Path,
         ([str(corpus), str(corpus), "-o", "-"], 2, "-o - (stdout) takes the output of one input file"),
         ([str(tmp / "nope.jsonl"), "-o", str(tmp / "o")], 1, "does not exist"),
         ([str(corpus), "-o", str(tmp / "o"), "--members", str(tmp / "none.tsv")], 1, "does not exist"),
-        ([str(corpus), "-o", str(tmp / "o"), "--bits", "9"], 2, "--bits 9 exceeds the 8 bits stored"),
+        ([str(corpus), "-o", str(tmp / "o"), "--bits", "17"], 2, "--bits 17 exceeds the 16 bits stored"),
     ]
     for args, code, text_ in cases:
         got, _, stderr = run("filter", *args, "-s", str(store))

@@ -126,7 +126,9 @@ def test_triples_from_the_bible_editions(tmp_path: Path) -> None:
     for triple in found:
         chapters = {triple[name].split("/")[1] for name in ("id_a", "id_b", "id_c")}
         assert len(chapters) == 1
-        assert triple["estimate"] >= 0.5
+        # a triple checked exactly (its interval straddles R0) is decided by its exact resemblance, the others
+        # by their estimate: with k = 128 one estimated at 0.484 is 0.529 exactly
+        assert (triple["estimate"] if triple["exact"] is None else triple["exact"]) >= 0.5
         assert triple["estimate"] <= min(triple["estimate_ab"], triple["estimate_ac"], triple["estimate_bc"]) + 0.1
 
 

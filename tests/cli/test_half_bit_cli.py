@@ -33,7 +33,8 @@ def run(*args: str) -> tuple[int, str, str]:
 def corpus_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     corpus = SAMPLE_CORPORA / request.param
     store = tmp_path_factory.mktemp("half") / "sigs.parquet"
-    code, _, stderr = run("sign", str(corpus), "--exclude", "SOURCE", "-o", str(store), "-q")
+    # k = 256: the XOR bits of the checks below are 128 a document
+    code, _, stderr = run("sign", str(corpus), "--exclude", "SOURCE", "-o", str(store), "--num-perm", "256", "-q")
     assert code == 0, stderr
     return corpus, store
 
@@ -184,8 +185,9 @@ BIBLE = SAMPLE_CORPORA / "bible-editions"
 def xor_and_full_stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("xor")
     xor, full = folder / "xor.parquet", folder / "full.parquet"
-    for store, bits in ((xor, "1/2"), (full, "8")):
-        code, _, stderr = run("sign", str(BIBLE), "--exclude", "SOURCE", "-o", str(store), "--bits", bits, "-q")
+    for store, bits in ((xor, "1/2"), (full, "8")):  # k = 256 each: 128 XOR bits, 16 bytes a document
+        code, _, stderr = run("sign", str(BIBLE), "--exclude", "SOURCE", "-o", str(store), "--bits", bits,
+                              "--num-perm", "256", "-q")
         assert code == 0, stderr
     return xor, full
 
@@ -296,8 +298,9 @@ def test_a_store_of_one_value_a_document_answers_every_command_but_half_bit_in_o
     assert code == 0, stderr
     report = json.loads(stdout)
     assert report["num_perm"] == 1 and report["sample"]["measured"] > 0
+    # a new store keeps 16 bits of each value unless told otherwise: --bits 1 to 16 are what it answers
     refusal = (f"Error: --bits 1/2 XORs the values of two permutations; in {store}, signed with --num-perm 1, a "
-               "document has one; use --bits 1 to 8, or sign again with --num-perm 2 or more")
+               "document has one; use --bits 1 to 16, or sign again with --num-perm 2 or more")
     for command in (["find", str(store)], ["eval", str(store)], ["estimate", str(store), *ids[:2]],
                     ["filter", str(corpus), "-s", str(store), "-o", str(tmp_path / "half"), "-q"]):
         code, _, stderr = run(*command, "-b", "1/2")
@@ -305,9 +308,9 @@ def test_a_store_of_one_value_a_document_answers_every_command_but_half_bit_in_o
     assert not (tmp_path / "half").exists()
     code, _, stderr = run("plan", "-k", "1", "-b", "1/2")
     assert (code, stderr.splitlines()) == (2, ["Error: --bits 1/2 XORs the values of two permutations; "
-                                               "--num-perm 1 gives one; use --bits 1 to 8, or --num-perm 2 or more"])
+                                               "--num-perm 1 gives one; use --bits 1 to 16, or --num-perm 2 or more"])
     with pytest.raises(OptionError, match="^bits 1/2 XORs the values of two permutations; in the signatures, "
-                       "signed with num_perm 1, a document has one; use bits 1 to 8, or sign again with num_perm 2"):
+                       "signed with num_perm 1, a document has one; use bits 1 to 16, or sign again with num_perm 2"):
         dedup.find_duplicates(["one two three four five six", "one two three four five seven"],
                               dedup.FindOptions(bits="1/2"), sign_options=dedup.SignOptions(num_perm=1))
 

@@ -28,7 +28,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_find_shows_each_stage_on_a_terminal(store: Path) -> None:
     code, shown = on_a_terminal("find", str(store), "--band-memory", "20KiB", "--output", "pairs")
     assert code == 0
-    stages = ["numbering the documents", "candidates, bands 1–4 (round 1 of 9)", "round 9 of 9",
+    # 35 bands of three 16-bit rows (a new store's), two a round in 20 KiB
+    stages = ["numbering the documents", "candidates, bands 1–2 (round 1 of 18)", "round 18 of 18",
               "reading the candidates' documents", "scoring", "exact checks", "groups", "writing"]
     positions = [shown.find(stage) for stage in stages]
     assert -1 not in positions and positions == sorted(positions), shown[-2000:]

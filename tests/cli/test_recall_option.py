@@ -119,15 +119,21 @@ def test_a_recall_no_banding_of_k_values_reaches_is_one_line_naming_the_k(near_r
     code, _, stderr = run("find", str(store), "-t", "0.5", "-b", "1", "--recall", "0.999999", "-q", "-o", os.devnull)
     assert code == 0
     (line,) = [line for line in stderr.splitlines() if line.startswith("warning:")]
-    assert "recall 0.999999" in line and "sign with --num-perm" in line
+    assert "recall 0.999999" in line and "sign into a new store with --bits " in line
+    # the store it names keeps the chance candidates of the same corpus and recall within the budget
+    bits, num_perm = line.split("sign into a new store with --bits ")[1].split()[:3:2]
+    code, stdout, _ = run("plan", "-t", "0.5", "-b", "1", "-k", num_perm, "--stored-bits", bits, "--recall",
+                          "0.999999", "--docs", "1200")
+    assert code == 0 and "Warnings:" not in stdout
     # plan with a k too small for any banding: the recall it reaches, with enough digits, and the k that reaches it
-    code, stdout, _ = run("plan", "-t", "0.5", "-k", "16", "--recall", "0.999999")
+    # (values of 8 bits, whose chance agreements the recall below counts)
+    code, stdout, _ = run("plan", "-t", "0.5", "-k", "16", "--stored-bits", "8", "--recall", "0.999999")
     assert code == 0
     (line,) = [line for line in stdout.splitlines() if "below the target" in line]
     assert "is 0.9999857, below the target 0.999999; no banding of k = 16 values reaches it; sign with --num-perm" \
         in line
     needed = int(line.split("--num-perm ")[1].split()[0])
-    code, stdout, _ = run("plan", "-t", "0.5", "-k", str(needed), "--recall", "0.999999")
+    code, stdout, _ = run("plan", "-t", "0.5", "-k", str(needed), "--stored-bits", "8", "--recall", "0.999999")
     assert code == 0 and "below the target" not in stdout
     # the largest k and the highest recall still plan, promptly
     code, stdout, _ = run("plan", "-t", "0.5", "-k", "65536", "--recall", "0.999999", "--docs", "1000000000")

@@ -165,15 +165,15 @@ def test_estimate_of_an_unknown_id_points_to_info_ids(store: Path) -> None:
 
 
 def test_more_bits_than_stored_points_to_a_new_store_that_works(store: Path, tmp_path: Path) -> None:
-    code, _, stderr = run("find", str(store), "--bits", "16")
-    assert code == 2 and "re-sign with --bits 16 or more into a new store" in stderr
+    code, _, stderr = run("find", str(store), "--bits", "32")  # the store keeps 16
+    assert code == 2 and "re-sign with --bits 32 or more into a new store" in stderr
     code, _, stderr = run("sign", str(tmp_path / "corpus.jsonl"), "--id-field", "id", "-o", str(store), "--bits",
-                          "16")
+                          "32")
     assert code == 2  # into the same store: refused (its parameters are pinned), as the hint says
     code, _, stderr = run("sign", str(tmp_path / "corpus.jsonl"), "--id-field", "id", "-o", str(tmp_path / "new"),
-                          "--bits", "16", "-q")
+                          "--bits", "32", "-q")
     assert code == 0, stderr
-    assert run("find", str(tmp_path / "new"), "--bits", "16", "-q")[0] == 0
+    assert run("find", str(tmp_path / "new"), "--bits", "32", "-q")[0] == 0
 
 
 def test_filter_hints_work_when_followed(store: Path, tmp_path: Path) -> None:
