@@ -329,7 +329,8 @@ def test_each_summary_line_names_the_files_written(store: Path, tmp_path: Path) 
     code, _, stderr = invoke("filter", str(BIBLE), "-s", str(store), "-t", "0.5", "-b", "2", "--exclude", "SOURCE",
                              "-o", str(tmp_path / "clean"), "--removed", str(tmp_path / "removed.tsv"))
     assert code == 0 and f"into {tmp_path / 'clean'} (store" in stderr, stderr
-    assert stderr.rstrip().endswith(f"; wrote the 28 documents dropped to {tmp_path / 'removed.tsv'}"), stderr
+    # filter's witness groups drop 20 of find's 28: a chapter linked to the kept one only through another is kept
+    assert stderr.rstrip().endswith(f"; wrote the 20 documents dropped to {tmp_path / 'removed.tsv'}"), stderr
     code, _, stderr = invoke("eval", str(store), "-t", "0.5", "-b", "2", "--sample", "50", "--plot",
                              str(tmp_path / "eval.png"), "-o", str(tmp_path / "eval.txt"))
     assert code == 0, stderr
