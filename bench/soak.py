@@ -54,6 +54,8 @@ def main() -> int:
                                dashboard_address=None, memory_limit="3GiB")
         engines["dask"] = EngineOptions("dask", scheduler=cluster.scheduler_address)
     started = time.perf_counter()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=HERE).stdout.strip()  # the code that runs: read now, not when the file is written
     reports: list[NightReport] = []
     done: list[str] = []
     with tempfile.TemporaryDirectory() as folder:
@@ -73,8 +75,6 @@ def main() -> int:
         cluster.close()
     violations = [v for r in reports for v in r.violations]
     worst = {t: (min(r.precision[t] for r in reports), min(r.recall[t] for r in reports)) for t in THRESHOLDS}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=HERE).stdout.strip()
     counts = {kind: done.count(kind) for kind in EDITS}
     text = [
         "# The nightly store, soaked", "",
