@@ -198,9 +198,9 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def growth(rows: list[dict]) -> list[str]:
-    """How each cost grows with N: the ratio of each size's to ten times the size below it, per engine."""
-    lines = ["| engine | from → to | sign s ÷ growth of N | find s ÷ growth | find CPU ÷ growth | find peak ÷ | store ÷ growth |",
-             "|---|---|---|---|---|---|---|"]
+    """How each cost grows with N: each size's over the size below it, divided by the growth of N, per engine."""
+    lines = ["| engine | from → to | sign s ÷ growth of N | find s ÷ growth | find CPU ÷ growth | find peak ÷ "
+             "| store ÷ growth |", "|---|---|---|---|---|---|---|"]
     for engine in sorted({r["engine"] for r in rows}):
         mine = sorted((r for r in rows if r["engine"] == engine), key=lambda r: r["documents"])
         for low, high in zip(mine, mine[1:], strict=False):
@@ -244,7 +244,13 @@ def main() -> None:
     parser.add_argument("--scratch", type=Path, default=DATA / "card-scratch")
     parser.add_argument("--log", type=Path, default=BENCH / "card-runs.jsonl")
     parser.add_argument("--out", type=Path, default=BENCH / "RESULTS-scale.md")
+    parser.add_argument("--report", action="store_true",
+                        help="only write --out from the latest run of each size and engine in --log")
     args = parser.parse_args()
+    if args.report:
+        write(latest(args.log), args.out, "python bench/card_scale.py (the latest run of each size and engine in "
+              f"{args.log.relative_to(REPO) if args.log.is_relative_to(REPO) else args.log})")
+        return
     args.scratch.mkdir(parents=True, exist_ok=True)
     rows = []
     for size in args.sizes:
@@ -255,7 +261,16 @@ def main() -> None:
             with open(args.log, "a") as log:
                 log.write(json.dumps(row) + "\n")
             rows.append(row)
-    write(rows, args.out, "python bench/card_scale.py --sizes " + " ".join(map(str, args.sizes)))
+    write(latest(args.log), args.out, "python bench/card_scale.py --sizes " + " ".join(map(str, args.sizes)))
+
+
+def latest(log: Path) -> list[dict]:
+    """The latest row of each (size, engine) in the log, by size then engine."""
+    rows: dict[tuple[int, str], dict] = {}
+    for line in log.read_text().splitlines():
+        row = json.loads(line)
+        rows[(row["documents"], row["engine"])] = row
+    return [rows[key] for key in sorted(rows)]
 
 
 if __name__ == "__main__":
