@@ -193,7 +193,11 @@ class DocumentIndex:
         """bool[n]: the stored documents whose id is not among ``ids`` nor in ``columns`` (the ones a prune
         removes)."""
         import pyarrow.compute as pc
-        values = pa.concat_arrays([pa.array(ids, pa.string()), *columns])
+
+        # Columns of either Arrow string type (a task's ids come as large strings): one type to look up in.
+        values = pa.concat_arrays([pa.array(ids, pa.string()),
+                                   *(column.cast(pa.string()) if column.type != pa.string() else column
+                                     for column in columns)])
         return ~pc.is_in(self.id_array, value_set=values).to_numpy(zero_copy_only=False)
 
 

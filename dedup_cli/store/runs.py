@@ -45,6 +45,7 @@ from dedup_cli.store.manifest import (
     listed_files,
     write_manifest,
 )
+from dedup_cli.store.names import Names
 from dedup_cli.store.parts import FileCounter, PartWriter, WrittenFile, commit_files
 from dedup_cli.store.places import (
     Folder,
@@ -168,7 +169,7 @@ class StoreRun:
         """A file number for a part another process writes for this run (:func:`write_task_part`)."""
         return self._counter()
 
-    def adopt(self, written: WrittenFile, ids: Sequence[str], distinct: bool = False) -> None:
+    def adopt(self, written: WrittenFile, ids: Sequence[str] | Names, distinct: bool = False) -> None:
         """Commit with this run a part another process wrote (:func:`write_task_part`); ``ids`` are its rows' ids
         (``distinct``: the caller kept one row of each id in all it adopts, so the commit does not check again).
 
@@ -178,7 +179,8 @@ class StoreRun:
         assert self._open, "the run is over"
         self._adopted.append(written)
         self._temporaries.append(written.temporary)
-        self._written_ids.append(pa.array(list(ids), pa.string()))
+        self._written_ids.append(ids.array.cast(pa.string()) if isinstance(ids, Names)
+                                 else pa.array(list(ids), pa.string()))
         self.rows_written += written.rows
         if distinct:
             self._distinct_ids += len(ids)

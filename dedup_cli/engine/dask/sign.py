@@ -49,8 +49,10 @@ from dedup_cli.options.input_options import InputOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.document_index import HELD_ELSEWHERE, DocumentIndex, source_of
 from dedup_cli.store.format import DocumentBatch
+from dedup_cli.store.names import Names
 from dedup_cli.store.parts import WrittenFile
 from dedup_cli.store.runs import StoreRun, rewrite_task_part, write_task_part
+from dedup_cli.store.worker_parts import ReadIds
 
 TASK_BYTES = 64 << 20
 """Input bytes a task aims at: a few seconds of signing, so a lost worker costs little, and few parts per run."""
@@ -89,19 +91,22 @@ class SignTask:
 @dataclass
 class TaskResult:
     """What a task did: its reading report, its part and the ids of its rows, the ids it read, counts, and the
-    documents whose rows the driver writes or skips (moved, or held elsewhere: ``placed``)."""
+    documents whose rows the driver writes or skips (moved, or held elsewhere: ``placed``). Ids and locations are
+    Arrow strings (:class:`Names`), so that the driver holds a few buffers a task rather than a Python string a
+    document, and the ids read come with their 64-bit hashes, which find the ids read by two tasks in one sort."""
 
     index: int
     report: ReadReport
     part: WrittenFile | None
-    ids: list[str]  # of the part's rows, in order
+    ids: Any  # Names: of the part's rows, in order (a list while the task runs)
     hashes: np.ndarray  # uint64, their content hashes
-    locations: list[str]  # their locations
-    seen: list[str]  # every id read (signed or unchanged), in order
+    locations: Any  # Names: their locations
+    seen: Any  # Names: every id read (signed or unchanged), in order
     empty: int  # rows with no shingle
     unchanged: int  # documents read and found unchanged
     size: int  # the sources' bytes on disk
     placed: list[Placed] = field(default_factory=list)
+    seen_hashes: np.ndarray = field(default_factory=lambda: np.empty(0, np.uint64))  # uint64: of ``seen``
 
 
 def sign_task(task: SignTask) -> TaskResult:
@@ -153,6 +158,8 @@ def sign_task(task: SignTask) -> TaskResult:
 
     result.part = write_task_part(task.store, task.params, task.run, task.number, task.token, signed())
     result.hashes = np.concatenate(hashes) if hashes else np.empty(0, np.uint64)
+    result.ids, result.locations, result.seen = Names.of(result.ids), Names.of(result.locations), Names.of(result.seen)
+    result.seen_hashes = result.seen.hashes()
     return result
 
 
@@ -295,6 +302,16 @@ class _Corrections:
     placed: list[Placed] = field(default_factory=list)
 
 
+def _read_by_two(results: list[TaskResult]) -> np.ndarray:
+    """uint64: the hashes of the ids that more than one task read (by one sort of every id's hash): the only ids
+    one task may repeat of another's (a task keeps one document of an id it reads twice)."""
+    hashes = np.concatenate([result.seen_hashes for result in results]) if results else np.empty(0, np.uint64)
+    if hashes.size < 2:
+        return np.empty(0, np.uint64)
+    hashes.sort()
+    return np.unique(hashes[1:][hashes[1:] == hashes[:-1]])
+
+
 def _corrections(results: list[TaskResult], index: DocumentIndex, complete: set[str], report: ReadReport
                  ) -> _Corrections:
     """Rows to drop from each task's part: ids an earlier task read (duplicates), rows whose stored copy is the
@@ -302,20 +319,23 @@ def _corrections(results: list[TaskResult], index: DocumentIndex, complete: set[
     another source that keeps them (:func:`dedup_cli.engine.stages.record_places.settle_places`' rule, for the
     rows a task signed without knowing their id was stored: the stored source keeps the id unless the run read it
     completely and did not find it there). The ids held elsewhere are taken out of the task's ``seen``: they were
-    not read, as far as a later task or a prune is concerned."""
+    not read, as far as a later task or a prune is concerned.
+
+    Only the ids whose hash more than one task read (:func:`_read_by_two`) are held as strings, so the driver's
+    memory grows with the repeated ids, not with the corpus."""
     found = _Corrections()
-    read: set[str] = set()
+    shared = _read_by_two(results)
+    read: set[str] = set()  # the ids of ``shared`` hashes read so far, by earlier tasks
     candidates: list[tuple[TaskResult, int, int]] = []  # (task, part row, stored row): maybe held elsewhere
     for result in results:
-        # Set operations for the usual task, whose ids no earlier task read; ids one by one only otherwise.
-        distinct = set(result.ids)
-        repeated = [] if len(distinct) == len(result.ids) and read.isdisjoint(distinct) else [
-            row for row, identifier in enumerate(result.ids) if identifier in read]
+        mine = set(result.seen[np.isin(result.seen_hashes, shared)].tolist()) if shared.size else set()
+        earlier = mine & read
+        repeated = [row for row, identifier in enumerate(result.ids) if identifier in earlier] if earlier else []
         unchanged, maybe_held = [], set()
-        rows = index.rows_of(result.ids) if len(index) and result.ids else np.empty(0, np.int64)
+        rows = index.rows_of(result.ids) if len(index) and len(result.ids) else np.empty(0, np.int64)
         for row in np.flatnonzero(rows >= 0).tolist():  # the ids the store holds: looked at one by one
             identifier, stored = result.ids[row], int(rows[row])
-            if identifier in read:
+            if identifier in earlier:
                 continue
             source = index.source_of(stored, result.locations[row])
             same_text = int(index.content_hashes[stored]) == int(result.hashes[row])
@@ -331,25 +351,26 @@ def _corrections(results: list[TaskResult], index: DocumentIndex, complete: set[
         for placed in result.placed:
             # A task numbers the stored documents it was given from 0: their rows in the store's index, here.
             placed.stored_rows = index.rows_of(placed.batch.ids)
-            again = np.array([not candidate and identifier in read for identifier, candidate in
+            again = np.array([not candidate and identifier in earlier for identifier, candidate in
                               zip(placed.batch.ids, placed.candidate.tolist(), strict=True)], bool)
             for place in np.flatnonzero(again).tolist():
                 report.note("duplicate_ids", (placed.wheres[place], placed.batch.ids[place]))
             found.placed.append(placed.take(~again) if again.any() else placed)
         if maybe_held:
-            result.seen = [identifier for identifier in result.seen if identifier not in maybe_held]
-        read.update(result.seen)
-    _settle_candidates(found, candidates, index, complete, read)
+            kept = np.array([identifier not in maybe_held for identifier in result.seen], bool)
+            result.seen, result.seen_hashes = result.seen[kept], result.seen_hashes[kept]
+        read |= mine - maybe_held
+    _settle_candidates(found, candidates, index, complete, results)
     return found
 
 
 def _settle_candidates(found: _Corrections, candidates: list[tuple[TaskResult, int, int]], index: DocumentIndex,
-                       complete: set[str], read: set[str]) -> None:
+                       complete: set[str], results: list[TaskResult]) -> None:
     """The rows tasks signed whose id another source holds: the id moves here when that source was read
     completely and did not hold it (the first such row in task order), else the row is dropped."""
     if not candidates:
         return
-    seen = ~index.absent(sorted(read))
+    seen = ~index.absent([], [result.seen.array for result in results])
     taken: set[int] = set()
     for result, row, stored in candidates:
         if seen[stored] or stored in taken or source_of(index.location(stored)) not in complete:
@@ -361,7 +382,7 @@ def _settle_candidates(found: _Corrections, candidates: list[tuple[TaskResult, i
             continue
         taken.add(stored)
         found.moved_rows.append(stored)
-        result.seen.append(result.ids[row])
+        result.seen = Names.joined([result.seen, result.ids[row:row + 1]])
         if int(index.content_hashes[stored]) == int(result.hashes[row]):
             found.moved += 1
 
@@ -410,7 +431,7 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
                                              sorted(found.drop[result.index]), pure=False)
                  for result in results if found.drop[result.index] and result.part is not None}
     for result in results:
-        signed.seen.extend(result.seen)
+        signed.seen_ids.append(ReadIds(result.seen.array, result.seen_hashes.view(np.int64)))
         signed.unchanged += result.unchanged
         part, ids_written, empty = result.part, result.ids, result.empty
         if result.index in rewritten:
@@ -423,8 +444,9 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
                 elif row in held:  # the store holds the id from another source: skipped, as the local engine does
                     signed.report.note("held_elsewhere", (where_read(location), result.ids[row],
                                                           where_read(index.location(held[row]))))
-            gone = set(dropped)
-            ids_written = [identifier for row, identifier in enumerate(result.ids) if row not in gone]
+            kept_rows = np.ones(len(result.ids), bool)
+            kept_rows[dropped] = False
+            ids_written = result.ids[kept_rows]
             signed.unchanged += len(dropped) - len(repeated) - len(held)
             signed.report.documents -= len(repeated) + len(held)
             empty -= dropped_empty
@@ -432,7 +454,7 @@ def sign_on_cluster(sources: Sequence[Source], options: InputOptions, params: Si
             run.adopt(part, ids_written, distinct=True)  # each id once: repeats were dropped above
         signed.documents += len(ids_written)
         signed.empty += empty
-    settled = settle_places(index, found.placed, signed.seen, [],
+    settled = settle_places(index, found.placed, [], [read.ids for read in signed.seen_ids],
                             watched.complete(signed.report), signed.report, params.signature_bytes,
                             np.array(found.moved_rows, np.int64))
     write_places(run, settled)
