@@ -109,10 +109,10 @@ def key_dtype(rows: int, value_dtype: np.dtype) -> np.dtype:
 
 
 class SortBuffers:
-    """What sorting a band allocates, kept for the next band of the same process: the packed sort words (in huge
-    pages where offered, :func:`dedup_cli.array_primitives.large_empty`) and the positions 0 … n − 1. A band of
-    10^7 documents would otherwise fault in 120 MB of fresh memory, and on some machines that costs more than the
-    sort itself."""
+    """What sorting a band allocates, kept for the next band of the same process: the packed sort words (key or
+    key prefix above, position below; in huge pages where offered, :func:`dedup_cli.array_primitives.large_empty`)
+    and the positions 0 … n − 1. A band of 10^7 documents would otherwise fault in 120 MB of fresh memory, and on
+    some machines that costs more than the sort itself."""
 
     def __init__(self, size: int) -> None:
         self.packed = large_empty(size, np.uint64)
@@ -120,27 +120,73 @@ class SortBuffers:
 
 
 def bucket_order(keys: np.ndarray, buffers: SortBuffers | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(order, keys[order]): positions sorted by key, equal keys in position order.
+    """(order, keys[order]): positions sorted by key, equal keys in position order; of 64-bit keys, only the
+    positions whose key may be shared (a document alone in its bucket pairs with nothing).
 
     32-bit keys are sorted together with their positions as one uint64 each (key above, position below): one
     sort of plain integers instead of a stable argsort, about twice as fast; both results are then strided views
     of that one sorted array (little-endian: the position is the lower half), so nothing of the size of the keys
     is copied out of it. With ``buffers`` (at least as large as the keys) that array is theirs: the views are
-    valid until the next band sorted with them.
+    valid until the next band sorted with them. 64-bit keys (rows of 16-bit values) take
+    :func:`_wide_bucket_order`, the same one sort of plain integers.
     """
     n = keys.size
-    if keys.dtype == np.uint32 and n < (1 << 32) and sys.byteorder == "little":
-        if buffers is not None and buffers.positions.size >= n:
-            packed, positions = buffers.packed[:n], buffers.positions[:n]
-        else:
-            packed, positions = np.empty(n, np.uint64), np.arange(n, dtype=np.uint32)
+    if n >= (1 << 32):
+        order = np.argsort(keys, kind="stable")
+        return order, keys[order]
+    if buffers is not None and buffers.positions.size >= n:
+        packed, positions = buffers.packed[:n], buffers.positions[:n]
+    else:
+        packed, positions = np.empty(n, np.uint64), np.arange(n, dtype=np.uint32)
+    if keys.dtype == np.uint32 and sys.byteorder == "little":
         halves = packed.view(np.uint32)
         halves[1::2] = keys
         halves[0::2] = positions
         packed.sort()
         return halves[0::2], halves[1::2]
+    if keys.dtype == np.uint64:
+        return _wide_bucket_order(keys, packed, positions)
     order = np.argsort(keys, kind="stable")
     return order, keys[order]
+
+
+# Words compared at a time when finding runs of equal prefixes (8 MB of temporaries).
+COMPARE_BLOCK = 1 << 20
+# Fibonacci hashing's odd multiplier: a bijection of 64-bit words whose top bits depend on every bit of the key.
+SPREAD = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _wide_bucket_order(keys: np.ndarray, packed: np.ndarray, positions: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bucket_order` of 64-bit keys, which leave no room for a position beside them in one word.
+
+    Each word holds the top 64 − p bits of key · :data:`SPREAD` above the position (p bits for n positions), and
+    one sort of those words (a vectorised sort of plain integers, where a stable argsort of the keys themselves
+    is a merge sort several times slower) brings every run of equal keys together, in position order, inside a
+    run of equal prefixes. Only the positions in runs of two or more prefixes are kept, few beside n (the
+    documents that share a bucket, and about n²/2^(65−p) chance prefix collisions), and ordered by (full key,
+    position): the buckets, and their members' order, of a stable argsort."""
+    n = keys.size
+    position_bits = max(1, (n - 1).bit_length())
+    mask = np.uint64((1 << position_bits) - 1)
+    np.multiply(keys, SPREAD, out=packed)
+    np.bitwise_and(packed, ~mask, out=packed)
+    np.bitwise_or(packed, positions, out=packed)
+    packed.sort()
+    # Neighbours whose words differ only in the position bits; compared a block at a time, so that no temporary
+    # of 8 bytes a document is made beside the words.
+    repeats = np.empty(max(n - 1, 0), bool)
+    for start in range(0, n - 1, COMPARE_BLOCK):
+        end = min(n - 1, start + COMPARE_BLOCK)
+        np.less_equal(packed[start + 1 : end + 1] ^ packed[start:end], mask, out=repeats[start:end])
+    shared = np.zeros(n, bool)
+    shared[1:] = repeats
+    shared[:-1] |= repeats
+    taken = (packed[shared] & mask).astype(np.int64)
+    taken_keys = keys[taken]
+    # Within a run of equal prefixes the positions ascend; lexsort is stable, so equal keys keep that order.
+    order = np.lexsort((taken, taken_keys))
+    return taken[order], taken_keys[order]
 
 
 def band_pair_codes(keys: np.ndarray, docs: np.ndarray, max_bucket: int, documents: int,

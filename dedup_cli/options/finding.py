@@ -23,7 +23,6 @@ from dedup_cli.options.checks import (
 )
 from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.options.vocabulary import (
-    BAND_MEMORY,
     CANDIDATE_METHODS,
     GATHER_LIMIT,
     GROUP_METHODS,
@@ -65,7 +64,9 @@ class FindOptions:
         engine: where to run (this process, or a Dask cluster: same answers).
         band_memory: bytes of band keys one process (the local engine's, or each Dask worker) holds in one round
             of the candidate stage; less memory means more rounds, each reading the signatures again. A tuning
-            knob: the candidates are the same.
+            knob: the candidates are the same. None: the local engine's processes share a quarter of the
+            machine's memory (1 GiB each at least), a Dask worker takes a quarter of its memory limit (1 GiB
+            without one).
         work_dir: a folder where each completed stage is kept (band rounds of candidates, scored pairs, decisions),
             so that the same find run again after a failure resumes from the last completed stage; None: none.
         keep_work: keep the work folder's files after the run completes (they are removed otherwise).
@@ -97,7 +98,7 @@ class FindOptions:
     only_across: bool = False
     engine: EngineOptions = EngineOptions()
     gather_limit: int = GATHER_LIMIT
-    band_memory: int = BAND_MEMORY
+    band_memory: int | None = None
     work_dir: str | None = None
     keep_work: bool = False
     jobs: int = 0
@@ -136,7 +137,8 @@ class FindOptions:
                 raise OptionError("recall", self.recall, problem)
         set_fields(self, max_bucket=at_least("max_bucket", self.max_bucket, 1))
         set_fields(self, gather_limit=at_least("gather_limit", self.gather_limit, 0))
-        set_fields(self, band_memory=at_least("band_memory", self.band_memory, 1))
+        if self.band_memory is not None:
+            set_fields(self, band_memory=at_least("band_memory", self.band_memory, 1))
         set_fields(self, jobs=at_least("jobs", self.jobs, 0))
         if self.work_dir is not None:
             set_fields(self, work_dir=os.fspath(self.work_dir))

@@ -375,6 +375,33 @@ def test_band_pairs_with_reused_sort_buffers_are_those_without(sizes: list[int],
                                                                 + second.astype(np.uint64)))
 
 
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 3000), prefixes=st.integers(1, 50), low=st.integers(1, 6), seed=st.integers(0, 2**32 - 1))
+def test_wide_keys_sharing_prefixes_bucket_as_a_stable_argsort(n: int, prefixes: int, low: int, seed: int) -> None:
+    # 64-bit keys built so that key · SPREAD takes few distinct top bits: most neighbours in the one sort share
+    # their prefix while their keys differ in the bits below it (and a few keys repeat): the buckets and their
+    # members' order must still be exactly a stable argsort's.
+    rng = np.random.default_rng(seed)
+    position_bits = max(1, (n - 1).bit_length())
+    top = rng.integers(0, prefixes, n).astype(np.uint64) << np.uint64(position_bits)
+    mixed = top | rng.integers(0, low, n).astype(np.uint64)  # low bits within the position field: lost to it
+    inverse = np.uint64(pow(int(buckets.SPREAD), -1, 1 << 64))
+    keys = mixed * inverse
+    docs = np.arange(n, dtype=np.int64) * 3
+    order, sorted_keys = buckets.bucket_order(keys)
+    assert np.array_equal(keys[order], sorted_keys)
+    # The positions kept are in a stable argsort's order, and among them is every position whose key repeats.
+    expected = np.argsort(keys, kind="stable")
+    assert np.array_equal(order, expected[np.isin(expected, order)])
+    distinct, counts = np.unique(keys, return_counts=True)
+    assert np.isin(np.flatnonzero(np.isin(keys, distinct[counts > 1])), order).all()
+    codes, cut = buckets.band_pair_codes(keys, docs, 30, 3 * n + 1)
+    first, second, expected_cut = _pairs_by_argsort(keys[expected], docs[expected], 30)
+    assert cut == expected_cut
+    assert np.array_equal(np.sort(codes), np.sort(first.astype(np.uint64) * np.uint64(3 * n + 1)
+                                                  + second.astype(np.uint64)))
+
+
 def _pairs_by_argsort(sorted_keys: np.ndarray, sorted_docs: np.ndarray, max_bucket: int
                       ) -> tuple[np.ndarray, np.ndarray, int]:
     """Every pair within each run of equal keys (its first ``max_bucket`` members), by a loop over the runs."""

@@ -288,3 +288,23 @@ def test_the_jobs_of_the_environment(stores: dict[str, Path], monkeypatch: pytes
     assert result.exit_code == 0, result.stderr
     candidates = {int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("candidates")}
     assert len(candidates) == 3 and os.getpid() not in candidates
+
+
+def test_default_band_memory_takes_a_quarter_of_the_machine_for_a_wave(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    # 23.5 GiB shared by a wave of two rounds: 2.9 GiB a round, three bands of 10^8 documents' 64-bit keys, so
+    # the 35 bands of the card's banding take 12 rounds (6 reads of the store at -j 2), not 35 of one band each.
+    memory = int(23.5 * 2**30)
+    per_round = band_rounds.default_round_bytes(2, memory)
+    assert per_round == memory // 8
+    assert len(band_rounds.band_rounds(35, 10**8, 8, per_round)) == 12
+    # A small machine keeps 1 GiB a round, as before; a large one never holds more than all the bands.
+    assert band_rounds.default_round_bytes(4, 2 * 2**30) == 2**30
+    assert len(band_rounds.band_rounds(35, 10**7, 8, band_rounds.default_round_bytes(1, memory))) == 1
+    # A container's limit, when lower than the machine's memory, is the machine.
+    limit = tmp_path / "memory.max"
+    limit.write_text("4294967296\n")
+    monkeypatch.setattr(band_rounds, "_CGROUP_LIMIT", str(limit))
+    assert band_rounds.machine_memory() == 4 * 2**30
+    limit.write_text("max\n")
+    assert band_rounds.machine_memory() == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -49,6 +49,7 @@ from dedup_cli.engine.local.band_rounds import band_ranges
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.objectstore.urls import is_url
+from dedup_cli.options.vocabulary import BAND_MEMORY
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.store_pieces import StorePiece, read_piece_batches, read_piece_signatures, read_piece_values
@@ -170,7 +171,7 @@ class _Plan:
     bits: int  # split by documents: fingerprint bits
 
 
-def _plan(numbered: Documents, rows: int, band_memory: int) -> _Plan:
+def _plan(numbered: Documents, rows: int, band_memory: int | None) -> _Plan:
     """Split by bands when the store is files (each worker reads every piece: from the page cache when the
     workers share a machine, else from the file system they share; from object storage each would fetch the
     whole store) and one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
@@ -184,8 +185,11 @@ def _plan(numbered: Documents, rows: int, band_memory: int) -> _Plan:
     workers = sorted(info)
     # A round must fit beside everything else a worker holds: at most a quarter of its memory limit.
     limits = [int(info[worker].get("memory_limit") or 0) for worker in workers]
+    # Unset, a round takes that quarter (1 GiB on workers without a limit).
     if all(limits):
-        band_memory = min(band_memory, min(limits) // 4)
+        band_memory = min(limits) // 4 if band_memory is None else min(band_memory, min(limits) // 4)
+    elif band_memory is None:
+        band_memory = BAND_MEMORY
     dtype = key_dtype(rows, value_dtype(numbered.params.bits))
     sortable = documents <= BAND_SPLIT_DOCUMENTS and (not all(limits) or SORT_BYTES * documents <= min(limits) // 4)
     local_files = not any(is_url(piece.path) for piece, _ in numbered.pieces)
@@ -381,13 +385,13 @@ def _count(table: Table) -> int:
     return int(table["code"].size)
 
 
-def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int, band_memory: int,
+def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int, band_memory: int | None,
                     progress: Progress = silent, work: WorkDir | None = None,
                     reduce_bits: int | None = None) -> Candidates:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
 
     ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands); at
-    most a quarter of the smallest worker's memory limit.
+    most a quarter of the smallest worker's memory limit, and that quarter when None.
     ``work``: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
     earlier run with the same bands is read back instead of computed.
     ``reduce_bits``: also keep every document's lowest ``reduce_bits`` bits for scoring

@@ -5,11 +5,15 @@ A round reads the stored signatures once (:meth:`dedup_cli.store.documents.Numbe
 group at a time), keeps the keys of its bands for the eligible documents (4 bytes a key when a band's values fit
 in 32 bits, 8 otherwise), then sorts each band and pairs its buckets (:func:`dedup_cli.candidates.buckets.
 band_pair_codes`, the same function and document order as the in-memory :func:`candidate_pairs`, so the same
-pairs). A round holds at most ``round_bytes`` of keys: a few more rounds, each a fast read of the signatures,
-instead of the 8·bands bytes a document that keying every band at once would take.
+pairs). A round holds at most ``round_bytes`` of keys: a few more rounds, each a read of the signatures, instead
+of the 8·bands bytes a document that keying every band at once would take. By default the rounds of a wave share a
+quarter of the machine's memory (:func:`default_round_bytes`): a store larger than the page cache is read from
+disk once a wave, so a fixed round size would make the reads, and the time, grow as N² once N passes the memory.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -30,6 +34,34 @@ from dedup_cli.options.vocabulary import BAND_MEMORY
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.numbering import Documents
 
+# The share of the machine's memory a wave's band keys take by default: 1 / BAND_MEMORY_SHARE.
+BAND_MEMORY_SHARE = 4
+_CGROUP_LIMIT = "/sys/fs/cgroup/memory.max"
+
+
+def machine_memory() -> int:
+    """Bytes of memory this process may use: the machine's, or its control group's limit when lower (a
+    container); 0 when neither can be read."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = 0
+    try:
+        with open(_CGROUP_LIMIT) as handle:
+            limit = handle.read().strip()
+    except OSError:
+        limit = "max"
+    if limit.isdigit() and (memory == 0 or int(limit) < memory):
+        memory = int(limit)
+    return memory
+
+
+def default_round_bytes(jobs: int, memory: int | None = None) -> int:
+    """``--band-memory``'s default: the j rounds of a wave share 1 / :data:`BAND_MEMORY_SHARE` of the machine's
+    memory (``memory``, else :func:`machine_memory`), and a round holds 1 GiB at least."""
+    memory = machine_memory() if memory is None else memory
+    return max(BAND_MEMORY, memory // (BAND_MEMORY_SHARE * max(1, jobs)))
+
 
 def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: int) -> list[tuple[int, int]]:
     """(first band, last band + 1) of each round, so that a round's keys take at most ``round_bytes`` (one band a
@@ -39,7 +71,7 @@ def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: i
 
 
 def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Banding, max_bucket: int,
-                        progress: Progress = silent, round_bytes: int = BAND_MEMORY, work: WorkDir | None = None,
+                        progress: Progress = silent, round_bytes: int | None = None, work: WorkDir | None = None,
                         jobs: int = 1) -> tuple[CandidateResult, int]:
     """The candidate pairs of banding the stored values, reading the signatures once per round.
 
@@ -53,7 +85,7 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
         eligible: bool[documents], the documents that take part (at least one shingle).
         banding: bands × rows, bands · rows ≤ k.
         round_bytes: the keys a round may hold (``FindOptions.band_memory``; 1 GiB is 24 bands of 32-bit keys at
-            10^7 documents); each of the ``jobs`` processes holds one round's.
+            10^7 documents); each of the ``jobs`` processes holds one round's. None: :func:`default_round_bytes`.
         work: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
             earlier run of the same store and banding is read instead of computed.
         jobs: worker processes.
@@ -70,6 +102,8 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
         slot = np.full(documents.documents, -1, np.int64)
         slot[keyed] = np.arange(keyed.size, dtype=np.int64)
     dtype = key_dtype(rows, value_dtype(params.bits))
+    if round_bytes is None:
+        round_bytes = default_round_bytes(jobs)
     rounds = band_rounds(bands, keyed.size, dtype.itemsize, round_bytes)
     codes = PairCodes()
     oversized = 0

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
 from dedup_cli.engine.local import forked
+from dedup_cli.engine.local.band_rounds import BAND_MEMORY_SHARE, default_round_bytes
 from dedup_cli.engine.local.forked import useful_workers
 from dedup_cli.estimates.pairs import COMPARISON_BYTES
 from dedup_cli.minhash.packing import value_dtype
-from dedup_cli.options.vocabulary import BAND_MEMORY
 
 # Memory model of the local engine's ``find`` with LSH candidates (bytes), read off the code and checked against
 # the peak resident memory of real runs (tests/api/test_planning.py says how closely). The store is never held whole:
@@ -26,12 +26,14 @@ FIXED_BYTES = 150_000_000
 NUMBERING_BYTES = 4 + 16 + 2 * 8 + 2 * 8
 # - per document to the end: its shingle count and run, eligibility, and its key slot while banding;
 DOCUMENT_BYTES = 8 + 8 + 1 + 8
-# - one round of band keys, at most ``options.vocabulary.BAND_MEMORY`` (band_memory's default), 4 or 8 bytes a key;
-#   with j processes, a wave of up to j rounds at once in anonymous shared memory (``engine.local.band_rounds``), each
+# - one round of band keys, at most band_memory's default (``engine.local.band_rounds.default_round_bytes``: a
+#   quarter of the machine's memory M shared by the wave, 1 GiB a round at least), 4 or 8 bytes a key; with j
+#   processes, a wave of up to j rounds at once in anonymous shared memory (``engine.local.band_rounds``), each
 #   page counted once however many processes map it;
 # - per document while bucketing one band, in each of the j processes that sort bands (at most one a band): the key
-#   and position packed into one word and sorted in place (the order and sorted keys are views of it), the
-#   positions before packing, and two masks (runs of equal keys are few: most buckets hold one document);
+#   (of a 64-bit key, its prefix) and position packed into one word and sorted in place (the order and sorted keys
+#   are views of it, or of 64-bit keys the few positions that may share a bucket), the positions before packing,
+#   and two masks (runs of equal keys are few: most buckets hold one document);
 SORT_TEMPORARY_BYTES = 8 + 4 + 2
 # - per document of the row group that each of the j processes decodes while keying the signatures: the column
 #   as read and decompressed (2·S), and its values unpacked (k·v; a view at 8 bits, counted all the same); the
@@ -127,7 +129,8 @@ def find_memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, ban
         "documents": ("each document's count, run, eligibility and key slot", DOCUMENT_BYTES * n,
                       f"{DOCUMENT_BYTES}·N"),
         "round_keys": ("band keys of one round" if banders == 1 else "band keys of a wave of j rounds, shared",
-                       min(banders * BAND_MEMORY, bands * n * key_bytes), f"min(j·2^30, bands·N·{key_bytes})"),
+                       min(banders * default_round_bytes(banders), bands * n * key_bytes),
+                       f"min(max(j·2^30, M/{BAND_MEMORY_SHARE}), bands·N·{key_bytes})"),
         # Each of the j processes decodes a row group: the largest dedup writes, or an equal share of the documents.
         "row_groups": ("a row group being decoded (transient)" if banders == 1 else "a row group decoded in each of "
                        "j workers (transient)", banders * min(math.ceil(n / banders), GROUP_ROWS)
