@@ -192,7 +192,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
         ["engine.stages.record_places"],
-        ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows"],
+        ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows",
+         "engine.stages.group_members"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
          "engine.progress"],
         ["engine.local.band_rounds"],
