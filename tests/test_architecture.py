@@ -195,7 +195,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows",
          "engine.stages.group_members"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
-         "engine.progress"],
+         "engine.progress", "engine.local.find_memory"],
         ["engine.local.band_rounds"],
         ["engine.local.find", "engine.local.sign_workers", "engine.stages.filter", "engine.local.evaluation"],
         ["engine.local.sign", "engine.dask.cluster", "engine.dask.exchange"],

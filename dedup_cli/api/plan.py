@@ -3,7 +3,9 @@
 ``dedup plan`` explains the parameters of ``dedup find`` from the formulas alone, without reading a
 corpus: the LSH banding and its S-curve (Mining of Massive Datasets, Sec. 3.4; per-row agreement
 E_B, not R, because band keys use all B stored bits: docs/estimators.md, "Banding"), the estimator's standard
-error at the threshold (Li & König 2010, eq. 11, sparse limit r → 0), the storage factor of b bits
+error at the threshold (Li & König 2010, eq. 11, sparse limit r → 0; for one permutation hashing and documents of
+a given number of shingles, eq. D4 and the S-curve of such pairs: docs/estimators.md, "One permutation hashing"),
+the storage factor of b bits
 against full-width values (eq. 12), the bytes a document takes in the store, and, given the number
 of documents, the expected number of candidate pairs and the memory ``find`` will need (docs/scaling.md).
 Its text and JSON forms are :mod:`dedup_cli.cli.plan_report`.
@@ -22,16 +24,16 @@ from dedup_cli.candidates.banding import (
     CHANCE_FRACTION,
     Banding,
     BandingChoice,
+    PairSizes,
     candidate_probability,
     cheapest_layout,
     required_num_perm,
     resolve_banding,
     row_agreement_probability,
 )
-from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
 from dedup_cli.candidates.recall_costs import RecallCost, compared_recalls, recall_costs
-from dedup_cli.engine.local import forked
-from dedup_cli.engine.local.forked import useful_workers
+from dedup_cli.engine.local.find_memory import MemoryPart, Processes, memory_terms, phase_processes
+from dedup_cli.estimates.densified import densified_variance_2way, densified_variance_half_bit
 from dedup_cli.estimates.half_bit import (
     HALF_BIT,
     expected_xor_match,
@@ -39,11 +41,10 @@ from dedup_cli.estimates.half_bit import (
     storage_factor_half_bit,
     variance_half_bit,
 )
-from dedup_cli.estimates.pairs import COMPARISON_BYTES
 from dedup_cli.estimates.two_way import expected_match_2way, storage_factor, variance_2way
 from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.options.planning import PlanOptions
-from dedup_cli.options.vocabulary import BAND_MEMORY, MAX_NUM_PERM
+from dedup_cli.options.vocabulary import MAX_NUM_PERM
 
 # The S-curve is tabulated at R = 0, 0.1, …, 1 (R = 0 stands for the unrelated pairs) and at R0.
 CURVE_STEPS = 10
@@ -53,60 +54,6 @@ CURVE_STEPS = 10
 # 4-byte offset each plus their text. Uncompressed: zstd shrinks these columns (paths share
 # prefixes, counts are small) but not the signature, whose bytes are uniformly random.
 ROW_OVERHEAD_BYTES = 5 * 8 + 2 * 4
-
-# Memory model of the local engine's ``find`` with LSH candidates (bytes), read off the code and checked against
-# the peak resident memory of real runs (tests/api/test_planning.py says how closely). The store is never held whole:
-# - Python, numpy, pyarrow and the Parquet reader, loaded and warmed up;
-FIXED_BYTES = 150_000_000
-# - per document while numbering: the id (a 4-byte offset and about 16 bytes of text), the run and the shingle
-#   count as read (Arrow) and as numpy arrays (transient);
-NUMBERING_BYTES = 4 + 16 + 2 * 8 + 2 * 8
-# - per document to the end: its shingle count and run, eligibility, and its key slot while banding;
-DOCUMENT_BYTES = 8 + 8 + 1 + 8
-# - one round of band keys, at most ``options.vocabulary.BAND_MEMORY`` (band_memory's default), 4 or 8 bytes a key;
-#   with j processes, a wave of up to j rounds at once in anonymous shared memory (``engine.local.band_rounds``), each
-#   page counted once however many processes map it;
-# - per document while bucketing one band, in each of the j processes that sort bands (at most one a band): the key
-#   and position packed into one word and sorted in place (the order and sorted keys are views of it), the
-#   positions before packing, and two masks (runs of equal keys are few: most buckets hold one document);
-SORT_TEMPORARY_BYTES = 8 + 4 + 2
-# - per document of the row group that each of the j processes decodes while keying the signatures: the column
-#   as read and decompressed (2·S), and its values unpacked (k·v; a view at 8 bits, counted all the same); the
-#   keys are written from them into the round's array in place. A store written by ``dedup`` holds at most
-#   GROUP_ROWS rows a row group (``store.compaction``'s; sign writes smaller ones, which cost less: the estimate
-#   assumes the largest);
-GROUP_ROWS = 1 << 16
-# - per band collision (a pair sharing a bucket in one band, before de-duplication): its code in the
-#   pending list, the concatenated copy and the sorted copy of ``primitives.sorted_unique``;
-COLLISION_BYTES = 3 * 8
-# - per candidate pair at the end of banding: its unique code, ``first`` and ``second`` and a temporary;
-CODE_BYTES = 4 * 8
-# - per document of a candidate pair, read whole: its signature as read and as one array (once, in shared memory,
-#   when forked workers read), its b-bit values, and
-#   about 200 bytes of id and location (as Arrow and Python strings), counts, hash, run and time;
-CANDIDATE_DOCUMENT_BYTES = 200
-# - per candidate pair while scoring: ``first``/``second``, match counts, r1, r2, the estimate, its
-#   standard error, the interval and the float64 temporaries of the Wilson interval mapped through eq. 9; with
-#   j_c > 1 processes each scores a chunk of the pairs, and the driver receives the seven result fields of every
-#   pair (8 bytes each) before joining them;
-SCORING_BYTES = 144
-RESULT_BYTES = 7 * 8
-# ``candidates.buckets.candidate_pairs`` de-duplicates pending codes once DEDUPLICATE_EVERY have piled up, and
-# ``estimates.pairs.count_matches`` compares candidates in chunks of about COMPARISON_BYTES bytes of values (each
-# scoring process its own). A forked worker inherits the driver's pages copy-on-write and writes few of them (its
-# collector is off): what it adds is what it allocates, the terms above.
-
-
-@dataclass(frozen=True)
-class MemoryPart:
-    """One term of the memory estimate: what it is, its size in bytes, the formula, and whether it is
-    part of the peak."""
-
-    name: str
-    bytes: int
-    formula: str
-    in_peak: bool = False
-
 
 @dataclass(frozen=True)
 class Plan:
@@ -126,7 +73,7 @@ class Plan:
     false_negative_rate: float  # 1 − recall at R0: pairs at R0 that never become candidates
     candidate_probability_unrelated: float  # Pr(candidate | R = 0)
     match_probability: float  # E_b at R0 for the estimator's b bits (eq. 4, sparse limit; T of eq. 23 for b = 1/2)
-    standard_error: float  # sqrt(Var(R̂_b)) at R0 (eq. 11, sparse limit; eq. 26 for b = 1/2)
+    standard_error: float  # sqrt(Var(R̂_b)) at R0 (eq. 11, sparse limit; eq. 26 for b = 1/2; eqs. D4, D5 with shingles)
     signature_bytes: int  # ceil(k·B/8); ceil(k/16) for a store of XOR bits
     row_overhead_bytes: int  # the store's other columns, without the id and path text
     estimator_signature_bytes: int  # ceil(k·b/8), ceil(k/16) for b = 1/2: what b alone would take in the store
@@ -159,112 +106,25 @@ class Plan:
     # chance candidates (with docs) and bands relative to the lower recall's
     recall_costs: tuple[RecallCost, ...] = ()
     warnings: tuple[str, ...] = ()
+    scheme: str = "oph"  # how the store is signed: oph (one permutation hashing, densified) or kperm
+    shingles: int | None = None  # with oph, the documents' shingles the curve, error and banding are for
+
+    @property
+    def pair_sizes(self) -> PairSizes | None:
+        """The densified pairs the S-curve and banding are for: two documents of :attr:`shingles` each, in k bins."""
+        return _pair_sizes(self.scheme, self.shingles, self.num_perm)
 
     def candidate_probabilities(self, resemblances: np.ndarray) -> np.ndarray:
         """Pr(candidate) float64[n] at each R of float64[n] under this banding: the S-curve
-        1 − (1 − E_B^rows)^bands (MMDS Sec. 3.4.2), of which :attr:`curve` is a table."""
-        return candidate_probability(resemblances, self.bands, self.rows, self.stored_bits)
+        1 − (1 − E_B^rows)^bands (MMDS Sec. 3.4.2), for one permutation hashing and documents of :attr:`shingles`
+        that of such pairs (:func:`dedup_cli.candidates.banding.candidate_probability`), of which :attr:`curve` is a
+        table."""
+        return candidate_probability(resemblances, self.bands, self.rows, self.stored_bits, self.pair_sizes)
 
     @property
     def bytes_per_document(self) -> int:
         """Signature plus the other columns of a store row (id and path text not counted)."""
         return self.signature_bytes + self.row_overhead_bytes
-
-
-@dataclass(frozen=True)
-class _Processes:
-    """How many processes ``find -j`` runs in each parallel stage for N documents and C candidates (as
-    ``engine.local.find`` decides it: a worker for enough items only,
-    :func:`dedup_cli.engine.local.forked.useful_workers`)."""
-
-    candidate_stage: int  # j: the processes that key and sort bands
-    scoring: int  # j_c: the processes that score the candidates
-
-    @classmethod
-    def of(cls, jobs: int, n_docs: int, candidates: float) -> _Processes:
-        return cls(useful_workers(jobs, n_docs, forked.BANDED_DOCUMENTS),
-                   useful_workers(jobs, int(candidates), forked.SCORED_PAIRS))
-
-
-def _memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, bands: int, rows: int, signature_bytes: int,
-            candidates: float, collisions: float, processes: _Processes) -> tuple[tuple[MemoryPart, ...], str]:
-    """The terms of the memory ``find`` needs, summed over its processes, those of its peak marked, and the phase of
-    the peak.
-
-    ``find`` numbers the documents from their ids, runs and counts, then reads the signatures once per round of
-    bands, keeping one round's band keys and sorting one band at a time; then it reads the documents of the
-    candidate pairs whole and scores them. Each phase holds what it inherits plus arrays of its own; the peak is
-    the largest phase. With j > 1 processes (``find -j``) a wave of up to j rounds is keyed at once by forked
-    workers, each decoding a row group, then each sorts a share of the bands; j_c of them score chunks of the
-    candidates. A page several processes share (the driver's arrays, the shared keys) counts once.
-
-    Args:
-        n_docs, num_perm, stored_bits, bits, bands, rows: N, k, B, b and the banding.
-        signature_bytes: S = ceil(k·B/8).
-        candidates: C, expected distinct candidate pairs.
-        collisions: P, expected band collisions summed over bands, before de-duplication.
-        processes: j and j_c.
-    """
-    n, k = n_docs, num_perm
-    key_bytes = key_dtype(rows, value_dtype(math.ceil(stored_bits))).itemsize  # an XOR bit is one byte in memory
-    value_bytes = value_dtype(math.ceil(stored_bits)).itemsize
-    estimator_value_bytes = value_dtype(math.ceil(bits)).itemsize
-    banders, scorers = processes.candidate_stage, processes.scoring
-    pending = min(collisions, candidates + DEDUPLICATE_EVERY)
-    chunk = min(candidates / scorers, COMPARISON_BYTES // (k * estimator_value_bytes))
-    read = min(n, 2 * candidates)
-    copies = 2 if banders == 1 else 1
-    scoring_formula = f"{SCORING_BYTES}·C + 3·min(C, 2^25/(k·v_b))·k·v_b"
-    scoring = SCORING_BYTES * candidates + scorers * 3 * chunk * k * estimator_value_bytes
-    if scorers > 1:
-        scoring_formula = f"{SCORING_BYTES + RESULT_BYTES}·C + j_c·3·min(C/j_c, 2^25/(k·v_b))·k·v_b"
-        scoring += RESULT_BYTES * candidates
-    terms: dict[str, tuple[str, float, str]] = {
-        "fixed": ("Python, numpy, pyarrow and the Parquet reader", FIXED_BYTES, "fixed"),
-        "numbering": ("numbering the documents: ids, runs and counts as read (transient)", NUMBERING_BYTES * n,
-                      f"{NUMBERING_BYTES}·N"),
-        "documents": ("each document's count, run, eligibility and key slot", DOCUMENT_BYTES * n,
-                      f"{DOCUMENT_BYTES}·N"),
-        "round_keys": ("band keys of one round" if banders == 1 else "band keys of a wave of j rounds, shared",
-                       min(banders * BAND_MEMORY, bands * n * key_bytes), f"min(j·2^30, bands·N·{key_bytes})"),
-        # Each of the j processes decodes a row group: the largest dedup writes, or an equal share of the documents.
-        "row_groups": ("a row group being decoded (transient)" if banders == 1 else "a row group decoded in each of "
-                       "j workers (transient)", banders * min(math.ceil(n / banders), GROUP_ROWS)
-                       * (2 * signature_bytes + k * value_bytes), "j·min(N/j, 2^16)·(2·S + k·v)"),
-        # A round's bands are shared among the processes, a band to each at least: more processes than bands idle.
-        "sort": ("sorting one band (transient)" if banders == 1 else "sorting one band in each of j processes "
-                 "(transient)", min(banders, bands) * SORT_TEMPORARY_BYTES * n,
-                 f"min(j, bands)·{SORT_TEMPORARY_BYTES}·N"),
-        "codes": ("candidate codes while de-duplicating (transient)",
-                  COLLISION_BYTES * pending + CODE_BYTES * candidates,
-                  f"{COLLISION_BYTES}·min(P, C + 2^24) + {CODE_BYTES}·C"),
-        # One process reads each row group's table, then joins them into one array: the signatures twice. Forked
-        # readers write them into shared memory once and send back only the ids and locations.
-        "candidate_documents": ("the candidates' documents, read whole",
-                                read * (copies * signature_bytes + k * estimator_value_bytes
-                                        + CANDIDATE_DOCUMENT_BYTES),
-                                f"min(N, 2C)·({'2·S' if copies == 2 else 'S'} + k·v_b + {CANDIDATE_DOCUMENT_BYTES})"),
-        "scoring": ("scoring the candidates" if scorers == 1 else "scoring the candidates in j_c processes",
-                    scoring, scoring_formula),
-    }
-    phases = {
-        "numbering the documents": ["fixed", "numbering"],
-        "keying the signatures": ["fixed", "documents", "round_keys", "row_groups"],
-        "bucketing": ["fixed", "documents", "round_keys", "sort", "codes"],
-        "scoring": ["fixed", "documents", "candidate_documents", "scoring"],
-    }
-    phase = max(phases, key=lambda name: sum(terms[term][1] for term in phases[name]))
-    parts = tuple(MemoryPart(name, int(round(size)), formula, term in phases[phase])
-                  for term, (name, size, formula) in terms.items())
-    return parts, phase
-
-
-def _phase_processes(phase: str, processes: _Processes) -> int:
-    """The processes alive in a phase of :func:`_memory`: the driver alone, or the driver and the j (or j_c)
-    workers it forked, which it waits for (its memory stays in the sum)."""
-    workers = {"bucketing": processes.candidate_stage, "keying the signatures": processes.candidate_stage,
-               "scoring": processes.scoring}.get(phase, 1)
-    return 1 + workers if workers > 1 else 1
 
 
 def _flag(name: str) -> str:
@@ -356,16 +216,24 @@ class _Accuracy:
     recommend_half_bit: bool
 
 
-def _accuracy(threshold: float, bits: float, num_perm: int) -> _Accuracy:
-    """E_b and sqrt(Var(R̂_b)) at R0 (eq. 4 and 11, r → 0; T and eq. 26 for b = 1/2 on k/2 XOR bits), and the
-    storage factors B(b) at R0 (eq. 12) of the compared b, of 32 and 64 bits against b, and whether b = 1/2 stores
-    less than every whole b at equal accuracy."""
+def _pair_sizes(scheme: str, shingles: int | None, num_perm: int) -> PairSizes | None:
+    """Two documents of ``shingles`` each in the ``num_perm`` bins of one permutation hashing, or None (kperm, or
+    documents long enough not to matter)."""
+    return PairSizes(num_perm, float(shingles), float(shingles)) if scheme == "oph" and shingles else None
+
+
+def _accuracy(threshold: float, bits: float, num_perm: int, sizes: PairSizes | None = None) -> _Accuracy:
+    """E_b and sqrt(Var(R̂_b)) at R0 (eq. 4 and 11, r → 0; T and eq. 26 for b = 1/2 on k/2 XOR bits; eqs. D4, D5
+    for densified pairs of ``sizes``), and the storage factors B(b) at R0 (eq. 12) of the compared b, of 32 and 64
+    bits against b, and whether b = 1/2 stores less than every whole b at equal accuracy."""
     if is_half_bit(bits):
         match = float(expected_xor_match(threshold, 0.0, 0.0))
-        error = math.sqrt(float(variance_half_bit(threshold, 0.0, 0.0, num_perm // 2)))
+        error = math.sqrt(float(variance_half_bit(threshold, 0.0, 0.0, num_perm // 2) if sizes is None else
+                                densified_variance_half_bit(threshold, sizes.first, sizes.second, num_perm)))
     else:
         match = float(expected_match_2way(threshold, 0.0, 0.0, bits))
-        error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm)))
+        error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm) if sizes is None else
+                                densified_variance_2way(threshold, sizes.first, sizes.second, bits, num_perm)))
     comparison = {b: _storage_factor(threshold, b) for b in sorted({*COMPARED_BITS, bits})}
     own_factor = comparison[bits]
     factors: list[float | None] = [
@@ -376,11 +244,12 @@ def _accuracy(threshold: float, bits: float, num_perm: int) -> _Accuracy:
     return _Accuracy(match, error, comparison, factors[0], factors[1], recommend_half)
 
 
-def _s_curve(threshold: float, banding: Banding) -> tuple[tuple[float, float], ...]:
-    """(R, Pr(candidate)) at R = 0, 0.1, …, 1 and at R0, R ascending (MMDS Sec. 3.4.2)."""
+def _s_curve(threshold: float, banding: Banding, sizes: PairSizes | None = None) -> tuple[tuple[float, float], ...]:
+    """(R, Pr(candidate)) at R = 0, 0.1, …, 1 and at R0, R ascending (MMDS Sec. 3.4.2; densified pairs of ``sizes``:
+    :func:`dedup_cli.candidates.banding.candidate_probability`)."""
     grid = np.round(np.linspace(0.0, 1.0, CURVE_STEPS + 1), 12)
     resemblances = np.unique(np.append(grid, threshold))
-    probabilities = candidate_probability(resemblances, banding.bands, banding.rows, banding.band_bits)
+    probabilities = candidate_probability(resemblances, banding.bands, banding.rows, banding.band_bits, sizes)
     return tuple((float(r), float(p)) for r, p in zip(resemblances, probabilities, strict=True))
 
 
@@ -413,7 +282,7 @@ def _plan_warnings(options: PlanOptions, choice: BandingChoice, stored_bits: flo
     so few bits wide that unrelated pairs become candidates, each with its fix."""
     threshold, recall, values = options.threshold, options.recall, options.band_values
     banding = choice.banding
-    at_threshold, unrelated = banding.recall_at(threshold), banding.recall_at(0.0)
+    at_threshold, unrelated = choice.recall, banding.recall_at(0.0)
     unused = values - banding.bands * banding.rows
     warnings: list[str] = []
     if unused:
@@ -443,20 +312,21 @@ def _plan_warnings(options: PlanOptions, choice: BandingChoice, stored_bits: flo
 def _corpus_costs(docs: int, choice: BandingChoice, num_perm: int, bits: float, signature_bytes: int, jobs: int
                   ) -> dict[str, Any]:
     """The fields of a :class:`Plan` that need N: pairs, expected candidates, the chance budget and the k that keeps
-    it, and the memory of ``find`` with ``jobs`` worker processes (:func:`_memory`)."""
+    it, and the memory of ``find`` with ``jobs`` worker processes
+    (:func:`dedup_cli.engine.local.find_memory.memory_terms`)."""
     banding, stored_bits = choice.banding, choice.banding.band_bits
     pairs = docs * (docs - 1) // 2
     candidates = pairs * banding.recall_at(0.0)
     # Band collisions before de-duplication: every band finds its own pairs, overlaps and all.
     collisions = pairs * banding.bands * float(row_agreement_probability(0.0, stored_bits)) ** banding.rows
     compared = num_perm // 2 if is_half_bit(bits) else num_perm  # the values the estimator compares
-    processes = _Processes.of(jobs, docs, candidates)
-    parts, phase = _memory(docs, compared, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
+    processes = Processes.of(jobs, docs, candidates)
+    parts, phase = memory_terms(docs, compared, stored_bits, bits, banding.bands, banding.rows, signature_bytes,
                            candidates, collisions, processes)
     peak = [part for part in parts if part.in_peak]
     return dict(docs=docs, pairs=pairs, expected_candidates=candidates, memory=parts, chance_budget=choice.budget,
                 required_num_perm=choice.required_num_perm, candidate_processes=processes.candidate_stage,
-                scoring_processes=processes.scoring, memory_processes=_phase_processes(phase, processes),
+                scoring_processes=processes.scoring, memory_processes=phase_processes(phase, processes),
                 memory_peak_bytes=sum(part.bytes for part in peak), memory_peak_phase=phase,
                 memory_peak_formula=" + ".join(part.formula for part in peak))
 
@@ -471,19 +341,23 @@ def plan(options: PlanOptions | None = None) -> Plan:
     Returns:
         A :class:`Plan`. The S-curve is 1 − (1 − E_B^rows)^bands with E_B = 2^-B + (1 − 2^-B)·R (MMDS
         Sec. 3.4; Li & König 2010, eq. 4, r → 0); the standard error is sqrt(E_b(1 − E_b)/(k(1 − C)²)),
-        C = 2^-b (eq. 11); the storage factors are B(32)/B(b) and B(64)/B(b) at R0 (eq. 12).
+        C = 2^-b (eq. 11); the storage factors are B(32)/B(b) and B(64)/B(b) at R0 (eq. 12). With
+        ``options.shingles`` and one permutation hashing, the S-curve, the banding chosen from it and the standard
+        error are those of pairs of documents of that many shingles (docs/estimators.md, "One permutation
+        hashing").
     """
     options = PlanOptions() if options is None else options
     threshold, num_perm = options.threshold, options.num_perm
     bits, stored_bits = (HALF_BIT if b == HALF_BIT else int(b) for b in (float(options.bits),
                                                                          float(options.stored_bits)))
     values = options.band_values  # k, or k/2 XOR bits
+    sizes = _pair_sizes(options.scheme, options.shingles, num_perm)  # densified pairs of short documents
     # One of bands/rows alone takes as many of the other as k allows, as find does.
     choice = resolve_banding(threshold, values, stored_bits, options.recall, options.bands, options.rows,
-                             documents=options.docs)
+                             documents=options.docs, sizes=sizes)
     banding = choice.banding
-    at_threshold = banding.recall_at(threshold)
-    accuracy = _accuracy(threshold, bits, num_perm)
+    at_threshold = banding.recall_at(threshold, sizes)
+    accuracy = _accuracy(threshold, bits, num_perm, sizes)
     signature_bytes = _signature_bytes(num_perm, stored_bits)
     corpus = ({} if options.docs is None
               else _corpus_costs(options.docs, choice, num_perm, bits, signature_bytes, options.workers))
@@ -496,7 +370,7 @@ def plan(options: PlanOptions | None = None) -> Plan:
         bands=banding.bands,
         rows=banding.rows,
         banding_chosen=choice.chosen,
-        curve=_s_curve(threshold, banding),
+        curve=_s_curve(threshold, banding, sizes),
         row_agreement_at_threshold=float(row_agreement_probability(threshold, stored_bits)),
         recall_at_threshold=at_threshold,
         false_negative_rate=1.0 - at_threshold,
@@ -513,9 +387,11 @@ def plan(options: PlanOptions | None = None) -> Plan:
         estimator_signature_bytes=_signature_bytes(num_perm, bits),
         value_bytes=value_dtype(math.ceil(stored_bits)).itemsize,
         estimator_value_bytes=value_dtype(math.ceil(bits)).itemsize,
-        recall_costs=(recall_costs(threshold, values, stored_bits, compared_recalls(options.recall), options.docs)
-                      if choice.chosen else ()),
+        recall_costs=(recall_costs(threshold, values, stored_bits, compared_recalls(options.recall), options.docs,
+                                   sizes) if choice.chosen else ()),
         warnings=tuple(_plan_warnings(options, choice, stored_bits)),
+        scheme=options.scheme,
+        shingles=options.shingles,
         jobs=options.workers,
         **corpus,
     )

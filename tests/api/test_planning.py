@@ -30,6 +30,7 @@ from dedup_cli.candidates.banding import choose_banding
 from dedup_cli.candidates.buckets import candidate_pairs
 from dedup_cli.cli import main as command_line
 from dedup_cli.cli.plan_report import plan_record, render_plan
+from dedup_cli.engine.local import find_memory
 from dedup_cli.errors import UsageError
 from dedup_cli.options.planning import PlanOptions
 
@@ -513,7 +514,7 @@ def synthetic_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.format import DocumentBatch
 
-    docs, batch = 100_000, planning.GROUP_ROWS
+    docs, batch = 100_000, find_memory.GROUP_ROWS
     store = tmp_path_factory.mktemp("memory") / "synthetic.parquet"
     rng = np.random.default_rng(5)
     with StoreWriter(store, SignatureParams(num_perm=256, bits=8)) as writer:
