@@ -227,7 +227,7 @@ def s_curve_rows(threshold: float, seeds: int, exact: np.ndarray, measured: dict
     ``only``: bool[n], the pairs to count (the short documents' alone)."""
     edges = np.round(np.arange(threshold - 0.3, threshold + 1e-9, 0.05), 3)
     whose = ("the pairs" if only is None
-             else "the pairs with a document of fewer than k shingles, where the two curves differ,")
+             else "the pairs with a document of fewer than k shingles")
     lines = [f"R0 = {threshold}: find's banding and, per slice of the exact R, the share of {whose} that are "
              f"candidates (mean over {seeds} seeds ± its standard error) beside the predicted curve averaged over the "
              "same pairs:", "",
