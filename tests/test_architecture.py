@@ -156,7 +156,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["kernel.compiled"], ["kernel.choice", "kernel.background"],
     ]),
     ("estimates: the estimators, and scoring pairs and triples with them", [
-        ["estimates.guards", "estimates.exact"], ["estimates.two_way", "estimates.three_way"],
+        ["estimates.guards", "estimates.exact"], ["estimates.two_way", "estimates.three_way", "estimates.densified"],
         ["estimates.half_bit"], ["estimates.dense", "estimates.intervals"],
         ["estimates.pairs", "estimates.triple_scores", "estimates.simultaneous"],
     ]),
@@ -196,7 +196,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
         ["engine.stages.record_places"],
-        ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows"],
+        ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows",
+         "engine.stages.group_members"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
          "engine.progress", "engine.local.find_memory"],
         ["engine.local.band_rounds"],
@@ -302,9 +303,10 @@ def test_data_flows_one_way(package: str, forbidden: set[str]) -> None:
 
 
 def test_estimators_stand_alone() -> None:
-    # The formulas of the papers (2-way, b = 1/2, 3-way, dense, intervals, exact) need nothing but numpy and each other.
+    # The formulas of the papers (2-way, b = 1/2, 3-way, dense, densified bins, intervals, exact) need nothing but numpy
+    # and each other.
     formulas = {"estimates.guards", "estimates.exact", "estimates.two_way", "estimates.three_way",
-                "estimates.half_bit", "estimates.dense", "estimates.intervals"}
+                "estimates.half_bit", "estimates.dense", "estimates.intervals", "estimates.densified"}
     offenders = [
         item
         for module in formulas

@@ -21,7 +21,7 @@ from dedup_cli.errors import DedupError, InputError, UsageError
 from dedup_cli.estimates.dense import DENSE_R
 from dedup_cli.estimates.exact import flat_pair_resemblances, flat_triple_resemblances
 from dedup_cli.estimates.half_bit import is_half_bit
-from dedup_cli.estimates.pairs import score_pairs
+from dedup_cli.estimates.pairs import densification_of, score_pairs
 from dedup_cli.estimates.triple_scores import score_triples
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.finding import EstimateOptions
@@ -106,7 +106,8 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | It
     pair_index = [(0, 1)] if len(ids) == 2 else [(0, 1), (0, 2), (1, 2)]
     first = np.array([rows[i] for i, _ in pair_index])
     second = np.array([rows[j] for _, j in pair_index])
-    pairs = score_pairs(values, first, second, r, bits, level=level)
+    densification = densification_of(params)  # one permutation hashing: eqs. D4–D6's variances
+    pairs = score_pairs(values, first, second, r, bits, level=level, densification=densification)
     common: dict[str, Any] = {"ids": list(ids), "bits": bits, "num_perm": params.permutations,
                               "shingle_counts": counts.tolist(), "r": r.tolist(), "level": level}
     if np.any(counts == 0):
@@ -124,7 +125,8 @@ def estimate(ids: Sequence[str], store: str | os.PathLike[str] | Signatures | It
         )
     else:
         # score_triples takes the triple in any order and reports pairs (1,2), (1,3), (2,3) of that order.
-        triple = score_triples(values, rows.reshape(1, 3), r, int(bits), level=level)  # b = 1/2 refused
+        triple = score_triples(values, rows.reshape(1, 3), r, int(bits), level=level,  # b = 1/2 refused
+                               densification=densification)
         name = ("3-way b-bit, dense data (Li, König & Gui Sec. 4, exact P_b solved for s)" if dense
                 else "3-way b-bit, sparse (Li, König & Gui eq. 8)")
         result = EstimateResult(

@@ -3,7 +3,9 @@
 ``dedup plan`` explains the parameters of ``dedup find`` from the formulas alone, without reading a
 corpus: the LSH banding and its S-curve (Mining of Massive Datasets, Sec. 3.4; per-row agreement
 E_B, not R, because band keys use all B stored bits: docs/estimators.md, "Banding"), the estimator's standard
-error at the threshold (Li & König 2010, eq. 11, sparse limit r → 0), the storage factor of b bits
+error at the threshold (Li & König 2010, eq. 11, sparse limit r → 0; for one permutation hashing and documents of
+a given number of shingles, eq. D4 and the S-curve of such pairs: docs/estimators.md, "One permutation hashing"),
+the storage factor of b bits
 against full-width values (eq. 12), the bytes a document takes in the store, and, given the number
 of documents, the expected number of candidate pairs and the memory ``find`` will need (docs/scaling.md).
 Its text and JSON forms are :mod:`dedup_cli.cli.plan_report`.
@@ -22,6 +24,7 @@ from dedup_cli.candidates.banding import (
     CHANCE_FRACTION,
     Banding,
     BandingChoice,
+    PairSizes,
     candidate_probability,
     cheapest_layout,
     required_num_perm,
@@ -30,6 +33,7 @@ from dedup_cli.candidates.banding import (
 )
 from dedup_cli.candidates.recall_costs import RecallCost, compared_recalls, recall_costs
 from dedup_cli.engine.local.find_memory import FindProcesses, MemoryPart, find_memory, phase_processes
+from dedup_cli.estimates.densified import densified_variance_2way, densified_variance_half_bit
 from dedup_cli.estimates.half_bit import (
     HALF_BIT,
     expected_xor_match,
@@ -70,7 +74,7 @@ class Plan:
     false_negative_rate: float  # 1 − recall at R0: pairs at R0 that never become candidates
     candidate_probability_unrelated: float  # Pr(candidate | R = 0)
     match_probability: float  # E_b at R0 for the estimator's b bits (eq. 4, sparse limit; T of eq. 23 for b = 1/2)
-    standard_error: float  # sqrt(Var(R̂_b)) at R0 (eq. 11, sparse limit; eq. 26 for b = 1/2)
+    standard_error: float  # sqrt(Var(R̂_b)) at R0 (eq. 11, sparse limit; eq. 26 for b = 1/2; eqs. D4, D5 with shingles)
     signature_bytes: int  # ceil(k·B/8); ceil(k/16) for a store of XOR bits
     row_overhead_bytes: int  # the store's other columns, without the id and path text
     estimator_signature_bytes: int  # ceil(k·b/8), ceil(k/16) for b = 1/2: what b alone would take in the store
@@ -103,11 +107,20 @@ class Plan:
     # chance candidates (with docs) and bands relative to the lower recall's
     recall_costs: tuple[RecallCost, ...] = ()
     warnings: tuple[str, ...] = ()
+    scheme: str = "oph"  # how the store is signed: oph (one permutation hashing, densified) or kperm
+    shingles: int | None = None  # with oph, the documents' shingles the curve, error and banding are for
+
+    @property
+    def pair_sizes(self) -> PairSizes | None:
+        """The densified pairs the S-curve and banding are for: two documents of :attr:`shingles` each, in k bins."""
+        return _pair_sizes(self.scheme, self.shingles, self.num_perm)
 
     def candidate_probabilities(self, resemblances: np.ndarray) -> np.ndarray:
         """Pr(candidate) float64[n] at each R of float64[n] under this banding: the S-curve
-        1 − (1 − E_B^rows)^bands (MMDS Sec. 3.4.2), of which :attr:`curve` is a table."""
-        return candidate_probability(resemblances, self.bands, self.rows, self.stored_bits)
+        1 − (1 − E_B^rows)^bands (MMDS Sec. 3.4.2), for one permutation hashing and documents of :attr:`shingles`
+        that of such pairs (:func:`dedup_cli.candidates.banding.candidate_probability`), of which :attr:`curve` is a
+        table."""
+        return candidate_probability(resemblances, self.bands, self.rows, self.stored_bits, self.pair_sizes)
 
     @property
     def bytes_per_document(self) -> int:
@@ -204,16 +217,24 @@ class _Accuracy:
     recommend_half_bit: bool
 
 
-def _accuracy(threshold: float, bits: float, num_perm: int) -> _Accuracy:
-    """E_b and sqrt(Var(R̂_b)) at R0 (eq. 4 and 11, r → 0; T and eq. 26 for b = 1/2 on k/2 XOR bits), and the
-    storage factors B(b) at R0 (eq. 12) of the compared b, of 32 and 64 bits against b, and whether b = 1/2 stores
-    less than every whole b at equal accuracy."""
+def _pair_sizes(scheme: str, shingles: int | None, num_perm: int) -> PairSizes | None:
+    """Two documents of ``shingles`` each in the ``num_perm`` bins of one permutation hashing, or None (kperm, or
+    documents long enough not to matter)."""
+    return PairSizes(num_perm, float(shingles), float(shingles)) if scheme == "oph" and shingles else None
+
+
+def _accuracy(threshold: float, bits: float, num_perm: int, sizes: PairSizes | None = None) -> _Accuracy:
+    """E_b and sqrt(Var(R̂_b)) at R0 (eq. 4 and 11, r → 0; T and eq. 26 for b = 1/2 on k/2 XOR bits; eqs. D4, D5
+    for densified pairs of ``sizes``), and the storage factors B(b) at R0 (eq. 12) of the compared b, of 32 and 64
+    bits against b, and whether b = 1/2 stores less than every whole b at equal accuracy."""
     if is_half_bit(bits):
         match = float(expected_xor_match(threshold, 0.0, 0.0))
-        error = math.sqrt(float(variance_half_bit(threshold, 0.0, 0.0, num_perm // 2)))
+        error = math.sqrt(float(variance_half_bit(threshold, 0.0, 0.0, num_perm // 2) if sizes is None else
+                                densified_variance_half_bit(threshold, sizes.first, sizes.second, num_perm)))
     else:
         match = float(expected_match_2way(threshold, 0.0, 0.0, bits))
-        error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm)))
+        error = math.sqrt(float(variance_2way(threshold, 0.0, 0.0, bits, num_perm) if sizes is None else
+                                densified_variance_2way(threshold, sizes.first, sizes.second, bits, num_perm)))
     comparison = {b: _storage_factor(threshold, b) for b in sorted({*COMPARED_BITS, bits})}
     own_factor = comparison[bits]
     factors: list[float | None] = [
@@ -224,11 +245,12 @@ def _accuracy(threshold: float, bits: float, num_perm: int) -> _Accuracy:
     return _Accuracy(match, error, comparison, factors[0], factors[1], recommend_half)
 
 
-def _s_curve(threshold: float, banding: Banding) -> tuple[tuple[float, float], ...]:
-    """(R, Pr(candidate)) at R = 0, 0.1, …, 1 and at R0, R ascending (MMDS Sec. 3.4.2)."""
+def _s_curve(threshold: float, banding: Banding, sizes: PairSizes | None = None) -> tuple[tuple[float, float], ...]:
+    """(R, Pr(candidate)) at R = 0, 0.1, …, 1 and at R0, R ascending (MMDS Sec. 3.4.2; densified pairs of ``sizes``:
+    :func:`dedup_cli.candidates.banding.candidate_probability`)."""
     grid = np.round(np.linspace(0.0, 1.0, CURVE_STEPS + 1), 12)
     resemblances = np.unique(np.append(grid, threshold))
-    probabilities = candidate_probability(resemblances, banding.bands, banding.rows, banding.band_bits)
+    probabilities = candidate_probability(resemblances, banding.bands, banding.rows, banding.band_bits, sizes)
     return tuple((float(r), float(p)) for r, p in zip(resemblances, probabilities, strict=True))
 
 
@@ -261,7 +283,7 @@ def _plan_warnings(options: PlanOptions, choice: BandingChoice, stored_bits: flo
     so few bits wide that unrelated pairs become candidates, each with its fix."""
     threshold, recall, values = options.threshold, options.recall, options.band_values
     banding = choice.banding
-    at_threshold, unrelated = banding.recall_at(threshold), banding.recall_at(0.0)
+    at_threshold, unrelated = choice.recall, banding.recall_at(0.0)
     unused = values - banding.bands * banding.rows
     warnings: list[str] = []
     if unused:
@@ -320,19 +342,23 @@ def plan(options: PlanOptions | None = None) -> Plan:
     Returns:
         A :class:`Plan`. The S-curve is 1 − (1 − E_B^rows)^bands with E_B = 2^-B + (1 − 2^-B)·R (MMDS
         Sec. 3.4; Li & König 2010, eq. 4, r → 0); the standard error is sqrt(E_b(1 − E_b)/(k(1 − C)²)),
-        C = 2^-b (eq. 11); the storage factors are B(32)/B(b) and B(64)/B(b) at R0 (eq. 12).
+        C = 2^-b (eq. 11); the storage factors are B(32)/B(b) and B(64)/B(b) at R0 (eq. 12). With
+        ``options.shingles`` and one permutation hashing, the S-curve, the banding chosen from it and the standard
+        error are those of pairs of documents of that many shingles (docs/estimators.md, "One permutation
+        hashing").
     """
     options = PlanOptions() if options is None else options
     threshold, num_perm = options.threshold, options.num_perm
     bits, stored_bits = (HALF_BIT if b == HALF_BIT else int(b) for b in (float(options.bits),
                                                                          float(options.stored_bits)))
     values = options.band_values  # k, or k/2 XOR bits
+    sizes = _pair_sizes(options.scheme, options.shingles, num_perm)  # densified pairs of short documents
     # One of bands/rows alone takes as many of the other as k allows, as find does.
     choice = resolve_banding(threshold, values, stored_bits, options.recall, options.bands, options.rows,
-                             documents=options.docs)
+                             documents=options.docs, sizes=sizes)
     banding = choice.banding
-    at_threshold = banding.recall_at(threshold)
-    accuracy = _accuracy(threshold, bits, num_perm)
+    at_threshold = banding.recall_at(threshold, sizes)
+    accuracy = _accuracy(threshold, bits, num_perm, sizes)
     signature_bytes = _signature_bytes(num_perm, stored_bits)
     corpus = ({} if options.docs is None
               else _corpus_costs(options.docs, choice, num_perm, bits, signature_bytes, options.workers))
@@ -345,7 +371,7 @@ def plan(options: PlanOptions | None = None) -> Plan:
         bands=banding.bands,
         rows=banding.rows,
         banding_chosen=choice.chosen,
-        curve=_s_curve(threshold, banding),
+        curve=_s_curve(threshold, banding, sizes),
         row_agreement_at_threshold=float(row_agreement_probability(threshold, stored_bits)),
         recall_at_threshold=at_threshold,
         false_negative_rate=1.0 - at_threshold,
@@ -362,9 +388,11 @@ def plan(options: PlanOptions | None = None) -> Plan:
         estimator_signature_bytes=_signature_bytes(num_perm, bits),
         value_bytes=value_dtype(math.ceil(stored_bits)).itemsize,
         estimator_value_bytes=value_dtype(math.ceil(bits)).itemsize,
-        recall_costs=(recall_costs(threshold, values, stored_bits, compared_recalls(options.recall), options.docs)
-                      if choice.chosen else ()),
+        recall_costs=(recall_costs(threshold, values, stored_bits, compared_recalls(options.recall), options.docs,
+                                   sizes) if choice.chosen else ()),
         warnings=tuple(_plan_warnings(options, choice, stored_bits)),
+        scheme=options.scheme,
+        shingles=options.shingles,
         jobs=options.workers,
         **corpus,
     )

@@ -29,19 +29,23 @@ class EstimatedPairs(Protocol):
     estimate: np.ndarray  # float64[n]
 
 
-def pair_margin(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_MARGIN_Z) -> float:
+def pair_margin(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_MARGIN_Z,
+                sharing: float = 1.0) -> float:
     """How far below R0 a pair's 2-way estimate may fall and the pair still be kept for triples.
 
     z times the sparse-limit standard error of R̂_b at R = R0 (Li & König 2010, eq. 11 with
     C_1 = C_2 = 2^-b): z · sqrt(E_b (1 − E_b) / k) / (1 − 2^-b), E_b = 2^-b + (1 − 2^-b) R0. A pair whose
     true resemblance is R0 has its estimate below R0 − margin with probability about Φ(−z) (0.00135 at
-    z = 3); a pair above R0 even less, because its estimate is centred higher.
+    z = 3); a pair above R0 even less, because its estimate is centred higher. On densified one permutation
+    hashing the variance is that of eq. D4 (b = 1/2: eq. D5) at the largest sharing factor ψ of any pair
+    (``sharing``, :func:`dedup_cli.estimates.densified.largest_sharing_factor`): the margin of the noisiest pair.
 
     Args:
         threshold: R0 in (0, 1].
         num_perm: k, the number of positions the pair estimates use (XOR bits with b = 1/2).
         bits: b of the pair estimates, 1..64, or 0.5 for b = 1/2 (then the variance is eq. 26's).
         z: normal quantile; 3 keeps about 99.87 % of pairs at R0.
+        sharing: ψ, 1 for k independent permutations.
 
     Returns:
         The margin, a float ≥ 0 (0 at R0 = 1, where the estimate has no spread).
@@ -50,16 +54,22 @@ def pair_margin(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_
         raise ValueError(f"threshold {threshold} must be in (0, 1]")
     if z < 0:
         raise ValueError(f"margin quantile z = {z} must be ≥ 0; 3 is the usual choice")
-    variance = float(variance_half_bit(threshold, 0.0, 0.0, num_perm) if is_half_bit(bits)
-                     else variance_2way(threshold, 0.0, 0.0, bits, num_perm))
+    squared = threshold * threshold
+    if is_half_bit(bits):
+        variance = float(variance_half_bit(threshold, 0.0, 0.0, num_perm)) * (1.0 + sharing * squared) / (
+            1.0 + squared)
+    else:
+        variance = float(variance_2way(threshold, 0.0, 0.0, bits, num_perm)) + (
+            sharing - 1.0) * threshold * (1.0 - threshold) / num_perm
     return z * math.sqrt(max(variance, 0.0))
 
 
-def pair_floor(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_MARGIN_Z) -> float:
+def pair_floor(threshold: float, num_perm: int, bits: float, z: float = TRIPLE_MARGIN_Z,
+               sharing: float = 1.0) -> float:
     """R0 − :func:`pair_margin`: the lowest 2-way estimate a pair may have and still be an edge of a candidate
     triple (arguments as :func:`pair_margin`'s). ``find`` computes it once, in its plan
     (:mod:`dedup_cli.engine.stages.plan`), for every stage that needs it."""
-    return threshold - pair_margin(threshold, num_perm, bits, z)
+    return threshold - pair_margin(threshold, num_perm, bits, z, sharing)
 
 
 def candidate_triples(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dedup_cli.candidates.banding import Banding, resolve_banding
+from dedup_cli.candidates.banding import Banding, PairSizes, resolve_banding
 from dedup_cli.estimates.simultaneous import DEFAULT_RECALL
 
 COMPARED_RECALL = 0.999
@@ -43,7 +43,7 @@ class RecallCost:
 
 
 def recall_costs(threshold: float, num_perm: int, band_bits: float, recalls: tuple[float, ...],
-                 documents: int | None = None) -> tuple[RecallCost, ...]:
+                 documents: int | None = None, sizes: PairSizes | None = None) -> tuple[RecallCost, ...]:
     """The banding ``find`` chooses for each of ``recalls`` at R0 = ``threshold`` (for ``documents`` when given,
     as :func:`dedup_cli.candidates.banding.resolve_banding` does), with its recall at R0, its expected chance
     candidates and its bands relative to the first recall's.
@@ -54,8 +54,10 @@ def recall_costs(threshold: float, num_perm: int, band_bits: float, recalls: tup
         band_bits: B, the stored bits a band key uses.
         recalls: the recalls to compare, each in (0, 1).
         documents: N, the eligible documents, or None.
+        sizes: with one permutation hashing, the pairs of short documents the recall is for (their S-curve).
     """
-    choices = [resolve_banding(threshold, num_perm, band_bits, recall, documents=documents) for recall in recalls]
+    choices = [resolve_banding(threshold, num_perm, band_bits, recall, documents=documents, sizes=sizes)
+               for recall in recalls]
     first = choices[0].banding.bands
     pairs = None if documents is None else documents * (documents - 1) / 2.0
     return tuple(RecallCost(recall=recall, banding=choice.banding, recall_at_threshold=choice.recall,

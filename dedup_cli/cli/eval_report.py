@@ -131,7 +131,7 @@ def eval_summary(result: EvalResult, written: str = "") -> list[str]:
         " " * 16 + "".join(f"{'b = ' + bits_label(accuracy.bits):>10}" for accuracy in result.estimators),
     ]
     rows = (("bias", lambda d: _value(d.bias, 4, signed=True)), ("RMSE", lambda d: _value(d.rmse, 4)),
-            ("MSE / eq. 11", lambda d: _value(d.variance_ratio, 3)), ("95 % coverage", lambda d: _value(d.coverage)))
+            ("MSE / Var", lambda d: _value(d.variance_ratio, 3)), ("95 % coverage", lambda d: _value(d.coverage)))
     for name, show in rows:
         lines.append(f"  {name:14}" + "".join(f"{show(accuracy.overall):>10}" for accuracy in result.estimators))
     curve = [point for point in result.s_curve if point.measured is not None]

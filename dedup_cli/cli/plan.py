@@ -9,7 +9,7 @@ import click
 
 from dedup_cli.cli.common import ESTIMATOR_BITS, echo_output, jobs_option, out_option, reports_errors
 from dedup_cli.options.planning import PlanOptions
-from dedup_cli.options.vocabulary import MAX_NUM_PERM
+from dedup_cli.options.vocabulary import MAX_NUM_PERM, SIGNATURE_SCHEMES
 
 
 @click.command()
@@ -27,6 +27,12 @@ from dedup_cli.options.vocabulary import MAX_NUM_PERM
               help="Corpus size: estimate candidate pairs and find's memory.")
 @click.option("--bands", type=click.IntRange(1), default=PlanOptions.bands, help="Override the chosen bands.")
 @click.option("--rows", type=click.IntRange(1), default=PlanOptions.rows, help="Override the chosen rows per band.")
+@click.option("--scheme", type=click.Choice(SIGNATURE_SCHEMES), default=PlanOptions.scheme,
+              help="How the store is signed (sign --scheme): oph, one permutation hashing, densified; kperm, k hash "
+                   "functions.")
+@click.option("--shingles", type=click.IntRange(1), default=PlanOptions.shingles, metavar="F",
+              help="Plan for documents of F shingles (find takes its store's shortest): with oph, fewer than about k "
+                   "make the estimate noisier and the S-curve flatter.  [default: long documents]")
 @jobs_option
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", help="Output format.")
 @out_option
@@ -38,6 +44,7 @@ def plan(fmt: str, out: str | None, **given: Any) -> None:
     Example:
       dedup plan --threshold 0.5 --bits 2
       dedup plan --threshold 0.8 --bits 1 --num-perm 128 --docs 1000000 --jobs 4
+      dedup plan --threshold 0.8 --bits 2 --shingles 20
     """
     import dedup_cli as api
     from dedup_cli.cli.plan_report import plan_record, render_plan

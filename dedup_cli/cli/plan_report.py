@@ -126,12 +126,23 @@ def _banding_lines(plan: Plan) -> list[str]:
             f"Banding: {plan.bands} bands × {plan.rows} rows on the stored XOR bits ({how})",
             f"  Pr(candidate) = 1 − (1 − T^{plan.rows})^{plan.bands}; a row agrees with probability",
             "  T = (1 + R²)/2 (Li & König eq. 23; R = 0: unrelated pairs)",
+            *_short_document_lines(plan),
         ]
     return lines + [
         f"Banding: {plan.bands} bands × {plan.rows} rows on the {stored}-bit stored values ({how})",
         f"  Pr(candidate) = 1 − (1 − E^{plan.rows})^{plan.bands}; a row agrees with probability",
         f"  E = 2^-{stored} + (1 − 2^-{stored})·R (R = 0: unrelated pairs)",
+        *_short_document_lines(plan),
     ]
+
+
+def _short_document_lines(plan: Plan) -> list[str]:
+    """With --shingles and one permutation hashing: whose S-curve and standard error the plan shows."""
+    if plan.pair_sizes is None:
+        return []
+    return [f"  for pairs of documents of {plan.shingles:,} shingles in {plan.num_perm} bins of one permutation "
+            "hashing: densified",
+            "  bins copy a few minima, so the curve is averaged over the spread of E (docs/estimators.md)"]
 
 
 def _curve_lines(plan: Plan, width: int) -> list[str]:
@@ -152,7 +163,9 @@ def _threshold_lines(plan: Plan) -> list[str]:
         f"  recall of banding      {plan.recall_at_threshold:.4f}  Pr(candidate); pairs above R0 fare better",
         f"  false-negative rate    {plan.false_negative_rate:.4f}  pairs at R0 that never become candidates",
         f"  estimator std. error   {plan.standard_error:.4f}  b = {bits_label(plan.bits)}, k = {plan.num_perm}: "
-        f"sqrt of Li & König eq. {26 if plan.bits == HALF_BIT else 11}, r → 0;",
+        + (f"sqrt of eq. {'D5' if plan.bits == HALF_BIT else 'D4'} (oph, {plan.shingles:,} shingles);"
+           if plan.pair_sizes is not None else
+           f"sqrt of Li & König eq. {26 if plan.bits == HALF_BIT else 11}, r → 0;"),
         "                                 a pair at exactly R0 is estimated below R0 about half the time;",
         "                                 find --verify borderline (the default) decides such pairs exactly",
     ]
@@ -278,6 +291,8 @@ def plan_record(plan: Plan) -> dict[str, Any]:
         "bits": plan.bits,
         "num_perm": plan.num_perm,
         "stored_bits": plan.stored_bits,
+        "scheme": plan.scheme,
+        "shingles": plan.shingles,
         "recall_target": plan.recall_target,
         "bands": plan.bands,
         "rows": plan.rows,

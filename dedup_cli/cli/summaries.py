@@ -122,9 +122,13 @@ def find_summary(store: str, result: FindResult, out: tuple[str, str | None] = (
     if result.banding is None:
         how = "all pairs compared"
     else:
-        banding = result.banding
+        banding, choice = result.banding, result.banding_choice
+        recall, shortest = banding.recall_at(threshold), ""
+        if choice is not None and choice.sizes is not None and choice.recall < recall:
+            # one permutation hashing: the pairs of the shortest documents are the ones the recall is chosen for
+            recall, shortest = choice.recall, f" for its shortest documents, of {choice.shingles} shingles"
         how = (f"{banding.bands}×{banding.rows} bands on {band_bits_label(banding.band_bits)} "
-               f"(recall {banding.recall_at(threshold):.3f} at R={threshold:g})")
+               f"(recall {recall:.3f} at R={threshold:g}{shortest})")
     stores = f"{store}: {counted(documents, 'document')}"
     if result.reference is not None:
         against = (int(result.reference.sum()) if result.reference_documents is None

@@ -60,8 +60,14 @@ def estimate_half_bit(match_fraction: ArrayLike, r1: ArrayLike, r2: ArrayLike) -
         float64[...] R̂_1/2, at least (1 − 2 C_1,1)/(2 − 2 C_2,1) (0 in the sparse limit).
     """
     c1, c2 = coefficients_2way(r1, r2, 1)
+    return half_bit_from_coefficients(match_fraction, c1, c2)
+
+
+def half_bit_from_coefficients(match_fraction: ArrayLike, c1: ArrayLike, c2: ArrayLike) -> FloatArray:
+    """Eq. 25 given C_1,1 and C_2,1 (:func:`dedup_cli.estimates.two_way.coefficients_2way` at b = 1), for callers
+    that evaluate it at many T̂ for the same pairs."""
     root = np.sqrt(np.maximum(2.0 * as_float(match_fraction) - 1.0, 0.0))
-    return as_result((root + 1.0 - 2.0 * c1) / (2.0 - 2.0 * c2))
+    return as_result((root + 1.0 - 2.0 * as_float(c1)) / (2.0 - 2.0 * as_float(c2)))
 
 
 def variance_half_bit(R: ArrayLike, r1: ArrayLike, r2: ArrayLike, k: ArrayLike) -> FloatArray:

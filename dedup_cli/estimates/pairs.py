@@ -3,21 +3,37 @@
 Ê_b is the fraction of the k positions whose b-bit values agree (Li & König 2010, Sec. 2); the estimate,
 its standard error and a confidence interval follow from :mod:`dedup_cli.estimates.two_way` and
 :mod:`dedup_cli.estimates.intervals`. With b = 1/2 the values are XOR bits, Ê is T̂, the fraction of them that
-agree, and the estimator is eq. 25 (:mod:`dedup_cli.estimates.half_bit`).
+agree, and the estimator is eq. 25 (:mod:`dedup_cli.estimates.half_bit`). Values made by one permutation hashing
+with densification vary more (documents with fewer shingles than k) or less (many more) than k independent
+permutations': their standard error and interval use the variances of :mod:`dedup_cli.estimates.densified`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from dedup_cli.estimates.densified import Densification, inflation_2way, inflation_half_bit
 from dedup_cli.estimates.half_bit import estimate_half_bit, is_half_bit, standard_error_half_bit
 from dedup_cli.estimates.intervals import confidence_interval_2way, confidence_interval_half_bit
 from dedup_cli.estimates.two_way import estimate_2way, standard_error_2way
+from dedup_cli.params import SignatureParams
 
 # Bounds the [pairs, k] comparison temporaries to about 32 MB (``plan`` models it).
 COMPARISON_BYTES = 1 << 25
+
+
+def densification_of(params: SignatureParams) -> Densification | None:
+    """The bins of one permutation hashing a store's values come from (``--scheme oph``): all its permutations,
+    twice the XOR bits of a store of them; None for k independent permutations (``kperm``, integer sets)."""
+    if params.scheme != "oph" or params.input_kind != "text":
+        return None
+    return Densification(params.permutations, params.universe)
+
+
 def count_matches(values: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """Number of positions where documents ``first[p]`` and ``second[p]`` agree: int64[n_pairs].
 
@@ -40,7 +56,7 @@ class ScoredPairs:
     second: np.ndarray  # int64[n]
     matches: np.ndarray  # int64[n]
     estimate: np.ndarray  # float64[n], Li & König eq. 9
-    stderr: np.ndarray  # float64[n], plug-in eq. 11
+    stderr: np.ndarray  # float64[n], plug-in eq. 11 (eq. D4 on densified bins)
     ci_low: np.ndarray  # float64[n]
     ci_high: np.ndarray  # float64[n]
     r1: np.ndarray  # float64[n], r = f/D of the first document (enters C_1,b and C_2,b, eq. 5–7)
@@ -58,6 +74,7 @@ def score_pairs(
     resemblance_r: np.ndarray,
     bits: float,
     level: float = 0.95,
+    densification: Densification | None = None,
 ) -> ScoredPairs:
     """Estimate R for each pair from b-bit values.
 
@@ -68,14 +85,17 @@ def score_pairs(
         resemblance_r: float64[n_docs], r = f/D per document (enters C_1,b and C_2,b, eq. 5–7).
         bits: b, or :data:`dedup_cli.estimates.half_bit.HALF_BIT`.
         level: confidence level of the interval.
+        densification: the bins of one permutation hashing the values come from (None: k permutations).
     """
     k = values.shape[1]
     matches = count_matches(values, first, second)
-    return score_matches(first, second, matches, resemblance_r[first], resemblance_r[second], k, bits, level)
+    return score_matches(first, second, matches, resemblance_r[first], resemblance_r[second], k, bits, level,
+                         densification)
 
 
 def score_matches(first: np.ndarray, second: np.ndarray, matches: np.ndarray, r1: np.ndarray, r2: np.ndarray,
-                  num_perm: int, bits: float, level: float = 0.95) -> ScoredPairs:
+                  num_perm: int, bits: float, level: float = 0.95,
+                  densification: Densification | None = None) -> ScoredPairs:
     """Estimate R for each pair from its b-bit match count (what :func:`score_pairs` does after counting).
 
     Args:
@@ -83,32 +103,48 @@ def score_matches(first: np.ndarray, second: np.ndarray, matches: np.ndarray, r1
         matches: int64[n_pairs], positions out of ``num_perm`` whose b-bit values agree.
         r1, r2: float64[n_pairs], r = f/D of each pair's documents.
         num_perm: k (with b = 1/2: the number of XOR bits, k/2); bits: b or ``HALF_BIT``; level: confidence level
-            of the interval.
+            of the interval; densification: the bins the values come from, when made by one permutation hashing.
     """
     fraction = matches / num_perm
     r1, r2 = (np.broadcast_to(np.asarray(r, dtype=np.float64), np.shape(matches)) for r in (r1, r2))
     if is_half_bit(bits):
-        low, high = confidence_interval_half_bit(matches, num_perm, r1, r2, level=level)
+        low, high = confidence_interval_half_bit(matches, num_perm, r1, r2, level=level, densification=densification)
+        estimate = np.asarray(estimate_half_bit(fraction, r1, r2), dtype=np.float64)
+        stderr = np.asarray(standard_error_half_bit(fraction, r1, r2, num_perm), dtype=np.float64)
+        if densification is not None:
+            stderr = stderr * np.sqrt(_at_estimate(inflation_half_bit, estimate, r1, r2, densification))
         return ScoredPairs(
             first=first,
             second=second,
             matches=matches,
-            estimate=np.asarray(estimate_half_bit(fraction, r1, r2), dtype=np.float64),
-            stderr=np.asarray(standard_error_half_bit(fraction, r1, r2, num_perm), dtype=np.float64),
+            estimate=estimate,
+            stderr=stderr,
             ci_low=np.asarray(low, dtype=np.float64),
             ci_high=np.asarray(high, dtype=np.float64),
             r1=np.asarray(r1, dtype=np.float64),
             r2=np.asarray(r2, dtype=np.float64),
         )
-    low, high = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=level)
+    low, high = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=level, densification=densification)
+    estimate = np.asarray(estimate_2way(fraction, r1, r2, bits), dtype=np.float64)
+    stderr = np.asarray(standard_error_2way(fraction, r1, r2, bits, num_perm), dtype=np.float64)
+    if densification is not None:
+        stderr = stderr * np.sqrt(_at_estimate(lambda R, f1, f2, bins: inflation_2way(R, f1, f2, bits, bins),
+                                               estimate, r1, r2, densification))
     return ScoredPairs(
         first=first,
         second=second,
         matches=matches,
-        estimate=estimate_2way(fraction, r1, r2, bits),
-        stderr=standard_error_2way(fraction, r1, r2, bits, num_perm),
+        estimate=estimate,
+        stderr=stderr,
         ci_low=np.asarray(low, dtype=np.float64),
         ci_high=np.asarray(high, dtype=np.float64),
         r1=np.asarray(r1, dtype=np.float64),
         r2=np.asarray(r2, dtype=np.float64),
     )
+
+
+def _at_estimate(inflation: Callable[..., ArrayLike], estimate: np.ndarray, r1: np.ndarray, r2: np.ndarray,
+                 densification: Densification) -> np.ndarray:
+    """The variance factor φ of densified bins at each pair's clipped estimate (the plug-in of eq. D4 or D5)."""
+    return np.asarray(inflation(np.clip(estimate, 0.0, 1.0), densification.set_sizes(r1),
+                                densification.set_sizes(r2), densification.bins), dtype=np.float64)

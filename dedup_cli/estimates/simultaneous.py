@@ -8,7 +8,8 @@ interval to the level 1 − (1 − level)/m: the expected number of pairs below 
 all m candidates, is then at most (1 − level)/2, whatever m is. The bound is the pair's own interval
 (:func:`dedup_cli.estimates.intervals.confidence_interval_2way`, ``confidence_interval_half_bit``: a Wilson interval
 of the binomial match count mapped through the estimator) at that level, so it needs only the pair's match count,
-k, r1, r2 and b, and gives the same floats in every engine.
+k, r1, r2 and b (and, for one permutation hashing, its bins: :mod:`dedup_cli.estimates.densified`), and gives the
+same floats in every engine.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from dedup_cli.estimates.densified import Densification
 from dedup_cli.estimates.guards import FloatArray, as_float, check_level
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.intervals import confidence_interval_2way, confidence_interval_half_bit
@@ -46,7 +48,8 @@ def simultaneous_level(level: float, candidates: int) -> float:
 
 
 def simultaneous_lower_bound(matches: ArrayLike, num_perm: int, r1: ArrayLike, r2: ArrayLike, bits: float,
-                             candidates: int, level: float = DECISION_LEVEL) -> FloatArray:
+                             candidates: int, level: float = DECISION_LEVEL,
+                             densification: Densification | None = None) -> FloatArray:
     """Each pair's lower bound on R at :func:`simultaneous_level` for ``candidates`` pairs: float64[n].
 
     The lower end of the 2-way interval (b-bit: Li & König 2010, eq. 9; b = 1/2: eq. 25) at the widened level,
@@ -59,8 +62,9 @@ def simultaneous_lower_bound(matches: ArrayLike, num_perm: int, r1: ArrayLike, r
         bits: b, or :data:`dedup_cli.estimates.half_bit.HALF_BIT`.
         candidates: m, the candidate pairs scored in this run.
         level: the level for the whole run.
+        densification: the bins of one permutation hashing the values come from (None: k permutations).
     """
-    low, _ = _interval(matches, num_perm, r1, r2, bits, simultaneous_level(level, candidates))
+    low, _ = _interval(matches, num_perm, r1, r2, bits, simultaneous_level(level, candidates), densification)
     return low
 
 
@@ -87,20 +91,22 @@ def rescue_level(recall: float, level: float = DECISION_LEVEL) -> float:
 
 
 def rescue_upper_bound(matches: ArrayLike, num_perm: int, r1: ArrayLike, r2: ArrayLike, bits: float,
-                       recall: float, level: float = DECISION_LEVEL) -> FloatArray:
+                       recall: float, level: float = DECISION_LEVEL,
+                       densification: Densification | None = None) -> FloatArray:
     """Each pair's upper bound on R at :func:`rescue_level` for ``recall``: float64[n] (the upper end of the 2-way
     interval, Li & König 2010, eq. 9; b = 1/2: eq. 25), never below the per-pair one at ``level``."""
-    _, high = _interval(matches, num_perm, r1, r2, bits, rescue_level(recall, level))
+    _, high = _interval(matches, num_perm, r1, r2, bits, rescue_level(recall, level), densification)
     return high
 
 
-def _interval(matches: ArrayLike, num_perm: int, r1: ArrayLike, r2: ArrayLike, bits: float, level: float
-              ) -> tuple[FloatArray, FloatArray]:
+def _interval(matches: ArrayLike, num_perm: int, r1: ArrayLike, r2: ArrayLike, bits: float, level: float,
+              densification: Densification | None = None) -> tuple[FloatArray, FloatArray]:
     """Each pair's 2-way interval at ``level`` (b = 1/2: its XOR-bit interval), as float64[n] arrays."""
     if is_half_bit(bits):
-        low, high = confidence_interval_half_bit(matches, num_perm, r1, r2, level=level)
+        low, high = confidence_interval_half_bit(matches, num_perm, r1, r2, level=level, densification=densification)
     else:
-        low, high = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=level)
+        low, high = confidence_interval_2way(matches, num_perm, r1, r2, bits, level=level,
+                                             densification=densification)
     shape = np.shape(matches)
     return (np.asarray(as_float(low), dtype=np.float64).reshape(shape),
             np.asarray(as_float(high), dtype=np.float64).reshape(shape))
@@ -108,13 +114,15 @@ def _interval(matches: ArrayLike, num_perm: int, r1: ArrayLike, r2: ArrayLike, b
 
 @dataclass(frozen=True)
 class SimultaneousBound:
-    """The bound ``find`` decides with: b, k and the number m of candidate pairs scored in the run."""
+    """The bound ``find`` decides with: b, k and the number m of candidate pairs scored in the run (and the bins
+    of one permutation hashing, whose intervals the pairs' own are)."""
 
     bits: float
     num_perm: int
     candidates: int
     level: float = DECISION_LEVEL
     recall: float = DEFAULT_RECALL  # the banding's recall at R0: above 0.99, pairs just below R0 are checked too
+    densification: Densification | None = None
 
     def unsure(self, threshold: float, estimate: np.ndarray, ci_low: np.ndarray, matches: np.ndarray,
                r1: np.ndarray, r2: np.ndarray, ci_high: np.ndarray | None = None) -> np.ndarray:
@@ -131,12 +139,14 @@ class SimultaneousBound:
         clear = np.flatnonzero((np.asarray(estimate) >= threshold) & (np.asarray(ci_low) >= threshold))
         if clear.size:
             low = simultaneous_lower_bound(np.asarray(matches)[clear], self.num_perm, np.asarray(r1)[clear],
-                                           np.asarray(r2)[clear], self.bits, self.candidates, self.level)
+                                           np.asarray(r2)[clear], self.bits, self.candidates, self.level,
+                                           self.densification)
             unsure[clear] = low < threshold
         if ci_high is not None and rescue_level(self.recall, self.level) > self.level:
             below = np.flatnonzero(np.asarray(ci_high) < threshold)
             if below.size:
                 high = rescue_upper_bound(np.asarray(matches)[below], self.num_perm, np.asarray(r1)[below],
-                                          np.asarray(r2)[below], self.bits, self.recall, self.level)
+                                          np.asarray(r2)[below], self.bits, self.recall, self.level,
+                                          self.densification)
                 unsure[below] = high >= threshold
         return unsure

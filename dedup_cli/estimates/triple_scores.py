@@ -3,7 +3,8 @@
 Per triple (Li, König & Gui 2010, Alg. 1): P̂_b, the fraction of the k positions where all three b-bit values
 agree, and the pairwise fractions P̂_ij over the same positions give the sparse estimate of eq. 8, or for dense
 sets the procedure of Sec. 4 (:func:`dedup_cli.estimates.dense.estimate_3way_dense`); Theorem 3 gives the
-variance. See docs/estimators.md, "Three-way".
+variance, with the term of eq. D6 (:mod:`dedup_cli.estimates.densified`) when one permutation hashing made the
+values. See docs/estimators.md, "Three-way".
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from statistics import NormalDist
 import numpy as np
 
 from dedup_cli.estimates.dense import DENSE_R, estimate_3way_dense
+from dedup_cli.estimates.densified import Densification, largest_sharing_factor, sharing_factor
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.intervals import confidence_interval_3way, wilson_interval
 from dedup_cli.estimates.three_way import estimate_3way, variance_3way
@@ -76,23 +78,26 @@ def _count_triple_matches(values: np.ndarray, docs: np.ndarray) -> tuple[np.ndar
     return matches, pair_matches
 
 
-def reach_margin(bits: int, k: int, level: float) -> float:
+def reach_margin(bits: int, k: int, level: float, densification: Densification | None = None) -> float:
     """How far below R0 a sparse triple's clipped estimate may lie and its interval's upper end still reach R0.
 
     The score interval's ends satisfy (R̂ − R)² ≤ z² Var(R, T) (:func:`dedup_cli.estimates.intervals.
     confidence_interval_3way`), so no end is farther from R̂ than z·sqrt(max Var), and by Theorem 3 (Li, König &
     Gui 2010, eq. 9) Var ≤ [1 + 3(2^b − 3) + max(0, 4^b − 6·2^b + 10)] / (k (2^b − 1)(2^b − 2)) for T ≤ 3 and
-    R ∈ [0, 1] (about 1/k): the upper end of a triple estimated farther below R0 never reaches it.
+    R ∈ [0, 1] (about 1/k): the upper end of a triple estimated farther below R0 never reaches it. On densified
+    bins eq. D6 adds at most (ψ_max − 1)/(4k), ψ_max the largest sharing factor (about 2).
     """
     scale = 2.0 ** bits
     largest = (1.0 + 3.0 * (scale - 3.0) + max(0.0, scale * scale - 6.0 * scale + 10.0)) / (
         k * (scale - 1.0) * (scale - 2.0))
+    if densification is not None:
+        largest += (largest_sharing_factor(densification.bins) - 1.0) / (4.0 * k)
     return NormalDist().inv_cdf(0.5 + level / 2.0) * math.sqrt(largest)
 
 
 def score_triples(
     values: np.ndarray, docs: np.ndarray, r: np.ndarray, bits: int, level: float = 0.95,
-    threshold: float | None = None, straddling: bool = False,
+    threshold: float | None = None, straddling: bool = False, densification: Densification | None = None,
 ) -> ScoredTriples:
     """Estimate the 3-way resemblance of each triple from b-bit values.
 
@@ -123,6 +128,9 @@ def score_triples(
         straddling: with ``threshold``, also keep the rows estimated below it whose interval reaches it
             (``ci_high`` ≥ threshold), the ones an exact check may find above it; their intervals are computed
             only for estimates within :func:`reach_margin` of it (and for dense rows).
+        densification: the bins of one permutation hashing the values come from: the standard error and interval
+            of sparse rows then add eq. D6's term, at the triple's union n_123 as its estimates give it
+            (:func:`triple_union`). None: k independent permutations.
 
     Returns:
         ScoredTriples aligned with ``docs`` (the rows kept, in order).
@@ -143,7 +151,8 @@ def score_triples(
     for start in range(0, n, chunk):
         rows = docs[start : start + chunk]
         matches, pair_matches = _count_triple_matches(values, rows)
-        parts.append(_estimate_chunk(rows, matches, pair_matches, r, bits, k, level, threshold, straddling))
+        parts.append(_estimate_chunk(rows, matches, pair_matches, r, bits, k, level, threshold, straddling,
+                                     densification))
     if len(parts) == 1:
         return parts[0]
     return ScoredTriples(
@@ -171,6 +180,7 @@ def _estimate_chunk(
     level: float,
     threshold: float | None,
     straddling: bool = False,
+    densification: Densification | None = None,
 ) -> ScoredTriples:
     """Estimates, standard errors, intervals and pairwise estimates for one chunk of counted triples."""
     ratios = r[docs]  # float64[t, 3]
@@ -193,15 +203,18 @@ def _estimate_chunk(
     if threshold is not None:
         keep = estimate >= threshold
         if straddling:
-            keep |= dense | (np.clip(estimate, 0.0, 1.0) >= threshold - reach_margin(bits, k, level))
+            keep |= dense | (np.clip(estimate, 0.0, 1.0) >= threshold - reach_margin(bits, k, level, densification))
         docs, matches, pair_matches, ratios = docs[keep], matches[keep], pair_matches[keep], ratios[keep]
         p_pair, pairwise, estimate, dense = p_pair[keep], pairwise[keep], estimate[keep], dense[keep]
+    sharing = (np.ones(estimate.size) if densification is None
+               else np.asarray(sharing_factor(triple_union(estimate, pairwise, densification.set_sizes(ratios)),
+                                              densification.bins), dtype=np.float64))
     low, high = np.empty(estimate.size), np.empty(estimate.size)
     sparse = ~dense
     if np.any(sparse):
         m12, m13, m23 = pair_matches[sparse, 0], pair_matches[sparse, 1], pair_matches[sparse, 2]
         low[sparse], high[sparse] = confidence_interval_3way(
-            matches[sparse], m12, m13, m23, k, bits, level=level
+            matches[sparse], m12, m13, m23, k, bits, level=level, sharing=sharing[sparse]
         )
     if np.any(dense):
         # The same monotone map as the estimate, applied to the Wilson interval of P_b (the count is binomial).
@@ -212,10 +225,11 @@ def _estimate_chunk(
         keep = (estimate >= threshold) | (high >= threshold)
         docs, matches, pair_matches, pairwise, estimate = docs[keep], matches[keep], pair_matches[keep], \
             pairwise[keep], estimate[keep]
-        low, high = low[keep], high[keep]
+        low, high, sharing = low[keep], high[keep], sharing[keep]
     clipped = np.clip(estimate, 0.0, 1.0)
     total = np.maximum(np.clip(pairwise, 0.0, 1.0).sum(axis=1), 3.0 * clipped)
     variance = np.asarray(variance_3way(clipped, total, bits, k), dtype=np.float64)
+    variance += (sharing - 1.0) * clipped * (1.0 - clipped) / k  # eq. D6 (0 without densification)
     return ScoredTriples(
         docs=docs,
         matches=matches,
@@ -227,3 +241,23 @@ def _estimate_chunk(
         pairwise=pairwise,
         exact=np.full(estimate.size, np.nan),
     )
+
+
+def triple_union(estimate: np.ndarray, pairwise: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """n_123 = |S_1 ∪ S_2 ∪ S_3| as the estimates give it: float64[t].
+
+    By inclusion–exclusion n_123 = Σ f_i − Σ a_ij + a with a = R n_123 and a_ij = R_ij/(1 + R_ij)(f_i + f_j) (the
+    2-way conversion), so n_123 = (Σ f_i − Σ a_ij)/(1 − R), the estimates clipped to [0, 1] and the result kept
+    within [max f_i, Σ f_i] (what any three sets allow): ψ varies slowly with n, so a rough n serves eq. D6.
+
+    Args:
+        estimate: float64[t] R̂ of each triple; pairwise: float64[t, 3] R̂_12, R̂_13, R̂_23; sizes: float64[t, 3] f_i.
+    """
+    resemblance = np.clip(estimate, 0.0, 1.0)
+    pairs = np.clip(pairwise, 0.0, 1.0)
+    pair_sums = sizes[:, [0, 0, 1]] + sizes[:, [1, 2, 2]]
+    intersections = (pairs / (1.0 + pairs) * pair_sums).sum(axis=1)
+    total = sizes.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        union = (total - intersections) / (1.0 - resemblance)
+    return np.clip(np.nan_to_num(union, nan=total, posinf=total), sizes.max(axis=1), total)

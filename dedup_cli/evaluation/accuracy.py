@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dedup_cli.estimates.densified import Densification, densified_variance_2way, densified_variance_half_bit
 from dedup_cli.estimates.half_bit import estimate_half_bit, is_half_bit, variance_half_bit
 from dedup_cli.estimates.two_way import estimate_2way, variance_2way
 from dedup_cli.evaluation.design import resemblance_bins
@@ -36,8 +37,14 @@ STORAGE_HALF_WIDTH = 0.1  # the measured points use the sampled pairs with |R �
 
 
 def pair_variance(R: np.ndarray | float, r1: np.ndarray | float, r2: np.ndarray | float, bits: float,
-                  num_perm: int) -> np.ndarray:
-    """Var(R̂_b) from k = ``num_perm`` positions: eq. 11, or with b = 1/2 eq. 26 of their k/2 XOR bits."""
+                  num_perm: int, densification: Densification | None = None) -> np.ndarray:
+    """Var(R̂_b) from k = ``num_perm`` positions: eq. 11, or with b = 1/2 eq. 26 of their k/2 XOR bits; on the
+    bins of one permutation hashing (``densification``), eq. D4 or D5 at each pair's sizes f = r·D."""
+    if densification is not None:
+        f1, f2 = densification.set_sizes(r1), densification.set_sizes(r2)
+        if is_half_bit(bits):
+            return np.asarray(densified_variance_half_bit(R, f1, f2, num_perm), dtype=np.float64)
+        return np.asarray(densified_variance_2way(R, f1, f2, int(bits), num_perm), dtype=np.float64)
     if is_half_bit(bits):
         return np.asarray(variance_half_bit(R, r1, r2, num_perm / 2), dtype=np.float64)
     return np.asarray(variance_2way(R, r1, r2, int(bits), num_perm), dtype=np.float64)

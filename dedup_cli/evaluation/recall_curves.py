@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.candidates.banding import Banding
+from dedup_cli.candidates.banding import Banding, PairSizes
 from dedup_cli.evaluation.retrieval import CurvePoint, curve_points
 from dedup_cli.evaluation.survey import Estimate, StratifiedSample
 
@@ -34,7 +34,8 @@ class RecallCurve:
 
 
 def recall_curve(design: StratifiedSample, exact: np.ndarray, candidate: np.ndarray, recall: float,
-                 banding: Banding, threshold: float, slices: int = RECALL_SLICES) -> RecallCurve:
+                 banding: Banding, threshold: float, slices: int = RECALL_SLICES,
+                 sizes: PairSizes | None = None) -> RecallCurve:
     """The measured recall of ``banding`` against the exact resemblance, over the pairs with R ≥ R0.
 
     Args:
@@ -45,6 +46,7 @@ def recall_curve(design: StratifiedSample, exact: np.ndarray, candidate: np.ndar
         banding: bands × rows of B-bit values.
         threshold: R0.
         slices: equal slices of [R0, 1].
+        sizes: the pairs' shingle counts, for values of one permutation hashing (each pair's own S-curve).
     """
     true = (exact >= threshold).astype(np.float64)
     width = (1.0 - threshold) / slices
@@ -52,6 +54,6 @@ def recall_curve(design: StratifiedSample, exact: np.ndarray, candidate: np.ndar
     index = np.where(exact >= threshold,
                      np.minimum(((exact - threshold) / width).astype(np.int64) if width > 0 else 0, slices - 1), -1)
     edges = [threshold + slice_ * width for slice_ in range(slices + 1)]
-    points = curve_points(design, exact, candidate, banding, index, edges)
+    points = curve_points(design, exact, candidate, banding, index, edges, sizes)
     hits = candidate.astype(np.float64)
     return RecallCurve(recall, banding, design.proportion(hits * true, true), points)

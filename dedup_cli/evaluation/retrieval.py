@@ -2,7 +2,9 @@
 
 - **S-curve.** Per bin of the exact resemblance R, the share of pairs that are candidates, against the banding's
   predicted 1 − (1 − E^rows)^bands with E the per-row agreement probability (Mining of Massive Datasets §3.4.2;
-  E = 2^-B + (1 − 2^-B) R for B-bit rows, Li & König 2010 eq. 4), averaged over the same pairs.
+  E = 2^-B + (1 − 2^-B) R for B-bit rows, Li & König 2010 eq. 4), averaged over the same pairs; for one
+  permutation hashing each pair's curve is that of its documents' sizes
+  (:func:`dedup_cli.candidates.banding.candidate_probability`).
 - **Precision and recall** of the pairs ``find`` reports at a threshold t, a pair being a true one when R ≥ t:
   precision = #(reported and true) / #reported, recall = #(reported and true) / #true, each a ratio of two
   design-weighted totals with a linearised interval (:mod:`dedup_cli.evaluation.survey`), or counted exactly
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.candidates.banding import Banding, candidate_probability
+from dedup_cli.candidates.banding import Banding, PairSizes, candidate_probability
 from dedup_cli.candidates.buckets import band_keys
 from dedup_cli.evaluation.design import resemblance_bins
 from dedup_cli.evaluation.survey import Estimate, StratifiedSample
@@ -33,19 +35,20 @@ class CurvePoint:
     predicted: float | None  # the S-curve's mean over the same pairs
 
 
-def s_curve(design: StratifiedSample, exact: np.ndarray, candidate: np.ndarray, banding: Banding, bins: int
-            ) -> list[CurvePoint]:
+def s_curve(design: StratifiedSample, exact: np.ndarray, candidate: np.ndarray, banding: Banding, bins: int,
+            sizes: PairSizes | None = None) -> list[CurvePoint]:
     """Measured and predicted candidate probability per bin of the exact resemblance (float64[n] ``exact``,
-    bool[n] ``candidate``)."""
+    bool[n] ``candidate``; ``sizes``: the pairs' shingle counts, for values of one permutation hashing)."""
     edges = [index / bins for index in range(bins + 1)]
-    return curve_points(design, exact, candidate, banding, resemblance_bins(exact, bins), edges)
+    return curve_points(design, exact, candidate, banding, resemblance_bins(exact, bins), edges, sizes)
 
 
 def curve_points(design: StratifiedSample, exact: np.ndarray, candidate: np.ndarray, banding: Banding,
-                 binned: np.ndarray, edges: list[float]) -> list[CurvePoint]:
+                 binned: np.ndarray, edges: list[float], sizes: PairSizes | None = None) -> list[CurvePoint]:
     """Measured and predicted candidate probability of the pairs in each bin: int64[n] ``binned`` (-1: in none),
-    bin i spanning ``edges[i]`` to ``edges[i + 1]``."""
-    predicted = candidate_probability(exact, banding.bands, banding.rows, banding.band_bits)
+    bin i spanning ``edges[i]`` to ``edges[i + 1]``; ``sizes``: the pairs' shingle counts (one permutation
+    hashing), each pair's S-curve that of its sizes."""
+    predicted = candidate_probability(exact, banding.bands, banding.rows, banding.band_bits, sizes)
     hits = candidate.astype(np.float64)
     points = []
     for index in range(len(edges) - 1):

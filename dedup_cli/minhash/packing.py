@@ -38,8 +38,10 @@ def xor_bits(values: np.ndarray) -> np.ndarray:
     the values at positions j and j + ⌊k/2⌋ of uint[n_docs, k] ``values`` (an odd k leaves its last position out).
 
     A fixed pairing, the same for every document and store, so that signatures stay comparable; any pairing of
-    distinct positions serves, as the positions' values are independent (with one permutation hashing a bin
-    filled by densification stores its value mixed with its own salt, so it is not a copy of its donor).
+    distinct positions serves. With one permutation hashing a bin filled by densification stores its value mixed
+    with its own salt, so its bits are not a copy of its donor's; which minima agree still depends on the shared
+    donors, which leaves the XOR bits' agreement (1 + R²)/2 in the mean and raises its variance (eq. D5,
+    :mod:`dedup_cli.estimates.densified`).
     """
     half = values.shape[1] // 2
     low = (values & values.dtype.type(1)).astype(np.uint8, copy=False)

@@ -12,6 +12,7 @@ from dedup_cli.options.checks import (
     check_banding,
     check_bits,
     check_half_bit_pairs,
+    choice,
     estimator_bits,
     in_range,
     open_fraction,
@@ -19,7 +20,14 @@ from dedup_cli.options.checks import (
     threshold_value,
     whole_number,
 )
-from dedup_cli.options.vocabulary import DEFAULT_NUM_PERM, DEFAULT_STORED_BITS, HALF_BIT, MAX_NUM_PERM
+from dedup_cli.options.vocabulary import (
+    DEFAULT_NUM_PERM,
+    DEFAULT_SCHEME,
+    DEFAULT_STORED_BITS,
+    HALF_BIT,
+    MAX_NUM_PERM,
+    SIGNATURE_SCHEMES,
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,12 @@ class PlanOptions:
         bands, rows: a banding to explain instead of the automatic one.
         jobs: the worker processes of ``find`` (``FindOptions.jobs``; 0: one per core), which hold memory of their
             own: the memory estimate is the sum over them.
+        scheme: how the store is signed (``sign --scheme``): ``oph``, one permutation hashing with densification, or
+            ``kperm``, k independent permutations.
+        shingles: the shingles of the documents to plan for (the corpus's shortest; ``find`` takes its store's):
+            with ``oph``, documents with fewer shingles than about k make the estimate noisier and the S-curve
+            flatter, and the banding is chosen so that their pairs reach the recall. None: documents long enough
+            for that not to matter.
     """
 
     threshold: float = 0.5
@@ -49,6 +63,8 @@ class PlanOptions:
     bands: int | None = None
     rows: int | None = None
     jobs: int = 0
+    scheme: str = DEFAULT_SCHEME
+    shingles: int | None = None
 
     def __post_init__(self) -> None:
         set_fields(self, threshold=threshold_value(self.threshold))
@@ -64,6 +80,9 @@ class PlanOptions:
         if self.docs is not None:
             set_fields(self, docs=at_least("docs", self.docs, 1))
         set_fields(self, jobs=at_least("jobs", self.jobs, 0))
+        choice("scheme", self.scheme, SIGNATURE_SCHEMES, "{{scheme}} {value}: choose {either}")
+        if self.shingles is not None:
+            set_fields(self, shingles=at_least("shingles", self.shingles, 1))
         banding_values(self)
         check_banding(self.bands, self.rows, self.band_values)
 

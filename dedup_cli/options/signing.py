@@ -19,6 +19,7 @@ from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.options.vocabulary import (
     DEFAULT_NUM_PERM,
+    DEFAULT_SCHEME,
     DEFAULT_STORED_BITS,
     HALF_BIT,
     SIGNING_KERNELS,
@@ -86,7 +87,7 @@ class SignOptions:
     bits: float | str | None = None
     docs: int | None = None
     seed: int = 1
-    scheme: str = "oph"
+    scheme: str = DEFAULT_SCHEME
     jobs: int = 0
     kernel: str = "auto"
     prune: bool = False

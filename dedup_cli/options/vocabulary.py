@@ -24,6 +24,7 @@ LEGACY_SHORT_DOCUMENTS = "none"
 # "kperm": k independent hash functions (Li & König 2010); "oph": one permutation split into k bins, densified
 # (Li, Owen & Zhang 2012; Shrivastava 2017).
 SIGNATURE_SCHEMES = ("kperm", "oph")
+DEFAULT_SCHEME = "oph"  # one permutation hashing with densification: a mix a shingle instead of k
 # The signing kernels: "numba" compiled (the fast extra), "numpy" the reference; "auto" takes numba for large runs.
 SIGNING_KERNELS = ("auto", "numpy", "numba")
 GROUP_METHODS = ("components", "strict", "witness")

@@ -17,10 +17,12 @@ from click.testing import CliRunner
 from helpers import document_shingles, pair_codes_by_id, planted_families, raises_worded
 
 import dedup_cli as dedup
+from dedup_cli.candidates.banding import PairSizes, candidate_probability
 from dedup_cli.cli.eval_report import eval_record
 from dedup_cli.cli.main import cli
 from dedup_cli.engine.local.evaluation import SWEEP_THRESHOLDS
 from dedup_cli.errors import DedupError, InputError, OptionError
+from dedup_cli.estimates.densified import Densification, densified_variance_2way
 from dedup_cli.estimates.exact import pair_resemblances
 from dedup_cli.estimates.intervals import confidence_interval_2way
 from dedup_cli.evaluation.accuracy import STORAGE_NUM_PERMS
@@ -43,7 +45,12 @@ class Census:
         self.first, self.second = np.triu_indices(self.n, 1)
         self.sets = [document_shingles(self.texts[i], 5, "word") for i in self.ids]
         self.exact = pair_resemblances(self.sets, self.first, self.second)
-        self.values = dedup.read_store(self.store).values()
+        read = dedup.read_store(self.store)
+        self.values = read.values()
+        # one permutation hashing (sign's default): each pair's variance, interval and S-curve are those of its
+        # documents' sizes (docs/estimators.md, "One permutation hashing")
+        assert read.params.scheme == "oph"
+        self.sizes = read.shingle_counts[self.first].astype(float), read.shingle_counts[self.second].astype(float)
         options = dedup.EvalOptions(dedup.FindOptions(threshold=THRESHOLD, bits=BITS), sample=10_000)
         self.result = dedup.evaluate(self.store, options)
         self.record = eval_record(self.result)
@@ -60,6 +67,20 @@ class Census:
         chance = 2.0**-bits
         agree = chance + (1 - chance) * self.exact
         return agree * (1 - agree) / (positions * (1 - chance) ** 2)
+
+    def densified_variance(self, bits: int) -> np.ndarray:
+        """Eq. D4 at each pair's exact R and sizes."""
+        return np.asarray(densified_variance_2way(self.exact, *self.sizes, bits, NUM_PERM))
+
+    def interval(self, bits: int) -> tuple[np.ndarray, np.ndarray]:
+        """find's 95 % interval of each pair: the score interval of eq. D4."""
+        ratios = (self.sizes[0] / 2.0**64, self.sizes[1] / 2.0**64)
+        return confidence_interval_2way(self.matches(bits), NUM_PERM, *ratios, bits,
+                                        densification=Densification(NUM_PERM))
+
+    def s_curve(self, bands: int, rows: int, band_bits: int) -> np.ndarray:
+        """Each pair's predicted Pr(candidate): the S-curve of its documents' sizes."""
+        return candidate_probability(self.exact, bands, rows, band_bits, PairSizes(NUM_PERM, *self.sizes))
 
     def share_a_band(self, bands: int, rows: int) -> np.ndarray:
         blocks = self.values[:, : bands * rows].reshape(self.n, bands, rows)
@@ -132,9 +153,9 @@ def test_the_estimators_errors_per_b_and_per_bin(census: Census) -> None:
     for entry in census.record["estimators"]:
         bits = entry["bits"]
         estimate = census.estimate(bits)
-        low, high = confidence_interval_2way(census.matches(bits), NUM_PERM, 0.0, 0.0, bits)
+        low, high = census.interval(bits)
         covered = (low <= census.exact) & (census.exact <= high)
-        error, variance = estimate - census.exact, census.variance(bits)
+        error, variance = estimate - census.exact, census.densified_variance(bits)
         domains = [(entry["overall"], np.ones(census.exact.size, dtype=bool), 0.0, 1.0)]
         domains += [(entry["bins"][b], binned == b, b / 10, (b + 1) / 10) for b in range(10)]
         for domain, inside, low_edge, high_edge in domains:
@@ -151,8 +172,7 @@ def test_the_estimators_errors_per_b_and_per_bin(census: Census) -> None:
 def test_the_measured_and_predicted_s_curve(census: Census) -> None:
     banding = census.record["banding"]
     candidate = census.share_a_band(banding["bands"], banding["rows"])
-    agree = 2.0**-8 + (1 - 2.0**-8) * census.exact
-    predicted = 1 - (1 - agree ** banding["rows"]) ** banding["bands"]
+    predicted = census.s_curve(banding["bands"], banding["rows"], banding["band_bits"])
     binned = np.minimum((census.exact * 10).astype(int), 9)
     for b, point in enumerate(census.record["s_curve"]):
         inside = binned == b
@@ -209,7 +229,7 @@ def test_the_recall_of_banding_above_r0_for_two_recalls(census: Census) -> None:
         assert curve["banding"] == {"bands": bands, "rows": rows, "band_bits": 8}
         candidate = census.share_a_band(bands, rows)
         exact_estimate(curve["recall_above_threshold"], candidate[true].mean())
-        predicted = 1 - (1 - (2.0**-8 + (1 - 2.0**-8) * census.exact) ** rows) ** bands
+        predicted = census.s_curve(bands, rows, curve["banding"]["band_bits"])
         slices = np.minimum(((census.exact - THRESHOLD) / 0.1).astype(int), 4)
         assert [(point["low"], point["high"]) for point in curve["points"]] == [
             (pytest.approx(THRESHOLD + i / 10), pytest.approx(THRESHOLD + (i + 1) / 10)) for i in range(5)]

@@ -24,6 +24,7 @@ from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.stages import find as find_stages
 from dedup_cli.engine.stages import plan as find_plan
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
+from dedup_cli.estimates.densified import largest_sharing_factor
 from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.checkpoints import WorkDir
@@ -63,11 +64,18 @@ def test_the_plan_decides_each_thing_once() -> None:
     # Triples ask more recall of each pair (the banding's target), and keep pairs down to R0 − margin.
     assert pairs.choice is not None and pairs.choice.recall_target == 0.99
     assert threes.choice is not None and threes.choice.recall_target == pair_recall_for_triples(0.99)
-    assert threes.triple_floor == threes.pair_floor == candidate_triples.pair_floor(0.5, 256, 2) < 0.5
+    # one permutation hashing (the default scheme): the margin of the noisiest pair, eq. D4 at the largest ψ
+    sharing = largest_sharing_factor(256)
+    assert threes.triple_floor == threes.pair_floor == candidate_triples.pair_floor(0.5, 256, 2, sharing=sharing) < 0.5
+    assert threes.pair_floor < candidate_triples.pair_floor(0.5, 256, 2)
     assert pairs.triple_floor is None and everything.banding is None
     assert everything.depends_on("scored")["banding"] is None and everything.depends_on("scored")["method"] == "all"
     half = plan_find(dedup.FindOptions(bits=0.5), SignatureParams(num_perm=256, bits=1), 10, 10, None, 1, None)
-    assert half.pair_floor == candidate_triples.pair_floor(0.5, 128, 0.5)  # b = 1/2 compares k/2 XOR bits
+    # b = 1/2 compares k/2 XOR bits of k bins
+    assert half.pair_floor == candidate_triples.pair_floor(0.5, 128, 0.5, sharing=largest_sharing_factor(256))
+    kperm = plan_find(dedup.FindOptions(ways=3, bits=2), dataclasses.replace(params, scheme="kperm"), 1000, 990,
+                      None, 10, None)
+    assert kperm.densification is None and kperm.pair_floor == candidate_triples.pair_floor(0.5, 256, 2)
     assert pairs.estimator == "b-bit, sparse limit (r ≈ 0)"
     dense = planned(max_shingle_count=params.universe // 100)
     assert dense.estimator == "b-bit with precise r = f/D (max r = 0.01)"
@@ -125,7 +133,8 @@ def test_the_triple_floor_is_one_number_in_every_place(stores: dict[str, Path], 
     options = find_options(stores, {"ways": 3, "bits": 2, "threshold": 0.4})
     with NumberedDocuments(opened(stores, options)) as documents:
         plan = local_find.plan_documents(documents, options)
-    expected = 0.4 - candidate_triples.pair_margin(0.4, documents.params.num_perm, 2)
+    expected = 0.4 - candidate_triples.pair_margin(0.4, documents.params.num_perm, 2,
+                                                   sharing=largest_sharing_factor(documents.params.permutations))
     assert plan.pair_floor == plan.triple_floor == expected
     floors: dict[str, list[float | None]] = {"every pair": [], "triples": [], "scored": []}
     every_pair, original_triples, conclude = (find_stages.every_pair_candidates, find_stages.candidate_triples,

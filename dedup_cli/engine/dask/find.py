@@ -36,7 +36,8 @@ from dedup_cli.engine.dask.ranges import Documents, value_ranges, value_words, w
 from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.filter import member_details
-from dedup_cli.engine.stages.find import conclude, decision_bound, gone_fields, new_documents, store_runs
+from dedup_cli.engine.stages.find import conclude, decision_bound, new_documents, store_runs
+from dedup_cli.engine.stages.group_members import gone_fields
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.options.finding import FindOptions
@@ -158,7 +159,8 @@ def plan_numbered(numbered: Documents, options: FindOptions, stores: Sequence[St
     """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of the documents of ``numbered`` (of
     ``stores``)."""
     return plan_find(options, numbered.params, numbered.documents, numbered.eligible, numbered.reference_start,
-                     numbered.max_shingle_count, numbered.run_span, tuple(store.id_scheme for store in stores))
+                     numbered.max_shingle_count, numbered.run_span, tuple(store.id_scheme for store in stores),
+                     numbered.min_shingle_count)
 
 
 def scored_candidates(numbered: Documents, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps
@@ -188,7 +190,8 @@ def scored_candidates(numbered: Documents, plan: FindPlan, work: WorkDir | None,
     start = numbered.reference_start
     scored = list(settled(*score_candidates(found.codes, values, numbered.divisions, numbered.documents, bits, params,
                                             options.new_since if pairs_only else None,
-                                            start if pairs_only else None, options.only_across)))
+                                            start if pairs_only else None, options.only_across,
+                                            plan.densification)))
     if work is not None and key is not None:
         keep_parts(work, "scored", key, scored, {"stats": stats.as_array()})
     return Scores(scored, values, stats)

@@ -62,11 +62,15 @@ def _live(rows: Table) -> Table:
 
 
 def _summary(live: Table) -> np.ndarray:
-    """int64[5]: live rows, eligible ones, the largest count, the first and the last run."""
+    """int64[6]: live rows, eligible ones, the largest count, the first and the last run, the smallest count of
+    an eligible row (the largest int64 when none is)."""
     counts, runs = live["shingle_count"], live["run"]
+    none = np.iinfo(np.int64).max
     if not counts.size:
-        return np.array([0, 0, 0, np.iinfo(np.int64).max, np.iinfo(np.int64).min], np.int64)
-    return np.array([counts.size, np.count_nonzero(counts > 0), counts.max(), runs.min(), runs.max()], np.int64)
+        return np.array([0, 0, 0, none, np.iinfo(np.int64).min, none], np.int64)
+    eligible = counts[counts > 0]
+    return np.array([counts.size, eligible.size, counts.max(), runs.min(), runs.max(),
+                     eligible.min() if eligible.size else none], np.int64)
 
 
 def _numbered(live: Table, first: int) -> Table:
@@ -91,7 +95,7 @@ def numbered_on_cluster(params: SignatureParams, pieces: list[StorePiece], remov
     ranges = max(1, len(pieces))
     splitters = samples[np.linspace(0, samples.size, ranges + 1).astype(np.int64)[1:-1]] if samples.size else samples
     live = list(settled(*exchange(read, _route_id, ranges, splitters, then=_live)))
-    summaries = np.array(dask.compute(*[dask.delayed(_summary)(part) for part in live]), np.int64).reshape(-1, 5)
+    summaries = np.array(dask.compute(*[dask.delayed(_summary)(part) for part in live]), np.int64).reshape(-1, 6)
     documents = int(summaries[:, 0].sum())
     if not documents:
         return empty_documents(params)
@@ -101,9 +105,11 @@ def numbered_on_cluster(params: SignatureParams, pieces: list[StorePiece], remov
     numbers = settled(*[dask.delayed(_row_numbers)(part, piece.rows) for part, piece in zip(per_piece, pieces,
                                                                                            strict=True)])
     held = summaries[summaries[:, 0] > 0]
+    shortest = int(held[:, 5].min())
     return Documents(params, documents, int(held[:, 1].sum()), int(held[:, 2].max()),
                      (int(held[:, 3].min()), int(held[:, 4].max())), even_ranges(documents, rows_per_piece), False,
-                     list(zip(pieces, numbers, strict=True)))
+                     list(zip(pieces, numbers, strict=True)),
+                     min_shingle_count=0 if shortest == np.iinfo(np.int64).max else shortest)
 
 
 def store_documents(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> Documents:

@@ -21,6 +21,7 @@ import numpy as np
 
 from dedup_cli.engine.dask.exchange import Table, column_range, exchange, take
 from dedup_cli.engine.stages.find import set_size_ratios
+from dedup_cli.estimates.densified import Densification
 from dedup_cli.estimates.pairs import ScoredPairs, score_matches
 from dedup_cli.minhash.packing import unpack_values
 from dedup_cli.params import SignatureParams
@@ -94,10 +95,12 @@ def scored_pairs(table: Table) -> ScoredPairs:
 
 
 def score_part(pairs: Table, bits: int, num_perm: int, universe: int, new_since: int | None,
-               reference_start: int | None, level: float = 0.95) -> Table:
+               reference_start: int | None, level: float = 0.95, densification: Densification | None = None
+               ) -> Table:
     """Score one part's pairs, each row holding both documents' packed b-bit words (``a_words``, ``b_words``),
     shingle counts and runs; with ``new_since`` (pairs only) the pairs touching no newer document of the store
-    (below ``reference_start``) are left out first, as the local engine drops them before scoring."""
+    (below ``reference_start``) are left out first, as the local engine drops them before scoring.
+    ``densification``: the bins of one permutation hashing (the plan's), whose variances the intervals use."""
     if new_since is not None:
         newer_first = pairs["a_run"] > new_since
         newer_second = pairs["b_run"] > new_since
@@ -113,12 +116,12 @@ def score_part(pairs: Table, bits: int, num_perm: int, universe: int, new_since:
                                              num_perm)
     r1 = set_size_ratios(pairs["a_shingle_count"], universe)
     r2 = set_size_ratios(pairs["b_shingle_count"], universe)
-    return scored_table(score_matches(first, second, matches, r1, r2, num_perm, bits, level))
+    return scored_table(score_matches(first, second, matches, r1, r2, num_perm, bits, level, densification))
 
 
 def score_candidates(codes: list[Any], values: list[Any], divisions: tuple[int, ...], documents: int, bits: int,
                      params: SignatureParams, new_since: int | None, reference_start: int | None = None,
-                     only_across: bool = False) -> list[Any]:
+                     only_across: bool = False, densification: Densification | None = None) -> list[Any]:
     """Every candidate pair scored (:data:`SCORE_COLUMNS`): delayed tables, a part a range of the second
     document.
 
@@ -131,5 +134,6 @@ def score_candidates(codes: list[Any], values: list[Any], divisions: tuple[int, 
     columns = ("words", "shingle_count", "run")
     with_first = attach_ranges(pairs, "first", values, divisions, "a_", columns)
     both = attach_ranges(with_first, "second", values, divisions, "b_", columns)
-    return [dask.delayed(score_part)(part, bits, params.num_perm, params.universe, new_since, reference_start)
+    return [dask.delayed(score_part)(part, bits, params.num_perm, params.universe, new_since, reference_start,
+                                     densification=densification)
             for part in both]

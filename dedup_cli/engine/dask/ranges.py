@@ -67,6 +67,7 @@ class Documents:
     in_order: bool  # the pieces' rows are the documents in order, a piece a range
     pieces: list[tuple[StorePiece, Numbers]] = dataclasses.field(default_factory=list)
     reference_start: int | None = None  # with a reference store: its first document (its documents come last)
+    min_shingle_count: int = 0  # the fewest shingles of an eligible document (0: none is eligible)
     names: list[Any] | None = dataclasses.field(default=None, repr=False)  # once read: :func:`name_ranges`
 
     @property
@@ -115,8 +116,10 @@ def read_documents(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> Docume
                                                            for group in piece.row_groups])))
         first += piece.rows
     divisions = piece_divisions(numbered_pieces, documents) if in_order else even_ranges(documents, rows_per_piece)
-    return Documents(store.params, documents, int(np.count_nonzero(counts > 0)), int(counts.max()),
-                     (int(runs.min()), int(runs.max())), divisions, in_order, numbered_pieces)
+    eligible = counts[counts > 0]
+    return Documents(store.params, documents, int(eligible.size), int(counts.max()),
+                     (int(runs.min()), int(runs.max())), divisions, in_order, numbered_pieces,
+                     min_shingle_count=int(eligible.min()) if eligible.size else 0)
 
 
 def piece_divisions(pieces: Sequence[tuple[StorePiece, Numbers]], documents: int) -> tuple[int, ...]:
@@ -135,9 +138,11 @@ def with_reference(new: Documents, reference: Documents, rows_per_piece: int = R
     documents = start + reference.documents
     in_order = new.in_order and reference.in_order
     divisions = piece_divisions(pieces, documents) if in_order else even_ranges(documents, rows_per_piece)
+    shortest = [count for count in (new.min_shingle_count, reference.min_shingle_count) if count > 0]
     return Documents(new.params, documents, new.eligible + reference.eligible,
                      max(new.max_shingle_count, reference.max_shingle_count),
-                     joined_span(new.run_span, reference.run_span), divisions, in_order, pieces, start)
+                     joined_span(new.run_span, reference.run_span), divisions, in_order, pieces, start,
+                     min(shortest, default=0))
 
 
 def joined_span(first: tuple[int, int] | None, second: tuple[int, int] | None) -> tuple[int, int] | None:

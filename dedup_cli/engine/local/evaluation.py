@@ -19,14 +19,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.candidates.banding import Banding
+from dedup_cli.candidates.banding import Banding, PairSizes
 from dedup_cli.candidates.recall_costs import compared_recalls
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
 from dedup_cli.engine.stages.plan import estimated_positions, find_banding
 from dedup_cli.engine.stages.results import EvalResult, EvalSample
 from dedup_cli.estimates.half_bit import is_half_bit
-from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.estimates.pairs import ScoredPairs, densification_of
 from dedup_cli.estimates.simultaneous import DEFAULT_RECALL, SimultaneousBound
 from dedup_cli.evaluation.accuracy import (
     STORAGE_BITS,
@@ -74,6 +74,8 @@ class LocalPairs:
         self.params = store.params
         self.stored_values = store.values()
         self.eligible = store.shingle_counts > 0
+        self.shortest = int(store.shingle_counts[self.eligible].min()) if self.eligible.any() else 0
+        self.densification = densification_of(store.params)  # one permutation hashing: eqs. D4–D6
         self.r = stages.set_size_ratios(store.shingle_counts, store.params.universe)
         self.max_bucket = max_bucket
         self.unverifiable: set[str] = set()
@@ -93,7 +95,7 @@ class LocalPairs:
     def score(self, first: np.ndarray, second: np.ndarray, bits: float) -> ScoredPairs:
         """Matches, R̂_b and its interval for the pairs (first[p], second[p]); b = 1/2 on the XOR bits."""
         return stages.score_in_chunks(estimator_values(self.stored_values, bits, self.params.xor_pairs), first,
-                                      second, self.r, bits, self.jobs, level=LEVEL)
+                                      second, self.r, bits, self.jobs, level=LEVEL, densification=self.densification)
 
     def signatures(self, rows: np.ndarray) -> np.ndarray:
         """The stored B-bit values of documents ``rows``: uint[len(rows), k]."""
@@ -113,7 +115,8 @@ class LocalPairs:
             first, second, _ = self.candidates(banding)
             self._scored = banding, bits, self.score(first, second, bits)
         scored = self._scored[2]
-        bound = SimultaneousBound(bits, estimated_positions(self.params, bits), scored.first.size, recall=recall)
+        bound = SimultaneousBound(bits, estimated_positions(self.params, bits), scored.first.size, recall=recall,
+                                  densification=self.densification)
         exact, verification = stages.verify_borderline(self.store, scored, threshold, verify, self.jobs, bound,
                                                        self.sets)
         if verification is not None:
@@ -175,10 +178,12 @@ def _prefix_matches(left: np.ndarray, right: np.ndarray, bits: float, prefixes: 
                                     np.array([prefix // 2]))[:, 0] for prefix in prefixes], axis=1)
 
 
-def _banding_for(options: EvalOptions, threshold: float, params: SignatureParams, documents: int) -> Banding:
-    """The banding ``find`` would use at ``threshold`` on this store (chosen for its ``documents`` too): the one
-    its plan chooses (:func:`dedup_cli.engine.stages.plan.find_banding`)."""
-    return find_banding(options.find, threshold, params, documents).banding
+def _banding_for(options: EvalOptions, threshold: float, params: SignatureParams, documents: int,
+                 shortest: int = 0) -> Banding:
+    """The banding ``find`` would use at ``threshold`` on this store (chosen for its ``documents`` too, and with one
+    permutation hashing for its ``shortest`` documents): the one its plan chooses
+    (:func:`dedup_cli.engine.stages.plan.find_banding`)."""
+    return find_banding(options.find, threshold, params, documents, shortest).banding
 
 
 @dataclass
@@ -227,6 +232,7 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
     eligible = int(np.count_nonzero(pairs.eligible))
     banded = banded_sample(pairs, options, eligible, progress)
     measured = measure_sample(pairs, banded, evaluated, progress)
+    sizes = measured_sizes(pairs, measured)
     left_values, right_values = pairs.signatures(measured.left), pairs.signatures(measured.right)
     at_threshold, sweep = retrievals(pairs, options, measured, banded.banding, left_values, right_values, evaluated,
                                      eligible, truth, banded.candidates)
@@ -250,28 +256,42 @@ def evaluate(pairs: LocalPairs, options: EvalOptions, store: str, truth: Truth |
                          measured.scores),
         estimators=[estimator_accuracy(design, b, exact, measured.scores[b].estimate, measured.scores[b].ci_low,
                                        measured.scores[b].ci_high,
-                                       pair_variance(exact, r1, r2, b, permutations), RESEMBLANCE_BINS)
+                                       pair_variance(exact, r1, r2, b, permutations, pairs.densification),
+                                       RESEMBLANCE_BINS)
                     for b in evaluated],
-        s_curve=s_curve(design, exact, measured.candidate, banding, RESEMBLANCE_BINS),
+        s_curve=s_curve(design, exact, measured.candidate, banding, RESEMBLANCE_BINS, sizes),
         accuracy_source="sample" if truth is None else "truth",
         at_threshold=at_threshold, sweep=sweep, storage=storage, truth=truth,
-        recall_curves=compared_recall_curves(options, params, measured, left_values, right_values, eligible),
+        recall_curves=compared_recall_curves(options, params, measured, left_values, right_values, eligible,
+                                             pairs.shortest, sizes),
     )
 
 
+def measured_sizes(pairs: LocalPairs, measured: Measured) -> PairSizes | None:
+    """The shingle counts of each measured pair's documents, which the S-curve of one permutation hashing depends
+    on (:class:`dedup_cli.candidates.banding.PairSizes`); None for k independent permutations."""
+    if pairs.densification is None:
+        return None
+    counts = pairs.store.shingle_counts.astype(np.float64)
+    return PairSizes(pairs.densification.bins, counts[measured.left], counts[measured.right])
+
+
 def compared_recall_curves(options: EvalOptions, params: SignatureParams, measured: Measured,
-                           left_values: np.ndarray, right_values: np.ndarray, eligible: int) -> list[RecallCurve]:
+                           left_values: np.ndarray, right_values: np.ndarray, eligible: int, shortest: int = 0,
+                           sizes: PairSizes | None = None) -> list[RecallCurve]:
     """The measured recall against R above R0 of the banding find chooses for the default recall and for the one
     asked for (or for 0.99 and 0.999): the sampled pairs sharing one of its bands are its candidates. None when
-    the bands or rows were given (no recall chooses them)."""
+    the bands or rows were given (no recall chooses them). ``shortest``: the store's fewest shingles, which find's
+    banding is chosen for; ``sizes``: the measured pairs', for their predicted S-curve."""
     find = options.find
     if find.bands is not None or find.rows is not None:
         return []
     curves = []
     for recall in compared_recalls(find.recall):
-        banding = find_banding(replace(find, recall=recall), find.threshold, params, eligible).banding
+        banding = find_banding(replace(find, recall=recall), find.threshold, params, eligible, shortest).banding
         shared = share_a_band(left_values, right_values, banding)
-        curves.append(recall_curve(measured.design, measured.exact, shared, recall, banding, find.threshold))
+        curves.append(recall_curve(measured.design, measured.exact, shared, recall, banding, find.threshold,
+                                   sizes=sizes))
     return curves
 
 
@@ -279,7 +299,7 @@ def banded_sample(pairs: LocalPairs, options: EvalOptions, eligible: int, progre
     """find's candidates and the looser banding's, scored with the stored bits into strata of R̂, and the
     sample drawn from the strata."""
     params, num_docs = pairs.params, len(pairs.store)
-    banding = _banding_for(options, options.find.threshold, params, eligible)
+    banding = _banding_for(options, options.find.threshold, params, eligible, pairs.shortest)
     progress.stage(f"candidates, {banding.bands}×{banding.rows} bands", None)
     first, second, oversized = pairs.candidates(banding)
     candidate_codes = pair_codes(first, second, num_docs)  # ascending, as the banding returns them
@@ -322,13 +342,15 @@ def retrievals(pairs: LocalPairs, options: EvalOptions, measured: Measured, band
     if truth is not None:
         at_threshold = [truth_retrieval(pairs, truth, banding, threshold, b, verify, recall)
                         for b in evaluated for verify in VERIFY_MODES]
-        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, params, eligible), level, bits, verify,
+        sweep = [truth_retrieval(pairs, truth, _banding_for(options, level, params, eligible, pairs.shortest), level,
+                                 bits, verify,
                                  recall)
                  for level in SWEEP_THRESHOLDS if level >= truth.floor for verify in VERIFY_MODES]
         return at_threshold, sweep
     scores, exact, design = measured.scores, measured.exact, measured.design
     def bound(b: float) -> SimultaneousBound | None:
         return None if candidates is None else SimultaneousBound(b, estimated_positions(params, b), candidates,
+                                                                 densification=pairs.densification,
                                                                  recall=recall)
 
     at_threshold = [sampled_retrieval(design, find_reports(scores[b], exact, measured.candidate, threshold, verify,
@@ -339,7 +361,8 @@ def retrievals(pairs: LocalPairs, options: EvalOptions, measured: Measured, band
     for level in SWEEP_THRESHOLDS:
         # Another threshold is another find: its own banding, whose candidates among the sampled pairs are the
         # pairs sharing one of its bands.
-        shared = share_a_band(left_values, right_values, _banding_for(options, level, params, eligible))
+        shared = share_a_band(left_values, right_values, _banding_for(options, level, params, eligible,
+                                                                      pairs.shortest))
         sweep += [sampled_retrieval(design, find_reports(scores[bits], exact, shared, level, verify),
                                     exact >= level, level, bits, verify) for verify in VERIFY_MODES]
     return at_threshold, sweep

@@ -29,6 +29,7 @@ from dedup_cli.engine.local.band_rounds import streamed_candidates
 from dedup_cli.engine.local.forked import forked_map, useful_workers
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
+from dedup_cli.engine.stages.group_members import gone_fields
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.estimates.pairs import ScoredPairs
@@ -106,10 +107,11 @@ class Decisions:
 def plan_documents(documents: Documents, options: FindOptions, stores: Sequence[Store] = ()) -> FindPlan:
     """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of numbered documents (of ``stores``)."""
     counts, runs = documents.shingle_counts, documents.runs
-    return plan_find(options, documents.params, documents.documents, int(np.count_nonzero(counts > 0)),
+    eligible = counts[counts > 0]
+    return plan_find(options, documents.params, documents.documents, int(eligible.size),
                      _reference_start(documents), int(counts.max()) if counts.size else 0,
                      (int(runs.min()), int(runs.max())) if runs.size else None,
-                     tuple(store.id_scheme for store in stores))
+                     tuple(store.id_scheme for store in stores), int(eligible.min()) if eligible.size else 0)
 
 
 def find_documents(documents: Documents, options: FindOptions, progress: Progress = silent,
@@ -155,7 +157,7 @@ def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarra
     candidates = read_candidates(documents, docs, plan, progress)
     progress.stage("scoring", None)
     scored = stages.score_in_chunks(candidates.values, np.searchsorted(docs, first), np.searchsorted(docs, second),
-                                    candidates.r, plan.bits, plan.options.workers)
+                                    candidates.r, plan.bits, plan.options.workers, densification=plan.densification)
     if work is not None and key is not None:
         work.save("scored", key, {"docs": docs, "oversized": np.array(oversized),
                                   **{name: getattr(scored, name) for name in SCORE_FIELDS}})
@@ -210,7 +212,7 @@ def concluded(candidates: Candidates, scored: ScoredPairs, decisions: Decisions,
     return FindResult(store=candidates.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
                       grouping=done.groups, weakest=done.weakest, kept=done.kept,
                       keep_field_problems=done.keep_field_problems, reference=reference,
-                      **stages.gone_fields(candidates.store, done.gone), **common)
+                      **gone_fields(candidates.store, done.gone), **common)
 
 
 def _reference_start(documents: Documents) -> int | None:

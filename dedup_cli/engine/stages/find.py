@@ -26,7 +26,9 @@ from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
 from dedup_cli.engine.local import forked
 from dedup_cli.engine.local.forked import chunk_bounds, forked_map, useful_workers
+from dedup_cli.engine.stages.group_members import gone_members, keep_field_values
 from dedup_cli.engine.stages.plan import FindPlan, estimated_positions
+from dedup_cli.estimates.densified import Densification
 from dedup_cli.estimates.exact import FlatSets, Split
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.half_bit import is_half_bit
@@ -37,12 +39,8 @@ from dedup_cli.groups.components import Groups, group_components
 from dedup_cli.groups.representatives import keep_ranks, representatives, weakest_estimates
 from dedup_cli.groups.strict import strict_groups
 from dedup_cli.groups.witnesses import witness_groups
-from dedup_cli.inputs.fields import field_values
-from dedup_cli.inputs.liveness import gone_documents
 from dedup_cli.inputs.reread import same_file_aliases
 from dedup_cli.objectstore.urls import is_url
-from dedup_cli.options.input_options import InputOptions
-from dedup_cli.store.manifest import RunInput
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.verification import ExactSets, Verification, pairs_to_verify, verify_pairs, verify_triples
 
@@ -105,29 +103,18 @@ def every_pair_candidates(values: np.ndarray, bits: float, floor: float, r: np.n
     return first, second
 
 
-def keep_field_values(store: StoredSignatures, rows: np.ndarray, field: str
-                      ) -> tuple[np.ndarray, list[tuple[str, str]]]:
-    """The numeric ``field`` of documents ``rows`` (int64[m]), re-read: float64[n_docs], NaN where missing or
-    not asked; and (id, reason) of each document asked for that has no value."""
-    hashes = None if store.content_hashes is None else store.content_hashes[rows]
-    read, problems = field_values([store.paths[row] for row in rows.tolist()], hashes, field)
-    scores = np.full(len(store), np.nan)
-    scores[rows] = read
-    return scores, [(store.ids[int(rows[index])], reason) for index, reason in problems]
-
-
 def score_in_chunks(values: np.ndarray, first: np.ndarray, second: np.ndarray, r: np.ndarray, bits: float,
-                    jobs: int = 1, level: float = 0.95) -> ScoredPairs:
+                    jobs: int = 1, level: float = 0.95, densification: Densification | None = None) -> ScoredPairs:
     """:func:`dedup_cli.estimates.pairs.score_pairs` of contiguous chunks of the pairs in up to ``jobs`` forked
     workers (which inherit ``values``), joined in order: every field is computed pair by pair, so the arrays are
-    the same whatever ``jobs`` is."""
+    the same whatever ``jobs`` is. ``densification``: the bins of one permutation hashing (the plan's)."""
     workers = useful_workers(jobs, first.size, forked.SCORED_PAIRS)
     if workers <= 1:
-        return score_pairs(values, first, second, r, bits, level)
+        return score_pairs(values, first, second, r, bits, level, densification)
 
     def score(bounds: tuple[int, int]) -> ScoredPairs:
         start, stop = bounds
-        return score_pairs(values, first[start:stop], second[start:stop], r, bits, level)
+        return score_pairs(values, first[start:stop], second[start:stop], r, bits, level, densification)
 
     parts = list(forked_map(score, chunk_bounds(first.size, workers), workers, "scoring"))
     return ScoredPairs(**{name: np.concatenate([getattr(part, name) for part in parts])
@@ -195,7 +182,7 @@ def decision_bound(plan: FindPlan, candidates: int) -> SimultaneousBound:
     it, counting the same candidates (and checking, for a recall above 0.99, the pairs its estimate may have put
     below R0 by chance)."""
     return SimultaneousBound(plan.bits, estimated_positions(plan.params, plan.bits), int(candidates),
-                             recall=plan.options.recall)
+                             recall=plan.options.recall, densification=plan.densification)
 
 
 def decide(estimate: np.ndarray, exact: np.ndarray, threshold: float) -> np.ndarray:
@@ -209,43 +196,6 @@ def alias_documents(paths: list[str], first: np.ndarray, second: np.ndarray) -> 
     One file under two names is one document, not a duplicate pair: only its first id is reported.
     """
     return same_file_aliases(paths, sorted_unique(np.concatenate([first, second])))
-
-
-def gone_members(store: StoredSignatures, members: np.ndarray, id_schemes: Sequence[RunInput | None] = (),
-                 reference: np.ndarray | None = None) -> np.ndarray:
-    """int64[g], ascending: the documents of ``members`` (int64, the grouped documents) that are gone or changed
-    since they were signed (a file renamed or deleted without ``--prune``, a record deleted or edited since the
-    last sign: :mod:`dedup_cli.inputs.liveness`), a record of a changed file found by its id where the store's runs
-    (``id_schemes``: the store's, then with ``reference`` marking its documents the reference store's) named
-    records by a field. Documents signed in memory (``store.texts``) are never gone."""
-    docs = sorted_unique(np.asarray(members, np.int64))
-    if docs.size == 0 or store.texts is not None:
-        return np.empty(0, np.int64)
-    pick = docs.tolist()
-    readings = [None if scheme is None else _reading(scheme, store.params.universe) for scheme in id_schemes]
-    own = readings[0] if readings else None
-    other = readings[1] if len(readings) > 1 else None
-    in_reference = [False] * len(pick) if reference is None else reference[docs].tolist()
-    gone = gone_documents([store.paths[row] for row in pick],
-                          None if store.mtimes_ns is None else store.mtimes_ns[docs],
-                          None if store.content_hashes is None else store.content_hashes[docs],
-                          [store.ids[row] for row in pick], [other if there else own for there in in_reference])
-    return docs[gone]
-
-
-def _reading(scheme: RunInput, universe: int) -> InputOptions:
-    """How a store's runs read records, as options to read them again with (integer sets over ``universe``)."""
-    options: dict[str, Any] = scheme.reading()
-    return InputOptions(**options, universe=universe if scheme.input_format == "sets" else None)
-
-
-def gone_fields(store: StoredSignatures, gone: np.ndarray) -> dict[str, Any]:
-    """The ``gone`` and ``is_gone`` fields of a ``FindResult`` of ``store``'s rows, from the gone rows (int64)."""
-    if gone.size == 0:
-        return {"gone": [], "is_gone": None}
-    flags = np.zeros(len(store), bool)
-    flags[gone] = True
-    return {"gone": [store.ids[row] for row in gone.tolist()], "is_gone": flags}
 
 
 def without(documents: np.ndarray, first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -263,6 +213,7 @@ def find_triples(
     level: float = 0.95,
     max_wedges: int = WEDGE_BATCH,
     floor: float | None = None,
+    densification: Densification | None = None,
 ) -> ScoredTriples:
     """Triples with 3-way estimate R̂ ≥ R0, sorted by descending estimate, then by documents.
 
@@ -286,6 +237,7 @@ def find_triples(
         level: confidence level of the intervals.
         max_wedges: wedges per batch of :func:`dedup_cli.candidates.triangles.triangles`.
         floor: R0 − margin (``FindPlan.pair_floor``), or None to compute it from ``z``.
+        densification: the bins of one permutation hashing the values come from (``FindPlan.densification``).
 
     Raises:
         ValueError: bits < 2, or a threshold outside (0, 1].
@@ -295,15 +247,17 @@ def find_triples(
     num_docs, num_perm = values.shape
     candidates = candidate_triples(pairs, num_docs, threshold, bits, num_perm, z=z, max_wedges=max_wedges,
                                    floor=floor)
-    return triples_at_threshold(values, candidates, r, threshold, bits, level)
+    return triples_at_threshold(values, candidates, r, threshold, bits, level, densification=densification)
 
 
 def triples_at_threshold(values: np.ndarray, candidates: np.ndarray, r: np.ndarray, threshold: float, bits: int,
-                         level: float = 0.95, straddling: bool = False) -> ScoredTriples:
+                         level: float = 0.95, straddling: bool = False,
+                         densification: Densification | None = None) -> ScoredTriples:
     """The candidate triples (int64[t, 3]) scored, those with R̂ ≥ R0 (with ``straddling``, and those below whose
     interval reaches R0: the ones an exact check may accept) sorted by descending estimate, then by documents (the
     second half of :func:`find_triples`)."""
-    accepted = score_triples(values, candidates, r, bits, level, threshold=threshold, straddling=straddling)
+    accepted = score_triples(values, candidates, r, bits, level, threshold=threshold, straddling=straddling,
+                             densification=densification)
     order = np.lexsort((accepted.docs[:, 2], accepted.docs[:, 1], accepted.docs[:, 0], -accepted.estimate))
     return accepted.select(order)
 
@@ -330,6 +284,7 @@ class TripleChecks:
     mode: str
     candidates: int
     sets: ExactSets | None = None
+    densification: Densification | None = None  # the bins of one permutation hashing, or None
 
     def unsure(self, triples: ScoredTriples) -> np.ndarray:
         """bool[t]: the triples estimated ≥ R0 whose own lower end clears R0 but whose lower end at the level for
@@ -338,7 +293,8 @@ class TripleChecks:
         sure = np.flatnonzero((triples.estimate >= self.threshold) & (triples.ci_low >= self.threshold))
         if sure.size:
             level = simultaneous_level(DECISION_LEVEL, self.candidates)
-            wide = score_triples(self.values, triples.docs[sure], self.r, self.bits, level)
+            wide = score_triples(self.values, triples.docs[sure], self.r, self.bits, level,
+                                 densification=self.densification)
             unsure[sure] = wide.ci_low < self.threshold
         return unsure
 
@@ -456,9 +412,10 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
         candidates = candidate_triples(scored, values.shape[0], threshold, int(bits), values.shape[1],
                                        floor=plan.triple_floor)
         checks = TripleChecks(store, values, r, int(bits), threshold, options.verify,
-                              candidates.shape[0] if triple_candidates is None else triple_candidates, sets)
+                              candidates.shape[0] if triple_candidates is None else triple_candidates, sets,
+                              plan.densification)
         found_triples = triples_at_threshold(values, candidates, r, threshold, int(bits),
-                                             straddling=options.verify != "none")
+                                             straddling=options.verify != "none", densification=plan.densification)
         if aliases.size:
             found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new is not None:
@@ -476,7 +433,8 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
         strict_checks = checks
 
         def triple_ok(docs: np.ndarray) -> np.ndarray:
-            triples = checked_triples(strict_checks, score_triples(values, docs, r, int(bits)))
+            triples = checked_triples(strict_checks, score_triples(values, docs, r, int(bits),
+                                                                   densification=plan.densification))
             return decide(triples.estimate, triples.exact, threshold)
     groups = group(len(store), accepted.first, accepted.second, similarity, options.grouping, triple_ok)
     scores, problems = None, list[tuple[str, str]]()

@@ -5,8 +5,10 @@ how many are eligible, where a reference store's documents start, the largest sh
 :func:`plan_find` decides once:
 
 - b, the bits the estimates use (``FindOptions.bits_for`` the stored bits);
-- the banding (:func:`find_banding`: for ``ways=3`` chosen for the per-pair recall that the triples need), or
-  none for ``--candidates all``;
+- whether the values come from one permutation hashing with densification, whose variances the intervals and
+  bounds use (:func:`dedup_cli.estimates.pairs.densification_of`);
+- the banding (:func:`find_banding`: for ``ways=3`` chosen for the per-pair recall that the triples need; with one
+  permutation hashing for the S-curve of the corpus's shortest documents), or none for ``--candidates all``;
 - R0 − margin (:func:`dedup_cli.candidates.candidate_triples.pair_floor`), the lowest estimate a pair may have and
   still be an edge of a candidate triple, or be kept by ``--candidates all`` for one: every stage that needs it
   reads it from the plan (:meth:`FindPlan.triple_floor`);
@@ -25,11 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dedup_cli.candidates.banding import Banding, BandingChoice, resolve_banding
+from dedup_cli.candidates.banding import Banding, BandingChoice, PairSizes, resolve_banding
 from dedup_cli.candidates.candidate_triples import pair_floor
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.estimates.dense import DENSE_R
+from dedup_cli.estimates.densified import Densification, largest_sharing_factor
 from dedup_cli.estimates.half_bit import is_half_bit
+from dedup_cli.estimates.pairs import densification_of
 from dedup_cli.estimates.simultaneous import DECISION_LEVEL, rescue_level
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.params import SignatureParams
@@ -57,12 +61,25 @@ def estimated_positions(params: SignatureParams, bits: float) -> int:
     return params.num_perm // 2 if is_half_bit(bits) and not params.xor_pairs else params.num_perm
 
 
-def find_banding(options: FindOptions, threshold: float, params: SignatureParams, documents: int) -> BandingChoice:
-    """The banding ``find`` with ``options`` uses at ``threshold`` on ``documents`` eligible documents: for
-    ``ways=3`` chosen for the per-pair recall that gives the triples ``options.recall``."""
+def shortest_sizes(params: SignatureParams, shortest: int | None) -> PairSizes | None:
+    """The pairs a banding of ``params``' values must reach its recall for: two documents of ``shortest`` shingles
+    (the corpus's fewest), when the values are densified one permutation hashing (whose S-curve is flattest for
+    the shortest documents, :func:`dedup_cli.candidates.banding.row_spread`); None otherwise or when unknown."""
+    densification = densification_of(params)
+    if densification is None or not shortest:
+        return None
+    return PairSizes(densification.bins, float(shortest), float(shortest))
+
+
+def find_banding(options: FindOptions, threshold: float, params: SignatureParams, documents: int,
+                 shortest: int | None = None) -> BandingChoice:
+    """The banding ``find`` with ``options`` uses at ``threshold`` on ``documents`` eligible documents, the
+    shortest of ``shortest`` shingles: for ``ways=3`` chosen for the per-pair recall that gives the triples
+    ``options.recall``, and for one permutation hashing so that pairs of the shortest documents reach it
+    (:func:`shortest_sizes`)."""
     recall = pair_recall_for_triples(options.recall) if options.ways == 3 else options.recall
     return resolve_banding(threshold, params.num_perm, params.stored_bits, recall, options.bands, options.rows,
-                           documents=documents)
+                           documents=documents, sizes=shortest_sizes(params, shortest))
 
 
 @dataclass(frozen=True)
@@ -79,6 +96,7 @@ class FindPlan:
     reference_start: int | None  # with --against: the reference store's first document (its documents come last)
     run_span: tuple[int, int] | None  # the first and last run of the documents
     estimator: str
+    densification: Densification | None  # the bins of one permutation hashing, or None (kperm, integer sets)
     # How the store's runs (then the reference store's) gave records their ids: a source changed since it was
     # signed is read again so, and each record found by its id (:mod:`dedup_cli.inputs.liveness`).
     id_schemes: tuple[RunInput | None, ...] = ()
@@ -133,15 +151,19 @@ class FindPlan:
 
 def plan_find(options: FindOptions, params: SignatureParams, documents: int, eligible: int,
               reference_start: int | None, max_shingle_count: int, run_span: tuple[int, int] | None,
-              id_schemes: tuple[RunInput | None, ...] = ()) -> FindPlan:
+              id_schemes: tuple[RunInput | None, ...] = (), min_shingle_count: int = 0) -> FindPlan:
     """The plan of a ``find`` with ``options`` (checked against the store) of ``documents`` numbered documents,
-    ``eligible`` of them with a shingle, a reference store's from ``reference_start`` on; ``id_schemes``: how
-    the stores' runs gave ids (:attr:`dedup_cli.store.store.Store.id_scheme`, in store order)."""
+    ``eligible`` of them with a shingle (the fewest ``min_shingle_count``, 0 when unknown), a reference store's
+    from ``reference_start`` on; ``id_schemes``: how the stores' runs gave ids
+    (:attr:`dedup_cli.store.store.Store.id_scheme`, in store order)."""
     bits = options.bits_for(params.stored_bits)
-    choice = None if options.candidates != "lsh" else find_banding(options, options.threshold, params, eligible)
+    choice = None if options.candidates != "lsh" else find_banding(options, options.threshold, params, eligible,
+                                                                    min_shingle_count)
+    densification = densification_of(params)
+    sharing = 1.0 if densification is None else largest_sharing_factor(densification.bins)
     return FindPlan(
-        options=options, params=params, bits=bits, choice=choice,
-        pair_floor=pair_floor(options.threshold, estimated_positions(params, bits), bits),
+        options=options, params=params, bits=bits, choice=choice, densification=densification,
+        pair_floor=pair_floor(options.threshold, estimated_positions(params, bits), bits, sharing=sharing),
         documents=int(documents), eligible=int(eligible),
         reference_start=None if reference_start is None else int(reference_start), run_span=run_span,
         estimator=estimator_name(float(max_shingle_count) / float(params.universe), bits), id_schemes=id_schemes)
