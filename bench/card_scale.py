@@ -2,16 +2,17 @@
 default store, on corpora of short synthetic records with planted near-duplicates, on the local engine (``-j 2``)
 and on the Dask engine with workers on separate loopback hosts, beside what ``dedup plan`` promised.
 
-    flock /tmp/dedup-bench.lock python bench/card_scale.py --sizes 1000000 10000000 100000000
+    flock /tmp/dedup-bench.lock python bench/card_scale.py --sizes 1000000 10000000 100000000 --find-limit 3000
 
-For each size N the corpus (JSON Lines parts of 12–24 made-up words a record, from a Zipf law over 200,000 words;
-1 % of the records near copies of another record of their part: an exact copy, or one or two words replaced or
+For each size N the corpus (JSON Lines parts of 12–24 made-up words a record, from a Zipf law over 200,000 words; 1
+% of the records near copies of another record of their part: an exact copy, or one or two words replaced or
 inserted) is built once into the git-ignored ``bench/data/card-N/`` with the exact Jaccard of every pair inside a
 family of copies (``truth.tsv``). Each run records the wall time, the CPU of every process (``wait4`` of the
 command, and ``/proc`` of a cluster's scheduler and workers), the peak resident memory of each process (VmHWM,
-sampled), the store's bytes on disk, the candidates, the reported pairs and their precision and recall against the
-planted pairs at R0 (a reported pair outside the families counts as wrong), and the plan's figures for the same N.
-Writes the tables into ``bench/RESULTS-scale.md`` between its card markers (the rest of the file is
+sampled), the bytes they read (all, and those the disk delivered: a store larger than the page cache read once a
+round shows here), the store's bytes on disk, the candidates, the reported pairs and their precision and recall
+against the planted pairs at R0 (a reported pair outside the families counts as wrong), and the plan's figures for
+the same N. Writes the tables into ``bench/RESULTS-scale.md`` between its card markers (the rest of the file is
 ``bench/scale.py``'s) and each run's JSON line into ``bench/card-runs.jsonl``.
 """
 
@@ -35,7 +36,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 from cluster import loopback_cluster  # noqa: E402 - beside this script
 from scale import Peaks, _folder_bytes  # noqa: E402
-from scaling import run_command  # noqa: E402
+from scaling import Stopped, run_command  # noqa: E402
 
 DATA = BENCH / "data"
 PARTS = 16
@@ -134,9 +135,15 @@ def accuracy(pairs_file: Path, truth_file: Path, threshold: float) -> dict[str, 
             "recall": right / len(true) if true else 1.0}
 
 
+# The fewest word 5-shingles of a record (12 words): find bands for the store's shortest documents, and so does the
+# plan told of them.
+SHORTEST_SHINGLES = 12 - 4
+
+
 def planned(size: int, threshold: float) -> dict:
     found = subprocess.run([sys.executable, "-m", "dedup_cli", "plan", "-t", str(threshold), "-b", "2", "--docs",
-                            str(size), "-j", "2", "--format", "json"], capture_output=True, text=True, check=True)
+                            str(size), "-j", "2", "--shingles", str(SHORTEST_SHINGLES), "--format", "json"],
+                           capture_output=True, text=True, check=True)
     plan = json.loads(found.stdout)
     return {"plan_banding": f"{plan['bands']}x{plan['rows']}", "plan_candidates": plan["expected_candidates"],
             "plan_memory_gb": (plan["memory_peak_bytes"] or 0) / 1e9, "plan_warnings": plan["warnings"]}
@@ -147,8 +154,10 @@ def _candidates(stderr: str) -> int | None:
     return int(found.group(1).replace(",", "")) if found else None
 
 
-def run_case(size: int, engine: str, folder: Path, scratch: Path, threshold: float) -> dict:
-    """sign, then find, of one corpus on one engine, each measured."""
+def run_case(size: int, engine: str, folder: Path, scratch: Path, threshold: float,
+             find_limit: float | None = None) -> dict:
+    """sign, then find, of one corpus on one engine, each measured; a find past ``find_limit`` seconds is stopped
+    and recorded as such (its time, CPU, memory and reads so far)."""
     store = scratch / f"store-{engine}"
     shutil.rmtree(store, ignore_errors=True)
     pairs = scratch / f"pairs-{engine}.tsv"
@@ -158,26 +167,42 @@ def run_case(size: int, engine: str, folder: Path, scratch: Path, threshold: flo
                      else ["find", str(store), "--threshold", str(threshold), "--bits", "2", "--output", "pairs",
                            "--format", "tsv", "-o", str(pairs)])
         peaks = Peaks()
+        limit = find_limit if step == "find" else None
+        stopped = None
         if engine == "local":
-            run = run_command([*arguments, "-j", "2"], scratch)
+            try:
+                run = run_command([*arguments, "-j", "2"], scratch, limit=limit)
+            except Stopped as stop:
+                stopped = stop
             cluster_cpu = 0.0
         else:
             with loopback_cluster(2, scratch, {}) as cluster:
                 before = cluster.cpu()
-                run = run_command([*arguments, "--engine", "dask", "--scheduler", cluster.address], scratch)
+                try:
+                    run = run_command([*arguments, "--engine", "dask", "--scheduler", cluster.address], scratch,
+                                      limit=limit)
+                except Stopped as stop:
+                    stopped = stop
                 cluster_cpu = cluster.cpu() - before
         found = peaks.stop()
         me = os.getpid()
         others = sorted((kib / 1024 for pid, kib in found.items() if pid != me), reverse=True)
-        row[f"{step}_seconds"] = run.wall
-        row[f"{step}_cpu_seconds"] = run.total_cpu + cluster_cpu
+        row[f"{step}_seconds"] = run.wall if stopped is None else stopped.wall
+        row[f"{step}_cpu_seconds"] = (run.total_cpu if stopped is None else stopped.cpu) + cluster_cpu
         row[f"{step}_peak_mb"] = others[0] if others else 0.0
         row[f"{step}_peaks_mb"] = [round(peak) for peak in others[:6]]
+        read, from_disk = peaks.bytes_read()
+        row[f"{step}_read_gb"], row[f"{step}_disk_read_gb"] = read / 1e9, from_disk / 1e9
+        if stopped is not None:
+            row["find_stopped"] = True
+            row["candidates"] = None
+            break
         if step == "find":
             row["candidates"] = _candidates((scratch / "stderr.txt").read_text(errors="replace"))
     row["store_gb"] = _folder_bytes(store) / 1e9
     row["corpus_gb"] = _folder_bytes(folder / "docs") / 1e9
-    row.update(accuracy(pairs, folder / "truth.tsv", threshold))
+    if not row.get("find_stopped"):
+        row.update(accuracy(pairs, folder / "truth.tsv", threshold))
     row.update(planned(size, threshold))
     shutil.rmtree(store, ignore_errors=True)
     return row
@@ -185,15 +210,19 @@ def run_case(size: int, engine: str, folder: Path, scratch: Path, threshold: flo
 
 def table(rows: list[dict]) -> list[str]:
     lines = ["| documents | engine | sign s (CPU s) | sign peak MB | store GB | find s (CPU s) | find peak MB "
-             "(largest processes) | candidates (plan) | find memory GB, plan | pairs | precision | recall |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "(largest processes) | find reads GB (from disk) | candidates (plan) | find memory GB, plan | pairs | "
+             "precision | recall |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        stopped = r.get("find_stopped", False)
+        find = f"{r['find_seconds']:.1f} ({r['find_cpu_seconds']:.1f})"
+        reads = (f"{r['find_read_gb']:,.0f} ({r['find_disk_read_gb']:,.0f})" if "find_read_gb" in r else "")
         lines.append(
             f"| {r['documents']:,} | {r['engine']} | {r['sign_seconds']:.1f} ({r['sign_cpu_seconds']:.1f}) | "
-            f"{r['sign_peak_mb']:,.0f} | {r['store_gb']:.2f} | {r['find_seconds']:.1f} ({r['find_cpu_seconds']:.1f}) "
-            f"| {r['find_peak_mb']:,.0f} ({', '.join(f'{p:,}' for p in r['find_peaks_mb'])}) | "
+            f"{r['sign_peak_mb']:,.0f} | {r['store_gb']:.2f} | {'stopped after ' + find if stopped else find} "
+            f"| {r['find_peak_mb']:,.0f} ({', '.join(f'{p:,}' for p in r['find_peaks_mb'])}) | {reads} | "
             f"{r['candidates'] or 0:,} ({r['plan_candidates']:,.0f} chance) | {r['plan_memory_gb']:.2f} | "
-            f"{r['reported']:,} | {r['precision']:.4f} | {r['recall']:.4f} |")
+            + (" | | |" if stopped else f"{r['reported']:,} | {r['precision']:.4f} | {r['recall']:.4f} |"))
     return lines
 
 
@@ -202,7 +231,8 @@ def growth(rows: list[dict]) -> list[str]:
     lines = ["| engine | from → to | sign s ÷ growth of N | find s ÷ growth | find CPU ÷ growth | find peak ÷ "
              "| store ÷ growth |", "|---|---|---|---|---|---|---|"]
     for engine in sorted({r["engine"] for r in rows}):
-        mine = sorted((r for r in rows if r["engine"] == engine), key=lambda r: r["documents"])
+        mine = sorted((r for r in rows if r["engine"] == engine and not r.get("find_stopped")),
+                      key=lambda r: r["documents"])
         for low, high in zip(mine, mine[1:], strict=False):
             scale = high["documents"] / low["documents"]
             lines.append(f"| {engine} | {low['documents']:,} → {high['documents']:,} | "
@@ -244,11 +274,17 @@ def main() -> None:
     parser.add_argument("--scratch", type=Path, default=DATA / "card-scratch")
     parser.add_argument("--log", type=Path, default=BENCH / "card-runs.jsonl")
     parser.add_argument("--out", type=Path, default=BENCH / "RESULTS-scale.md")
+    parser.add_argument("--find-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop a find that runs longer, and record it as stopped")
     parser.add_argument("--report", action="store_true",
-                        help="only write --out from the latest run of each size and engine in --log")
+                        help="only write --out from the latest run of each size and engine in --log, with the plan's "
+                             "figures of this dedup")
     args = parser.parse_args()
     if args.report:
-        write(latest(args.log), args.out, "python bench/card_scale.py (the latest run of each size and engine in "
+        rows = latest(args.log)
+        for row in rows:
+            row.update(planned(row["documents"], row["threshold"]))
+        write(rows, args.out, "python bench/card_scale.py (the latest run of each size and engine in "
               f"{args.log.relative_to(REPO) if args.log.is_relative_to(REPO) else args.log})")
         return
     args.scratch.mkdir(parents=True, exist_ok=True)
@@ -256,7 +292,7 @@ def main() -> None:
     for size in args.sizes:
         folder = corpus(size, args.data)
         for engine in args.engines:
-            row = run_case(size, engine, folder, args.scratch, args.threshold)
+            row = run_case(size, engine, folder, args.scratch, args.threshold, args.find_limit)
             print(json.dumps(row), flush=True)
             with open(args.log, "a") as log:
                 log.write(json.dumps(row) + "\n")

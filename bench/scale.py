@@ -39,6 +39,16 @@ def _peak_kib(pid: int) -> int:
         return 0
 
 
+def _io_bytes(pid: int) -> tuple[int, int]:
+    """(bytes read through read calls, bytes of them fetched from the disk) of a process so far, from /proc."""
+    try:
+        with open(f"/proc/{pid}/io") as io:
+            fields = dict(line.split(": ") for line in io.read().splitlines())
+        return int(fields["rchar"]), int(fields["read_bytes"])
+    except (OSError, KeyError, ValueError):
+        return 0, 0
+
+
 def _descendants(pid: int) -> list[int]:
     """Every process started by ``pid`` or its children, from any of their threads."""
     found: list[int] = []
@@ -68,10 +78,13 @@ def _folder_bytes(folder: Path) -> int:
 
 class Peaks:
     """The latest VmHWM of this process and each descendant, sampled until stopped (VmHWM only grows), and the
-    largest size the Dask workers' scratch folder (their spilled data) reached."""
+    largest size the Dask workers' scratch folder (their spilled data) reached; and the bytes each process read
+    (``read``, the last sample of its counters: a process that ends between samples loses at most its last
+    fifth of a second)."""
 
     def __init__(self, every: float = 0.2, scratch: Path | None = None) -> None:
         self.peaks: dict[int, int] = {}
+        self.read: dict[int, tuple[int, int]] = {}
         self.scratch_peak = 0
         self._scratch = scratch
         self._stop = threading.Event()
@@ -84,6 +97,8 @@ class Peaks:
         while not self._stop.is_set():
             for pid in [me, *_descendants(me)]:
                 self.peaks[pid] = max(self.peaks.get(pid, 0), _peak_kib(pid))
+                if pid != me:
+                    self.read[pid] = max(self.read.get(pid, (0, 0)), _io_bytes(pid))
             if self._scratch is not None and ticks % 10 == 0 and self._scratch.exists():
                 self.scratch_peak = max(self.scratch_peak, _folder_bytes(self._scratch))
             ticks += 1
@@ -94,6 +109,10 @@ class Peaks:
         self._thread.join()
         self.peaks[os.getpid()] = _peak_kib(os.getpid())
         return self.peaks
+
+    def bytes_read(self) -> tuple[int, int]:
+        """(read through read calls, fetched from the disk) by every process but this one, summed."""
+        return sum(r for r, _ in self.read.values()), sum(d for _, d in self.read.values())
 
 
 def measure(store: Path, engine: str, workers: int, memory_limit: str, threshold: float, bits: int) -> dict:

@@ -49,6 +49,7 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -309,16 +310,37 @@ class Run:
     output_digest: str = ""
 
 
-def run_command(arguments: list[str], scratch: Path, output: Path | None = None) -> Run:
-    """``dedup ARGUMENTS`` as a child of this process, through the wrapper; raises on a non-zero exit."""
+class Stopped(RuntimeError):
+    """A command stopped at its time limit: its wall time and the CPU of the processes it had reaped."""
+
+    def __init__(self, wall: float, cpu: float) -> None:
+        super().__init__(f"stopped after {wall:.0f} s")
+        self.wall, self.cpu = wall, cpu
+
+
+def run_command(arguments: list[str], scratch: Path, output: Path | None = None, limit: float | None = None) -> Run:
+    """``dedup ARGUMENTS`` as a child of this process, through the wrapper; raises on a non-zero exit, and
+    :class:`Stopped` when it runs past ``limit`` seconds (it and its children are killed)."""
     report = scratch / "driver-cpu.json"
     report.unlink(missing_ok=True)
     with open(scratch / "stderr.txt", "wb") as stderr:
         started = time.perf_counter()
         child = subprocess.Popen([sys.executable, "-c", WRAPPER, str(report), *arguments], stdout=subprocess.DEVNULL,
-                                 stderr=stderr)
+                                 stderr=stderr, start_new_session=limit is not None)
         seen = ChildrenSeen(child.pid)
-        _, status, usage = os.wait4(child.pid, 0)
+        if limit is not None:
+            while True:
+                pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.perf_counter() - started > limit:
+                    os.killpg(child.pid, signal.SIGKILL)
+                    _, status, usage = os.wait4(child.pid, 0)
+                    seen.stop()
+                    raise Stopped(time.perf_counter() - started, usage.ru_utime + usage.ru_stime)
+                time.sleep(0.5)
+        else:
+            _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
     children_seen = seen.stop()
