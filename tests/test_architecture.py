@@ -136,7 +136,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["errors", "version", "array_primitives", "processes", "objectstore.urls", "candidates", "api", "corpus",
          "engine", "engine.dask", "engine.local", "engine.stages", "estimates", "evaluation", "groups", "inputs",
          "kernel", "minhash", "store", "text", "cli", "options", "objectstore"],
-        ["objectstore.objects"], ["objectstore.object_streams"], ["atomic_files"],
+        ["objectstore.objects", "forked"], ["objectstore.object_streams"], ["atomic_files"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
@@ -196,7 +196,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
         ["engine.stages.record_places"],
-        ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows"],
+        ["engine.stages.plan", "engine.local.task_board", "engine.local.task_rows"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
          "engine.progress", "engine.local.find_memory"],
         ["engine.local.band_rounds"],

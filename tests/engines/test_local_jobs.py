@@ -20,9 +20,9 @@ from click.testing import CliRunner
 from same_answers import assert_same_answers
 
 import dedup_cli as dedup
-from dedup_cli import verification
+from dedup_cli import forked, verification
 from dedup_cli.cli.main import cli
-from dedup_cli.engine.local import band_rounds, forked
+from dedup_cli.engine.local import band_rounds
 from dedup_cli.engine.stages import find as find_stages
 from dedup_cli.errors import DedupError, OptionError
 from dedup_cli.params import SignatureParams
@@ -217,7 +217,8 @@ def test_a_worker_that_dies_ends_the_run_with_one_line(stores: dict[str, Path],
 
 KILLED_WORKER = """
 import os, signal, sys
-from dedup_cli.engine.local import band_rounds, forked
+from dedup_cli import forked
+from dedup_cli.engine.local import band_rounds
 forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_DOCUMENTS = 1
 def killed(*args):
     os.kill(os.getpid(), signal.SIGKILL)
@@ -242,7 +243,8 @@ def test_the_command_line_says_one_line_when_a_worker_dies(stores: dict[str, Pat
 
 SLEEPING_WORKERS = """
 import os, sys, time
-from dedup_cli.engine.local import band_rounds, forked
+from dedup_cli import forked
+from dedup_cli.engine.local import band_rounds
 forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_DOCUMENTS = 1
 def sleeping(*args):
     open(os.path.join(sys.argv[1], f"worker-{os.getpid()}"), "w").close()

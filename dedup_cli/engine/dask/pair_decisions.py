@@ -30,9 +30,9 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, concatenated, exchange, joined, take
 from dedup_cli.engine.dask.joins import attach, attach_ranges
 from dedup_cli.engine.dask.ranges import Documents, mini_store, name_ranges, names_of
-from dedup_cli.engine.local.forked import chunk_bounds
 from dedup_cli.engine.stages.find import decide, without
 from dedup_cli.estimates.simultaneous import SimultaneousBound
+from dedup_cli.forked import chunk_bounds
 from dedup_cli.inputs.reread import file_identity
 from dedup_cli.params import SignatureParams
 from dedup_cli.verification import pairs_to_verify, verify_pairs

@@ -23,8 +23,8 @@ from dedup_cli.candidates.buckets import (
     band_pair_codes,
     key_dtype,
 )
-from dedup_cli.engine.local.forked import forked_map
 from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.forked import forked_map
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.options.vocabulary import BAND_MEMORY
 from dedup_cli.store.checkpoints import WorkDir
@@ -43,7 +43,7 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
                         jobs: int = 1) -> tuple[CandidateResult, int]:
     """The candidate pairs of banding the stored values, reading the signatures once per round.
 
-    With ``jobs`` > 1, up to ``jobs`` rounds run at once, a wave: the workers (forked, :mod:`dedup_cli.engine.
+    With ``jobs`` > 1, up to ``jobs`` rounds run at once, a wave: the workers (forked, :mod:`dedup_cli.
     forked`) each read a share of the row groups into the wave's keys, which they share (anonymous shared memory,
     ``round_bytes`` a worker), then each sorts and pairs a share of every round's bands. A round's pairs are the
     same set whoever found them, kept sorted and distinct, so the result is the same bytes whatever ``jobs`` is.

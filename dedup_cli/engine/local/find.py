@@ -23,15 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli import forked
 from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.engine.local import forked
 from dedup_cli.engine.local.band_rounds import streamed_candidates
-from dedup_cli.engine.local.forked import forked_map, useful_workers
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.forked import forked_map, useful_workers
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.documents import Mapper, NumberedDocuments
@@ -65,7 +65,7 @@ def _numbering(jobs: int) -> Mapper | None:
 
 
 def _forked_mapper(workers: int, stage: str) -> Mapper:
-    """A mapper that runs its tasks in up to ``workers`` forked workers (:func:`dedup_cli.engine.local.forked.
+    """A mapper that runs its tasks in up to ``workers`` forked workers (:func:`dedup_cli.forked.
     forked_map`), results in task order; ``stage`` names them in a dead worker's message."""
 
     def mapped(read: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:

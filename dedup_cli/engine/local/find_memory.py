@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from dedup_cli import forked
 from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
-from dedup_cli.engine.local import forked
-from dedup_cli.engine.local.forked import useful_workers
 from dedup_cli.estimates.pairs import COMPARISON_BYTES
+from dedup_cli.forked import useful_workers
 from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.options.vocabulary import BAND_MEMORY
 
@@ -75,7 +75,7 @@ class MemoryPart:
 class FindProcesses:
     """How many processes ``find -j`` runs in each parallel stage for N documents and C candidates (as
     ``engine.local.find`` decides it: a worker for enough items only,
-    :func:`dedup_cli.engine.local.forked.useful_workers`)."""
+    :func:`dedup_cli.forked.useful_workers`)."""
 
     candidate_stage: int  # j: the processes that key and sort bands
     scoring: int  # j_c: the processes that score the candidates

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli import forked
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.candidates.allpairs import all_pairs
 from dedup_cli.candidates.banding import Banding
@@ -24,8 +25,6 @@ from dedup_cli.candidates.candidate_triples import EstimatedPairs, candidate_tri
 from dedup_cli.candidates.match_bounds import min_matches_for_threshold, min_xor_matches_for_threshold
 from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
-from dedup_cli.engine.local import forked
-from dedup_cli.engine.local.forked import chunk_bounds, forked_map, useful_workers
 from dedup_cli.engine.stages.plan import FindPlan, estimated_positions
 from dedup_cli.estimates.exact import FlatSets, Split
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
@@ -33,6 +32,7 @@ from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, score_pairs
 from dedup_cli.estimates.simultaneous import DECISION_LEVEL, SimultaneousBound, simultaneous_level
 from dedup_cli.estimates.triple_scores import ScoredTriples, score_triples
+from dedup_cli.forked import chunk_bounds, forked_map, useful_workers
 from dedup_cli.groups.components import Groups, group_components
 from dedup_cli.groups.representatives import keep_ranks, representatives, weakest_estimates
 from dedup_cli.groups.strict import strict_groups
