@@ -196,10 +196,10 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
         ["engine.stages.record_places"],
-        ["engine.stages.plan", "engine.local.task_board", "engine.local.task_rows"],
+        ["engine.stages.plan", "engine.stages.decisions", "engine.local.task_board", "engine.local.task_rows"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
          "engine.progress", "engine.local.find_memory"],
-        ["engine.local.band_rounds"],
+        ["engine.stages.conclude", "engine.local.band_rounds"],
         ["engine.local.find", "engine.local.sign_workers", "engine.stages.filter", "engine.local.evaluation"],
         ["engine.local.sign", "engine.dask.cluster", "engine.dask.exchange"],
         ["engine.dask.ranges", "engine.dask.kept_parts", "engine.dask.star_components", "engine.dask.joins"],
@@ -391,6 +391,7 @@ def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
     stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "evaluation.", "engine.stages.find",
+              "engine.stages.decisions", "engine.stages.conclude",
               "engine.stages.sign", "engine.stages.filter", "engine.stages.record_places", "engine.local.evaluation",
               "engine.dask.")
     offenders = []

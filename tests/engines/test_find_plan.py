@@ -21,6 +21,7 @@ from dedup_cli.candidates import candidate_triples
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine.dask import find as dask_find
 from dedup_cli.engine.local import find as local_find
+from dedup_cli.engine.stages import conclude as conclude_stage
 from dedup_cli.engine.stages import find as find_stages
 from dedup_cli.engine.stages import plan as find_plan
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
@@ -128,7 +129,7 @@ def test_the_triple_floor_is_one_number_in_every_place(stores: dict[str, Path], 
     expected = 0.4 - candidate_triples.pair_margin(0.4, documents.params.num_perm, 2)
     assert plan.pair_floor == plan.triple_floor == expected
     floors: dict[str, list[float | None]] = {"every pair": [], "triples": [], "scored": []}
-    every_pair, original_triples, conclude = (find_stages.every_pair_candidates, find_stages.candidate_triples,
+    every_pair, original_triples, conclude = (find_stages.every_pair_candidates, conclude_stage.candidate_triples,
                                                dask_find.conclude)
 
     def every_pair_spy(values: np.ndarray, bits: float, floor: float, *args: Any, **named: Any) -> Any:
@@ -146,7 +147,7 @@ def test_the_triple_floor_is_one_number_in_every_place(stores: dict[str, Path], 
         return conclude(store, values, r, scored, *args)
 
     monkeypatch.setattr(find_stages, "every_pair_candidates", every_pair_spy)
-    monkeypatch.setattr(find_stages, "candidate_triples", triples_spy)
+    monkeypatch.setattr(conclude_stage, "candidate_triples", triples_spy)
     monkeypatch.setattr(dask_find, "conclude", conclude_spy)
     found = {name: dedup.find(stores["sample"], dataclasses.replace(options, **more)) for name, more in
              (("lsh", {}), ("all", {"candidates": "all"}), ("dask", {"engine": engine}))}

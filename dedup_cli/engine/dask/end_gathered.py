@@ -2,7 +2,7 @@
 
 The accepted pairs (and with ``ways=3`` every scored pair within the triple margin of R0) come to the driver with
 the documents they touch, renumbered 0 … m − 1 in document order, which is id order. The local engine's
-:func:`dedup_cli.engine.stages.find.conclude` then finds the triples, groups, weakest links and representatives:
+:func:`dedup_cli.engine.stages.conclude.conclude` then finds the triples, groups, weakest links and representatives:
 every stage there depends only on the order of the documents, so the answer is the local engine's.
 """
 

@@ -4,7 +4,7 @@
    within the triple margin) by large-star/small-star on the cluster (:mod:`.star_components`). Every triangle and
    every group lies inside one component of that graph.
 2. The pairs and their documents (b-bit values, counts, runs, ids) are **exchanged by component**, so a part
-   holds whole components; on each, :func:`dedup_cli.engine.stages.find.conclude` (the local engine's end of find)
+   holds whole components; on each, :func:`dedup_cli.engine.stages.conclude.conclude` (the local engine's end of find)
    runs on the part's documents renumbered in id order. On a disjoint union of components it gives what it
    gives on each, and every stage in it depends only on the order of documents, so the union of the parts'
    answers is the local engine's answer.
@@ -29,8 +29,10 @@ from dedup_cli.engine.dask.joins import attach, scored_pairs
 from dedup_cli.engine.dask.ranges import Documents, name_ranges, unpack_words
 from dedup_cli.engine.dask.sorted_output import TRIPLE_COLUMNS, spilled_result
 from dedup_cli.engine.dask.star_components import connected_components
+from dedup_cli.engine.stages.conclude import conclude, count_candidate_triples
+from dedup_cli.engine.stages.decisions import new_documents
 from dedup_cli.engine.stages.filter import member_details
-from dedup_cli.engine.stages.find import conclude, count_candidate_triples, new_documents, set_size_ratios
+from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.engine.stages.plan import FindPlan
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.estimates.triple_scores import ScoredTriples
@@ -91,7 +93,7 @@ def _numbered(pairs: Table, docs: Table, plan: FindPlan) -> tuple[Table, Table, 
 
 
 def count_partition_triples(pairs: Table, docs: Table, plan: FindPlan) -> int:
-    """The candidate triples of one part's components (:func:`dedup_cli.engine.stages.find.
+    """The candidate triples of one part's components (:func:`dedup_cli.engine.stages.conclude.
     count_candidate_triples`): summed over the parts, the run's, which the triples' bound divides by."""
     _, _, scored, values = _numbered(pairs, docs, plan)
     return count_candidate_triples(values, scored, plan)

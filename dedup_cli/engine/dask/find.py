@@ -35,8 +35,10 @@ from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
 from dedup_cli.engine.dask.ranges import Documents, value_ranges, value_words, with_reference
 from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.engine.stages.conclude import conclude, gone_fields, store_runs
+from dedup_cli.engine.stages.decisions import new_documents
 from dedup_cli.engine.stages.filter import member_details
-from dedup_cli.engine.stages.find import conclude, decision_bound, gone_fields, new_documents, store_runs
+from dedup_cli.engine.stages.find import decision_bound
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.options.finding import FindOptions
@@ -291,7 +293,7 @@ def concluded(needed: list[Any], needed_count: int, numbered: Documents, values:
 def concluded_gathered(needed: Table, numbered: Documents, values: list[Any], alias_documents: np.ndarray,
                        plan: FindPlan, common: dict[str, Any], names: Table | None = None) -> FindResult:
     """The end of find on the ``needed`` pairs gathered into this process (``names``: their documents' names,
-    when read already), by the local engine's :func:`dedup_cli.engine.stages.find.conclude`."""
+    when read already), by the local engine's :func:`dedup_cli.engine.stages.conclude.conclude`."""
     bits = int(plan.bits)
     got = end_gathered.gather(needed, numbered, values, bits, names)
     start = numbered.reference_start

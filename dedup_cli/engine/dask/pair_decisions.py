@@ -30,7 +30,7 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, concatenated, exchange, joined, take
 from dedup_cli.engine.dask.joins import attach, attach_ranges
 from dedup_cli.engine.dask.ranges import Documents, mini_store, name_ranges, names_of
-from dedup_cli.engine.stages.find import decide, without
+from dedup_cli.engine.stages.decisions import decide, without
 from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.forked import chunk_bounds
 from dedup_cli.inputs.reread import file_identity

@@ -23,6 +23,7 @@ from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.recall_costs import compared_recalls
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
+from dedup_cli.engine.stages.decisions import decide
 from dedup_cli.engine.stages.plan import estimated_positions, find_banding
 from dedup_cli.engine.stages.results import EvalResult, EvalSample
 from dedup_cli.estimates.half_bit import is_half_bit
@@ -118,7 +119,7 @@ class LocalPairs:
                                                        self.sets)
         if verification is not None:
             self.unverifiable.update(verification.unverifiable_documents)
-        decided = stages.decide(scored.estimate, exact, threshold)
+        decided = decide(scored.estimate, exact, threshold)
         return scored.first[decided], scored.second[decided]
 
 
@@ -127,13 +128,13 @@ def find_reports(scored: ScoredPairs, exact: np.ndarray, candidate: np.ndarray, 
     """bool[n]: whether ``find`` reports each sampled pair, its exact resemblance known.
 
     The pairs ``--verify`` would re-read are decided by their exact value, the others by the estimate, with find's
-    own rule (:func:`dedup_cli.verification.pairs_to_verify`, :func:`find_stages.decide`, and ``bound``, the
-    simultaneous bound of find's candidate count, where it is known): the exact checks are simulated on the sample
-    instead of run over every candidate, which gives the same decisions.
+    own rule (:func:`dedup_cli.verification.pairs_to_verify`, :func:`dedup_cli.engine.stages.decisions.decide`,
+    and ``bound``, the simultaneous bound of find's candidate count, where it is known): the exact checks are
+    simulated on the sample instead of run over every candidate, which gives the same decisions.
     """
     checked = pairs_to_verify(verify, threshold, scored.estimate, scored.ci_low, scored.ci_high,
                               stages.unsure_pairs(scored, threshold, bound))
-    return candidate & stages.decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
+    return candidate & decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
 
 
 def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold: float, bits: float, verify: str,

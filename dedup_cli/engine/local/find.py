@@ -27,6 +27,8 @@ from dedup_cli import forked
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.local.band_rounds import streamed_candidates
 from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.engine.stages import conclude as ending
+from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages import find as stages
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
@@ -120,7 +122,7 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
     work = None if options.work_dir is None or not stores else WorkDir(options.work_dir, stores)
     start = plan.reference_start
     reference = None if start is None else np.arange(documents.documents) >= start
-    new = stages.new_documents(documents.runs, options.new_since, reference)
+    new = rules.new_documents(documents.runs, options.new_since, reference)
     scores, candidates = scored_candidates(documents, plan, reference, new, work, progress)
     reference = None if reference is None else reference[scores.docs]
     new = None if new is None else new[scores.docs]
@@ -148,7 +150,7 @@ def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarra
     first, second, oversized = _candidates(documents, plan, progress, work)
     if new is not None and plan.options.ways == 2:
         # Only pairs touching a new document matter; dropping the others before scoring saves the work.
-        touching = stages.wanted(np.c_[first, second], new, reference, plan.options.only_across)
+        touching = rules.wanted(np.c_[first, second], new, reference, plan.options.only_across)
         first, second = first[touching], second[touching]
     # From here on only the candidates' documents, numbered 0 … m − 1 in the same order.
     docs = sorted_unique(np.concatenate([first, second]))
@@ -188,12 +190,12 @@ def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindP
     exact, verification = stages.verify_borderline(store, scored, threshold, plan.options.verify,
                                                    plan.options.workers,
                                                    stages.decision_bound(plan, scored.first.size), sets)
-    decided = stages.decide(scored.estimate, exact, threshold)
+    decided = rules.decide(scored.estimate, exact, threshold)
     # One file under two names is one document; across two stores it is a duplicate to report.
     same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
-    aliases = stages.alias_documents(store.paths, scored.first[same], scored.second[same])
+    aliases = rules.alias_documents(store.paths, scored.first[same], scored.second[same])
     if aliases.size:
-        decided &= stages.without(aliases, scored.first, scored.second)
+        decided &= rules.without(aliases, scored.first, scored.second)
     if work is not None and key is not None:
         checked = -1 if verification is None else verification.checked
         missing = [] if verification is None else verification.unverifiable_documents
@@ -205,12 +207,12 @@ def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindP
 def concluded(candidates: Candidates, scored: ScoredPairs, decisions: Decisions, new: np.ndarray | None,
               reference: np.ndarray | None, plan: FindPlan, common: dict[str, Any]) -> FindResult:
     """The end of find (triples, groups, representatives) on the candidates' documents, and the result."""
-    done = stages.conclude(candidates.store, candidates.values, candidates.r, scored, decisions.exact,
+    done = ending.conclude(candidates.store, candidates.values, candidates.r, scored, decisions.exact,
                            decisions.decided, decisions.aliases, new, plan, reference, sets=decisions.sets)
     return FindResult(store=candidates.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
                       grouping=done.groups, weakest=done.weakest, kept=done.kept,
                       keep_field_problems=done.keep_field_problems, reference=reference,
-                      **stages.gone_fields(candidates.store, done.gone), **common)
+                      **ending.gone_fields(candidates.store, done.gone), **common)
 
 
 def _reference_start(documents: Documents) -> int | None:
