@@ -198,7 +198,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["engine.stages.record_places"],
         ["engine.stages.plan", "engine.stages.decisions", "engine.local.task_board", "engine.local.task_rows"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
-         "engine.progress", "engine.local.find_memory"],
+         "engine.progress", "engine.find_memory"],
         ["engine.stages.conclude", "engine.local.band_rounds"],
         ["engine.local.find", "engine.local.sign_workers", "engine.stages.filter", "engine.local.evaluation"],
         ["engine.local.sign", "engine.dask.cluster", "engine.dask.exchange"],

@@ -1,8 +1,9 @@
 """What the local engine's ``find`` holds in memory, from N, k, B, b, the banding and the expected candidates
 alone: the model behind the memory ``plan`` reports (:mod:`dedup_cli.api.plan`), and behind the memory its warnings
 and ``find``'s name for a store that would serve a corpus. It is read off the engine's code (``engine.local.find``,
-``band_rounds``, ``forked``) and lives beside it; tests/api/test_planning.py and bench/plan_memory.py check it
-against the peak resident memory of real runs.
+``band_rounds``, ``forked``); it lives beside the engine interface rather than inside the local engine because
+``plan``, a command, reads it, and the commands reach an engine only through that interface.
+tests/api/test_planning.py and bench/plan_memory.py check it against the peak resident memory of real runs.
 """
 
 from __future__ import annotations
