@@ -196,7 +196,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
         ["engine.stages.record_places"],
-        ["engine.stages.plan", "engine.stages.decisions", "engine.local.task_board", "engine.local.task_rows"],
+        ["engine.stages.plan", "engine.stages.decisions", "engine.resume", "engine.local.task_board",
+         "engine.local.task_rows"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
          "engine.progress", "engine.find_memory"],
         ["engine.stages.conclude", "engine.local.band_rounds"],

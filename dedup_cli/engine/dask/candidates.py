@@ -45,8 +45,8 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
 from dedup_cli.engine.dask.ranges import Documents, in_ranges, live_reduced, piece_documents
-from dedup_cli.engine.local.band_rounds import band_ranges
 from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.engine.resume import Resume
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.params import SignatureParams
@@ -397,19 +397,16 @@ def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int,
     plan = _plan(numbered, rows, band_memory)
     totals = np.zeros(5, np.int64)  # buckets cut, fingerprint bytes, of them across workers, crossing rows, codes
     collected: list[Any] = []
-    rounds = list(range(0, bands, plan.per_round))
-    reused: list[tuple[int, int]] = []
+    rounds = [(first, min(bands, first + plan.per_round)) for first in range(0, bands, plan.per_round)]
+    resume = Resume(work, progress.note)
+    keys, kept = resume.rounds(rounds, engine="dask", bands=bands, rows=rows, max_bucket=max_bucket)
     reduced: list[Any] | None = None  # the b-bit values of each piece, once a round has read them
-    for number, first_band in enumerate(rounds, start=1):
-        last_band = min(bands, first_band + plan.per_round)
-        key = None if work is None else work.key("candidates", engine="dask", bands=bands, rows=rows,
-                                                  first_band=first_band, last_band=last_band, max_bucket=max_bucket)
-        kept_round = None if work is None or key is None else work.load("candidates", key)
-        if kept_round is not None:
+    for number, (first_band, last_band) in enumerate(rounds, start=1):
+        key = keys[number - 1]
+        if number - 1 in kept:
             assert work is not None and key is not None
-            collected += kept_parts(work, "candidates", key, kept_round)
-            totals += kept_round["stats"].astype(np.int64)
-            reused.append((first_band, last_band))
+            collected += kept_parts(work, "candidates", key, kept[number - 1])
+            totals += kept[number - 1]["stats"].astype(np.int64)
             continue
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
         reading = reduce_bits if reduced is None else None
@@ -421,9 +418,6 @@ def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int,
             keep_parts(work, "candidates", key, done.kept, {"stats": done.stats})
         totals += done.stats
         collected += done.kept
-    if reused:
-        assert work is not None
-        progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path}")
     oversized, fingerprint, across, crossing, shuffled = (int(total) for total in totals)
     codes = _deduplicated(collected, shuffled, progress)
     values = None

@@ -33,9 +33,9 @@ from dedup_cli.engine.dask.id_sort import store_documents
 from dedup_cli.engine.dask.joins import score_candidates
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
 from dedup_cli.engine.dask.ranges import Documents, value_ranges, value_words, with_reference
-from dedup_cli.engine.local import find as local_find
 from dedup_cli.engine.progress import Progress, silent
-from dedup_cli.engine.stages.conclude import conclude, gone_fields, store_runs
+from dedup_cli.engine.resume import Resume, kept_verification, verification_arrays
+from dedup_cli.engine.stages.conclude import conclude, concluded_result, nothing_found, store_runs
 from dedup_cli.engine.stages.decisions import new_documents
 from dedup_cli.engine.stages.filter import member_details
 from dedup_cli.engine.stages.find import decision_bound
@@ -108,10 +108,10 @@ def find(store: Store, options: FindOptions, progress: Progress = silent, refere
     laps = Laps()
     progress.stage("reading the store's pieces", None)
     numbered = read_numbered(store, reference)
-    if numbered.documents == 0:
-        return local_find.find([store] if reference is None else [store, reference], options)
-    laps.lap("read")
     plan = plan_numbered(numbered, options, (store,) if reference is None else (store, reference))
+    if numbered.documents == 0:
+        return nothing_found(plan)
+    laps.lap("read")
     work = None if options.work_dir is None else WorkDir(options.work_dir, [store] if reference is None
                                                          else [store, reference])
     scores = scored_candidates(numbered, plan, work, progress, laps)
@@ -167,18 +167,26 @@ def scored_candidates(numbered: Documents, plan: FindPlan, work: WorkDir | None,
                       ) -> Scores:
     """The scored stage, kept by an earlier run in ``work`` or computed (and kept there): the candidate pairs in
     rounds of bands, then scored by two range joins."""
+    def read(kept: dict[str, np.ndarray], key: str) -> Scores:
+        assert work is not None
+        laps.profile["candidates_seconds"] = 0.0
+        return Scores(kept_parts(work, "scored", key, kept), list(settled(*value_ranges(numbered, int(plan.bits)))),
+                      CandidateStats.of_array(kept["stats"]))
+
+    def keep(scores: Scores, key: str) -> None:
+        assert work is not None
+        keep_parts(work, "scored", key, scores.scored, {"stats": scores.stats.as_array()})
+
+    # The kept parts are ranges of the second document: they depend on the divisions too.
+    return Resume(work, progress.note).stage("scored", plan.key(work, "scored", divisions=numbered.divisions),
+                                             lambda: _scored(numbered, plan, work, progress, laps), keep, read)
+
+
+def _scored(numbered: Documents, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps) -> Scores:
+    """The candidate pairs in rounds of bands, then scored by two range joins."""
     options, params = plan.options, numbered.params
     bits = int(plan.bits)  # whole: FindOptions keeps b = 1/2 to the local engine
     assert plan.banding is not None  # FindOptions keeps --candidates all to the local engine
-    # The kept parts are ranges of the second document: they depend on the divisions too.
-    key = plan.key(work, "scored", divisions=numbered.divisions)
-    kept_scores = None if work is None or key is None else work.load("scored", key)
-    if kept_scores is not None:
-        assert work is not None and key is not None
-        progress.note(f"resuming: scored candidate pairs from {work.path}")
-        laps.profile["candidates_seconds"] = 0.0
-        return Scores(kept_parts(work, "scored", key, kept_scores), list(settled(*value_ranges(numbered, bits))),
-                      CandidateStats.of_array(kept_scores["stats"]))
     found = candidate_pairs(numbered, plan.banding.bands, plan.banding.rows, options.max_bucket,
                             options.band_memory, progress, work, reduce_bits=bits)
     stats = found.stats()
@@ -191,8 +199,6 @@ def scored_candidates(numbered: Documents, plan: FindPlan, work: WorkDir | None,
     scored = list(settled(*score_candidates(found.codes, values, numbered.divisions, numbered.documents, bits, params,
                                             options.new_since if pairs_only else None,
                                             start if pairs_only else None, options.only_across)))
-    if work is not None and key is not None:
-        keep_parts(work, "scored", key, scored, {"stats": stats.as_array()})
     return Scores(scored, values, stats)
 
 
@@ -201,16 +207,21 @@ def decided_candidates(scored: list[Any], numbered: Documents, plan: FindPlan, c
     """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): exact checks of the
     borderline pairs on the workers (``candidates``: how many were scored, for the simultaneous bound), the
     decisions, and the aliases left out."""
+    def run() -> Decisions:
+        decided, checked = pair_decisions.check_and_decide(scored, numbered, plan.options.verify, plan.threshold,
+                                                           decision_bound(plan, candidates))
+        alias_documents = pair_decisions.aliases(decided, numbered)
+        decided = list(settled(*[dask.delayed(pair_decisions.accept)(part, alias_documents) for part in decided]))
+        return Decisions(decided, alias_documents, checked)
+
+    def keep(decisions: Decisions, key: str) -> None:
+        _keep_decisions(work, key, decisions.decided, decisions.aliases, decisions.checked)
+
+    def read(kept: dict[str, np.ndarray], key: str) -> Decisions:
+        return Decisions(*_kept_decisions(work, key, kept))
+
     key = plan.key(work, "decisions", divisions=numbered.divisions)
-    kept = _kept_decisions(work, key, progress)
-    if kept is not None:
-        return Decisions(*kept)
-    decided, checked = pair_decisions.check_and_decide(scored, numbered, plan.options.verify, plan.threshold,
-                                                       decision_bound(plan, candidates))
-    alias_documents = pair_decisions.aliases(decided, numbered)
-    decided = list(settled(*[dask.delayed(pair_decisions.accept)(part, alias_documents) for part in decided]))
-    _keep_decisions(work, key, decided, alias_documents, checked)
-    return Decisions(decided, alias_documents, checked)
+    return Resume(work, progress.note).stage("decisions", key, run, keep, read)
 
 
 def gathered_decisions(scored: list[Any], numbered: Documents, plan: FindPlan, candidates: int,
@@ -219,49 +230,49 @@ def gathered_decisions(scored: list[Any], numbered: Documents, plan: FindPlan, c
     pair_decisions.decide_gathered`: those that may matter, :func:`dedup_cli.engine.dask.pair_decisions.
     may_matter`), kept by an earlier run in ``work`` or computed and kept there, in parts as the scored pairs are,
     so that a run that decides on the workers resumes from it too, and the reverse."""
-    key = plan.key(work, "decisions", divisions=numbered.divisions)
-    kept = _kept_decisions(work, key, progress)
-    if kept is not None:
-        decided, alias_documents, checked = kept
-        return pair_decisions.GatheredDecisions(joined(dask.compute(*decided)), None, alias_documents, checked)
-    bound = decision_bound(plan, candidates)
-    mode = plan.options.verify
-    # Only the pairs that may be accepted, checked or needed for triples come to the driver.
-    parts = dask.compute(*[dask.delayed(pair_decisions.may_matter)(part, mode, plan.threshold, bound,
-                                                                   plan.triple_floor) for part in scored])
-    sizes = [int(part["first"].size) for part in parts]
-    gathered = pair_decisions.decide_gathered(joined(parts), numbered, mode, plan.threshold, bound)
-    if work is not None and key is not None:
+    sizes: list[int] = []
+
+    def run() -> pair_decisions.GatheredDecisions:
+        bound = decision_bound(plan, candidates)
+        mode = plan.options.verify
+        # Only the pairs that may be accepted, checked or needed for triples come to the driver.
+        parts = dask.compute(*[dask.delayed(pair_decisions.may_matter)(part, mode, plan.threshold, bound,
+                                                                       plan.triple_floor) for part in scored])
+        sizes.extend(int(part["first"].size) for part in parts)
+        return pair_decisions.decide_gathered(joined(parts), numbered, mode, plan.threshold, bound)
+
+    def keep(gathered: pair_decisions.GatheredDecisions, key: str) -> None:
         bounds = np.r_[0, np.cumsum(sizes)]
         pieces = [{name: column[start:stop] for name, column in gathered.decided.items()}
                   for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
         _keep_decisions(work, key, [dask.delayed(piece) for piece in pieces], gathered.aliases, gathered.checked)
-    return gathered
+
+    def read(kept: dict[str, np.ndarray], key: str) -> pair_decisions.GatheredDecisions:
+        decided, alias_documents, checked = _kept_decisions(work, key, kept)
+        return pair_decisions.GatheredDecisions(joined(dask.compute(*decided)), None, alias_documents, checked)
+
+    key = plan.key(work, "decisions", divisions=numbered.divisions)
+    return Resume(work, progress.note).stage("decisions", key, run, keep, read)
 
 
-def _kept_decisions(work: WorkDir | None, key: str | None, progress: Progress
-                    ) -> tuple[list[Any], np.ndarray, pair_decisions.Checked | None] | None:
-    """The decisions stage an earlier run kept in ``work`` under ``key`` (the decided pairs' parts, the aliases,
-    the exact checks), or None."""
-    kept = None if work is None or key is None else work.load("decisions", key)
-    if kept is None:
-        return None
-    assert work is not None and key is not None
-    progress.note(f"resuming: exact checks and decisions from {work.path}")
-    count = int(kept["checked"])
-    return (kept_parts(work, "decisions", key, kept), kept["aliases"],
-            None if count < 0 else pair_decisions.Checked(count, kept["unverifiable"].tolist()))
-
-
-def _keep_decisions(work: WorkDir | None, key: str | None, parts: list[Any], alias_documents: np.ndarray,
-                    checked: pair_decisions.Checked | None) -> None:
-    """Keep the decisions stage in ``work`` (if any): the decided pairs' parts (delayed tables), the aliases and
+def _kept_decisions(work: WorkDir | None, key: str, kept: dict[str, np.ndarray]
+                    ) -> tuple[list[Any], np.ndarray, pair_decisions.Checked | None]:
+    """The decisions stage an earlier run kept in ``work`` under ``key``: the decided pairs' parts, the aliases,
     the exact checks."""
-    if work is None or key is None:
-        return
-    keep_parts(work, "decisions", key, parts, {
-        "aliases": alias_documents, "checked": np.array(-1 if checked is None else checked.checked),
-        "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
+    assert work is not None
+    verification = kept_verification(kept)
+    checked = None if verification is None else pair_decisions.Checked(verification.checked,
+                                                                      verification.unverifiable_documents)
+    return kept_parts(work, "decisions", key, kept), kept["aliases"], checked
+
+
+def _keep_decisions(work: WorkDir | None, key: str, parts: list[Any], alias_documents: np.ndarray,
+                    checked: pair_decisions.Checked | None) -> None:
+    """Keep the decisions stage in ``work``: the decided pairs' parts (delayed tables), the aliases and the exact
+    checks."""
+    assert work is not None
+    keep_parts(work, "decisions", key, parts, {"aliases": alias_documents,
+                                               **verification_arrays(_verification(checked))})
 
 
 def _profile(profile: dict[str, float], numbered: Documents, plan: FindPlan, stats: CandidateStats, candidates: int,
@@ -302,11 +313,6 @@ def concluded_gathered(needed: Table, numbered: Documents, values: list[Any], al
     local_aliases = np.searchsorted(got.docs, alias_documents[np.isin(alias_documents, got.docs)])
     done = conclude(got.store, got.values, end_gathered.ratios(got.store), got.scored, got.exact, got.decided,
                     local_aliases, new, plan, in_reference)
-    result = FindResult(store=got.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
-                        grouping=done.groups, weakest=done.weakest, kept=done.kept,
-                        keep_field_problems=done.keep_field_problems, reference=in_reference,
-                        **gone_fields(got.store, done.gone), **common)
     # The gathered store holds b-bit values, not signatures: what filter needs of each member is found here.
-    result.member_details = member_details(got.store, got.values, done.pairs, done.exact, done.groups, done.kept,
-                                           bits)
-    return result
+    return concluded_result(got.store, done, in_reference, common, member_details=member_details(
+        got.store, got.values, done.pairs, done.exact, done.groups, done.kept, bits))

@@ -22,6 +22,7 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, concatenated, exchange, take
 from dedup_cli.engine.dask.joins import scored_pairs
 from dedup_cli.engine.dask.ranges import mini_store
+from dedup_cli.engine.stages.conclude import Concluded, concluded_result
 from dedup_cli.engine.stages.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.triple_scores import ScoredTriples
@@ -103,15 +104,19 @@ def sorted_parts(parts: list[Any], names: Sequence[str], rows: int) -> tuple[lis
 
 
 def _result(store: StoredSignatures, common: dict[str, Any], reference_start: int | None, docs: np.ndarray,
-            **parts: Any) -> FindResult:
-    """A result of the documents ``docs`` (global numbers, ascending), with their stores marked when there is a
-    reference store (its documents from ``reference_start`` on)."""
-    if reference_start is not None:
-        parts["reference"] = docs >= reference_start
-    empty = {"accepted": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 6)), "exact": np.empty(0),
-             "accepted_triples": None, "grouping": Groups(np.empty(0, np.int64), np.zeros(1, np.int64)),
-             "weakest": np.empty(0), "kept": np.empty(0, np.int64)}
-    return FindResult(store=store, **{**empty, **parts}, **common)
+            pairs: ScoredPairs | None = None, exact: np.ndarray | None = None, triples: ScoredTriples | None = None,
+            groups: Groups | None = None, weakest: np.ndarray | None = None, kept: np.ndarray | None = None,
+            **more: Any) -> FindResult:
+    """A result of the documents ``docs`` (global numbers, ascending) holding one kind of record, with their stores
+    marked when there is a reference store (its documents from ``reference_start`` on)."""
+    none = np.empty(0)
+    done = Concluded(pairs=ScoredPairs(*([np.empty(0, np.int64)] * 3), *([none] * 6)) if pairs is None else pairs,
+                     exact=none if exact is None else exact, triples=triples,
+                     groups=Groups(np.empty(0, np.int64), np.zeros(1, np.int64)) if groups is None else groups,
+                     weakest=none if weakest is None else weakest, kept=np.empty(0, np.int64) if kept is None else kept,
+                     keep_field_problems=[], gone=np.empty(0, np.int64))
+    return concluded_result(store, done, None if reference_start is None else docs >= reference_start, common,
+                            **more)
 
 
 def _named(columns: Sequence[np.ndarray], ids: Sequence[np.ndarray], params: SignatureParams
@@ -124,7 +129,7 @@ def _pairs_result(table: Table, params: SignatureParams, common: dict[str, Any],
                   ) -> FindResult:
     docs, store = _named([table["first"], table["second"]], [table["id_a"], table["id_b"]], params)
     local = {**table, "first": np.searchsorted(docs, table["first"]), "second": np.searchsorted(docs, table["second"])}
-    return _result(store, common, reference_start, docs, accepted=scored_pairs(local), exact=table["exact"])
+    return _result(store, common, reference_start, docs, pairs=scored_pairs(local), exact=table["exact"])
 
 
 def _triples_result(table: Table, params: SignatureParams, common: dict[str, Any], reference_start: int | None
@@ -135,7 +140,7 @@ def _triples_result(table: Table, params: SignatureParams, common: dict[str, Any
         matches=table["matches"], pair_matches=np.stack([table[f"{x}_matches"] for x in ("ab", "ac", "bc")], axis=1),
         estimate=table["estimate"], stderr=table["stderr"], ci_low=table["ci_low"], ci_high=table["ci_high"],
         pairwise=np.stack([table[f"estimate_{x}"] for x in ("ab", "ac", "bc")], axis=1), exact=table["exact"])
-    return _result(store, common, reference_start, docs, accepted_triples=triples)
+    return _result(store, common, reference_start, docs, triples=triples)
 
 
 def _groups_result(table: Table, params: SignatureParams, common: dict[str, Any], first_group: int,
@@ -149,7 +154,7 @@ def _groups_result(table: Table, params: SignatureParams, common: dict[str, Any]
                             table["verified"].astype(bool))
     gone = table["gone"].astype(bool)
     is_gone = np.isin(docs, table["member"][gone]) if gone.any() else None
-    return _result(store, common, reference_start, docs, grouping=groups, is_gone=is_gone,
+    return _result(store, common, reference_start, docs, groups=groups, is_gone=is_gone,
                    weakest=table["weakest"][starts], first_group=first_group,
                    kept=np.searchsorted(docs, table["kept"][starts]), member_details=details)
 
@@ -189,7 +194,7 @@ def spilled_result(found: list[list[Any]], rows: int, params: SignatureParams, c
     if triples:
         counts["triples"] = _spill(found[1], "triples", path, params, common, rows, reference_start)
     result = _result(mini_store(params, []), common, reference_start, np.empty(0, np.int64),
-                     accepted_triples=ScoredTriples.empty() if triples else None)
+                     triples=ScoredTriples.empty() if triples else None)
     result.streamed = Spilled(folder, counts, partitions)
     return result
 

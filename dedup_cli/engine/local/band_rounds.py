@@ -24,6 +24,7 @@ from dedup_cli.candidates.buckets import (
     key_dtype,
 )
 from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.engine.resume import Resume
 from dedup_cli.forked import forked_map
 from dedup_cli.minhash.packing import unpack_values, value_dtype
 from dedup_cli.options.vocabulary import BAND_MEMORY
@@ -73,18 +74,13 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
     rounds = band_rounds(bands, keyed.size, dtype.itemsize, round_bytes)
     codes = PairCodes()
     oversized = 0
-    reused: list[tuple[int, int]] = []
-    waiting: list[tuple[int, int, int, str | None]] = []
-    for number, (first_band, last_band) in enumerate(rounds, start=1):
-        key = None if work is None else work.key("candidates", bands=bands, rows=rows, first_band=first_band,
-                                                  last_band=last_band, max_bucket=max_bucket, engine="local")
-        kept = None if work is None or key is None else work.load("candidates", key)
-        if kept is not None:
-            codes.add(kept["codes"])
-            oversized += int(kept["oversized"])
-            reused.append((first_band, last_band))
-        else:
-            waiting.append((number, first_band, last_band, key))
+    resume = Resume(work, progress.note)
+    keys, kept = resume.rounds(rounds, bands=bands, rows=rows, max_bucket=max_bucket, engine="local")
+    for found in kept.values():
+        codes.add(found["codes"])
+        oversized += int(found["oversized"])
+    waiting = [(index + 1, first_band, last_band, keys[index])
+               for index, (first_band, last_band) in enumerate(rounds) if index not in kept]
     wave_size = max(1, jobs)
     for start in range(0, len(waiting), wave_size):
         wave = waiting[start : start + wave_size]
@@ -92,12 +88,9 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
                       jobs, progress, _wave_title([number for number, *_ in wave], wave[0][1], wave[-1][2],
                                                   len(rounds)))
         for (_, _, _, key), (unique, round_cut) in zip(wave, found, strict=True):
-            if work is not None and key is not None:
-                work.save("candidates", key, {"codes": unique, "oversized": np.array(round_cut)})
+            resume.save("candidates", key, {"codes": unique, "oversized": np.array(round_cut)})
             codes.add(unique)
             oversized += round_cut
-    if reused:
-        progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path if work else ''}")
     return CandidateResult.of_codes(codes.unique(), documents.documents, oversized), len(rounds)
 
 
@@ -180,13 +173,3 @@ def _keys_array(bands: int, documents: int, dtype: np.dtype, shared: bool) -> np
         return large_empty((bands, documents), dtype)
     return shared_empty((bands, documents), dtype)
 
-
-def band_ranges(rounds: list[tuple[int, int]]) -> str:
-    """Rounds (first band, last band + 1) as the user counts bands: ``bands 1–24, 37–48``."""
-    merged: list[list[int]] = []
-    for first, last in rounds:
-        if merged and merged[-1][1] == first:
-            merged[-1][1] = last
-        else:
-            merged.append([first, last])
-    return "bands " + ", ".join(f"{first + 1}–{last}" for first, last in merged)

@@ -27,6 +27,7 @@ from dedup_cli import forked
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.local.band_rounds import streamed_candidates
 from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.engine.resume import Resume, kept_verification, verification_arrays
 from dedup_cli.engine.stages import conclude as ending
 from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages import find as stages
@@ -140,13 +141,24 @@ def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarra
                       work: WorkDir | None, progress: Progress) -> tuple[Scores, Candidates]:
     """The scored stage, kept by an earlier run in ``work`` or computed (and kept there), and the candidates'
     documents read whole."""
-    key = plan.key(work, "scored")
-    kept = None if work is None or key is None else work.load("scored", key)
-    if kept is not None:
-        progress.note(f"resuming: scored candidate pairs from {plan.options.work_dir}")
+    def read(kept: dict[str, np.ndarray], key: str) -> tuple[Scores, Candidates]:
         scores = Scores(kept["docs"], int(kept["oversized"]), ScoredPairs(**{name: kept[name]
                                                                              for name in SCORE_FIELDS}))
         return scores, read_candidates(documents, scores.docs, plan, progress)
+
+    def keep(made: tuple[Scores, Candidates], key: str) -> None:
+        scores = made[0]
+        resume.save("scored", key, {"docs": scores.docs, "oversized": np.array(scores.oversized),
+                                    **{name: getattr(scores.scored, name) for name in SCORE_FIELDS}})
+
+    resume = Resume(work, progress.note)
+    return resume.stage("scored", plan.key(work, "scored"),
+                        lambda: _scored(documents, plan, reference, new, work, progress), keep, read)
+
+
+def _scored(documents: Documents, plan: FindPlan, reference: np.ndarray | None, new: np.ndarray | None,
+            work: WorkDir | None, progress: Progress) -> tuple[Scores, Candidates]:
+    """The candidate pairs, those a report may want scored on the candidates' documents read whole."""
     first, second, oversized = _candidates(documents, plan, progress, work)
     if new is not None and plan.options.ways == 2:
         # Only pairs touching a new document matter; dropping the others before scoring saves the work.
@@ -158,9 +170,6 @@ def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarra
     progress.stage("scoring", None)
     scored = stages.score_in_chunks(candidates.values, np.searchsorted(docs, first), np.searchsorted(docs, second),
                                     candidates.r, plan.bits, plan.options.workers)
-    if work is not None and key is not None:
-        work.save("scored", key, {"docs": docs, "oversized": np.array(oversized),
-                                  **{name: getattr(scored, name) for name in SCORE_FIELDS}})
     return Scores(docs, oversized, scored), candidates
 
 
@@ -177,13 +186,21 @@ def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindP
                        work: WorkDir | None, progress: Progress) -> Decisions:
     """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): the exact checks
     ``--verify`` asks for, the decisions, and the documents that are another's file under a second name."""
-    key = plan.key(work, "decisions")
-    kept = None if work is None or key is None else work.load("decisions", key)
-    if kept is not None:
-        progress.note(f"resuming: exact checks and decisions from {plan.options.work_dir}")
-        checked = int(kept["checked"])
-        verification = None if checked < 0 else Verification(np.empty(0), checked, kept["unverifiable"].tolist())
-        return Decisions(kept["exact"], kept["decided"], kept["aliases"], verification)
+    def read(kept: dict[str, np.ndarray], key: str) -> Decisions:
+        return Decisions(kept["exact"], kept["decided"], kept["aliases"], kept_verification(kept))
+
+    def keep(decisions: Decisions, key: str) -> None:
+        resume.save("decisions", key, {"exact": decisions.exact, "decided": decisions.decided,
+                                       "aliases": decisions.aliases, **verification_arrays(decisions.verification)})
+
+    resume = Resume(work, progress.note)
+    return resume.stage("decisions", plan.key(work, "decisions"),
+                        lambda: _decided(store, scored, plan, reference, progress), keep, read)
+
+
+def _decided(store: StoredSignatures, scored: ScoredPairs, plan: FindPlan, reference: np.ndarray | None,
+             progress: Progress) -> Decisions:
+    """The exact checks ``--verify`` asks for, the decisions, the aliases left out."""
     progress.stage("exact checks", None)
     threshold = plan.threshold
     sets = stages.exact_sets(store, plan.options.workers)
@@ -196,11 +213,6 @@ def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindP
     aliases = rules.alias_documents(store.paths, scored.first[same], scored.second[same])
     if aliases.size:
         decided &= rules.without(aliases, scored.first, scored.second)
-    if work is not None and key is not None:
-        checked = -1 if verification is None else verification.checked
-        missing = [] if verification is None else verification.unverifiable_documents
-        work.save("decisions", key, {"exact": exact, "decided": decided, "aliases": aliases,
-                                     "checked": np.array(checked), "unverifiable": np.array(missing, str)})
     return Decisions(exact, decided, aliases, verification, sets)
 
 
@@ -209,10 +221,7 @@ def concluded(candidates: Candidates, scored: ScoredPairs, decisions: Decisions,
     """The end of find (triples, groups, representatives) on the candidates' documents, and the result."""
     done = ending.conclude(candidates.store, candidates.values, candidates.r, scored, decisions.exact,
                            decisions.decided, decisions.aliases, new, plan, reference, sets=decisions.sets)
-    return FindResult(store=candidates.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
-                      grouping=done.groups, weakest=done.weakest, kept=done.kept,
-                      keep_field_problems=done.keep_field_problems, reference=reference,
-                      **ending.gone_fields(candidates.store, done.gone), **common)
+    return ending.concluded_result(candidates.store, done, reference, common)
 
 
 def _reference_start(documents: Documents) -> int | None:

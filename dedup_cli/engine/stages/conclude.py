@@ -20,6 +20,7 @@ from dedup_cli.candidates.triangles import WEDGE_BATCH
 from dedup_cli.candidates.triple_recall import TRIPLE_MARGIN_Z
 from dedup_cli.engine.stages.decisions import decide, wanted
 from dedup_cli.engine.stages.plan import FindPlan
+from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.estimates.guards import THREE_WAY_BITS_MESSAGE
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.simultaneous import DECISION_LEVEL, simultaneous_level
@@ -33,7 +34,7 @@ from dedup_cli.inputs.liveness import gone_documents
 from dedup_cli.options.input_options import InputOptions
 from dedup_cli.store.manifest import RunInput
 from dedup_cli.store.snapshot import StoredSignatures
-from dedup_cli.verification import ExactSets, pairs_to_verify, verify_triples
+from dedup_cli.verification import ExactSets, Verification, pairs_to_verify, verify_triples
 
 
 def keep_field_values(store: StoredSignatures, rows: np.ndarray, field: str
@@ -310,3 +311,30 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
     return Concluded(pairs=accepted, exact=exact, triples=found_triples, groups=groups,
                      weakest=weakest_estimates(groups, accepted.first, accepted.second, similarity), kept=kept,
                      keep_field_problems=problems, gone=gone)
+
+
+def concluded_result(store: StoredSignatures, done: Concluded, reference: np.ndarray | None,
+                     common: dict[str, Any], **more: Any) -> FindResult:
+    """The :class:`FindResult` of what :func:`conclude` found on the documents of ``store`` (``reference``: which of
+    them are the reference store's), with the fields that do not depend on how the stages ran (``common``,
+    :meth:`dedup_cli.engine.stages.plan.FindPlan.result_fields`) and ``more`` (a chunk's place in a streamed
+    output, what filter needs of each member): the one place a result is built, for every engine."""
+    return FindResult(store=store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
+                      grouping=done.groups, weakest=done.weakest, kept=done.kept,
+                      keep_field_problems=done.keep_field_problems, reference=reference,
+                      **{**gone_fields(store, done.gone), **common, **more})
+
+
+def nothing_found(plan: FindPlan) -> FindResult:
+    """What ``find`` with ``plan`` finds among no documents (stores without a live one): :func:`conclude` of no
+    pairs, and no exact check, as the stages give it."""
+    params = plan.params
+    store = StoredSignatures(params=params, ids=[], paths=[], shingle_counts=np.empty(0, np.int64),
+                             packed=np.empty((0, params.signature_bytes), np.uint8))
+    none = np.empty(0)
+    scored = ScoredPairs(*[np.empty(0, np.int64)] * 3, *[none] * 6)
+    reference = None if plan.reference_start is None else np.zeros(0, bool)
+    done = conclude(store, store.values(plan.bits), none, scored, none, np.zeros(0, bool), np.empty(0, np.int64),
+                    None, plan, reference)
+    verification = None if plan.options.verify == "none" else Verification(none, 0, [])
+    return concluded_result(store, done, reference, plan.result_fields(0, 0, verification, 0))
