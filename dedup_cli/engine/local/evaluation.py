@@ -26,6 +26,7 @@ from dedup_cli.engine.stages import find as stages
 from dedup_cli.engine.stages.decisions import decide
 from dedup_cli.engine.stages.plan import estimated_positions, find_banding
 from dedup_cli.engine.stages.results import EvalResult, EvalSample
+from dedup_cli.errors import DedupError
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.simultaneous import DEFAULT_RECALL, SimultaneousBound
@@ -46,11 +47,12 @@ from dedup_cli.evaluation.retrieval import (
     share_a_band,
 )
 from dedup_cli.evaluation.survey import StratifiedSample
-from dedup_cli.inputs.truth import Truth
+from dedup_cli.inputs.truth import Truth, read_truth
 from dedup_cli.minhash.packing import estimator_values, xor_bits
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
+from dedup_cli.store.store import Store
 from dedup_cli.verification import pairs_to_verify
 
 EVALUATED_BITS = (1, 2, 4)  # besides the stored bits and find's b
@@ -344,3 +346,19 @@ def retrievals(pairs: LocalPairs, options: EvalOptions, measured: Measured, band
         sweep += [sampled_retrieval(design, find_reports(scores[bits], exact, shared, level, verify),
                                     exact >= level, level, bits, verify) for verify in VERIFY_MODES]
     return at_threshold, sweep
+
+
+def evaluate_store(store: Store, options: EvalOptions, name: str, progress: Progress = silent) -> EvalResult:
+    """:func:`evaluate` of ``store`` read into this process (``name``: how the report names it), with its truth file
+    if ``options`` name one.
+
+    Raises:
+        dedup_cli.errors.DedupError: a store with fewer than two documents that have shingles.
+    """
+    progress.stage("reading the store", None)
+    stored = store.read()
+    pairs = LocalPairs(stored, options.find.max_bucket, options.find.workers)
+    if int(pairs.eligible.sum()) < 2:
+        raise DedupError(f"{name} holds fewer than two documents with shingles; there is no pair to evaluate")
+    truth = None if options.truth is None else read_truth(options.truth, stored.ids)
+    return evaluate(pairs, options, name, truth, progress)
