@@ -777,6 +777,47 @@ def test_no_module_name_is_two_ideas() -> None:
                            "when it is one idea at each layer, say so in docs/architecture.md (One name, one idea)")
 
 
+def class_names(modules: dict[str, Path]) -> dict[str, list[str]]:
+    """Each public class name (not starting with ``_``) defined at the top of a module → the modules defining it."""
+    found: dict[str, list[str]] = {}
+    for module, path in modules.items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(module)
+    return found
+
+
+def documented_words(text: str) -> dict[str, str]:
+    """The rows of the table under "Words": each word → its module as the table names it."""
+    return dict(re.findall(r"^\| `(\w+)` \| `([\w/]+\.py)` \|", _section(text, "Words"), re.MULTILINE))
+
+
+def test_one_word_for_each_idea() -> None:
+    # No two classes of the package share a name (a Documents of one engine and of the other would be two ideas
+    # under one word), and every class of engine/ is a word of docs/architecture.md, in its module.
+    classes = class_names(_package_modules(PACKAGE_DIR))
+    repeated = {name: modules for name, modules in classes.items() if len(modules) > 1}
+    assert not repeated, f"classes of one name in several modules: {repeated}; name each for what it holds"
+    words = documented_words(ARCHITECTURE.read_text(encoding="utf-8"))
+    engine = {name: modules[0] for name, modules in classes.items() if modules[0].startswith("engine.")}
+    assert len(words) >= 20, "the Words table of docs/architecture.md was not read"
+    missing = sorted(set(engine) - set(words))
+    assert not missing, f"classes of engine/ that docs/architecture.md's Words do not name: {missing}"
+    misplaced = {name: words[name] for name in engine
+                 if words[name] != "/".join(engine[name].split(".")) + ".py"}
+    assert not misplaced, f"docs/architecture.md's Words name the wrong module: {misplaced}"
+    unknown = sorted(set(words) - set(classes))
+    assert not unknown, f"docs/architecture.md's Words name classes that do not exist: {unknown}"
+
+
+def test_repeated_class_names_are_found(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "a").mkdir(parents=True)
+    (package / "a" / "x.py").write_text("class Documents:\n    pass\n\n\nclass _Plan:\n    pass\n")
+    (package / "y.py").write_text("class Documents:\n    pass\n\n\nclass _Plan:\n    pass\n")
+    assert class_names(_package_modules(package)) == {"Documents": ["a.x", "y"]}
+
+
 def test_repeated_module_names_are_found() -> None:
     modules = {"cli.writers": Path("cli/writers.py"), "corpus.writers": Path("corpus/writers.py"),
                "cli.find": Path("cli/find.py"), "api.find": Path("api/find.py"), "cli": Path("cli/__init__.py"),

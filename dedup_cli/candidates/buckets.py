@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.array_primitives import large_empty, mix64, sorted_unique
+from dedup_cli.array_primitives import code_pairs, large_empty, mix64, pair_codes, sorted_unique
 
 # Pairs are accumulated as codes i·n + j and de-duplicated whenever this many have piled up (``plan`` models it).
 DEDUPLICATE_EVERY = 1 << 24
@@ -158,7 +158,7 @@ def band_pair_codes(keys: np.ndarray, docs: np.ndarray, max_bucket: int, documen
     first, second = run_pairs(starts, lengths)
     # Only the members of buckets are looked up: most documents are alone in theirs (a few hundredths of a pair
     # a document), so the documents are never gathered in key order whole.
-    codes = docs[order[first]].astype(np.uint64) * np.uint64(documents) + docs[order[second]].astype(np.uint64)
+    codes = pair_codes(docs[order[first]], docs[order[second]], documents)
     return codes, int(np.count_nonzero(cut))
 
 
@@ -192,9 +192,9 @@ class CandidateResult:
 
     @classmethod
     def of_codes(cls, codes: np.ndarray, documents: int, oversized_buckets: int) -> CandidateResult:
-        """The pairs of sorted distinct codes first · documents + second."""
-        width = np.uint64(max(documents, 1))
-        return cls((codes // width).astype(np.int64), (codes % width).astype(np.int64), oversized_buckets)
+        """The pairs of sorted distinct codes first · documents + second (:func:`dedup_cli.array_primitives.
+        pair_codes`)."""
+        return cls(*code_pairs(codes, documents), oversized_buckets)
 
 
 def candidate_pairs(

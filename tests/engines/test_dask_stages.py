@@ -11,8 +11,6 @@ import numpy as np
 import pytest
 from distributed import Client
 from helpers import REPO, StoreWriter
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import dedup_cli as dedup
 from dedup_cli.candidates.buckets import candidate_pairs as local_candidate_pairs
@@ -21,10 +19,10 @@ from dedup_cli.engine.dask import exchange as dask_exchange
 from dedup_cli.engine.dask import id_sort
 from dedup_cli.engine.dask import shares as dask_shares
 from dedup_cli.engine.dask.exchange import exchange, joined
-from dedup_cli.engine.dask.ranges import name_ranges, pack_bits, unpack_words, value_ranges
+from dedup_cli.engine.dask.ranges import name_ranges, value_ranges
 from dedup_cli.engine.dask.sign import plan_tasks
 from dedup_cli.inputs.locations import Source
-from dedup_cli.minhash.packing import pack_values
+from dedup_cli.minhash.packing import pack_values, unpack_words
 from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
@@ -175,16 +173,6 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
         2 < found.rounds < bands
     # Only fingerprints and the rows of crossing buckets moved: far fewer than the band rows.
     assert 0 < found.fingerprint_bytes < found.band_keys * 2 and found.crossing_rows < found.band_keys / 4
-
-
-@settings(max_examples=60, deadline=None)
-@given(bits=st.sampled_from([1, 2, 4, 8]), rows=st.integers(0, 5), words=st.integers(1, 6),
-       seed=st.integers(0, 2**32 - 1))
-def test_packing_by_shifts_is_the_general_packer(bits: int, rows: int, words: int, seed: int) -> None:
-    # Whole values (any bits above the lowest b) in, every width that divides 8, and k = 8·words.
-    values = np.random.default_rng(seed).integers(0, 256, (rows, 8 * words), dtype=np.uint8)
-    assert np.array_equal(pack_bits(values, bits), pack_values(values & np.uint8((1 << bits) - 1), bits))
-    assert np.array_equal(pack_bits(values, bits), pack_values(values, bits))
 
 
 def test_candidate_stats_round_trip_through_a_work_folder_array() -> None:

@@ -44,7 +44,7 @@ from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
-from dedup_cli.engine.dask.ranges import Documents, in_ranges, live_reduced, piece_documents
+from dedup_cli.engine.dask.ranges import NumberedPieces, in_ranges, live_reduced, piece_documents
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.resume import Resume
 from dedup_cli.minhash.packing import unpack_values, value_dtype
@@ -90,7 +90,7 @@ class CandidateStats:
 
 
 @dataclass
-class Candidates:
+class CandidateCodes:
     """Unique candidate pairs as codes first · documents + second (first < second), and what finding them cost.
 
     ``codes``: delayed tables of one uint64 column ``code``, spread by a hash of the code, each ascending;
@@ -170,7 +170,7 @@ class _Plan:
     bits: int  # split by documents: fingerprint bits
 
 
-def _plan(numbered: Documents, rows: int, band_memory: int) -> _Plan:
+def _plan(numbered: NumberedPieces, rows: int, band_memory: int) -> _Plan:
     """Split by bands when the store is files (each worker reads every piece: from the page cache when the
     workers share a machine, else from the file system they share; from object storage each would fetch the
     whole store) and one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
@@ -269,7 +269,7 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: 
     return codes.unique(), oversized, reduced
 
 
-def _band_split_round(numbered: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
+def _band_split_round(numbered: NumberedPieces, plan: _Plan, rows: int, first_band: int, last_band: int,
                       max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
     """Split by bands: the round's bands cut into one consecutive range a worker, one task each."""
     assert numbered.pieces is not None
@@ -292,7 +292,7 @@ def _band_split_round(numbered: Documents, plan: _Plan, rows: int, first_band: i
     return graph
 
 
-def _share_keys(numbered: Documents, members: list[int], rows: int, first_band: int, last_band: int,
+def _share_keys(numbered: NumberedPieces, members: list[int], rows: int, first_band: int, last_band: int,
                 dtype: np.dtype, reduce_bits: int | None, graph: _RoundGraph) -> list[Any]:
     """Split by documents: the delayed keys of a share's pieces, read where the share runs (and with
     ``reduce_bits`` their b-bit values from the same reads, into ``graph.values``)."""
@@ -306,7 +306,7 @@ def _share_keys(numbered: Documents, members: list[int], rows: int, first_band: 
             for p in members]
 
 
-def _document_split_round(numbered: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
+def _document_split_round(numbered: NumberedPieces, plan: _Plan, rows: int, first_band: int, last_band: int,
                           max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
     """Split by documents (steps 1 to 3 of the module docstring): every task of a share runs on its worker; what
     goes to an owner is cut out there first, so that only the owner's part travels."""
@@ -381,9 +381,9 @@ def _count(table: Table) -> int:
     return int(table["code"].size)
 
 
-def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int, band_memory: int,
+def candidate_pairs(numbered: NumberedPieces, bands: int, rows: int, max_bucket: int, band_memory: int,
                     progress: Progress = silent, work: WorkDir | None = None,
-                    reduce_bits: int | None = None) -> Candidates:
+                    reduce_bits: int | None = None) -> CandidateCodes:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
 
     ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands); at
@@ -392,7 +392,7 @@ def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int,
     earlier run with the same bands is read back instead of computed.
     ``reduce_bits``: also keep every document's lowest ``reduce_bits`` bits for scoring
     (:func:`dedup_cli.engine.dask.ranges.value_ranges`), made by the first round that reads the store's pieces
-    from the same read as its keys (``Candidates.reduced``; None when no round read them).
+    from the same read as its keys (``CandidateCodes.reduced``; None when no round read them).
     """
     plan = _plan(numbered, rows, band_memory)
     totals = np.zeros(5, np.int64)  # buckets cut, fingerprint bytes, of them across workers, crossing rows, codes
@@ -424,7 +424,8 @@ def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int,
     if reduced is not None:
         values = list(settled(*in_ranges(reduced, numbered)))
     shares = len(plan.workers) if plan.split_bands else len(plan.shares)
-    return Candidates(codes, numbered.documents, oversized, len(rounds), shares, numbered.eligible * bands, fingerprint,
+    return CandidateCodes(codes, numbered.documents, oversized, len(rounds), shares, numbered.eligible * bands,
+                          fingerprint,
                       across, crossing, plan.dtype.itemsize + 8, shuffled, values)
 
 

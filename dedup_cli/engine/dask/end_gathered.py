@@ -16,9 +16,10 @@ import numpy as np
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.exchange import Table, take
 from dedup_cli.engine.dask.joins import scored_pairs
-from dedup_cli.engine.dask.ranges import Documents, names_of, rows_of, unpack_words, value_words
+from dedup_cli.engine.dask.ranges import NumberedPieces, names_of, rows_of
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.minhash.packing import unpack_words, value_words
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 
@@ -54,7 +55,8 @@ def store_of(params: SignatureParams, names: Table, values: Table) -> StoredSign
         content_hashes=names["content_hash"].astype(np.uint64), runs=values["run"], mtimes_ns=names["mtime_ns"])
 
 
-def gather(pairs: Table, numbered: Documents, values: list[Any], bits: int, names: Table | None = None) -> Gathered:
+def gather(pairs: Table, numbered: NumberedPieces, values: list[Any], bits: int, names: Table | None = None
+           ) -> Gathered:
     """``pairs`` (gathered decided pairs) and the documents they touch, renumbered (``names``: the names of these
     documents and maybe others, read already)."""
     pairs = take(pairs, np.lexsort((pairs["second"], pairs["first"])))

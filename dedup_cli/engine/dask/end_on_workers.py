@@ -26,7 +26,7 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.end_gathered import store_of
 from dedup_cli.engine.dask.exchange import Table, column_hash, column_range, exchange, take
 from dedup_cli.engine.dask.joins import attach, scored_pairs
-from dedup_cli.engine.dask.ranges import Documents, name_ranges, unpack_words
+from dedup_cli.engine.dask.ranges import NumberedPieces, name_ranges
 from dedup_cli.engine.dask.sorted_output import TRIPLE_COLUMNS, spilled_result
 from dedup_cli.engine.dask.star_components import connected_components
 from dedup_cli.engine.stages.conclude import conclude, count_candidate_triples
@@ -36,6 +36,7 @@ from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.engine.stages.plan import FindPlan
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.estimates.triple_scores import ScoredTriples
+from dedup_cli.minhash.packing import unpack_words
 
 PAIRS_PER_PARTITION = 1_000_000
 """Pairs per component part and per sorted output part at most (a few hundred MB of a task's memory); fewer when
@@ -144,7 +145,7 @@ def _joined_lists(lists: list[list[Any]]) -> list[Any]:
     return [item for found in lists for item in found]
 
 
-def _by_component(needed: list[Any], numbered: Documents, values: list[Any], parts: int, plan: FindPlan
+def _by_component(needed: list[Any], numbered: NumberedPieces, values: list[Any], parts: int, plan: FindPlan
                   ) -> tuple[list[Any], list[Any]]:
     """The needed pairs and their documents (values and names) exchanged by component: ``parts`` parts each."""
     labels = connected_components(needed).labels
@@ -163,7 +164,7 @@ def _by_component(needed: list[Any], numbered: Documents, values: list[Any], par
             list(settled(*exchange(docs, column_hash, parts, "label", parts))))
 
 
-def conclude_on_cluster(needed: list[Any], count: int, numbered: Documents, values: list[Any],
+def conclude_on_cluster(needed: list[Any], count: int, numbered: NumberedPieces, values: list[Any],
                         alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any]) -> FindResult:
     """The end of find per component on the workers, its output spilled in order (see the module docstring):
     ``count`` needed pairs in delayed tables ``needed``, the b-bit ``values`` of each range of documents."""

@@ -32,7 +32,7 @@ from dedup_cli.engine.dask.exchange import Table, joined
 from dedup_cli.engine.dask.id_sort import store_documents
 from dedup_cli.engine.dask.joins import score_candidates
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
-from dedup_cli.engine.dask.ranges import Documents, value_ranges, value_words, with_reference
+from dedup_cli.engine.dask.ranges import NumberedPieces, value_ranges, with_reference
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.resume import Resume, kept_verification, verification_arrays
 from dedup_cli.engine.stages.conclude import conclude, concluded_result, nothing_found, store_runs
@@ -41,6 +41,7 @@ from dedup_cli.engine.stages.filter import member_details
 from dedup_cli.engine.stages.find import decision_bound
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
+from dedup_cli.minhash.packing import value_words
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.store import Store
@@ -61,7 +62,7 @@ class Laps:
 
 
 @dataclass
-class Scores:
+class ScoredParts:
     """The scored stage: the scored candidate pairs (delayed tables, a part a range of the second document), the
     b-bit values they were scored with (a part a range of documents), and what finding the candidates cost."""
 
@@ -71,22 +72,13 @@ class Scores:
 
 
 @dataclass
-class Decisions:
+class DecidedParts:
     """The decisions stage: the scored pairs with ``exact`` and ``decided`` columns, the aliases left out, and
     the exact checks done (None with ``--verify none``)."""
 
     decided: list[Any]
     aliases: np.ndarray
-    checked: pair_decisions.Checked | None
-
-    @property
-    def verification(self) -> Verification | None:
-        return _verification(self.checked)
-
-
-def _verification(checked: pair_decisions.Checked | None) -> Verification | None:
-    """The result's account of exact checks done on the cluster (their values stay with the pairs)."""
-    return None if checked is None else Verification(np.empty(0), checked.checked, checked.unverifiable_documents)
+    verification: Verification | None
 
 
 def _count(table: Table) -> int:
@@ -126,7 +118,7 @@ def find(store: Store, options: FindOptions, progress: Progress = silent, refere
         laps.lap("decisions")
         laps.profile["decisions_in_driver"] = 1.0
         cut = _profile(laps.profile, numbered, plan, scores.stats, candidates, int(needed_pairs["first"].size))
-        common = plan.result_fields(candidates, cut, _verification(gathered.checked), gathered.aliases.size)
+        common = plan.result_fields(candidates, cut, gathered.verification, gathered.aliases.size)
         progress.stage("groups", None)
         result = concluded_gathered(needed_pairs, numbered, scores.values, gathered.aliases, plan, common,
                                     gathered.names)
@@ -148,7 +140,7 @@ def find(store: Store, options: FindOptions, progress: Progress = silent, refere
     return result
 
 
-def read_numbered(store: Store, reference: Store | None) -> Documents:
+def read_numbered(store: Store, reference: Store | None) -> NumberedPieces:
     """The store's live documents (then the reference store's), numbered as the local engine numbers them."""
     numbered = store_documents(store)
     if reference is not None:
@@ -156,24 +148,25 @@ def read_numbered(store: Store, reference: Store | None) -> Documents:
     return numbered
 
 
-def plan_numbered(numbered: Documents, options: FindOptions, stores: Sequence[Store] = ()) -> FindPlan:
+def plan_numbered(numbered: NumberedPieces, options: FindOptions, stores: Sequence[Store] = ()) -> FindPlan:
     """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of the documents of ``numbered`` (of
     ``stores``)."""
     return plan_find(options, numbered.params, numbered.documents, numbered.eligible, numbered.reference_start,
                      numbered.max_shingle_count, numbered.run_span, tuple(store.id_scheme for store in stores))
 
 
-def scored_candidates(numbered: Documents, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps
-                      ) -> Scores:
+def scored_candidates(numbered: NumberedPieces, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps
+                      ) -> ScoredParts:
     """The scored stage, kept by an earlier run in ``work`` or computed (and kept there): the candidate pairs in
     rounds of bands, then scored by two range joins."""
-    def read(kept: dict[str, np.ndarray], key: str) -> Scores:
+    def read(kept: dict[str, np.ndarray], key: str) -> ScoredParts:
         assert work is not None
         laps.profile["candidates_seconds"] = 0.0
-        return Scores(kept_parts(work, "scored", key, kept), list(settled(*value_ranges(numbered, int(plan.bits)))),
+        values = list(settled(*value_ranges(numbered, int(plan.bits))))
+        return ScoredParts(kept_parts(work, "scored", key, kept), values,
                       CandidateStats.of_array(kept["stats"]))
 
-    def keep(scores: Scores, key: str) -> None:
+    def keep(scores: ScoredParts, key: str) -> None:
         assert work is not None
         keep_parts(work, "scored", key, scores.scored, {"stats": scores.stats.as_array()})
 
@@ -182,7 +175,8 @@ def scored_candidates(numbered: Documents, plan: FindPlan, work: WorkDir | None,
                                              lambda: _scored(numbered, plan, work, progress, laps), keep, read)
 
 
-def _scored(numbered: Documents, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps) -> Scores:
+def _scored(numbered: NumberedPieces, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps
+            ) -> ScoredParts:
     """The candidate pairs in rounds of bands, then scored by two range joins."""
     options, params = plan.options, numbered.params
     bits = int(plan.bits)  # whole: FindOptions keeps b = 1/2 to the local engine
@@ -199,32 +193,32 @@ def _scored(numbered: Documents, plan: FindPlan, work: WorkDir | None, progress:
     scored = list(settled(*score_candidates(found.codes, values, numbered.divisions, numbered.documents, bits, params,
                                             options.new_since if pairs_only else None,
                                             start if pairs_only else None, options.only_across)))
-    return Scores(scored, values, stats)
+    return ScoredParts(scored, values, stats)
 
 
-def decided_candidates(scored: list[Any], numbered: Documents, plan: FindPlan, candidates: int,
-                       work: WorkDir | None, progress: Progress) -> Decisions:
+def decided_candidates(scored: list[Any], numbered: NumberedPieces, plan: FindPlan, candidates: int,
+                       work: WorkDir | None, progress: Progress) -> DecidedParts:
     """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): exact checks of the
     borderline pairs on the workers (``candidates``: how many were scored, for the simultaneous bound), the
     decisions, and the aliases left out."""
-    def run() -> Decisions:
+    def run() -> DecidedParts:
         decided, checked = pair_decisions.check_and_decide(scored, numbered, plan.options.verify, plan.threshold,
                                                            decision_bound(plan, candidates))
         alias_documents = pair_decisions.aliases(decided, numbered)
         decided = list(settled(*[dask.delayed(pair_decisions.accept)(part, alias_documents) for part in decided]))
-        return Decisions(decided, alias_documents, checked)
+        return DecidedParts(decided, alias_documents, checked)
 
-    def keep(decisions: Decisions, key: str) -> None:
-        _keep_decisions(work, key, decisions.decided, decisions.aliases, decisions.checked)
+    def keep(decisions: DecidedParts, key: str) -> None:
+        _keep_decisions(work, key, decisions.decided, decisions.aliases, decisions.verification)
 
-    def read(kept: dict[str, np.ndarray], key: str) -> Decisions:
-        return Decisions(*_kept_decisions(work, key, kept))
+    def read(kept: dict[str, np.ndarray], key: str) -> DecidedParts:
+        return DecidedParts(*_kept_decisions(work, key, kept))
 
     key = plan.key(work, "decisions", divisions=numbered.divisions)
     return Resume(work, progress.note).stage("decisions", key, run, keep, read)
 
 
-def gathered_decisions(scored: list[Any], numbered: Documents, plan: FindPlan, candidates: int,
+def gathered_decisions(scored: list[Any], numbered: NumberedPieces, plan: FindPlan, candidates: int,
                        work: WorkDir | None, progress: Progress) -> pair_decisions.GatheredDecisions:
     """The decisions stage on the scored pairs gathered into the driver (:func:`dedup_cli.engine.dask.
     pair_decisions.decide_gathered`: those that may matter, :func:`dedup_cli.engine.dask.pair_decisions.
@@ -245,7 +239,8 @@ def gathered_decisions(scored: list[Any], numbered: Documents, plan: FindPlan, c
         bounds = np.r_[0, np.cumsum(sizes)]
         pieces = [{name: column[start:stop] for name, column in gathered.decided.items()}
                   for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
-        _keep_decisions(work, key, [dask.delayed(piece) for piece in pieces], gathered.aliases, gathered.checked)
+        _keep_decisions(work, key, [dask.delayed(piece) for piece in pieces], gathered.aliases,
+                        gathered.verification)
 
     def read(kept: dict[str, np.ndarray], key: str) -> pair_decisions.GatheredDecisions:
         decided, alias_documents, checked = _kept_decisions(work, key, kept)
@@ -256,27 +251,24 @@ def gathered_decisions(scored: list[Any], numbered: Documents, plan: FindPlan, c
 
 
 def _kept_decisions(work: WorkDir | None, key: str, kept: dict[str, np.ndarray]
-                    ) -> tuple[list[Any], np.ndarray, pair_decisions.Checked | None]:
+                    ) -> tuple[list[Any], np.ndarray, Verification | None]:
     """The decisions stage an earlier run kept in ``work`` under ``key``: the decided pairs' parts, the aliases,
     the exact checks."""
     assert work is not None
-    verification = kept_verification(kept)
-    checked = None if verification is None else pair_decisions.Checked(verification.checked,
-                                                                      verification.unverifiable_documents)
-    return kept_parts(work, "decisions", key, kept), kept["aliases"], checked
+    return kept_parts(work, "decisions", key, kept), kept["aliases"], kept_verification(kept)
 
 
 def _keep_decisions(work: WorkDir | None, key: str, parts: list[Any], alias_documents: np.ndarray,
-                    checked: pair_decisions.Checked | None) -> None:
+                    verification: Verification | None) -> None:
     """Keep the decisions stage in ``work``: the decided pairs' parts (delayed tables), the aliases and the exact
     checks."""
     assert work is not None
     keep_parts(work, "decisions", key, parts, {"aliases": alias_documents,
-                                               **verification_arrays(_verification(checked))})
+                                               **verification_arrays(verification)})
 
 
-def _profile(profile: dict[str, float], numbered: Documents, plan: FindPlan, stats: CandidateStats, candidates: int,
-             needed_count: int) -> int:
+def _profile(profile: dict[str, float], numbered: NumberedPieces, plan: FindPlan, stats: CandidateStats,
+             candidates: int, needed_count: int) -> int:
     """Add to ``profile`` the rows and payload bytes the stages moved; the buckets cut."""
     word_bytes = 8 * value_words(int(plan.bits), numbered.params.num_perm)
     profile.update(documents=numbered.documents, partitions=numbered.ranges, rounds=stats.rounds,
@@ -289,7 +281,7 @@ def _profile(profile: dict[str, float], numbered: Documents, plan: FindPlan, sta
     return int(stats.oversized_buckets)
 
 
-def concluded(needed: list[Any], needed_count: int, numbered: Documents, values: list[Any],
+def concluded(needed: list[Any], needed_count: int, numbered: NumberedPieces, values: list[Any],
               alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any]) -> FindResult:
     """The end of find on the ``needed`` pairs: gathered into this process when they are few, else per connected
     component on the workers."""
@@ -301,7 +293,7 @@ def concluded(needed: list[Any], needed_count: int, numbered: Documents, values:
     return concluded_gathered(joined(dask.compute(*needed)), numbered, values, alias_documents, plan, common)
 
 
-def concluded_gathered(needed: Table, numbered: Documents, values: list[Any], alias_documents: np.ndarray,
+def concluded_gathered(needed: Table, numbered: NumberedPieces, values: list[Any], alias_documents: np.ndarray,
                        plan: FindPlan, common: dict[str, Any], names: Table | None = None) -> FindResult:
     """The end of find on the ``needed`` pairs gathered into this process (``names``: their documents' names,
     when read already), by the local engine's :func:`dedup_cli.engine.stages.conclude.conclude`."""

@@ -25,17 +25,17 @@ import dask
 import numpy as np
 from distributed import get_client
 
-from dedup_cli.array_primitives import sorted_unique
+from dedup_cli.array_primitives import among, pair_codes, sorted_unique
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, concatenated, exchange, joined, take
 from dedup_cli.engine.dask.joins import attach, attach_ranges
-from dedup_cli.engine.dask.ranges import Documents, mini_store, name_ranges, names_of
+from dedup_cli.engine.dask.ranges import NumberedPieces, mini_store, name_ranges, names_of
 from dedup_cli.engine.stages.decisions import decide, without
 from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.forked import chunk_bounds
 from dedup_cli.inputs.reread import file_identity
 from dedup_cli.params import SignatureParams
-from dedup_cli.verification import pairs_to_verify, verify_pairs
+from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
 
 CHUNK_PAIRS = 4096
 """Borderline pairs a gathered exact-check task re-reads at least (fewer tasks when they are fewer)."""
@@ -44,15 +44,6 @@ CHUNK_FILES = 65536
 TASKS_PER_WORKER = 4
 """Gathered check tasks a worker gets at most, so that a slow one leaves the others work."""
 _NAMES = ("id", "path", "content_hash")
-
-
-@dataclass
-class Checked:
-    """Exact checks done on the cluster: how many pairs were decided exactly, and the documents that could not
-    be re-read (sorted ids)."""
-
-    checked: int
-    unverifiable_documents: list[str]
 
 
 def _no_exact() -> Table:
@@ -101,22 +92,24 @@ def may_matter(scored: Table, mode: str, threshold: float, bound: SimultaneousBo
     return take(scored, keep)
 
 
-def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    return (first.astype(np.uint64) << np.uint64(32)) | second.astype(np.uint64)
-
-
 def with_exact(scored: Table, exact: Table, threshold: float) -> Table:
     """Scored pairs with ``exact`` (NaN where unchecked) and ``decided`` columns."""
     values = np.full(scored["first"].size, np.nan)
     if exact["first"].size:
-        # Pairs as codes first · 2^32 + second (document numbers are below 2^32), found by a binary search.
-        keys = _pair_codes(scored["first"], scored["second"])
-        found = _pair_codes(exact["first"], exact["second"])
+        # Pairs by their codes, found by a binary search.
+        width = int(max(scored["second"].max(initial=0), exact["second"].max())) + 1
+        found = pair_codes(exact["first"], exact["second"], width)
         order = np.argsort(found, kind="stable")
-        where = np.minimum(np.searchsorted(found, keys, sorter=order), found.size - 1)
-        hit = found[order[where]] == keys
+        hit, where = among(pair_codes(scored["first"], scored["second"], width), found[order])
         values = np.where(hit, exact["exact"][order[where]], np.nan)
     return {**scored, "exact": values, "decided": decide(scored["estimate"], values, threshold)}
+
+
+def checks_done(checked: int, unverifiable_documents: list[str]) -> Verification:
+    """The exact checks done on the cluster, as a :class:`dedup_cli.verification.Verification` whose values stay
+    with the pairs: how many pairs were decided exactly, and the documents that could not be re-read (sorted
+    ids)."""
+    return Verification(np.empty(0), checked, unverifiable_documents)
 
 
 def _checked_count(exact: Table) -> int:
@@ -127,8 +120,8 @@ def _union(lists: list[list[str]]) -> list[str]:
     return sorted(set().union(*lists))
 
 
-def check_and_decide(scored: list[Any], numbered: Documents, mode: str, threshold: float, bound: SimultaneousBound
-                     ) -> tuple[list[Any], Checked | None]:
+def check_and_decide(scored: list[Any], numbered: NumberedPieces, mode: str, threshold: float, bound: SimultaneousBound
+                     ) -> tuple[list[Any], Verification | None]:
     """The scored pairs (a part a range of the second document) with ``exact`` and ``decided`` columns, after the
     exact checks ``mode`` asks for."""
     if mode == "none":
@@ -144,7 +137,7 @@ def check_and_decide(scored: list[Any], numbered: Documents, mode: str, threshol
                                               dask.delayed(sum)([dask.delayed(_checked_count)(step[0])
                                                                  for step in steps]))
     unverifiable, checked = dask.compute(unverifiable, checked)
-    return decided, Checked(int(checked), list(unverifiable))
+    return decided, checks_done(int(checked), list(unverifiable))
 
 
 def decided_documents(decided: Table, reference_start: int | None) -> Table:
@@ -191,7 +184,7 @@ def _later(keys: Table) -> Table:
     return {"doc": later_of_each_file(keys)}
 
 
-def aliases(decided: list[Any], numbered: Documents) -> np.ndarray:
+def aliases(decided: list[Any], numbered: NumberedPieces) -> np.ndarray:
     """int64[a], ascending: documents of the accepted pairs (inside one store) that are a lower document's file
     under another name."""
     docs = [dask.delayed(decided_documents)(part, numbered.reference_start) for part in decided]
@@ -220,7 +213,7 @@ class GatheredDecisions:
     decided: Table
     names: Table | None
     aliases: np.ndarray
-    checked: Checked | None
+    verification: Verification | None
 
 
 def _tasks(items: int, per_task: int) -> int:
@@ -240,23 +233,23 @@ def _in_chunks(function: Any, table: Table, per_task: int, *args: Any) -> list[A
                                for start, stop in bounds]))
 
 
-def decide_gathered(scored: Table, numbered: Documents, mode: str, threshold: float, bound: SimultaneousBound
+def decide_gathered(scored: Table, numbered: NumberedPieces, mode: str, threshold: float, bound: SimultaneousBound
                     ) -> GatheredDecisions:
     """:func:`check_and_decide`, :func:`aliases` and :func:`accept` of the scored pairs gathered into the driver:
     the same decisions from the same functions, without an exchange."""
     names = names_of(numbered, sorted_unique(np.concatenate([scored["first"], scored["second"]])))
-    checked = None
+    verification = None
     exact = _no_exact()
     if mode != "none":
         wanted = borderline(scored, mode, threshold, bound)
         wanted = attach(attach(wanted, "first", names, "a_", _NAMES), "second", names, "b_", _NAMES)
         done = _in_chunks(verify_part, wanted, CHUNK_PAIRS, numbered.params)
         exact = joined([part for part, _ in done]) if done else exact
-        checked = Checked(_checked_count(exact), _union([missing for _, missing in done]))
+        verification = checks_done(_checked_count(exact), _union([missing for _, missing in done]))
     decided = with_exact(scored, exact, threshold)
     docs = decided_documents(decided, numbered.reference_start)
     alias_documents = np.empty(0, np.int64)
     if docs["doc"].size:
         keys = joined(_in_chunks(file_keys, attach(docs, "doc", names, "", ("path",)), CHUNK_FILES))
         alias_documents = np.sort(later_of_each_file(keys))
-    return GatheredDecisions(accept(decided, alias_documents), names, alias_documents, checked)
+    return GatheredDecisions(accept(decided, alias_documents), names, alias_documents, verification)

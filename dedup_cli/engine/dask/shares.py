@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dedup_cli.array_primitives import pair_codes
 from dedup_cli.candidates.buckets import PairCodes, band_pair_codes
 from dedup_cli.candidates.crossing import (
     BandBuckets,
@@ -21,7 +22,7 @@ from dedup_cli.candidates.crossing import (
     slice_sets,
 )
 from dedup_cli.candidates.elias_fano import EliasFano
-from dedup_cli.engine.dask.ranges import Documents
+from dedup_cli.engine.dask.ranges import NumberedPieces
 
 
 @dataclass
@@ -33,7 +34,7 @@ class ShareRound:
 
 
 @dataclass
-class Split:
+class ShareSplit:
     """What a share does with its rows of one round once it knows which cross: its own pairs, and per owner and
     band the crossing rows."""
 
@@ -79,18 +80,17 @@ def owner_answers(sets: list[list[EliasFano]]) -> list[list[np.ndarray]]:
 
 
 def share_split(state: ShareRound, answers: list[list[np.ndarray]], bits: int, documents: int
-                ) -> tuple[Split, np.ndarray]:
+                ) -> tuple[ShareSplit, np.ndarray]:
     """A share's own pairs of one round less those of crossing buckets, its crossing rows per owner, and how
     many rows go to each owner."""
     slices = len(answers)
     codes = PairCodes()
     oversized = 0
     rows: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in range(slices)]
-    width = np.uint64(documents)
     for band, found in enumerate(state.buckets):
         crossing = absolute([answers[t][band] for t in range(slices)], bits)
         inner = ~member(found.pair_prints, crossing)
-        codes.add(found.first[inner].astype(np.uint64) * width + found.second[inner].astype(np.uint64))
+        codes.add(pair_codes(found.first[inner], found.second[inner], documents))
         oversized += int(np.count_nonzero(~member(found.cut_prints, crossing)))
         if not slices:
             continue
@@ -104,7 +104,7 @@ def share_split(state: ShareRound, answers: list[list[np.ndarray]], bits: int, d
             mine = owner == t
             rows[t].append((hashes[mine], sent_docs[mine]))
     counts = np.array([sum(part[0].size for part in owned) for owned in rows], np.int64)
-    return Split(codes.unique(), oversized, rows), counts
+    return ShareSplit(codes.unique(), oversized, rows), counts
 
 
 def owner_pairs(rows: list[list[tuple[np.ndarray, np.ndarray]]], max_bucket: int, documents: int
@@ -125,15 +125,15 @@ def owner_pairs(rows: list[list[tuple[np.ndarray, np.ndarray]]], max_bucket: int
     return codes.unique(), oversized
 
 
-def split_codes(split: Split) -> np.ndarray:
+def split_codes(split: ShareSplit) -> np.ndarray:
     return split.codes
 
 
-def split_oversized(split: Split) -> int:
+def split_oversized(split: ShareSplit) -> int:
     return split.oversized
 
 
-def rows_for(split: Split, owner: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def rows_for(split: ShareSplit, owner: int) -> list[tuple[np.ndarray, np.ndarray]]:
     return split.rows[owner]
 
 
@@ -141,12 +141,12 @@ def sets_for(sets: list[list[EliasFano]], owner: int) -> list[EliasFano]:
     return sets[owner]
 
 
-def partition_rows(numbered: Documents) -> np.ndarray:
+def partition_rows(numbered: NumberedPieces) -> np.ndarray:
     """int64[pieces]: the rows of each piece of the store the candidate stage reads where it is."""
     return np.array([piece.rows for piece, _ in numbered.pieces], np.int64)
 
 
-def plan_shares(numbered: Documents, workers: int, share_documents: int) -> list[list[int]]:
+def plan_shares(numbered: NumberedPieces, workers: int, share_documents: int) -> list[list[int]]:
     """Pieces (by index) of each share: consecutive, about equal in rows, a whole number per worker, at most
     ``share_documents`` documents a share."""
     documents = numbered.documents

@@ -18,6 +18,7 @@ from typing import Any
 import dask
 import numpy as np
 
+from dedup_cli.array_primitives import evenly_spaced, sort_keys, splitters
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, concatenated, exchange, take
 from dedup_cli.engine.dask.joins import scored_pairs
@@ -55,28 +56,16 @@ class Spilled:
                 yield pickle.load(handle)
 
 
-def sort_keys(table: Table, names: Sequence[str]) -> np.ndarray:
-    """Bytes that sort as the rows sort by ``names`` (float64 or non-negative int64 columns), one a row: each
-    column big-endian, a float's bits flipped so that its order is the order of the bytes."""
-    columns = []
-    for name in names:
-        column = table[name]
-        if column.dtype.kind == "f":
-            bits = np.ascontiguousarray(column, np.float64).view(np.uint64)
-            negative = (bits >> np.uint64(63)).astype(bool)
-            column = np.where(negative, ~bits, bits | np.uint64(1 << 63))
-        columns.append(np.ascontiguousarray(np.asarray(column).astype(">u8")).view(np.uint8).reshape(-1, 8))
-    joined_bytes = np.ascontiguousarray(np.hstack(columns))
-    return joined_bytes.view(f"S{8 * len(names)}").ravel()
+def _keys(table: Table, names: Sequence[str]) -> np.ndarray:
+    return sort_keys([table[name] for name in names])
 
 
 def _sample(table: Table, names: Sequence[str]) -> np.ndarray:
-    keys = np.sort(sort_keys(table, names))
-    return keys[np.linspace(0, keys.size - 1, min(SAMPLE, keys.size)).astype(np.int64)] if keys.size else keys
+    return evenly_spaced(np.sort(_keys(table, names)), SAMPLE)
 
 
-def _route(table: Table, names: Sequence[str], splitters: np.ndarray) -> np.ndarray:
-    return np.searchsorted(splitters, sort_keys(table, names), side="right")
+def _route(table: Table, names: Sequence[str], cuts: np.ndarray) -> np.ndarray:
+    return np.searchsorted(cuts, _keys(table, names), side="right")
 
 
 def _sorted(table: Table, names: Sequence[str]) -> Table:
@@ -94,11 +83,11 @@ def sorted_parts(parts: list[Any], names: Sequence[str], rows: int) -> tuple[lis
     rows). The parts are cut by the first key alone, so that rows equal in it (a group's members) share a part."""
     count = int(sum(dask.compute(*[dask.delayed(_count)(part) for part in parts])))
     outputs = max(1, -(-count // rows))
-    splitters = np.empty(0, "S8")
+    cuts = np.empty(0, "S8")
     if outputs > 1:
         samples = np.sort(np.concatenate(dask.compute(*[dask.delayed(_sample)(part, names[:1]) for part in parts])))
-        splitters = samples[np.linspace(0, samples.size, outputs + 1).astype(np.int64)[1:-1]]
-    return exchange(parts, _route, outputs, names[:1], splitters, then=partial(_sorted, names=names)), count
+        cuts = splitters(samples, outputs)
+    return exchange(parts, _route, outputs, names[:1], cuts, then=partial(_sorted, names=names)), count
 
 
 

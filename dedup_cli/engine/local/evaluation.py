@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dedup_cli.array_primitives import sorted_unique
+from dedup_cli.array_primitives import among, code_pairs, pair_codes, sorted_unique
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.recall_costs import compared_recalls
 from dedup_cli.engine.progress import Progress, silent
@@ -37,7 +37,7 @@ from dedup_cli.evaluation.accuracy import (
     prefix_matches,
     storage_tradeoff,
 )
-from dedup_cli.evaluation.design import Draw, draw_pairs, frame_banding, inside, pair_codes, reach
+from dedup_cli.evaluation.design import Draw, draw_pairs, frame_banding, reach
 from dedup_cli.evaluation.recall_curves import RecallCurve, recall_curve
 from dedup_cli.evaluation.retrieval import (
     Retrieval,
@@ -152,8 +152,7 @@ def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold
     listed_codes, listed_values = listed_codes[order], truth.resemblance[order]
     first, second = pairs.accepted(banding, threshold, bits, verify, recall)
     codes = pair_codes(first, second, num_docs)
-    where = np.minimum(np.searchsorted(listed_codes, codes), max(listed_codes.size - 1, 0))
-    listed = (listed_codes[where] == codes) if listed_codes.size else np.zeros(codes.size, dtype=bool)
+    listed, where = among(codes, listed_codes)
     value = np.where(listed, listed_values[where] if listed_codes.size else 0.0, np.nan)
     outside = ~listed
     value[outside] = pairs.exact(first[outside], second[outside])
@@ -291,11 +290,10 @@ def banded_sample(pairs: LocalPairs, options: EvalOptions, eligible: int, progre
     if frame is not None and frame != banding:
         frame_first, frame_second, _ = pairs.candidates(frame)
         codes = sorted_unique(np.concatenate([candidate_codes, pair_codes(frame_first, frame_second, num_docs)]))
-    banded_first, banded_second = (codes // np.uint64(num_docs)).astype(np.int64), (codes % np.uint64(num_docs)
-                                                                                      ).astype(np.int64)
+    banded_first, banded_second = code_pairs(codes, num_docs)
     progress.stage(f"scoring {codes.size:,} banded pairs and drawing the sample", None)
     strata_estimate = pairs.score(banded_first, banded_second, params.stored_bits).estimate
-    draw = draw_pairs(codes, strata_estimate, inside(codes, candidate_codes), pairs.eligible, options.sample,
+    draw = draw_pairs(codes, strata_estimate, among(codes, candidate_codes)[0], pairs.eligible, options.sample,
                       options.seed, RESEMBLANCE_BINS)
     return Banded(banding, frame, int(first.size), oversized, int(codes.size), draw)
 

@@ -78,7 +78,7 @@ def _forked_mapper(workers: int, stage: str) -> Mapper:
 
 
 @dataclass
-class Scores:
+class ScoredCandidates:
     """The scored stage: the candidate pairs scored, as pairs of the candidates' documents ``docs``."""
 
     docs: np.ndarray  # int64[m], the candidates' documents, ascending
@@ -87,7 +87,7 @@ class Scores:
 
 
 @dataclass
-class Candidates:
+class CandidateDocuments:
     """The candidates' documents read whole, numbered 0 … m − 1 in document order."""
 
     store: StoredSignatures
@@ -96,7 +96,7 @@ class Candidates:
 
 
 @dataclass
-class Decisions:
+class DecidedPairs:
     """The decisions stage: exact checks of the borderline pairs, accepted pairs, the aliases left out."""
 
     exact: np.ndarray  # float64[p], NaN where unchecked
@@ -138,15 +138,15 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
 
 
 def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarray | None, new: np.ndarray | None,
-                      work: WorkDir | None, progress: Progress) -> tuple[Scores, Candidates]:
+                      work: WorkDir | None, progress: Progress) -> tuple[ScoredCandidates, CandidateDocuments]:
     """The scored stage, kept by an earlier run in ``work`` or computed (and kept there), and the candidates'
     documents read whole."""
-    def read(kept: dict[str, np.ndarray], key: str) -> tuple[Scores, Candidates]:
-        scores = Scores(kept["docs"], int(kept["oversized"]), ScoredPairs(**{name: kept[name]
+    def read(kept: dict[str, np.ndarray], key: str) -> tuple[ScoredCandidates, CandidateDocuments]:
+        scores = ScoredCandidates(kept["docs"], int(kept["oversized"]), ScoredPairs(**{name: kept[name]
                                                                              for name in SCORE_FIELDS}))
         return scores, read_candidates(documents, scores.docs, plan, progress)
 
-    def keep(made: tuple[Scores, Candidates], key: str) -> None:
+    def keep(made: tuple[ScoredCandidates, CandidateDocuments], key: str) -> None:
         scores = made[0]
         resume.save("scored", key, {"docs": scores.docs, "oversized": np.array(scores.oversized),
                                     **{name: getattr(scores.scored, name) for name in SCORE_FIELDS}})
@@ -157,7 +157,7 @@ def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarra
 
 
 def _scored(documents: Documents, plan: FindPlan, reference: np.ndarray | None, new: np.ndarray | None,
-            work: WorkDir | None, progress: Progress) -> tuple[Scores, Candidates]:
+            work: WorkDir | None, progress: Progress) -> tuple[ScoredCandidates, CandidateDocuments]:
     """The candidate pairs, those a report may want scored on the candidates' documents read whole."""
     first, second, oversized = _candidates(documents, plan, progress, work)
     if new is not None and plan.options.ways == 2:
@@ -170,26 +170,26 @@ def _scored(documents: Documents, plan: FindPlan, reference: np.ndarray | None, 
     progress.stage("scoring", None)
     scored = stages.score_in_chunks(candidates.values, np.searchsorted(docs, first), np.searchsorted(docs, second),
                                     candidates.r, plan.bits, plan.options.workers)
-    return Scores(docs, oversized, scored), candidates
+    return ScoredCandidates(docs, oversized, scored), candidates
 
 
-def read_candidates(documents: Documents, docs: np.ndarray, plan: FindPlan, progress: Progress) -> Candidates:
+def read_candidates(documents: Documents, docs: np.ndarray, plan: FindPlan, progress: Progress) -> CandidateDocuments:
     """The documents ``docs`` (the candidates') read whole, with their b-bit values and r."""
     progress.stage("reading the candidates' documents", None)
     mapper = _reader(documents, docs, plan.options.workers)
     store = documents.stored(docs, mapper=mapper, forked=mapper is not None)
-    return Candidates(store, store.values(plan.bits),
+    return CandidateDocuments(store, store.values(plan.bits),
                       stages.set_size_ratios(store.shingle_counts, documents.params.universe))
 
 
 def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindPlan, reference: np.ndarray | None,
-                       work: WorkDir | None, progress: Progress) -> Decisions:
+                       work: WorkDir | None, progress: Progress) -> DecidedPairs:
     """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): the exact checks
     ``--verify`` asks for, the decisions, and the documents that are another's file under a second name."""
-    def read(kept: dict[str, np.ndarray], key: str) -> Decisions:
-        return Decisions(kept["exact"], kept["decided"], kept["aliases"], kept_verification(kept))
+    def read(kept: dict[str, np.ndarray], key: str) -> DecidedPairs:
+        return DecidedPairs(kept["exact"], kept["decided"], kept["aliases"], kept_verification(kept))
 
-    def keep(decisions: Decisions, key: str) -> None:
+    def keep(decisions: DecidedPairs, key: str) -> None:
         resume.save("decisions", key, {"exact": decisions.exact, "decided": decisions.decided,
                                        "aliases": decisions.aliases, **verification_arrays(decisions.verification)})
 
@@ -199,7 +199,7 @@ def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindP
 
 
 def _decided(store: StoredSignatures, scored: ScoredPairs, plan: FindPlan, reference: np.ndarray | None,
-             progress: Progress) -> Decisions:
+             progress: Progress) -> DecidedPairs:
     """The exact checks ``--verify`` asks for, the decisions, the aliases left out."""
     progress.stage("exact checks", None)
     threshold = plan.threshold
@@ -213,10 +213,10 @@ def _decided(store: StoredSignatures, scored: ScoredPairs, plan: FindPlan, refer
     aliases = rules.alias_documents(store.paths, scored.first[same], scored.second[same])
     if aliases.size:
         decided &= rules.without(aliases, scored.first, scored.second)
-    return Decisions(exact, decided, aliases, verification, sets)
+    return DecidedPairs(exact, decided, aliases, verification, sets)
 
 
-def concluded(candidates: Candidates, scored: ScoredPairs, decisions: Decisions, new: np.ndarray | None,
+def concluded(candidates: CandidateDocuments, scored: ScoredPairs, decisions: DecidedPairs, new: np.ndarray | None,
               reference: np.ndarray | None, plan: FindPlan, common: dict[str, Any]) -> FindResult:
     """The end of find (triples, groups, representatives) on the candidates' documents, and the result."""
     done = ending.conclude(candidates.store, candidates.values, candidates.r, scored, decisions.exact,
