@@ -17,6 +17,7 @@ from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.exchange import Table, take
 from dedup_cli.engine.dask.joins import scored_pairs
 from dedup_cli.engine.dask.ranges import NumberedPieces, names_of, rows_of
+from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.minhash.packing import unpack_words, value_words
@@ -37,12 +38,8 @@ class Gathered:
 
 
 def needed(decided: Table, floor: float | None) -> Table:
-    """The decided pairs the end of find needs: accepted, or (for triples) with an estimate of at least ``floor``,
-    R0 − margin (``FindPlan.triple_floor``; None without triples)."""
-    keep = decided["decided"]
-    if floor is not None:
-        keep = keep | (decided["estimate"] >= floor)
-    return take(decided, keep)
+    """The decided pairs of a part the end of find needs (:func:`dedup_cli.engine.stages.decisions.needed`)."""
+    return take(decided, rules.needed(decided["decided"], decided["estimate"], floor))
 
 
 def store_of(params: SignatureParams, names: Table, values: Table) -> StoredSignatures:

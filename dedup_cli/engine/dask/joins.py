@@ -21,6 +21,7 @@ import numpy as np
 
 from dedup_cli.array_primitives import code_pairs
 from dedup_cli.engine.dask.exchange import Table, column_range, exchange, take
+from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs, count_packed_matches, score_matches
 from dedup_cli.params import SignatureParams
@@ -48,12 +49,13 @@ def attach_ranges(parts: list[Any], column: str, ranges: list[Any], divisions: t
 
 def candidate_pairs(table: Table, documents: int, reference_start: int | None, only_across: bool) -> Table:
     """Pair codes as (first, second); with a reference store from document ``reference_start`` on, less the pairs
-    inside it (and with ``only_across`` those inside the store too), as the local engine leaves them out."""
+    no report wants whatever their runs (:func:`dedup_cli.engine.stages.decisions.wanted`: those inside the
+    reference store, and with ``only_across`` those inside the store too), before they move to be scored."""
     first, second = code_pairs(table["code"], documents)
     if reference_start is not None:
-        keep = first < reference_start  # first < second: the pair holds a document of the store
-        if only_across:
-            keep &= second >= reference_start
+        reference = np.c_[first >= reference_start, second >= reference_start]
+        keep = rules.wanted(rules.new_documents(reference, None, reference), reference, only_across)
+        assert keep is not None
         first, second = first[keep], second[keep]
     return {"first": first, "second": second}
 
@@ -74,12 +76,11 @@ def score_part(pairs: Table, bits: int, num_perm: int, universe: int, new_since:
     shingle counts and runs; with ``new_since`` (pairs only) the pairs touching no newer document of the store
     (below ``reference_start``) are left out first, as the local engine drops them before scoring."""
     if new_since is not None:
-        newer_first = pairs["a_run"] > new_since
-        newer_second = pairs["b_run"] > new_since
-        if reference_start is not None:
-            newer_first &= pairs["first"] < reference_start
-            newer_second &= pairs["second"] < reference_start
-        pairs = take(pairs, newer_first | newer_second)
+        runs = np.c_[pairs["a_run"], pairs["b_run"]]
+        reference = None if reference_start is None else np.c_[pairs["first"], pairs["second"]] >= reference_start
+        keep = rules.wanted(rules.new_documents(runs, new_since, reference), reference, False)
+        assert keep is not None
+        pairs = take(pairs, keep)
     first, second = pairs["first"], pairs["second"]
     matches = count_packed_matches(pairs["a_words"], pairs["b_words"], bits, num_perm)
     r1 = set_size_ratios(pairs["a_shingle_count"], universe)

@@ -1,21 +1,21 @@
-"""Deciding the scored pairs on the workers: exact checks of the borderline ones, then aliases of one file.
+"""Deciding the scored pairs on the workers: the rules of :mod:`dedup_cli.engine.stages.decisions`, the local
+engine's, on each part's columns; what is the Dask engine's own is only where the columns meet.
 
-**Exact checks.** The pairs :func:`dedup_cli.verification.pairs_to_verify` selects (those whose interval straddles
-R0) meet the locations and content hashes of their documents by two range joins and are re-read where they are,
-by :func:`dedup_cli.verification.verify_pairs`, the local engine's code; the workers must see the documents at
-the paths the store recorded (a shared filesystem). Their exact resemblances return to the scored pairs' parts,
-which are the same ranges of the second document.
+**Exact checks.** The pairs :func:`dedup_cli.engine.stages.decisions.to_check` selects meet the locations and
+content hashes of their documents by two range joins and are re-read where they are, by
+:func:`dedup_cli.verification.verify_pairs`; the workers must see the documents at the paths the store recorded
+(a shared filesystem). Their exact resemblances return to the scored pairs' parts, which are the same ranges of
+the second document.
 
 **Aliases** (one file under two names, never a duplicate): the documents of the accepted pairs are stat-ed where
-they are and grouped by (device, inode) with one exchange; in each group every document but the first is an
-alias, as :func:`dedup_cli.inputs.reread.same_file_aliases` decides for the local engine.
+they are (:func:`dedup_cli.engine.stages.decisions.file_keys`) and grouped by (device, inode) with one exchange;
+each group's aliases are :func:`dedup_cli.engine.stages.decisions.later_of_each_file`.
 
 **Gathered** (:func:`decide_gathered`): when the scored pairs are few enough for the driver (``--gather-limit``),
 they come to it whole with their documents' names, read from the pieces where they are, and the same functions
 run on chunks of them: the exact checks and the file checks as tasks on the workers (which see the files), the
 rest (selecting, deciding, grouping by file) vectorised here.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,14 +28,13 @@ from distributed import get_client
 from dedup_cli.array_primitives import among, pair_codes, sorted_unique
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, concatenated, exchange, joined, take
-from dedup_cli.engine.dask.joins import attach, attach_ranges
+from dedup_cli.engine.dask.joins import attach, attach_ranges, scored_pairs
 from dedup_cli.engine.dask.ranges import NumberedPieces, mini_store, name_ranges, names_of
-from dedup_cli.engine.stages.decisions import decide, without
+from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.forked import chunk_bounds
-from dedup_cli.inputs.reread import file_identity
 from dedup_cli.params import SignatureParams
-from dedup_cli.verification import Verification, pairs_to_verify, verify_pairs
+from dedup_cli.verification import Verification, verify_pairs
 
 CHUNK_PAIRS = 4096
 """Borderline pairs a gathered exact-check task re-reads at least (fewer tasks when they are fewer)."""
@@ -69,27 +68,17 @@ def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]
         verification.unverifiable_documents
 
 
-def to_check(scored: Table, mode: str, threshold: float, bound: SimultaneousBound) -> np.ndarray:
-    """bool[m]: the scored pairs ``mode`` checks exactly (with ``bound``, the run's simultaneous bound)."""
-    estimate, ci_low, ci_high = scored["estimate"], scored["ci_low"], scored["ci_high"]
-    unsure = bound.unsure(threshold, estimate, ci_low, scored["matches"], scored["r1"], scored["r2"], ci_high)
-    return pairs_to_verify(mode, threshold, estimate, ci_low, ci_high, unsure)
-
-
 def borderline(scored: Table, mode: str, threshold: float, bound: SimultaneousBound) -> Table:
-    """The pairs (``first``, ``second``) of :func:`to_check`."""
-    check = to_check(scored, mode, threshold, bound)
+    """The pairs (``first``, ``second``) of a part that ``mode`` checks exactly (:func:`dedup_cli.engine.stages.
+    decisions.to_check`)."""
+    check = rules.to_check(scored_pairs(scored), mode, threshold, bound)
     return {"first": scored["first"][check], "second": scored["second"][check]}
 
 
 def may_matter(scored: Table, mode: str, threshold: float, bound: SimultaneousBound, floor: float | None) -> Table:
-    """The scored pairs the decisions and the end of find may need: those estimated ≥ R0 (accepted unless an exact
-    check says otherwise), those ``mode`` checks exactly, and with triples (``floor``, R0 − margin) those within
-    the margin. The others are rejected whatever happens, so they need not leave their worker."""
-    keep = scored["estimate"] >= (threshold if floor is None else min(threshold, floor))
-    if mode != "none":
-        keep |= to_check(scored, mode, threshold, bound)
-    return take(scored, keep)
+    """The scored pairs of a part the decisions and the end of find may need (:func:`dedup_cli.engine.stages.
+    decisions.may_matter`): the others need not leave their worker."""
+    return take(scored, rules.may_matter(scored_pairs(scored), mode, threshold, bound, floor))
 
 
 def with_exact(scored: Table, exact: Table, threshold: float) -> Table:
@@ -102,7 +91,7 @@ def with_exact(scored: Table, exact: Table, threshold: float) -> Table:
         order = np.argsort(found, kind="stable")
         hit, where = among(pair_codes(scored["first"], scored["second"], width), found[order])
         values = np.where(hit, exact["exact"][order[where]], np.nan)
-    return {**scored, "exact": values, "decided": decide(scored["estimate"], values, threshold)}
+    return {**scored, "exact": values, "decided": rules.decide(scored["estimate"], values, threshold)}
 
 
 def checks_done(checked: int, unverifiable_documents: list[str]) -> Verification:
@@ -141,33 +130,18 @@ def check_and_decide(scored: list[Any], numbered: NumberedPieces, mode: str, thr
 
 
 def decided_documents(decided: Table, reference_start: int | None) -> Table:
-    """The documents of accepted pairs inside one store (across two stores one file under two names is a
-    duplicate to report, as the local engine says), ascending."""
-    accepted = decided["decided"]
-    if reference_start is not None:
-        accepted = accepted & ((decided["first"] < reference_start) == (decided["second"] < reference_start))
-    return {"doc": sorted_unique(np.concatenate([decided["first"][accepted], decided["second"][accepted]]))}
+    """The documents of a part's accepted pairs that may be one file under two names (:func:`dedup_cli.engine.
+    stages.decisions.alias_candidates`; the reference store's documents from ``reference_start`` on)."""
+    first, second = decided["first"], decided["second"]
+    across = None if reference_start is None else (first < reference_start) != (second < reference_start)
+    return {"doc": rules.alias_candidates(first, second, decided["decided"], across)}
 
 
 def file_keys(located: Table) -> Table:
-    """(doc, device, inode) of the documents (``doc``, ``path``) that are whole files that exist."""
-    docs, devices, inodes = [], [], []
-    for doc, location in zip(located["doc"].tolist(), located["path"].tolist(), strict=True):
-        identity = file_identity(str(location))
-        if identity is not None:
-            docs.append(doc)
-            devices.append(identity[0])
-            inodes.append(identity[1])
-    return {"doc": np.array(docs, np.int64), "device": np.array(devices, np.uint64),
-            "inode": np.array(inodes, np.uint64)}
-
-
-def later_of_each_file(keys: Table) -> np.ndarray:
-    """int64[a]: every document but the lowest of each (device, inode)."""
-    order = np.lexsort((keys["doc"], keys["inode"], keys["device"]))
-    device, inode = keys["device"][order], keys["inode"][order]
-    repeated = np.r_[False, (device[1:] == device[:-1]) & (inode[1:] == inode[:-1])] if order.size else order > 0
-    return keys["doc"][order][repeated]
+    """(doc, device, inode) of a part's documents (``doc``, ``path``) that are whole files that exist (:func:`dedup_
+    cli.engine.stages.decisions.file_keys`), stat-ed where the part is."""
+    return dict(zip(("doc", "device", "inode"), rules.file_keys(located["doc"], located["path"].tolist()),
+                    strict=True))
 
 
 def _unique_docs(table: Table) -> Table:
@@ -181,7 +155,7 @@ def _route_file(table: Table, parts: int) -> np.ndarray:
 
 
 def _later(keys: Table) -> Table:
-    return {"doc": later_of_each_file(keys)}
+    return {"doc": rules.later_of_each_file(keys["doc"], keys["device"], keys["inode"])}
 
 
 def aliases(decided: list[Any], numbered: NumberedPieces) -> np.ndarray:
@@ -197,11 +171,12 @@ def aliases(decided: list[Any], numbered: NumberedPieces) -> np.ndarray:
 
 
 def accept(decided: Table, alias_documents: np.ndarray) -> Table:
-    """The ``decided`` flags less every pair that touches an alias."""
+    """A part's ``decided`` flags less every pair that touches an alias (:func:`dedup_cli.engine.stages.decisions.
+    accepted`)."""
     if alias_documents.size == 0:
         return decided
-    untouched = without(alias_documents, decided["first"], decided["second"])
-    return {**decided, "decided": decided["decided"] & untouched}
+    return {**decided, "decided": rules.accepted(decided["decided"], decided["first"], decided["second"],
+                                                 alias_documents)}
 
 
 @dataclass
@@ -251,5 +226,5 @@ def decide_gathered(scored: Table, numbered: NumberedPieces, mode: str, threshol
     alias_documents = np.empty(0, np.int64)
     if docs["doc"].size:
         keys = joined(_in_chunks(file_keys, attach(docs, "doc", names, "", ("path",)), CHUNK_FILES))
-        alias_documents = np.sort(later_of_each_file(keys))
+        alias_documents = _later(keys)["doc"]
     return GatheredDecisions(accept(decided, alias_documents), names, alias_documents, verification)

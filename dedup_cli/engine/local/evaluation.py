@@ -23,7 +23,7 @@ from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.recall_costs import compared_recalls
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
-from dedup_cli.engine.stages.decisions import decide
+from dedup_cli.engine.stages.decisions import decide, to_check
 from dedup_cli.engine.stages.plan import estimated_positions, find_banding
 from dedup_cli.engine.stages.results import EvalResult, EvalSample
 from dedup_cli.errors import DedupError
@@ -53,7 +53,6 @@ from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 from dedup_cli.store.store import Store
-from dedup_cli.verification import pairs_to_verify
 
 EVALUATED_BITS = (1, 2, 4)  # besides the stored bits and find's b
 SWEEP_THRESHOLDS = tuple(round(0.1 + 0.05 * step, 2) for step in range(18))  # 0.1, 0.15, …, 0.95
@@ -134,8 +133,7 @@ def find_reports(scored: ScoredPairs, exact: np.ndarray, candidate: np.ndarray, 
     and ``bound``, the simultaneous bound of find's candidate count, where it is known): the exact checks are
     simulated on the sample instead of run over every candidate, which gives the same decisions.
     """
-    checked = pairs_to_verify(verify, threshold, scored.estimate, scored.ci_low, scored.ci_high,
-                              stages.unsure_pairs(scored, threshold, bound))
+    checked = to_check(scored, verify, threshold, bound)
     return candidate & decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
 
 

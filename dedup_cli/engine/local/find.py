@@ -162,8 +162,10 @@ def _scored(documents: Documents, plan: FindPlan, reference: np.ndarray | None, 
     first, second, oversized = _candidates(documents, plan, progress, work)
     if new is not None and plan.options.ways == 2:
         # Only pairs touching a new document matter; dropping the others before scoring saves the work.
-        touching = rules.wanted(np.c_[first, second], new, reference, plan.options.only_across)
-        first, second = first[touching], second[touching]
+        pairs = np.c_[first, second]
+        touching = rules.wanted(new[pairs], None if reference is None else reference[pairs], plan.options.only_across)
+        if touching is not None:
+            first, second = first[touching], second[touching]
     # From here on only the candidates' documents, numbered 0 … m − 1 in the same order.
     docs = sorted_unique(np.concatenate([first, second]))
     candidates = read_candidates(documents, docs, plan, progress)
@@ -208,11 +210,10 @@ def _decided(store: StoredSignatures, scored: ScoredPairs, plan: FindPlan, refer
                                                    plan.options.workers,
                                                    stages.decision_bound(plan, scored.first.size), sets)
     decided = rules.decide(scored.estimate, exact, threshold)
-    # One file under two names is one document; across two stores it is a duplicate to report.
-    same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
-    aliases = rules.alias_documents(store.paths, scored.first[same], scored.second[same])
-    if aliases.size:
-        decided &= rules.without(aliases, scored.first, scored.second)
+    across = None if reference is None else reference[scored.first] != reference[scored.second]
+    docs = rules.alias_candidates(scored.first, scored.second, decided, across)
+    aliases = rules.alias_documents(docs, [store.paths[doc] for doc in docs.tolist()])
+    decided = rules.accepted(decided, scored.first, scored.second, aliases)
     return DecidedPairs(exact, decided, aliases, verification, sets)
 
 

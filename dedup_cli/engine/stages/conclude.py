@@ -215,6 +215,13 @@ def store_runs(store: StoredSignatures) -> np.ndarray:
     return store.runs if store.runs is not None else np.zeros(len(store), dtype=np.int64)
 
 
+def _wanted(docs: np.ndarray, new: np.ndarray, reference: np.ndarray | None, only_across: bool) -> np.ndarray:
+    """bool[m]: the pairs or triples (int64[m, 2 or 3]) to report (:func:`dedup_cli.engine.stages.decisions.
+    wanted` of their members' flags)."""
+    keep = wanted(new[docs], None if reference is None else reference[docs], only_across)
+    return np.ones(docs.shape[0], bool) if keep is None else keep
+
+
 @dataclass
 class Concluded:
     """What ``find`` reports once the candidates are scored and decided: accepted pairs (with their exact
@@ -278,8 +285,8 @@ def conclude(store: StoredSignatures, values: np.ndarray, r: np.ndarray, scored:
             found_triples = found_triples.select(np.asarray(~np.isin(found_triples.docs, aliases).any(axis=1)))
         if new is not None:
             # Triangles need the old-old pairs too, so triples are filtered only now.
-            found_triples = found_triples.select(wanted(found_triples.docs, new, reference, options.only_across))
-            accepted_new = wanted(np.c_[accepted.first, accepted.second], new, reference, options.only_across)
+            found_triples = found_triples.select(_wanted(found_triples.docs, new, reference, options.only_across))
+            accepted_new = _wanted(np.c_[accepted.first, accepted.second], new, reference, options.only_across)
             exact = exact[accepted_new]
             accepted = accepted.select(accepted_new)
         found_triples = decided_triples(checks, found_triples)

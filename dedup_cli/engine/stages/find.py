@@ -19,6 +19,7 @@ from dedup_cli.candidates.allpairs import all_pairs
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.buckets import CandidateResult, bands_pair_codes, candidate_pairs
 from dedup_cli.candidates.match_bounds import min_matches_for_threshold, min_xor_matches_for_threshold
+from dedup_cli.engine.stages.decisions import to_check
 from dedup_cli.engine.stages.plan import FindPlan, estimated_positions
 from dedup_cli.estimates.exact import FlatSets, Split
 from dedup_cli.estimates.half_bit import is_half_bit
@@ -27,7 +28,7 @@ from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.forked import chunk_bounds, forked_map, useful_workers
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.store.snapshot import StoredSignatures
-from dedup_cli.verification import ExactSets, Verification, pairs_to_verify, verify_pairs
+from dedup_cli.verification import ExactSets, Verification, verify_pairs
 
 
 def set_size_ratios(shingle_counts: np.ndarray, universe: int) -> np.ndarray:
@@ -142,24 +143,15 @@ def verify_borderline(store: StoredSignatures, scored: ScoredPairs, threshold: f
                       sets: ExactSets | None = None) -> tuple[np.ndarray, Verification | None]:
     """Exact resemblance of the pairs ``mode`` selects (NaN elsewhere): float64[m], and what was checked; with
     ``jobs`` worker processes (:func:`verify_in_chunks`), or the run's ``sets``. With ``bound`` (the run's b, k and
-    candidate count) the pairs it cannot clear are checked too (:func:`unsure_pairs`)."""
+    candidate count) the pairs it cannot clear are checked too (:func:`dedup_cli.engine.stages.decisions.
+    to_check`)."""
     exact = np.full(scored.first.size, np.nan)
     if mode == "none":
         return exact, None
-    check = pairs_to_verify(mode, threshold, scored.estimate, scored.ci_low, scored.ci_high,
-                            unsure_pairs(scored, threshold, bound))
+    check = to_check(scored, mode, threshold, bound)
     verification = verify_in_chunks(store, scored.first[check], scored.second[check], jobs, sets)
     exact[check] = verification.exact
     return exact, verification
-
-
-def unsure_pairs(scored: ScoredPairs, threshold: float, bound: SimultaneousBound | None) -> np.ndarray | None:
-    """bool[m]: the scored pairs estimated ≥ R0 that ``bound`` (the lower bound for all the run's candidates at
-    once) does not clear, and those below R0 that its recall rescues, or None without a bound."""
-    if bound is None:
-        return None
-    return bound.unsure(threshold, scored.estimate, scored.ci_low, scored.matches, scored.r1, scored.r2,
-                        scored.ci_high)
 
 
 def decision_bound(plan: FindPlan, candidates: int) -> SimultaneousBound:
