@@ -21,9 +21,11 @@ from dedup_cli.candidates import candidate_triples
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine.dask import find as dask_find
 from dedup_cli.engine.local import find as local_find
+from dedup_cli.engine.resume import Resume
 from dedup_cli.engine.stages import conclude as conclude_stage
 from dedup_cli.engine.stages import find as find_stages
 from dedup_cli.engine.stages import plan as find_plan
+from dedup_cli.engine.stages.find import decision_bound
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.params import SignatureParams
@@ -154,9 +156,11 @@ def test_the_triple_floor_is_one_number_in_every_place(stores: dict[str, Path], 
     assert floors["every pair"] == [expected]
     assert floors["triples"] == [expected] * 3  # local lsh, local all, Dask gathered
     # The Dask engine gathered the accepted pairs and those at or above the floor: as many as the local engine's.
-    with NumberedDocuments(opened(stores, options)) as documents:
-        scores, candidates = local_find.scored_candidates(documents, plan, None, None, None, Notes())
-        decisions = local_find.decided_candidates(candidates.store, scores.scored, plan, None, None, Notes())
+    stores_found = opened(stores, options)
+    with NumberedDocuments(stores_found) as documents:
+        backend = local_find.LocalFind(documents, options, stores_found, None)
+        scores = backend.scores(Resume(None, Notes().note), Notes())
+        decisions = backend.decisions(scores, decision_bound(plan, scores.count), Notes())
     above = scores.scored.estimate >= expected
     assert np.count_nonzero(above & ~decisions.decided) > 0  # the floor matters here
     assert gathered == [int(np.count_nonzero(above | decisions.decided))]

@@ -21,8 +21,8 @@ from same_answers import assert_same_answers
 
 import dedup_cli as dedup
 from dedup_cli import forked, verification
+from dedup_cli.candidates import buckets
 from dedup_cli.cli.main import cli
-from dedup_cli.engine.local import band_rounds
 from dedup_cli.engine.stages import find as find_stages
 from dedup_cli.errors import DedupError, OptionError
 from dedup_cli.params import SignatureParams
@@ -116,8 +116,8 @@ def _recording(monkeypatch: pytest.MonkeyPatch, log: Path) -> None:
 
         monkeypatch.setattr(module, name, recorded)
 
-    record(band_rounds, "band_pair_codes", "candidates")
-    record(band_rounds, "band_keys", "reading")
+    record(buckets, "band_pair_codes", "candidates")
+    record(buckets, "band_keys", "reading")
     record(find_stages, "score_pairs", "scoring")
     record(verification, "read_sets", "verifying")  # the exact checks' documents, read a share a worker
 
@@ -209,7 +209,7 @@ def _killing_band_pair_codes(*args: object) -> None:
 
 def test_a_worker_that_dies_ends_the_run_with_one_line(stores: dict[str, Path],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(band_rounds, "band_pair_codes", _killing_band_pair_codes)
+    monkeypatch.setattr(buckets, "band_pair_codes", _killing_band_pair_codes)
     with pytest.raises(DedupError, match=r"^a worker process of the candidate stage died \(killed by SIGKILL\); "
                                          r"nothing was written, run again \(with jobs 1 to run in one process\)$"):
         dedup.find(stores["synthetic"], dedup.FindOptions(jobs=2))
@@ -218,11 +218,11 @@ def test_a_worker_that_dies_ends_the_run_with_one_line(stores: dict[str, Path],
 KILLED_WORKER = """
 import os, signal, sys
 from dedup_cli import forked
-from dedup_cli.engine.local import band_rounds
+from dedup_cli.candidates import buckets
 forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_DOCUMENTS = 1
 def killed(*args):
     os.kill(os.getpid(), signal.SIGKILL)
-band_rounds.band_pair_codes = killed
+buckets.band_pair_codes = killed
 from dedup_cli.cli.main import cli
 cli(prog_name="dedup")
 """
@@ -244,12 +244,12 @@ def test_the_command_line_says_one_line_when_a_worker_dies(stores: dict[str, Pat
 SLEEPING_WORKERS = """
 import os, sys, time
 from dedup_cli import forked
-from dedup_cli.engine.local import band_rounds
+from dedup_cli.candidates import buckets
 forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_DOCUMENTS = 1
 def sleeping(*args):
     open(os.path.join(sys.argv[1], f"worker-{os.getpid()}"), "w").close()
     time.sleep(600)
-band_rounds.band_pair_codes = sleeping
+buckets.band_pair_codes = sleeping
 import dedup_cli as dedup
 dedup.find(sys.argv[2], dedup.FindOptions(jobs=2))
 """

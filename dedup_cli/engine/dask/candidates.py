@@ -38,7 +38,7 @@ import numpy as np
 from distributed import get_client
 
 from dedup_cli.array_primitives import large_empty, sorted_unique
-from dedup_cli.candidates.buckets import PairCodes, SortBuffers, band_keys, band_pair_codes, key_dtype
+from dedup_cli.candidates.buckets import block_band_keys, key_dtype, round_pair_codes
 from dedup_cli.candidates.crossing import fingerprint_bits
 from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
@@ -47,10 +47,9 @@ from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
 from dedup_cli.engine.dask.ranges import NumberedPieces, in_ranges, live_reduced, piece_documents
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.resume import Resume
-from dedup_cli.minhash.packing import unpack_values, value_dtype
+from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.store_pieces import StorePiece, read_piece_batches, read_piece_signatures, read_piece_values
 
 SHARE_DOCUMENTS = 5_000_000
@@ -140,11 +139,10 @@ def read_keys_and_values(piece: StorePiece, numbers: int | np.ndarray, params: S
 def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: SignatureParams, rows: int,
           first_band: int, last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     eligible = (counts > 0) & (docs >= 0)  # a document with no shingle resembles nothing; a dead row is none
-    count = last_band - first_band
     if not eligible.any():
-        return docs[:0], np.empty((count, 0), dtype)
-    values = unpack_values(packed if eligible.all() else packed[eligible], params.bits, params.num_perm)
-    keys = band_keys(values[:, first_band * rows : last_band * rows], count, rows, dtype)
+        return docs[:0], np.empty((last_band - first_band, 0), dtype)
+    keys = block_band_keys(packed, None if eligible.all() else eligible, params.bits, params.num_perm, first_band,
+                           last_band, rows, dtype)
     return docs[eligible], keys
 
 
@@ -241,9 +239,8 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: 
             eligible = (counts > 0) & (batch_docs >= 0)
             count = int(np.count_nonzero(eligible))
             all_eligible = count == counts.size
-            values = unpack_values(packed if all_eligible else packed[eligible], params.bits, params.num_perm)
-            band_keys(values[:, first_band * rows : last_band * rows], last_band - first_band, rows, dtype,
-                      out=keys[:, filled : filled + count])
+            block_band_keys(packed, None if all_eligible else eligible, params.bits, params.num_perm, first_band,
+                            last_band, rows, dtype, out=keys[:, filled : filled + count])
             docs[filled : filled + count] = batch_docs if all_eligible else batch_docs[eligible]
             filled += count
             if reducing:
@@ -251,22 +248,8 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: 
                 values_of_piece.append(live_reduced(counts, runs, packed, batch_docs, params, reduce_bits))
         if reducing:
             reduced.append(joined(values_of_piece))
-    docs, keys = docs[:filled], keys[:, :filled]
-    order = None
-    if filled > 1 and not bool(np.all(docs[1:] > docs[:-1])):
-        # Rows numbered out of file order (a store whose parts' ids interleave): pairing takes documents
-        # ascending, as a bucket's members are cut at max_bucket in document order; a band at a time.
-        order = np.argsort(docs, kind="stable")
-        docs = docs[order]
-    codes = PairCodes()
-    oversized = 0
-    buffers = SortBuffers(filled)
-    for band in range(last_band - first_band):
-        found, cut = band_pair_codes(keys[band] if order is None else keys[band][order], docs, max_bucket, documents,
-                                     buffers)
-        codes.add(found)
-        oversized += cut
-    return codes.unique(), oversized, reduced
+    codes, oversized = round_pair_codes(keys[:, :filled], docs[:filled], max_bucket, documents)
+    return codes, oversized, reduced
 
 
 def _band_split_round(numbered: NumberedPieces, plan: _Plan, rows: int, first_band: int, last_band: int,
@@ -382,14 +365,14 @@ def _count(table: Table) -> int:
 
 
 def candidate_pairs(numbered: NumberedPieces, bands: int, rows: int, max_bucket: int, band_memory: int,
-                    progress: Progress = silent, work: WorkDir | None = None,
+                    progress: Progress = silent, resume: Resume | None = None,
                     reduce_bits: int | None = None) -> CandidateCodes:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
 
     ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands); at
     most a quarter of the smallest worker's memory limit.
-    ``work``: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
-    earlier run with the same bands is read back instead of computed.
+    ``resume``: the run's work folder, where each round's pairs are kept as it completes (``find --work-dir``); a
+    round kept there by an earlier run with the same bands is read back instead of computed.
     ``reduce_bits``: also keep every document's lowest ``reduce_bits`` bits for scoring
     (:func:`dedup_cli.engine.dask.ranges.value_ranges`), made by the first round that reads the store's pieces
     from the same read as its keys (``CandidateCodes.reduced``; None when no round read them).
@@ -398,7 +381,8 @@ def candidate_pairs(numbered: NumberedPieces, bands: int, rows: int, max_bucket:
     totals = np.zeros(5, np.int64)  # buckets cut, fingerprint bytes, of them across workers, crossing rows, codes
     collected: list[Any] = []
     rounds = [(first, min(bands, first + plan.per_round)) for first in range(0, bands, plan.per_round)]
-    resume = Resume(work, progress.note)
+    resume = Resume(None, progress.note) if resume is None else resume
+    work = resume.work
     keys, kept = resume.rounds(rounds, engine="dask", bands=bands, rows=rows, max_bucket=max_bucket)
     reduced: list[Any] | None = None  # the b-bit values of each piece, once a round has read them
     for number, (first_band, last_band) in enumerate(rounds, start=1):

@@ -2,10 +2,11 @@
 band row of the corpus at once.
 
 A round reads the stored signatures once (:meth:`dedup_cli.store.documents.NumberedDocuments.signatures`, a row
-group at a time), keeps the keys of its bands for the eligible documents (4 bytes a key when a band's values fit
-in 32 bits, 8 otherwise), then sorts each band and pairs its buckets (:func:`dedup_cli.candidates.buckets.
-band_pair_codes`, the same function and document order as the in-memory :func:`candidate_pairs`, so the same
-pairs). A round holds at most ``round_bytes`` of keys: a few more rounds, each a fast read of the signatures,
+group at a time), keys its bands for the eligible documents (:func:`dedup_cli.candidates.buckets.block_band_keys`;
+4 bytes a key when a band's values fit in 32 bits, 8 otherwise), then sorts each band and pairs its buckets
+(:func:`dedup_cli.candidates.buckets.round_pair_codes`): the functions the Dask engine keys and pairs its bands with,
+in the same document order as the in-memory :func:`dedup_cli.candidates.buckets.candidate_pairs`, so the same
+pairs. A round holds at most ``round_bytes`` of keys: a few more rounds, each a fast read of the signatures,
 instead of the 8·bands bytes a document that keying every band at once would take.
 """
 
@@ -15,20 +16,12 @@ import numpy as np
 
 from dedup_cli.array_primitives import large_empty, shared_empty, sorted_unique
 from dedup_cli.candidates.banding import Banding
-from dedup_cli.candidates.buckets import (
-    CandidateResult,
-    PairCodes,
-    SortBuffers,
-    band_keys,
-    band_pair_codes,
-    key_dtype,
-)
+from dedup_cli.candidates.buckets import CandidateResult, PairCodes, block_band_keys, key_dtype, round_pair_codes
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.resume import Resume
 from dedup_cli.forked import forked_map
-from dedup_cli.minhash.packing import unpack_values, value_dtype
+from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.options.vocabulary import BAND_MEMORY
-from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.numbering import Documents
 
 
@@ -40,7 +33,7 @@ def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: i
 
 
 def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Banding, max_bucket: int,
-                        progress: Progress = silent, round_bytes: int = BAND_MEMORY, work: WorkDir | None = None,
+                        progress: Progress = silent, round_bytes: int = BAND_MEMORY, resume: Resume | None = None,
                         jobs: int = 1) -> tuple[CandidateResult, int]:
     """The candidate pairs of banding the stored values, reading the signatures once per round.
 
@@ -55,8 +48,8 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
         banding: bands × rows, bands · rows ≤ k.
         round_bytes: the keys a round may hold (``FindOptions.band_memory``; 1 GiB is 24 bands of 32-bit keys at
             10^7 documents); each of the ``jobs`` processes holds one round's.
-        work: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
-            earlier run of the same store and banding is read instead of computed.
+        resume: the run's work folder, where each round's pairs are kept as it completes (``find --work-dir``); a
+            round kept there by an earlier run of the same store and banding is read instead of computed.
         jobs: worker processes.
 
     Returns:
@@ -74,7 +67,7 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
     rounds = band_rounds(bands, keyed.size, dtype.itemsize, round_bytes)
     codes = PairCodes()
     oversized = 0
-    resume = Resume(work, progress.note)
+    resume = Resume(None, progress.note) if resume is None else resume
     keys, kept = resume.rounds(rounds, bands=bands, rows=rows, max_bucket=max_bucket, engine="local")
     for found in kept.values():
         codes.add(found["codes"])
@@ -120,15 +113,15 @@ def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: 
             if docs.size and (taken is None or taken.any()):
                 # A row group of eligible documents only (the usual case) is read in place, not copied out first.
                 every = taken is None or bool(taken.all())
-                values = unpack_values(packed if every else packed[taken], params.bits, params.num_perm)
-                block = values[:, first_band * rows : last_band * rows]
                 columns = where if every else where[taken]
+                block = (packed, None if every else taken, params.bits, params.num_perm, first_band, last_band, rows,
+                         dtype)
                 if columns[-1] - columns[0] == columns.size - 1 and bool(np.all(np.diff(columns) == 1)):
                     # A run of consecutive documents (a row group of a store in id order): rows of contiguous
                     # writes, several times faster than scattering the same keys column by column.
-                    band_keys(block, count, rows, dtype, out=keys[:, columns[0] : columns[-1] + 1])
+                    block_band_keys(*block, out=keys[:, columns[0] : columns[-1] + 1])
                 else:
-                    keys[:, columns] = band_keys(block, count, rows, dtype)
+                    keys[:, columns] = block_band_keys(*block)
             groups += 1
             if readers == 1:
                 advance(1)
@@ -143,15 +136,8 @@ def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: 
 
     def pair(share: tuple[int, list[int]]) -> tuple[np.ndarray, int]:
         """The distinct codes and buckets cut of some bands of one round."""
-        found, cut = PairCodes(), 0
-        buffers = SortBuffers(keyed.size) if len(share[1]) > 1 else None
-        for band in share[1]:
-            band_codes, band_cut = band_pair_codes(keys[band], keyed, max_bucket, documents.documents, buffers)
-            found.add(band_codes)
-            cut += band_cut
-            if jobs <= 1:
-                advance(1)
-        return found.unique(), cut
+        return round_pair_codes(keys, keyed, max_bucket, documents.documents, share[1],
+                                (lambda: advance(1)) if jobs <= 1 else None)
 
     found_by_round: list[list[np.ndarray]] = [[] for _ in rounds]
     cut_by_round = [0] * len(rounds)
