@@ -45,6 +45,7 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
 from dedup_cli.engine.dask.ranges import NumberedPieces, in_ranges, live_reduced, piece_documents
+from dedup_cli.engine.dask.table_kinds import CODES, VALUES
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.resume import Resume
 from dedup_cli.minhash.packing import value_dtype
@@ -147,12 +148,12 @@ def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: Sign
 
 
 def _codes_table(codes: np.ndarray) -> Table:
-    return {"code": codes}
+    return CODES.of(code=codes)
 
 
 def unique_codes(table: Table) -> Table:
     """A part of codes, ascending and without repeats."""
-    return {"code": sorted_unique(table["code"].astype(np.uint64, copy=False))}
+    return CODES.of(code=sorted_unique(table["code"].astype(np.uint64, copy=False)))
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: 
                 assert reduce_bits is not None and runs is not None
                 values_of_piece.append(live_reduced(counts, runs, packed, batch_docs, params, reduce_bits))
         if reducing:
-            reduced.append(joined(values_of_piece))
+            reduced.append(joined(values_of_piece, VALUES))
     codes, oversized = round_pair_codes(keys[:, :filled], docs[:filled], max_bucket, documents)
     return codes, oversized, reduced
 
@@ -389,7 +390,7 @@ def candidate_pairs(numbered: NumberedPieces, bands: int, rows: int, max_bucket:
         key = keys[number - 1]
         if number - 1 in kept:
             assert work is not None and key is not None
-            collected += kept_parts(work, "candidates", key, kept[number - 1])
+            collected += kept_parts(work, "candidates", key, kept[number - 1], CODES)
             totals += kept[number - 1]["stats"].astype(np.int64)
             continue
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
@@ -406,7 +407,7 @@ def candidate_pairs(numbered: NumberedPieces, bands: int, rows: int, max_bucket:
     codes = _deduplicated(collected, shuffled, progress)
     values = None
     if reduced is not None:
-        values = list(settled(*in_ranges(reduced, numbered)))
+        values = list(settled(*in_ranges(reduced, numbered, VALUES)))
     shares = len(plan.workers) if plan.split_bands else len(plan.shares)
     return CandidateCodes(codes, numbered.documents, oversized, len(rounds), shares, numbered.eligible * bands,
                           fingerprint,
@@ -419,4 +420,4 @@ def _deduplicated(collected: list[Any], shuffled: int, progress: Progress) -> li
     """Step 4: the codes of every round in one exchange on the code, each part sorted and without repeats."""
     progress.stage("candidates, de-duplicating pairs", None)
     outputs = max(1, -(-shuffled // ROWS_PER_PARTITION))
-    return list(settled(*exchange(collected, column_hash, outputs, "code", outputs, then=unique_codes)))
+    return list(settled(*exchange(collected, column_hash, outputs, "code", outputs, then=unique_codes, kind=CODES)))

@@ -17,6 +17,7 @@ from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.exchange import Table, take
 from dedup_cli.engine.dask.joins import scored_pairs
 from dedup_cli.engine.dask.ranges import NumberedPieces, names_of, rows_of
+from dedup_cli.engine.dask.table_kinds import VALUES
 from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
@@ -71,8 +72,8 @@ def gather(pairs: Table, numbered: NumberedPieces, values: list[Any], bits: int,
 
 
 def _no_values(bits: int, params: SignatureParams) -> Table:
-    return {"doc": np.empty(0, np.int64), "shingle_count": np.empty(0, np.int64), "run": np.empty(0, np.int64),
-            "words": np.empty((0, value_words(bits, params.num_perm)), np.uint64)}
+    return VALUES.of(doc=np.empty(0, np.int64), shingle_count=np.empty(0, np.int64), run=np.empty(0, np.int64),
+                     words=np.empty((0, value_words(bits, params.num_perm)), np.uint64))
 
 
 def ratios(store: StoredSignatures) -> np.ndarray:

@@ -27,8 +27,21 @@ from dedup_cli.engine.dask.end_gathered import store_of
 from dedup_cli.engine.dask.exchange import Table, column_hash, column_range, exchange, take
 from dedup_cli.engine.dask.joins import attach, scored_pairs
 from dedup_cli.engine.dask.ranges import NumberedPieces, name_ranges
-from dedup_cli.engine.dask.sorted_output import TRIPLE_COLUMNS, spilled_result
+from dedup_cli.engine.dask.sorted_output import spilled_result
 from dedup_cli.engine.dask.star_components import connected_components
+from dedup_cli.engine.dask.table_kinds import (
+    DECIDED,
+    LABELLED,
+    LABELS,
+    MEMBERS,
+    MEMBERS_OUT,
+    NAMES,
+    PAIRS_OUT,
+    PART_DOCUMENTS,
+    TRIPLE_COLUMNS,
+    TRIPLES_OUT,
+    VALUES,
+)
 from dedup_cli.engine.stages.conclude import conclude, count_candidate_triples
 from dedup_cli.engine.stages.decisions import new_documents
 from dedup_cli.engine.stages.filter import member_details
@@ -69,17 +82,17 @@ def _labelled(pairs: Table, labels: Table) -> Table:
     where = np.minimum(np.searchsorted(nodes, pairs["first"]), max(nodes.size - 1, 0))
     found = nodes[where] == pairs["first"] if nodes.size else np.zeros(pairs["first"].size, bool)
     label = np.where(found, labels["label"][order][where] if nodes.size else 0, pairs["first"])
-    return {**pairs, "label": label.astype(np.int64)}
+    return LABELLED.check({**pairs, "label": label.astype(np.int64)})
 
 
 def _documents(pairs: Table) -> Table:
     docs, where = np.unique(np.concatenate([pairs["first"], pairs["second"]]), return_index=True)
-    return {"doc": docs.astype(np.int64), "label": np.concatenate([pairs["label"], pairs["label"]])[where]}
+    return MEMBERS.of(doc=docs.astype(np.int64), label=np.concatenate([pairs["label"], pairs["label"]])[where])
 
 
 def _unique_docs(table: Table) -> Table:
     docs, where = np.unique(table["doc"], return_index=True)
-    return {"doc": docs, "label": table["label"][where]}
+    return MEMBERS.of(doc=docs, label=table["label"][where])
 
 
 def _numbered(pairs: Table, docs: Table, plan: FindPlan) -> tuple[Table, Table, Any, np.ndarray]:
@@ -138,7 +151,8 @@ def conclude_partition(pairs: Table, docs: Table, plan: FindPlan, alias_document
         "content_hash": details.content_hashes, "similarity": details.similarity, "verified": details.verified,
         "gone": np.isin(groups.members, done.gone)}
     gone = list(zip(numbers[done.gone].tolist(), [str(x) for x in ids[done.gone]], strict=True))
-    return pairs_out, triples_out, members_out, done.keep_field_problems, gone
+    return (PAIRS_OUT.check(pairs_out), TRIPLES_OUT.check(triples_out), MEMBERS_OUT.check(members_out),
+            done.keep_field_problems, gone)
 
 
 def _joined_lists(lists: list[list[Any]]) -> list[Any]:
@@ -150,18 +164,18 @@ def _by_component(needed: list[Any], numbered: NumberedPieces, values: list[Any]
     """The needed pairs and their documents (values and names) exchanged by component: ``parts`` parts each."""
     labels = connected_components(needed).labels
     count = max(1, len(needed))
-    by_first = exchange(needed, column_hash, count, "first", count)
-    labels_by_node = exchange(labels, column_hash, count, "node", count)
+    by_first = exchange(needed, column_hash, count, "first", count, kind=DECIDED)
+    labels_by_node = exchange(labels, column_hash, count, "node", count, kind=LABELS)
     labelled = list(settled(*[dask.delayed(_labelled)(pairs, found)
                               for pairs, found in zip(by_first, labels_by_node, strict=True)]))
     docs = exchange([dask.delayed(_documents)(part) for part in labelled], column_range, numbered.ranges, "doc",
-                    numbered.divisions, then=_unique_docs)
-    docs = [dask.delayed(attach)(part, "doc", ranged, "", ("words", "shingle_count", "run"))
+                    numbered.divisions, then=_unique_docs, kind=MEMBERS)
+    docs = [dask.delayed(attach)(part, "doc", ranged, "", VALUES.columns[1:])
             for part, ranged in zip(docs, values, strict=True)]
-    docs = [dask.delayed(attach)(part, "doc", names, "", ("id", "path", "content_hash", "mtime_ns"))
+    docs = [dask.delayed(attach)(part, "doc", names, "", NAMES.columns[1:])
             for part, names in zip(docs, name_ranges(numbered), strict=True)]
-    return (list(settled(*exchange(labelled, column_hash, parts, "label", parts))),
-            list(settled(*exchange(docs, column_hash, parts, "label", parts))))
+    return (list(settled(*exchange(labelled, column_hash, parts, "label", parts, kind=LABELLED))),
+            list(settled(*exchange(docs, column_hash, parts, "label", parts, kind=PART_DOCUMENTS))))
 
 
 def conclude_on_cluster(needed: list[Any], count: int, numbered: NumberedPieces, values: list[Any],

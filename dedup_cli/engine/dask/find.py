@@ -28,11 +28,12 @@ import numpy as np
 from dedup_cli.engine.dask import end_gathered, end_on_workers, pair_decisions
 from dedup_cli.engine.dask.candidates import CandidateStats, candidate_pairs
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, joined, rows
+from dedup_cli.engine.dask.exchange import Table, joined, rows, take
 from dedup_cli.engine.dask.id_sort import store_documents
 from dedup_cli.engine.dask.joins import score_candidates
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
 from dedup_cli.engine.dask.ranges import NumberedPieces, value_ranges, with_reference
+from dedup_cli.engine.dask.table_kinds import DECIDED, SCORED
 from dedup_cli.engine.find_driver import run_find
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.resume import Resume, kept_verification, verification_arrays
@@ -169,7 +170,7 @@ class DaskFind:
     def kept_scores(self, kept: dict[str, np.ndarray], key: str, progress: Progress) -> ScoredParts:
         assert self.work is not None
         self.laps.profile["candidates_seconds"] = 0.0
-        parts = kept_parts(self.work, "scored", key, kept)
+        parts = kept_parts(self.work, "scored", key, kept, SCORED)
         values = list(settled(*value_ranges(self.numbered, int(self.plan.bits))))
         return ScoredParts(parts, values, CandidateStats.of_array(kept["stats"]), counted(parts))
 
@@ -199,7 +200,7 @@ class DaskFind:
         parts = decided.parts
         if decided.table is not None:
             bounds = np.r_[0, np.cumsum(decided.sizes)]
-            parts = [dask.delayed({name: column[start:stop] for name, column in decided.table.items()})
+            parts = [dask.delayed(take(decided.table, slice(start, stop)))
                      for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
         keep_parts(self.work, "decisions", key, parts,
                    {"aliases": decided.aliases, **verification_arrays(decided.verification)})
@@ -208,9 +209,9 @@ class DaskFind:
                        ) -> DecidedParts:
         assert self.work is not None
         self.laps.lap("scoring")
-        parts = kept_parts(self.work, "decisions", key, kept)
+        parts = kept_parts(self.work, "decisions", key, kept, DECIDED)
         if self._in_driver(scored):
-            return DecidedParts([], kept["aliases"], kept_verification(kept), joined(dask.compute(*parts)))
+            return DecidedParts([], kept["aliases"], kept_verification(kept), joined(dask.compute(*parts), DECIDED))
         return DecidedParts(parts, kept["aliases"], kept_verification(kept))
 
     def conclusion(self, scored: ScoredParts, decided: DecidedParts, common: dict[str, Any], progress: Progress

@@ -21,17 +21,18 @@ import numpy as np
 
 from dedup_cli.array_primitives import code_pairs
 from dedup_cli.engine.dask.exchange import Table, column_range, exchange, take
+from dedup_cli.engine.dask.table_kinds import PAIRS, SCORE_COLUMNS, SCORED, VALUES
 from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs, count_packed_matches, score_matches
 from dedup_cli.params import SignatureParams
 
-SCORE_COLUMNS = tuple(ScoredPairs.__dataclass_fields__)
-
 
 def attach(pairs: Table, column: str, documents: Table, prefix: str, names: Sequence[str]) -> Table:
     """``pairs`` with the columns ``names`` of ``documents`` (sorted by ``doc``, holding every document of
     ``column``) for the document in ``column``, each renamed ``prefix`` + name."""
+    if documents and not {"doc", *names} <= set(documents):
+        raise ValueError(f"pairs meet a table of {sorted(documents)} for its {list(names)} by doc")
     rows = np.searchsorted(documents["doc"], pairs[column])
     return {**pairs, **{prefix + name: documents[name][rows] for name in names}}
 
@@ -57,12 +58,12 @@ def candidate_pairs(table: Table, documents: int, reference_start: int | None, o
         keep = rules.wanted(rules.new_documents(reference, None, reference), reference, only_across)
         assert keep is not None
         first, second = first[keep], second[keep]
-    return {"first": first, "second": second}
+    return PAIRS.of(first=first, second=second)
 
 
 def scored_table(scored: ScoredPairs) -> Table:
     """ScoredPairs as a table of :data:`SCORE_COLUMNS`."""
-    return {name: getattr(scored, name) for name in SCORE_COLUMNS}
+    return SCORED.of(**{name: getattr(scored, name) for name in SCORE_COLUMNS})
 
 
 def scored_pairs(table: Table) -> ScoredPairs:
@@ -100,7 +101,7 @@ def score_candidates(codes: list[Any], values: list[Any], divisions: tuple[int, 
     :func:`score_part`).
     """
     pairs = [dask.delayed(candidate_pairs)(part, documents, reference_start, only_across) for part in codes]
-    columns = ("words", "shingle_count", "run")
+    columns = VALUES.columns[1:]
     with_first = attach_ranges(pairs, "first", values, divisions, "a_", columns)
     both = attach_ranges(with_first, "second", values, divisions, "b_", columns)
     return [dask.delayed(score_part)(part, bits, params.num_perm, params.universe, new_since, reference_start)

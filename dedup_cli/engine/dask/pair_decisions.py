@@ -30,6 +30,7 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, concatenated, exchange, joined, take
 from dedup_cli.engine.dask.joins import attach, attach_ranges, scored_pairs
 from dedup_cli.engine.dask.ranges import NumberedPieces, mini_store, name_ranges, names_of
+from dedup_cli.engine.dask.table_kinds import DECIDED, DOCUMENTS, EXACT, FILES, PAIRS
 from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.estimates.simultaneous import SimultaneousBound
 from dedup_cli.forked import chunk_bounds
@@ -46,7 +47,7 @@ _NAMES = ("id", "path", "content_hash")
 
 
 def _no_exact() -> Table:
-    return {"first": np.empty(0, np.int64), "second": np.empty(0, np.int64), "exact": np.empty(0)}
+    return EXACT.of(first=np.empty(0, np.int64), second=np.empty(0, np.int64), exact=np.empty(0))
 
 
 
@@ -64,7 +65,7 @@ def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]
     store = mini_store(params, column("id"), column("path"), column("content_hash"))
     verification = verify_pairs(store, np.searchsorted(docs, np.asarray(pairs["first"])),
                                 np.searchsorted(docs, np.asarray(pairs["second"])))
-    return {"first": pairs["first"], "second": pairs["second"], "exact": verification.exact}, \
+    return EXACT.of(first=pairs["first"], second=pairs["second"], exact=verification.exact), \
         verification.unverifiable_documents
 
 
@@ -72,7 +73,7 @@ def borderline(scored: Table, mode: str, threshold: float, bound: SimultaneousBo
     """The pairs (``first``, ``second``) of a part that ``mode`` checks exactly (:func:`dedup_cli.engine.stages.
     decisions.to_check`)."""
     check = rules.to_check(scored_pairs(scored), mode, threshold, bound)
-    return {"first": scored["first"][check], "second": scored["second"][check]}
+    return PAIRS.of(first=scored["first"][check], second=scored["second"][check])
 
 
 def may_matter(scored: Table, mode: str, threshold: float, bound: SimultaneousBound, floor: float | None) -> Table:
@@ -91,7 +92,7 @@ def with_exact(scored: Table, exact: Table, threshold: float) -> Table:
         order = np.argsort(found, kind="stable")
         hit, where = among(pair_codes(scored["first"], scored["second"], width), found[order])
         values = np.where(hit, exact["exact"][order[where]], np.nan)
-    return {**scored, "exact": values, "decided": rules.decide(scored["estimate"], values, threshold)}
+    return DECIDED.of(**scored, exact=values, decided=rules.decide(scored["estimate"], values, threshold))
 
 
 def checks_done(checked: int, unverifiable_documents: list[str]) -> Verification:
@@ -134,18 +135,18 @@ def decided_documents(decided: Table, reference_start: int | None) -> Table:
     stages.decisions.alias_candidates`; the reference store's documents from ``reference_start`` on)."""
     first, second = decided["first"], decided["second"]
     across = None if reference_start is None else (first < reference_start) != (second < reference_start)
-    return {"doc": rules.alias_candidates(first, second, decided["decided"], across)}
+    return DOCUMENTS.of(doc=rules.alias_candidates(first, second, decided["decided"], across))
 
 
 def file_keys(located: Table) -> Table:
     """(doc, device, inode) of a part's documents (``doc``, ``path``) that are whole files that exist (:func:`dedup_
     cli.engine.stages.decisions.file_keys`), stat-ed where the part is."""
-    return dict(zip(("doc", "device", "inode"), rules.file_keys(located["doc"], located["path"].tolist()),
-                    strict=True))
+    return FILES.of(**dict(zip(FILES.columns, rules.file_keys(located["doc"], located["path"].tolist()),
+                               strict=True)))
 
 
 def _unique_docs(table: Table) -> Table:
-    return {"doc": sorted_unique(table["doc"])}
+    return DOCUMENTS.of(doc=sorted_unique(table["doc"]))
 
 
 
@@ -155,18 +156,19 @@ def _route_file(table: Table, parts: int) -> np.ndarray:
 
 
 def _later(keys: Table) -> Table:
-    return {"doc": rules.later_of_each_file(keys["doc"], keys["device"], keys["inode"])}
+    return DOCUMENTS.of(doc=rules.later_of_each_file(keys["doc"], keys["device"], keys["inode"]))
 
 
 def aliases(decided: list[Any], numbered: NumberedPieces) -> np.ndarray:
     """int64[a], ascending: documents of the accepted pairs (inside one store) that are a lower document's file
     under another name."""
     docs = [dask.delayed(decided_documents)(part, numbered.reference_start) for part in decided]
-    by_doc = exchange(docs, column_range, numbered.ranges, "doc", numbered.divisions, then=_unique_docs)
+    by_doc = exchange(docs, column_range, numbered.ranges, "doc", numbered.divisions, then=_unique_docs,
+                      kind=DOCUMENTS)
     located = [dask.delayed(attach)(part, "doc", names, "", ("path",))
                for part, names in zip(by_doc, name_ranges(numbered), strict=True)]
     keys = [dask.delayed(file_keys)(part) for part in located]
-    found = exchange(keys, _route_file, len(keys), len(keys), then=_later)
+    found = exchange(keys, _route_file, len(keys), len(keys), then=_later, kind=FILES)
     return np.sort(joined(dask.compute(*found))["doc"])
 
 
@@ -175,8 +177,8 @@ def accept(decided: Table, alias_documents: np.ndarray) -> Table:
     accepted`)."""
     if alias_documents.size == 0:
         return decided
-    return {**decided, "decided": rules.accepted(decided["decided"], decided["first"], decided["second"],
-                                                 alias_documents)}
+    return DECIDED.check({**decided, "decided": rules.accepted(decided["decided"], decided["first"],
+                                                               decided["second"], alias_documents)})
 
 
 @dataclass
@@ -219,12 +221,12 @@ def decide_gathered(scored: Table, numbered: NumberedPieces, mode: str, threshol
         wanted = borderline(scored, mode, threshold, bound)
         wanted = attach(attach(wanted, "first", names, "a_", _NAMES), "second", names, "b_", _NAMES)
         done = _in_chunks(verify_part, wanted, CHUNK_PAIRS, numbered.params)
-        exact = joined([part for part, _ in done]) if done else exact
+        exact = joined([part for part, _ in done], EXACT) if done else exact
         verification = checks_done(_checked_count(exact), _union([missing for _, missing in done]))
     decided = with_exact(scored, exact, threshold)
     docs = decided_documents(decided, numbered.reference_start)
     alias_documents = np.empty(0, np.int64)
     if docs["doc"].size:
-        keys = joined(_in_chunks(file_keys, attach(docs, "doc", names, "", ("path",)), CHUNK_FILES))
+        keys = joined(_in_chunks(file_keys, attach(docs, "doc", names, "", ("path",)), CHUNK_FILES), FILES)
         alias_documents = _later(keys)["doc"]
     return GatheredDecisions(accept(decided, alias_documents), names, alias_documents, verification)

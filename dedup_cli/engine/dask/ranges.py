@@ -28,6 +28,7 @@ import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_range, column_range, exchange, joined, take
+from dedup_cli.engine.dask.table_kinds import NAMES, VALUES, TableKind
 from dedup_cli.errors import StoreError
 from dedup_cli.minhash.packing import pack_bits, packed_to_words, unpack_values, value_words
 from dedup_cli.params import SignatureParams
@@ -45,7 +46,6 @@ from dedup_cli.store.store_pieces import (
 
 REDUCE_ROWS = 16_384
 """Signatures reduced to their b-bit values at a time (4 MB of values at k = 256 and 8 bits)."""
-NAME_COLUMNS = ("id", "path", "content_hash", "mtime_ns")
 
 # The numbers of a piece's rows: its first document's (rows in order), each row's (−1: dead), or a task's result
 # that gives each row's (numbered on the cluster).
@@ -177,8 +177,8 @@ def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, doc
     for start in range(0, counts.size, REDUCE_ROWS):
         values = unpack_values(packed[start : start + REDUCE_ROWS], params.bits, params.num_perm)
         words[start : start + REDUCE_ROWS] = packed_to_words(pack_bits(values, bits))  # lowest bits kept there
-    return {"doc": np.asarray(docs, np.int64), "shingle_count": np.asarray(counts, np.int64),
-            "run": np.asarray(runs, np.int64), "words": words}
+    return VALUES.of(doc=np.asarray(docs, np.int64), shingle_count=np.asarray(counts, np.int64),
+                     run=np.asarray(runs, np.int64), words=words)
 
 
 def live_reduced(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, docs: np.ndarray,
@@ -206,12 +206,13 @@ def sorted_by_doc(table: Table) -> Table:
 
 
 
-def in_ranges(per_piece: list[Any], documents: NumberedPieces) -> list[Any]:
-    """Delayed tables of documents, one a piece, as one a range of ``documents.divisions`` in document order: as
-    they are when the pieces are the ranges, else by one exchange."""
+def in_ranges(per_piece: list[Any], documents: NumberedPieces, kind: TableKind) -> list[Any]:
+    """Delayed tables of documents of ``kind``, one a piece, as one a range of ``documents.divisions`` in document
+    order: as they are when the pieces are the ranges, else by one exchange."""
     if documents.in_order:
         return per_piece
-    return exchange(per_piece, column_range, documents.ranges, "doc", documents.divisions, then=sorted_by_doc)
+    return exchange(per_piece, column_range, documents.ranges, "doc", documents.divisions, then=sorted_by_doc,
+                    kind=kind)
 
 
 def value_ranges(documents: NumberedPieces, bits: int, per_piece: list[Any] | None = None) -> list[Any]:
@@ -220,7 +221,7 @@ def value_ranges(documents: NumberedPieces, bits: int, per_piece: list[Any] | No
     if per_piece is None:
         per_piece = [dask.delayed(reduce_piece)(piece, numbers, documents.params, bits)
                      for piece, numbers in documents.pieces]
-    return in_ranges(per_piece, documents)
+    return in_ranges(per_piece, documents, VALUES)
 
 
 # --- the documents' names: ids, locations, content hashes, times ----------------------------------------------
@@ -230,7 +231,7 @@ def piece_names(piece: StorePiece, numbers: int | np.ndarray, docs: np.ndarray |
     strings are never made)."""
     numbered = piece_documents(numbers, piece.rows)
     keep = np.flatnonzero(numbered >= 0 if docs is None else np.isin(numbered, docs))
-    return {"doc": numbered[keep], **read_piece(piece, list(NAME_COLUMNS), rows=keep)}
+    return NAMES.of(doc=numbered[keep], **read_piece(piece, list(NAMES.columns[1:]), rows=keep))
 
 
 def name_ranges(documents: NumberedPieces) -> list[Any]:
@@ -238,7 +239,7 @@ def name_ranges(documents: NumberedPieces) -> list[Any]:
     that asks, then kept for the others."""
     if documents.names is None:
         documents.names = list(settled(*in_ranges([dask.delayed(piece_names)(piece, numbers)
-                                                   for piece, numbers in documents.pieces], documents)))
+                                                   for piece, numbers in documents.pieces], documents, NAMES)))
     return documents.names
 
 
@@ -250,10 +251,10 @@ def names_of(documents: NumberedPieces, docs: np.ndarray) -> Table:
         holds = by_range(docs, documents.divisions)
         pieces = [pieces[index] for index in np.unique(holds).tolist()] if docs.size else []
     parts = [dask.delayed(piece_names)(piece, numbers, docs) for piece, numbers in pieces]
-    found = joined(dask.compute(*parts)) if parts else {}
+    found = joined(dask.compute(*parts), NAMES) if parts else {}
     if not found:
-        return {"doc": np.empty(0, np.int64), "id": Names.of([]), "path": Names.of([]),
-                "content_hash": np.empty(0, np.uint64), "mtime_ns": np.empty(0, np.int64)}
+        return NAMES.of(doc=np.empty(0, np.int64), id=Names.of([]), path=Names.of([]),
+                        content_hash=np.empty(0, np.uint64), mtime_ns=np.empty(0, np.int64))
     return sorted_by_doc(found)
 
 

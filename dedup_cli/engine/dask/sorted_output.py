@@ -23,6 +23,7 @@ from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, concatenated, exchange, take
 from dedup_cli.engine.dask.joins import scored_pairs
 from dedup_cli.engine.dask.ranges import mini_store
+from dedup_cli.engine.dask.table_kinds import MEMBERS_OUT, PAIRS_OUT, TRIPLES_OUT, TableKind
 from dedup_cli.engine.stages.conclude import Concluded, concluded_result
 from dedup_cli.engine.stages.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
@@ -31,10 +32,9 @@ from dedup_cli.groups.components import Groups
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 
-TRIPLE_COLUMNS = ("a", "b", "c", "matches", "ab_matches", "ac_matches", "bc_matches", "estimate", "stderr", "ci_low",
-                  "ci_high", "estimate_ab", "estimate_ac", "estimate_bc", "exact")
 SORT_KEYS = {"pairs": ("negative", "first", "second"), "triples": ("negative", "a", "b", "c"),
              "groups": ("first", "member")}
+KINDS = {"pairs": PAIRS_OUT, "triples": TRIPLES_OUT, "groups": MEMBERS_OUT}
 SAMPLE = 64
 """Sort keys each part gives for drawing the splitters."""
 
@@ -78,16 +78,17 @@ def _count(table: Table) -> int:
     return int(next(iter(table.values())).size) if table else 0
 
 
-def sorted_parts(parts: list[Any], names: Sequence[str], rows: int) -> tuple[list[Any], int]:
-    """Delayed tables ``parts`` sorted by ``names`` across parts of about ``rows`` rows: (the parts in order, the
-    rows). The parts are cut by the first key alone, so that rows equal in it (a group's members) share a part."""
+def sorted_parts(parts: list[Any], names: Sequence[str], rows: int, kind: TableKind) -> tuple[list[Any], int]:
+    """Delayed tables ``parts`` of ``kind`` sorted by ``names`` across parts of about ``rows`` rows: (the parts in
+    order, the rows). The parts are cut by the first key alone, so that rows equal in it (a group's members) share
+    a part."""
     count = int(sum(dask.compute(*[dask.delayed(_count)(part) for part in parts])))
     outputs = max(1, -(-count // rows))
     cuts = np.empty(0, "S8")
     if outputs > 1:
         samples = np.sort(np.concatenate(dask.compute(*[dask.delayed(_sample)(part, names[:1]) for part in parts])))
         cuts = splitters(samples, outputs)
-    return exchange(parts, _route, outputs, names[:1], cuts, then=partial(_sorted, names=names)), count
+    return exchange(parts, _route, outputs, names[:1], cuts, then=partial(_sorted, names=names), kind=kind), count
 
 
 
@@ -151,7 +152,7 @@ def _groups_result(table: Table, params: SignatureParams, common: dict[str, Any]
 def _spill(parts: list[Any], kind: str, folder: Path, params: SignatureParams, common: dict[str, Any], rows: int,
            reference_start: int | None) -> int:
     """Sort ``parts`` on the cluster, then pull the sorted parts one at a time into files of results."""
-    ordered, count = sorted_parts(parts, SORT_KEYS[kind], rows)
+    ordered, count = sorted_parts(parts, SORT_KEYS[kind], rows, KINDS[kind])
     if count == 0:
         return 0
     ordered = list(settled(*ordered))

@@ -32,6 +32,7 @@ import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, column_hash, exchange
+from dedup_cli.engine.dask.table_kinds import EDGES, LABELS
 
 
 @dataclass
@@ -48,7 +49,7 @@ class Components:
 
 
 def _edges(u: np.ndarray, v: np.ndarray) -> Table:
-    return {"u": np.asarray(u, np.int64), "v": np.asarray(v, np.int64)}
+    return EDGES.of(u=np.asarray(u, np.int64), v=np.asarray(v, np.int64))
 
 
 def _segments(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +122,7 @@ def _oriented(pairs: Table) -> Table:
 
 
 def _labels(edges: Table) -> Table:
-    return {"node": edges["u"], "label": edges["v"]}
+    return LABELS.of(node=edges["u"], label=edges["v"])
 
 
 def _count(found: tuple[Table, int]) -> int:
@@ -151,7 +152,8 @@ def connected_components(pairs: list[Any], max_iterations: int = 64) -> Componen
     parts = max(1, len(pairs))
     current = list(settled(*[dask.delayed(_oriented)(part) for part in pairs]))
     for iteration in range(max_iterations + 1):
-        gathered = exchange([dask.delayed(symmetric)(part) for part in current], column_hash, parts, "u", parts)
+        gathered = exchange([dask.delayed(symmetric)(part) for part in current], column_hash, parts, "u", parts,
+                            kind=EDGES)
         steps = [dask.delayed(large_star)(part) for part in gathered]
         # One computation yields both the new edges and the convergence count.
         *starred, unsettled = settled(*[dask.delayed(_edges_of)(step) for step in steps],
@@ -163,5 +165,5 @@ def connected_components(pairs: list[Any], max_iterations: int = 64) -> Componen
             return Components([dask.delayed(_labels)(part) for part in starred], iteration)
         if iteration == max_iterations:
             break
-        current = list(settled(*exchange(starred, column_hash, parts, "u", parts, then=small_star)))
+        current = list(settled(*exchange(starred, column_hash, parts, "u", parts, then=small_star, kind=EDGES)))
     raise RuntimeError(f"connected components did not converge in {max_iterations} large-star/small-star rounds")
