@@ -420,6 +420,28 @@ def test_no_function_is_over_the_size_limit() -> None:
     assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines (split them): {offenders}"
 
 
+def blank_runs(source: str, longest: int = 2) -> list[int]:
+    """The lines (from 1) at which a run of more than ``longest`` blank lines reaches its ``longest + 1``-th."""
+    found, run = [], 0
+    for number, line in enumerate(source.splitlines(), start=1):
+        run = run + 1 if not line.strip() else 0
+        if run == longest + 1:
+            found.append(number)
+    return found
+
+
+def test_no_runs_of_blank_lines() -> None:
+    # Two blank lines part top-level definitions; three or more in a row are left over from code taken out.
+    offenders = {name: lines for name, path in _package_modules(PACKAGE_DIR).items()
+                 if (lines := blank_runs(path.read_text(encoding="utf-8")))}
+    assert not offenders, f"runs of three or more blank lines (module: the line of the third): {offenders}"
+
+
+def test_blank_runs_are_found() -> None:
+    assert blank_runs("a\n\n\nb\n\n\n\n\nc\n") == [7]
+    assert blank_runs("a\n\n\n") == []
+
+
 def test_function_lengths_leave_out_the_docstring_only() -> None:
     body = "\n".join(f"    x{n} = {n}" for n in range(81))
     assert function_lengths(f'def f():\n    """Doc\n    string."""\n{body}\n') == {"f:1": 82}

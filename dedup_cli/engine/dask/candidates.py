@@ -414,8 +414,6 @@ def candidate_pairs(numbered: NumberedPieces, bands: int, rows: int, max_bucket:
                       across, crossing, plan.dtype.itemsize + 8, shuffled, values)
 
 
-
-
 def _deduplicated(collected: list[Any], shuffled: int, progress: Progress) -> list[Any]:
     """Step 4: the codes of every round in one exchange on the code, each part sorted and without repeats."""
     progress.stage("candidates, de-duplicating pairs", None)

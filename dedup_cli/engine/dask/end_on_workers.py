@@ -66,14 +66,6 @@ def partition_pairs(gather_limit: int) -> int:
     return max(MIN_PAIRS_PER_PARTITION, min(PAIRS_PER_PARTITION, gather_limit))
 
 
-
-
-
-
-
-
-
-
 def _labelled(pairs: Table, labels: Table) -> Table:
     """Pairs with their first document's label: that label, or the document itself for the root (the smallest
     document of a component is its own label and is not listed)."""

@@ -37,8 +37,6 @@ def attach(pairs: Table, column: str, documents: Table, prefix: str, names: Sequ
     return {**pairs, **{prefix + name: documents[name][rows] for name in names}}
 
 
-
-
 def attach_ranges(parts: list[Any], column: str, ranges: list[Any], divisions: tuple[int, ...], prefix: str,
                   names: Sequence[str]) -> list[Any]:
     """Delayed tables of pairs sent to the range of the document in ``column`` (one exchange) and joined there

@@ -50,8 +50,6 @@ def _no_exact() -> Table:
     return EXACT.of(first=np.empty(0, np.int64), second=np.empty(0, np.int64), exact=np.empty(0))
 
 
-
-
 def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]]:
     """Exact resemblance of a part's pairs (with their documents' names as ``a_…`` and ``b_…``), and the ids not
     re-read."""
@@ -147,8 +145,6 @@ def file_keys(located: Table) -> Table:
 
 def _unique_docs(table: Table) -> Table:
     return DOCUMENTS.of(doc=sorted_unique(table["doc"]))
-
-
 
 
 def _route_file(table: Table, parts: int) -> np.ndarray:

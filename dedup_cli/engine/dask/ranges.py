@@ -204,8 +204,6 @@ def sorted_by_doc(table: Table) -> Table:
     return take(table, np.argsort(docs, kind="stable"))
 
 
-
-
 def in_ranges(per_piece: list[Any], documents: NumberedPieces, kind: TableKind) -> list[Any]:
     """Delayed tables of documents of ``kind``, one a piece, as one a range of ``documents.divisions`` in document
     order: as they are when the pieces are the ranges, else by one exchange."""

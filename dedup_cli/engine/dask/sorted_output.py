@@ -91,8 +91,6 @@ def sorted_parts(parts: list[Any], names: Sequence[str], rows: int, kind: TableK
     return exchange(parts, _route, outputs, names[:1], cuts, then=partial(_sorted, names=names), kind=kind), count
 
 
-
-
 def _result(store: StoredSignatures, common: dict[str, Any], reference_start: int | None, docs: np.ndarray,
             pairs: ScoredPairs | None = None, exact: np.ndarray | None = None, triples: ScoredTriples | None = None,
             groups: Groups | None = None, weakest: np.ndarray | None = None, kept: np.ndarray | None = None,

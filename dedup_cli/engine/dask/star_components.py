@@ -115,8 +115,6 @@ def small_star(edges: Table) -> Table:
     return _edges(np.concatenate([u[starts], v[others]]), np.concatenate([smallest, centre[others]]))
 
 
-
-
 def _oriented(pairs: Table) -> Table:
     return orient(pairs["first"], pairs["second"])
 
