@@ -166,7 +166,8 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["candidates.candidate_triples", "candidates.crossing", "candidates.recall_costs"],
     ]),
     ("groups: accepted pairs → groups", [
-        ["groups.components", "groups.selection"], ["groups.strict", "groups.representatives", "groups.witnesses"],
+        ["groups.components", "groups.selection", "groups.star_contraction"],
+        ["groups.strict", "groups.representatives", "groups.witnesses"],
     ]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth", "inputs.store_folders"],
