@@ -164,6 +164,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["candidates.banding", "candidates.buckets", "candidates.triangles", "candidates.allpairs",
          "candidates.match_bounds", "candidates.elias_fano"],
         ["candidates.candidate_triples", "candidates.crossing", "candidates.recall_costs"],
+        ["candidates.crossing_rounds"],
     ]),
     ("groups: accepted pairs → groups", [
         ["groups.components", "groups.selection", "groups.star_contraction"],

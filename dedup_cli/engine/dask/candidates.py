@@ -40,6 +40,7 @@ from distributed import get_client
 from dedup_cli.array_primitives import large_empty, sorted_unique
 from dedup_cli.candidates.buckets import block_band_keys, key_dtype, round_pair_codes
 from dedup_cli.candidates.crossing import fingerprint_bits
+from dedup_cli.candidates import crossing_rounds
 from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined
@@ -300,7 +301,7 @@ def _document_split_round(numbered: NumberedPieces, plan: _Plan, rows: int, firs
     for members, worker in zip(plan.shares, plan.placed, strict=True):
         with dask.annotate(workers=[worker], allow_other_workers=True):
             parts = _share_keys(numbered, members, rows, first_band, last_band, plan.dtype, reduce_bits, graph)
-            state, found, size = dask.delayed(share_tasks.share_round, nout=3)(parts, first_band, bits, slices,
+            state, found, size = dask.delayed(crossing_rounds.share_round, nout=3)(parts, first_band, bits, slices,
                                                                                max_bucket)
             outgoing.append([dask.delayed(share_tasks.sets_for)(found, owner)
                              for owner in range(slices if slices > 1 else 0)])
@@ -309,22 +310,22 @@ def _document_split_round(numbered: NumberedPieces, plan: _Plan, rows: int, firs
     splits, owned = [], []
     if slices == 1:
         with dask.annotate(workers=[plan.placed[0]], allow_other_workers=True):
-            splits.append(dask.delayed(share_tasks.share_split, nout=2)(states[0], [], bits, documents))
+            splits.append(dask.delayed(crossing_rounds.share_split, nout=2)(states[0], [], bits, documents))
     else:
         answers = []
         for owner in range(slices):
             with dask.annotate(workers=[plan.placed[owner]], allow_other_workers=True):
-                answers.append(dask.delayed(share_tasks.owner_answers)([sent[owner] for sent in outgoing]))
+                answers.append(dask.delayed(crossing_rounds.owner_answers)([sent[owner] for sent in outgoing]))
         rows_out = []
         for share in range(slices):
             with dask.annotate(workers=[plan.placed[share]], allow_other_workers=True):
-                split = dask.delayed(share_tasks.share_split, nout=2)(
+                split = dask.delayed(crossing_rounds.share_split, nout=2)(
                     states[share], [answer[share] for answer in answers], bits, documents)
                 rows_out.append([dask.delayed(share_tasks.rows_for)(split[0], owner) for owner in range(slices)])
             splits.append(split)
         for owner in range(slices):
             with dask.annotate(workers=[plan.placed[owner]], allow_other_workers=True):
-                owned.append(dask.delayed(share_tasks.owner_pairs, nout=2)(
+                owned.append(dask.delayed(crossing_rounds.owner_pairs, nout=2)(
                     [sent[owner] for sent in rows_out], max_bucket, documents))
     graph.code_parts = [dask.delayed(_codes_table)(dask.delayed(share_tasks.split_codes)(split[0]))
                         for split in splits]
