@@ -38,9 +38,9 @@ import numpy as np
 from distributed import get_client
 
 from dedup_cli.array_primitives import large_empty, sorted_unique
+from dedup_cli.candidates import crossing_rounds
 from dedup_cli.candidates.buckets import block_band_keys, key_dtype, round_pair_codes
 from dedup_cli.candidates.crossing import fingerprint_bits
-from dedup_cli.candidates import crossing_rounds
 from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined

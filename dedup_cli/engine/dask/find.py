@@ -207,12 +207,11 @@ class DaskFind:
 
     def kept_decisions(self, kept: dict[str, np.ndarray], key: str, scored: ScoredParts, progress: Progress
                        ) -> DecidedParts:
+        """Read back in parts whichever way they were decided: the end gathers what it needs of them."""
         assert self.work is not None
         self.laps.lap("scoring")
-        parts = kept_parts(self.work, "decisions", key, kept, DECIDED)
-        if self._in_driver(scored):
-            return DecidedParts([], kept["aliases"], kept_verification(kept), joined(dask.compute(*parts), DECIDED))
-        return DecidedParts(parts, kept["aliases"], kept_verification(kept))
+        return DecidedParts(kept_parts(self.work, "decisions", key, kept, DECIDED), kept["aliases"],
+                            kept_verification(kept))
 
     def conclusion(self, scored: ScoredParts, decided: DecidedParts, common: dict[str, Any], progress: Progress
                    ) -> FindResult:
@@ -225,7 +224,9 @@ class DaskFind:
             needed = list(settled(*[dask.delayed(end_gathered.needed)(part, floor) for part in decided.parts]))
             needed_count = counted(needed)
         self.laps.lap("decisions")
-        self.laps.profile["decisions_in_driver"] = float(decided.table is not None)
+        # Whether the scored pairs were few enough to be decided in the driver (as they were, or would have been
+        # had the decisions not been read back from a work folder).
+        self.laps.profile["decisions_in_driver"] = float(self._in_driver(scored))
         _profile(self.laps.profile, numbered, plan, scored.stats, scored.count, needed_count)
         # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
         # component on the workers and the output streams from them in chunks no larger.
