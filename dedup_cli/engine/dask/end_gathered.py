@@ -16,7 +16,7 @@ import numpy as np
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.exchange import Table, take
 from dedup_cli.engine.dask.joins import scored_pairs
-from dedup_cli.engine.dask.ranges import NumberedPieces, names_of, rows_of
+from dedup_cli.engine.dask.ranges import NumberedPieces, names_of, rows_of, table_store
 from dedup_cli.engine.dask.table_kinds import VALUES
 from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages.find import set_size_ratios
@@ -43,16 +43,6 @@ def needed(decided: Table, floor: float | None) -> Table:
     return take(decided, rules.needed(decided["decided"], decided["estimate"], floor))
 
 
-def store_of(params: SignatureParams, names: Table, values: Table) -> StoredSignatures:
-    """Documents as a store of their own, from their names and b-bit values tables (the same documents, in the
-    same order); it holds no stored signatures (the end of find needs only the b-bit values), so the driver
-    holds about 100 bytes and k·b/8 a document, not the B-bit signatures."""
-    return StoredSignatures(
-        params=params, ids=[str(x) for x in names["id"].tolist()], paths=[str(x) for x in names["path"].tolist()],
-        shingle_counts=values["shingle_count"], packed=np.empty((values["doc"].size, 0), np.uint8),
-        content_hashes=names["content_hash"].astype(np.uint64), runs=values["run"], mtimes_ns=names["mtime_ns"])
-
-
 def gather(pairs: Table, numbered: NumberedPieces, values: list[Any], bits: int, names: Table | None = None
            ) -> Gathered:
     """``pairs`` (gathered decided pairs) and the documents they touch, renumbered (``names``: the names of these
@@ -64,7 +54,7 @@ def gather(pairs: Table, numbered: NumberedPieces, values: list[Any], bits: int,
     if names is None:
         names = names_of(numbered, docs)
     names = take(names, np.searchsorted(names["doc"], docs))
-    store = store_of(params, names, rows)
+    store = table_store(params, {**names, **rows})  # the same documents in the same order
     renumbered = {**pairs, "first": np.searchsorted(docs, pairs["first"]),
                   "second": np.searchsorted(docs, pairs["second"])}
     return Gathered(docs, store, unpack_words(rows["words"], bits, params.num_perm), scored_pairs(renumbered),

@@ -23,10 +23,9 @@ import dask
 import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.end_gathered import store_of
 from dedup_cli.engine.dask.exchange import Table, column_hash, column_range, exchange, take
 from dedup_cli.engine.dask.joins import attach, scored_pairs
-from dedup_cli.engine.dask.ranges import NumberedPieces, name_ranges
+from dedup_cli.engine.dask.ranges import NumberedPieces, name_ranges, table_store
 from dedup_cli.engine.dask.sorted_output import spilled_result
 from dedup_cli.engine.dask.star_components import connected_components
 from dedup_cli.engine.dask.table_kinds import (
@@ -114,7 +113,7 @@ def conclude_partition(pairs: Table, docs: Table, plan: FindPlan, alias_document
     params, bits, reference_start = plan.params, int(plan.bits), plan.reference_start
     docs, pairs, scored, values = _numbered(pairs, docs, plan)
     numbers, ids, counts, runs = docs["doc"], docs["id"], docs["shingle_count"], docs["run"]
-    store = store_of(params, docs, docs)  # a part's table holds both the names and the values
+    store = table_store(params, docs)  # a part's table holds both the names and the values
     reference = None if reference_start is None else numbers >= reference_start
     new = new_documents(runs, plan.options.new_since, reference)
     aliases = np.searchsorted(numbers, alias_documents[np.isin(alias_documents, numbers)])

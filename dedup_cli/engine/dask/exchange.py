@@ -27,6 +27,11 @@ def rows(table: Table) -> int:
     return len(next(iter(table.values()))) if table else 0
 
 
+def counted(parts: Sequence[Any]) -> int:
+    """Rows of delayed tables, counted where they are."""
+    return int(sum(dask.compute(*[dask.delayed(rows)(part) for part in parts])))
+
+
 def take(table: Table, index: np.ndarray | slice) -> Table:
     """The rows ``index`` (a mask, positions or a slice) of every column."""
     return {name: column[index] for name, column in table.items()}

@@ -28,7 +28,7 @@ import numpy as np
 from dedup_cli.engine.dask import end_gathered, end_on_workers, pair_decisions
 from dedup_cli.engine.dask.candidates import CandidateStats, candidate_pairs
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, joined, rows, take
+from dedup_cli.engine.dask.exchange import Table, counted, joined, rows, take
 from dedup_cli.engine.dask.id_sort import store_documents
 from dedup_cli.engine.dask.joins import score_candidates
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
@@ -91,15 +91,6 @@ class DecidedParts:
     table: Table | None = None  # decided in the driver
     names: Table | None = None  # decided in the driver: the names of the table's documents
     sizes: list[int] = field(default_factory=list)  # decided in the driver: the rows of each scored part it took
-
-
-def _count(table: Table) -> int:
-    return int(table["first"].size)
-
-
-def counted(parts: list[Any]) -> int:
-    """Rows of delayed tables of pairs, counted where they are."""
-    return int(sum(dask.compute(*[dask.delayed(_count)(part) for part in parts])))
 
 
 def find(store: Store, options: FindOptions, progress: Progress = silent, reference: Store | None = None

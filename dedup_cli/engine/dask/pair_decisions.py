@@ -29,7 +29,7 @@ from dedup_cli.array_primitives import among, pair_codes, sorted_unique
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, concatenated, exchange, joined, take
 from dedup_cli.engine.dask.joins import attach, attach_ranges, scored_pairs
-from dedup_cli.engine.dask.ranges import NumberedPieces, mini_store, name_ranges, names_of
+from dedup_cli.engine.dask.ranges import NumberedPieces, name_ranges, names_of, table_store
 from dedup_cli.engine.dask.table_kinds import DECIDED, DOCUMENTS, EXACT, FILES, PAIRS
 from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.estimates.simultaneous import SimultaneousBound
@@ -60,7 +60,7 @@ def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]
     def column(name: str) -> np.ndarray:
         return concatenated([pairs[f"a_{name}"], pairs[f"b_{name}"]])[where]
 
-    store = mini_store(params, column("id"), column("path"), column("content_hash"))
+    store = table_store(params, {name: column(name) for name in ("id", "path", "content_hash")})
     verification = verify_pairs(store, np.searchsorted(docs, np.asarray(pairs["first"])),
                                 np.searchsorted(docs, np.asarray(pairs["second"])))
     return EXACT.of(first=pairs["first"], second=pairs["second"], exact=verification.exact), \

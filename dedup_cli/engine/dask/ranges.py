@@ -256,14 +256,19 @@ def names_of(documents: NumberedPieces, docs: np.ndarray) -> Table:
     return sorted_by_doc(found)
 
 
-def mini_store(params: SignatureParams, ids: Sequence[Any] | np.ndarray,
-               paths: Sequence[Any] | np.ndarray | None = None, hashes: np.ndarray | None = None) -> StoredSignatures:
-    """A few documents as a store of their own: ids, and where a task re-reads them their locations and content
-    hashes; no signatures (what an exact check or a chunk of output needs of them)."""
-    return StoredSignatures(params=params, ids=[str(x) for x in ids],
-                            paths=[""] * len(ids) if paths is None else [str(x) for x in paths],
-                            shingle_counts=np.zeros(len(ids), np.int64), packed=np.empty((len(ids), 0), np.uint8),
-                            content_hashes=None if hashes is None else hashes.astype(np.uint64))
+def table_store(params: SignatureParams, table: Table) -> StoredSignatures:
+    """Documents as a store of their own, from a table of their ``id`` and any of their ``path``,
+    ``content_hash``, ``shingle_count``, ``run`` and ``mtime_ns`` (what a task re-reads them by, what the end of find
+    or a chunk of output needs of them); it holds no stored signatures, so the driver holds about 100 bytes a
+    document, not its B-bit signature."""
+    count = len(table["id"])
+    hashes = table.get("content_hash")
+    return StoredSignatures(params=params, ids=[str(x) for x in table["id"]],
+                            paths=[str(x) for x in table["path"]] if "path" in table else [""] * count,
+                            shingle_counts=table.get("shingle_count", np.zeros(count, np.int64)),
+                            packed=np.empty((count, 0), np.uint8),
+                            content_hashes=None if hashes is None else hashes.astype(np.uint64),
+                            runs=table.get("run"), mtimes_ns=table.get("mtime_ns"))
 
 
 def _rows_among(table: Table, docs: np.ndarray) -> Table:

@@ -20,9 +20,9 @@ import numpy as np
 
 from dedup_cli.array_primitives import evenly_spaced, sort_keys, splitters
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, concatenated, exchange, take
+from dedup_cli.engine.dask.exchange import Table, concatenated, counted, exchange, take
 from dedup_cli.engine.dask.joins import scored_pairs
-from dedup_cli.engine.dask.ranges import mini_store
+from dedup_cli.engine.dask.ranges import table_store
 from dedup_cli.engine.dask.table_kinds import MEMBERS_OUT, PAIRS_OUT, TRIPLES_OUT, TableKind
 from dedup_cli.engine.stages.conclude import Concluded, concluded_result
 from dedup_cli.engine.stages.results import FindResult, MemberDetails
@@ -74,15 +74,11 @@ def _sorted(table: Table, names: Sequence[str]) -> Table:
     return take(table, np.lexsort([table[name] for name in reversed(names)]))
 
 
-def _count(table: Table) -> int:
-    return int(next(iter(table.values())).size) if table else 0
-
-
 def sorted_parts(parts: list[Any], names: Sequence[str], rows: int, kind: TableKind) -> tuple[list[Any], int]:
     """Delayed tables ``parts`` of ``kind`` sorted by ``names`` across parts of about ``rows`` rows: (the parts in
     order, the rows). The parts are cut by the first key alone, so that rows equal in it (a group's members) share
     a part."""
-    count = int(sum(dask.compute(*[dask.delayed(_count)(part) for part in parts])))
+    count = counted(parts)
     outputs = max(1, -(-count // rows))
     cuts = np.empty(0, "S8")
     if outputs > 1:
@@ -110,7 +106,7 @@ def _result(store: StoredSignatures, common: dict[str, Any], reference_start: in
 def _named(columns: Sequence[np.ndarray], ids: Sequence[np.ndarray], params: SignatureParams
            ) -> tuple[np.ndarray, StoredSignatures]:
     docs, where = np.unique(np.concatenate(columns), return_index=True)
-    return docs, mini_store(params, concatenated(ids)[where])
+    return docs, table_store(params, {"id": concatenated(ids)[where]})
 
 
 def _pairs_result(table: Table, params: SignatureParams, common: dict[str, Any], reference_start: int | None
@@ -157,7 +153,7 @@ def _spill(parts: list[Any], kind: str, folder: Path, params: SignatureParams, c
     groups = 0
     for index, part in enumerate(ordered):
         (table,) = dask.compute(part)
-        if not _count(table):
+        if not rows(table):
             continue
         if kind == "pairs":
             result = _pairs_result(table, params, common, reference_start)
@@ -181,7 +177,7 @@ def spilled_result(found: list[list[Any]], rows: int, params: SignatureParams, c
               "groups": _spill(found[2], "groups", path, params, common, rows, reference_start)}
     if triples:
         counts["triples"] = _spill(found[1], "triples", path, params, common, rows, reference_start)
-    result = _result(mini_store(params, []), common, reference_start, np.empty(0, np.int64),
+    result = _result(table_store(params, {"id": []}), common, reference_start, np.empty(0, np.int64),
                      triples=ScoredTriples.empty() if triples else None)
     result.streamed = Spilled(folder, counts, partitions)
     return result
