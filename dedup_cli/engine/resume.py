@@ -42,13 +42,14 @@ class Resume:
               read: Callable[[Arrays, str], Kept]) -> Kept:
         """``stage`` (one of :data:`RESUMED`) as an earlier run kept it under ``key`` (``read`` turns its arrays back
         into what ``run`` gives), with a note; else ``run`` it and ``keep`` what it gave under ``key``."""
-        kept = None if self.work is None or key is None else self.work.load(stage, key)
+        if self.work is None or key is None:
+            return run()
+        kept = self.work.load(stage, key)
         if kept is not None:
             self.note(f"resuming: {RESUMED[stage]} from {self.path}")
             return read(kept, key)
         value = run()
-        if self.work is not None and key is not None:
-            keep(value, key)
+        keep(value, key)
         return value
 
     def rounds(self, rounds: Sequence[tuple[int, int]], **depends: object

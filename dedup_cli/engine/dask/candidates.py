@@ -43,7 +43,7 @@ from dedup_cli.candidates.buckets import block_band_keys, key_dtype, round_pair_
 from dedup_cli.candidates.crossing import fingerprint_bits
 from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined, rows
+from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined, row_count
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
 from dedup_cli.engine.dask.ranges import NumberedPieces, in_ranges, live_reduced, piece_documents
 from dedup_cli.engine.dask.table_kinds import CODES, VALUES
@@ -352,7 +352,7 @@ def _computed(graph: _RoundGraph, plan: _Plan) -> _RoundDone:
     parts = graph.code_parts
     *kept, round_cut, round_sizes, round_rows, made = settled(
         *parts, *read_values, dask.delayed(sum)(graph.cut), dask.delayed(list)(graph.fingerprint_sizes),
-        dask.delayed(list)(graph.crossing_rows), dask.delayed(sum)([dask.delayed(rows)(part) for part in parts]))
+        dask.delayed(list)(graph.crossing_rows), dask.delayed(sum)([dask.delayed(row_count)(part) for part in parts]))
     round_cut, round_sizes, round_rows, made = dask.compute(round_cut, round_sizes, round_rows, made)
     fingerprint = int(sum(int(np.sum(per_owner)) for per_owner in round_sizes))
     across = int(sum(size for sender, per_owner in enumerate(round_sizes)

@@ -22,14 +22,14 @@ from dedup_cli.engine.dask.table_kinds import Table, TableKind
 from dedup_cli.store.names import Names
 
 
-def rows(table: Table) -> int:
+def row_count(table: Table) -> int:
     """How many rows ``table`` holds."""
     return len(next(iter(table.values()))) if table else 0
 
 
 def counted(parts: Sequence[Any]) -> int:
     """Rows of delayed tables, counted where they are."""
-    return int(sum(dask.compute(*[dask.delayed(rows)(part) for part in parts])))
+    return int(sum(dask.compute(*[dask.delayed(row_count)(part) for part in parts])))
 
 
 def take(table: Table, index: np.ndarray | slice) -> Table:
@@ -46,7 +46,7 @@ def joined(tables: Sequence[Table], kind: TableKind | None = None) -> Table:
             kind.check(table)
         elif set(table) != set(held[0]):
             raise ValueError(f"tables of columns {sorted(held[0])} and {sorted(table)} cannot be joined")
-    full = [table for table in held if rows(table)]
+    full = [table for table in held if row_count(table)]
     if not full:
         return held[0] if held else {}
     if len(full) == 1:

@@ -28,7 +28,7 @@ import numpy as np
 from dedup_cli.engine.dask import end_gathered, end_on_workers, pair_decisions
 from dedup_cli.engine.dask.candidates import CandidateStats, candidate_pairs
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, counted, joined, rows, take
+from dedup_cli.engine.dask.exchange import Table, counted, joined, row_count, take
 from dedup_cli.engine.dask.id_sort import store_documents
 from dedup_cli.engine.dask.joins import score_candidates
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
@@ -210,7 +210,7 @@ class DaskFind:
         plan, numbered, floor = self.plan, self.numbered, self.plan.triple_floor
         if decided.table is not None:
             needed = [end_gathered.needed(decided.table, floor)]
-            needed_count = rows(needed[0])
+            needed_count = row_count(needed[0])
         else:
             needed = list(settled(*[dask.delayed(end_gathered.needed)(part, floor) for part in decided.parts]))
             needed_count = counted(needed)

@@ -20,7 +20,7 @@ import numpy as np
 
 from dedup_cli.array_primitives import evenly_spaced, sort_keys, splitters
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, concatenated, counted, exchange, take
+from dedup_cli.engine.dask.exchange import Table, concatenated, counted, exchange, row_count, take
 from dedup_cli.engine.dask.joins import scored_pairs
 from dedup_cli.engine.dask.ranges import table_store
 from dedup_cli.engine.dask.table_kinds import MEMBERS_OUT, PAIRS_OUT, TRIPLES_OUT, TableKind
@@ -153,7 +153,7 @@ def _spill(parts: list[Any], kind: str, folder: Path, params: SignatureParams, c
     groups = 0
     for index, part in enumerate(ordered):
         (table,) = dask.compute(part)
-        if not rows(table):
+        if not row_count(table):
             continue
         if kind == "pairs":
             result = _pairs_result(table, params, common, reference_start)

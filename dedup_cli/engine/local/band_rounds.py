@@ -69,9 +69,9 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
     oversized = 0
     resume = Resume(None, progress.note) if resume is None else resume
     keys, kept = resume.rounds(rounds, bands=bands, rows=rows, max_bucket=max_bucket, engine="local")
-    for found in kept.values():
-        codes.add(found["codes"])
-        oversized += int(found["oversized"])
+    for kept_round in kept.values():
+        codes.add(kept_round["codes"])
+        oversized += int(kept_round["oversized"])
     waiting = [(index + 1, first_band, last_band, keys[index])
                for index, (first_band, last_band) in enumerate(rounds) if index not in kept]
     wave_size = max(1, jobs)

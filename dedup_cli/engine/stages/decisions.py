@@ -89,10 +89,10 @@ def wanted(new: np.ndarray | None, reference: np.ndarray | None, only_across: bo
     """bool[m]: pairs or triples to report, from each member's flags (bool[m, 2 or 3]: ``new``, the members
     reports must touch, :func:`new_documents`; ``reference``, the reference store's): touching a new document,
     and with ``only_across`` holding documents of both stores; None when every one counts."""
-    keep = None if new is None else new.any(axis=1)
+    keep: np.ndarray | None = None if new is None else np.asarray(new.any(axis=1))
     if reference is not None and only_across:
         across = reference.any(axis=1) & ~reference.all(axis=1)
-        keep = across if keep is None else keep & across
+        keep = np.asarray(across) if keep is None else keep & across
     return keep
 
 
