@@ -16,6 +16,7 @@ they come to it whole with their documents' names, read from the pieces where th
 run on chunks of them: the exact checks and the file checks as tasks on the workers (which see the files), the
 rest (selecting, deciding, grouping by file) vectorised here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
