@@ -124,8 +124,9 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
     monkeypatch.setattr(dask_candidates, "BAND_SPLIT_DOCUMENTS", 10_000 if split_bands else 0)
     frames = frames_of(path, 500)
     assert frames.in_order is in_order
-    found = dask_candidates.candidate_pairs(frames, bands, rows, 100, band_memory)
-    codes = np.sort(joined([part.compute() for part in found.codes])["code"])
+    candidates = dask_candidates.candidate_pairs(frames, bands, rows, 100, band_memory)
+    codes = np.sort(joined([part.compute() for part in candidates.codes])["code"])
+    found = candidates.stats
     assert found.oversized_buckets == expected.oversized_buckets > 0
     expected_codes = expected.first.astype(np.uint64) * np.uint64(3_000) + expected.second.astype(np.uint64)
     assert np.array_equal(codes, expected_codes)

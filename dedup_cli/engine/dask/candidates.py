@@ -92,30 +92,15 @@ class CandidateStats:
 
 @dataclass
 class CandidateCodes:
-    """Unique candidate pairs as codes first · documents + second (first < second), and what finding them cost.
+    """Unique candidate pairs as codes (:func:`dedup_cli.array_primitives.pair_codes`), and what finding them cost.
 
-    ``codes``: delayed tables of one uint64 column ``code``, spread by a hash of the code, each ascending;
-    persisted.
+    ``codes``: delayed tables of :data:`dedup_cli.engine.dask.table_kinds.CODES`, spread by a hash of the code,
+    each ascending; persisted.
     """
 
     codes: list[Any]
-    documents: int
-    oversized_buckets: int
-    rounds: int
-    shares: int
-    band_keys: int
-    fingerprint_bytes: int
-    fingerprint_bytes_across: int
-    crossing_rows: int
-    crossing_row_bytes: int
-    shuffled_codes: int
+    stats: CandidateStats
     reduced: list[Any] | None = None  # with ``reduce_bits``: the b-bit values read with the keys, a range each
-
-    def stats(self) -> CandidateStats:
-        """What finding them cost (:class:`CandidateStats`)."""
-        return CandidateStats(self.rounds, self.shares, self.band_keys, self.fingerprint_bytes,
-                              self.fingerprint_bytes_across, self.crossing_rows, self.crossing_row_bytes,
-                              self.shuffled_codes, self.oversized_buckets)
 
 
 def read_piece_keys(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, rows: int,
@@ -406,9 +391,9 @@ def candidate_pairs(numbered: NumberedPieces, bands: int, rows: int, max_bucket:
     if reduced is not None:
         values = list(settled(*in_ranges(reduced, numbered, VALUES)))
     shares = len(plan.workers) if plan.split_bands else len(plan.shares)
-    return CandidateCodes(codes, numbered.documents, oversized, len(rounds), shares, numbered.eligible * bands,
-                          fingerprint,
-                      across, crossing, plan.dtype.itemsize + 8, shuffled, values)
+    stats = CandidateStats(len(rounds), shares, numbered.eligible * bands, fingerprint, across, crossing,
+                           plan.dtype.itemsize + 8, shuffled, oversized)
+    return CandidateCodes(codes, stats, values)
 
 
 def _deduplicated(collected: list[Any], shuffled: int, progress: Progress) -> list[Any]:

@@ -152,7 +152,7 @@ class DaskFind:
         scored = list(settled(*score_candidates(found.codes, values, numbered.divisions, numbered.documents, bits,
                                                 numbered.params, options.new_since if pairs_only else None,
                                                 start if pairs_only else None, options.only_across)))
-        return ScoredParts(scored, values, found.stats(), counted(scored))
+        return ScoredParts(scored, values, found.stats, counted(scored))
 
     def keep_scores(self, scored: ScoredParts, key: str) -> None:
         assert self.work is not None
