@@ -1,4 +1,5 @@
-"""Numpy primitives every stage shares: distinct sorted values, the splitmix64 mixer, and large arrays in huge pages.
+"""Numpy primitives every stage shares: distinct sorted values, the splitmix64 mixer, large arrays in huge pages,
+the one code of a pair of documents, membership in sorted values, and the keys and splitters of a sample sort.
 
 The lowest layer of the package with :mod:`dedup_cli.errors` and :mod:`dedup_cli.atomic_files`: it imports numpy
 and nothing of dedup, so the text, minhash, candidate and grouping stages can all use it.
@@ -68,6 +69,57 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     """
     ordered = np.sort(values)
     return ordered[first_of_runs(ordered)]
+
+
+def pair_codes(first: np.ndarray, second: np.ndarray, documents: int) -> np.ndarray:
+    """uint64[m]: first · documents + second, the one code of a pair of documents (first < second < documents,
+    exact while documents² < 2^64), whose order is the order of the pairs by (first, second)."""
+    return np.asarray(first).astype(np.uint64) * np.uint64(documents) + np.asarray(second).astype(np.uint64)
+
+
+def code_pairs(codes: np.ndarray, documents: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs (int64[m] first, int64[m] second) of codes made by :func:`pair_codes`."""
+    width = np.uint64(max(documents, 1))
+    codes = np.asarray(codes).astype(np.uint64, copy=False)
+    return (codes // width).astype(np.int64), (codes % width).astype(np.int64)
+
+
+def among(values: np.ndarray, sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``values`` is in ``sorted_values`` (ascending): (bool[m] found, int64[m] its position there,
+    valid where found)."""
+    if sorted_values.size == 0:
+        return np.zeros(np.shape(values), dtype=bool), np.zeros(np.shape(values), dtype=np.int64)
+    where = np.minimum(np.searchsorted(sorted_values, values), sorted_values.size - 1)
+    return sorted_values[where] == values, where
+
+
+def sort_keys(columns: list[np.ndarray]) -> np.ndarray:
+    """Bytes that sort as the rows sort by ``columns`` (float64 or non-negative int64), one a row: each column
+    big-endian, a float's bits flipped so that its order is the order of the bytes."""
+    parts = []
+    for column in columns:
+        if column.dtype.kind == "f":
+            bits = np.ascontiguousarray(column, np.float64).view(np.uint64)
+            negative = (bits >> np.uint64(63)).astype(bool)
+            column = np.where(negative, ~bits, bits | np.uint64(1 << 63))
+        parts.append(np.ascontiguousarray(np.asarray(column).astype(">u8")).view(np.uint8).reshape(-1, 8))
+    return np.ascontiguousarray(np.hstack(parts)).view(f"S{8 * len(columns)}").ravel()
+
+
+def evenly_spaced(values: np.ndarray, count: int) -> np.ndarray:
+    """At most ``count`` of ``values`` at evenly spaced positions, the first and the last among them: a sample
+    of a part for drawing a sample sort's splitters."""
+    if not len(values):
+        return values
+    return values[np.linspace(0, len(values) - 1, min(count, len(values))).astype(np.int64)]
+
+
+def splitters(samples: np.ndarray, parts: int) -> np.ndarray:
+    """The ``parts`` − 1 values that cut sorted ``samples`` into ``parts`` runs of about equal size: a row goes to
+    the part of ``np.searchsorted(splitters, key, side="right")``."""
+    if not len(samples):
+        return samples
+    return samples[np.linspace(0, len(samples), parts + 1).astype(np.int64)[1:-1]]
 
 
 def mix64(values: np.ndarray) -> np.ndarray:

@@ -136,7 +136,7 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["errors", "version", "array_primitives", "processes", "objectstore.urls", "candidates", "api", "corpus",
          "engine", "engine.dask", "engine.local", "engine.stages", "estimates", "evaluation", "groups", "inputs",
          "kernel", "minhash", "store", "text", "cli", "options", "objectstore"],
-        ["objectstore.objects"], ["objectstore.object_streams"], ["atomic_files"],
+        ["objectstore.objects", "forked"], ["objectstore.object_streams"], ["atomic_files"],
     ]),
     ("options and parameters, standard library only (what the CLI imports)", [
         ["candidates.triple_recall"], ["options.vocabulary"], ["options.checks"],
@@ -164,9 +164,11 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
         ["candidates.banding", "candidates.buckets", "candidates.triangles", "candidates.allpairs",
          "candidates.match_bounds", "candidates.elias_fano"],
         ["candidates.candidate_triples", "candidates.crossing", "candidates.recall_costs"],
+        ["candidates.crossing_rounds"],
     ]),
     ("groups: accepted pairs → groups", [
-        ["groups.components", "groups.selection"], ["groups.strict", "groups.representatives", "groups.witnesses"],
+        ["groups.components", "groups.selection", "groups.star_contraction"],
+        ["groups.strict", "groups.representatives", "groups.witnesses"],
     ]),
     ("inputs: reading and re-reading documents", [
         ["inputs.locations", "inputs.records", "inputs.report", "inputs.truth", "inputs.store_folders"],
@@ -196,13 +198,14 @@ LAYERS: list[tuple[str, list[list[str]]]] = [
     ]),
     ("engines: the stages of sign and find, the local engine that runs them, and the Dask engine", [
         ["engine.stages.record_places"],
-        ["engine.local.forked", "engine.stages.plan", "engine.local.task_board", "engine.local.task_rows",
-         "engine.stages.group_members"],
+        ["engine.stages.plan", "engine.stages.decisions", "engine.resume", "engine.local.task_board",
+         "engine.local.task_rows", "engine.stages.group_members"],
         ["engine.stages.sign", "engine.stages.find", "engine.stages.results", "engine.optional_engines",
-         "engine.progress", "engine.local.find_memory"],
-        ["engine.local.band_rounds"],
-        ["engine.local.find", "engine.local.sign_workers", "engine.stages.filter", "engine.local.evaluation"],
-        ["engine.local.sign", "engine.dask.cluster", "engine.dask.exchange"],
+         "engine.progress", "engine.find_memory"],
+        ["engine.stages.conclude", "engine.local.band_rounds"],
+        ["engine.find_driver", "engine.local.sign_workers", "engine.stages.filter", "engine.local.evaluation",
+         "engine.dask.table_kinds"],
+        ["engine.local.find", "engine.local.sign", "engine.dask.cluster", "engine.dask.exchange"],
         ["engine.dask.ranges", "engine.dask.kept_parts", "engine.dask.star_components", "engine.dask.joins"],
         ["engine.dask.shares", "engine.dask.id_sort", "engine.dask.sorted_output"],
         ["engine.dask.candidates", "engine.dask.pair_decisions", "engine.dask.end_gathered"],
@@ -316,14 +319,52 @@ def test_estimators_stand_alone() -> None:
     assert not offenders, f"the estimator formulas may import only each other: {_violations(offenders)}"
 
 
+def engine_crossings(imports: list[Import]) -> dict[str, list[Import]]:
+    """The imports that break the engines' side-by-side rule, by rule: a shared stage (``engine.stages``) importing
+    an engine, an engine importing the other, and the API reaching into an engine rather than through the
+    ``Engine`` interface (``engine.engines``)."""
+    engines = (f"{PACKAGE}.engine.local", f"{PACKAGE}.engine.dask")
+
+    def into(item: Import, *targets: str) -> bool:
+        return any(item.target == target or item.target.startswith(target + ".") for target in targets)
+
+    return {
+        "a shared stage imports an engine": [item for item in imports if item.module.startswith("engine.stages.")
+                                             and into(item, *engines)],
+        "the Dask engine imports the local one": [item for item in imports if item.module.startswith("engine.dask.")
+                                                  and into(item, engines[0])],
+        "the local engine imports the Dask one": [item for item in imports if item.module.startswith("engine.local.")
+                                                  and into(item, engines[1])],
+        "the API goes around the Engine interface": [item for item in imports if item.module.startswith("api.")
+                                                     and into(item, *engines)],
+    }
+
+
+def test_the_engines_stand_side_by_side() -> None:
+    # The shared stages import neither engine, neither engine imports the other, and the commands reach an engine
+    # only through engine.engines (docs/architecture.md, "Engines").
+    broken = {rule: _violations(items) for rule, items in engine_crossings(IMPORTS).items() if items}
+    assert not broken, broken
+
+
 def test_the_commands_reach_the_engines_through_one_interface() -> None:
-    # sign, find and filter choose an engine with engine.engines.engine_for and call it; no command reaches into
-    # the Dask engine or repeats its orchestration.
-    offenders = [item for item in IMPORTS if item.module.startswith("api.")
-                 and item.target.startswith(f"{PACKAGE}.engine.dask")]
-    assert not offenders, f"the API imports the Dask engine: {_violations(offenders)}"
-    for command in ("api.sign", "api.find", "api.filter"):
+    # sign, find, filter and eval choose an engine with engine.engines.engine_for and call it, and so does find of
+    # texts in memory; no command repeats an engine's orchestration.
+    for command in ("api.sign", "api.find", "api.filter", "api.eval", "api.texts"):
         assert f"{PACKAGE}.engine.engines" in {item.target for item in _imports_of(command)}, command
+
+
+def test_engine_crossings_are_found() -> None:
+    # What the code held before the engines stood side by side: each rule catches its own crossing.
+    found = engine_crossings([Import("engine.stages.find", f"{PACKAGE}.engine.local.forked", 27),
+                              Import("engine.dask.find", f"{PACKAGE}.engine.local.find", 36),
+                              Import("engine.local.find", f"{PACKAGE}.engine.dask.ranges", 1),
+                              Import("api.eval", f"{PACKAGE}.engine.local.evaluation", 18),
+                              Import("api.find", f"{PACKAGE}.engine.engines", 17),
+                              Import("engine.dask.find", f"{PACKAGE}.engine.stages.plan", 40)])
+    assert {rule: [item.line for item in items] for rule, items in found.items()} == {
+        "a shared stage imports an engine": [27], "the Dask engine imports the local one": [36],
+        "the local engine imports the Dask one": [1], "the API goes around the Engine interface": [18]}
 
 
 def test_nothing_imports_the_cli_but_main() -> None:
@@ -382,6 +423,28 @@ def test_no_function_is_over_the_size_limit() -> None:
     assert not offenders, f"functions over {MAX_FUNCTION_LINES} lines (split them): {offenders}"
 
 
+def blank_runs(source: str, longest: int = 2) -> list[int]:
+    """The lines (from 1) at which a run of more than ``longest`` blank lines reaches its ``longest + 1``-th."""
+    found, run = [], 0
+    for number, line in enumerate(source.splitlines(), start=1):
+        run = run + 1 if not line.strip() else 0
+        if run == longest + 1:
+            found.append(number)
+    return found
+
+
+def test_no_runs_of_blank_lines() -> None:
+    # Two blank lines part top-level definitions; three or more in a row are left over from code taken out.
+    offenders = {name: lines for name, path in _package_modules(PACKAGE_DIR).items()
+                 if (lines := blank_runs(path.read_text(encoding="utf-8")))}
+    assert not offenders, f"runs of three or more blank lines (module: the line of the third): {offenders}"
+
+
+def test_blank_runs_are_found() -> None:
+    assert blank_runs("a\n\n\nb\n\n\n\n\nc\n") == [7]
+    assert blank_runs("a\n\n\n") == []
+
+
 def test_function_lengths_leave_out_the_docstring_only() -> None:
     body = "\n".join(f"    x{n} = {n}" for n in range(81))
     assert function_lengths(f'def f():\n    """Doc\n    string."""\n{body}\n') == {"f:1": 82}
@@ -393,6 +456,7 @@ def test_stages_raise_no_usage_errors() -> None:
     # Options are validated once, in dedup_cli.options; below the commands a bad value is a programming error
     # (ValueError), never an error worded for the command line.
     stages = ("text.", "minhash.", "estimates.", "candidates.", "groups.", "evaluation.", "engine.stages.find",
+              "engine.stages.decisions", "engine.stages.conclude",
               "engine.stages.sign", "engine.stages.filter", "engine.stages.record_places", "engine.local.evaluation",
               "engine.dask.")
     offenders = []
@@ -737,6 +801,47 @@ def test_no_module_name_is_two_ideas() -> None:
                  if name not in allowed}
     assert not offenders, (f"module names used in several packages: {offenders}; rename one to say what it is, or, "
                            "when it is one idea at each layer, say so in docs/architecture.md (One name, one idea)")
+
+
+def class_names(modules: dict[str, Path]) -> dict[str, list[str]]:
+    """Each public class name (not starting with ``_``) defined at the top of a module → the modules defining it."""
+    found: dict[str, list[str]] = {}
+    for module, path in modules.items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                found.setdefault(node.name, []).append(module)
+    return found
+
+
+def documented_words(text: str) -> dict[str, str]:
+    """The rows of the table under "Words": each word → its module as the table names it."""
+    return dict(re.findall(r"^\| `(\w+)` \| `([\w/]+\.py)` \|", _section(text, "Words"), re.MULTILINE))
+
+
+def test_one_word_for_each_idea() -> None:
+    # No two classes of the package share a name (a Documents of one engine and of the other would be two ideas
+    # under one word), and every class of engine/ is a word of docs/architecture.md, in its module.
+    classes = class_names(_package_modules(PACKAGE_DIR))
+    repeated = {name: modules for name, modules in classes.items() if len(modules) > 1}
+    assert not repeated, f"classes of one name in several modules: {repeated}; name each for what it holds"
+    words = documented_words(ARCHITECTURE.read_text(encoding="utf-8"))
+    engine = {name: modules[0] for name, modules in classes.items() if modules[0].startswith("engine.")}
+    assert len(words) >= 20, "the Words table of docs/architecture.md was not read"
+    missing = sorted(set(engine) - set(words))
+    assert not missing, f"classes of engine/ that docs/architecture.md's Words do not name: {missing}"
+    misplaced = {name: words[name] for name in engine
+                 if words[name] != "/".join(engine[name].split(".")) + ".py"}
+    assert not misplaced, f"docs/architecture.md's Words name the wrong module: {misplaced}"
+    unknown = sorted(set(words) - set(classes))
+    assert not unknown, f"docs/architecture.md's Words name classes that do not exist: {unknown}"
+
+
+def test_repeated_class_names_are_found(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "a").mkdir(parents=True)
+    (package / "a" / "x.py").write_text("class Documents:\n    pass\n\n\nclass _Plan:\n    pass\n")
+    (package / "y.py").write_text("class Documents:\n    pass\n\n\nclass _Plan:\n    pass\n")
+    assert class_names(_package_modules(package)) == {"Documents": ["a.x", "y"]}
 
 
 def test_repeated_module_names_are_found() -> None:

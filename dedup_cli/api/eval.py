@@ -5,8 +5,9 @@ end), their documents re-read and their exact resemblance computed; design-weigh
 RMSE, variance (against Li & König 2010, eq. 11) and interval coverage of R̂_b for b = 1, 2, 4 and the stored bits,
 the banding's measured S-curve, and precision and recall of ``find`` with and without exact checks, each with a
 confidence interval (docs/evaluation.md). With a truth file, precision and recall are counted against it instead.
-Options are checked against the store's manifest before the store is read; the stages run in this process
-(:mod:`dedup_cli.engine.local.evaluation`).
+Options are checked against the store's manifest before the store is read; the stages run in the engine
+``options.find.engine`` names (:meth:`dedup_cli.engine.engines.Engine.evaluate`: both measure in this process,
+with the local engine's stages).
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ import os
 import time
 
 from dedup_cli.atomic_files import path_kind
-from dedup_cli.engine.local.evaluation import LocalPairs
-from dedup_cli.engine.local.evaluation import evaluate as run
+from dedup_cli.engine.engines import engine_for
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.results import EvalResult
-from dedup_cli.errors import DedupError
 from dedup_cli.inputs.truth import read_truth
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.options.vocabulary import default_store
@@ -47,12 +46,7 @@ def evaluate(store: str | os.PathLike[str] | None = None, options: EvalOptions |
     options.check_store(opened.params.stored_bits, opened.params.num_perm, path)
     if options.truth is not None and path_kind(options.truth) in (None, "directory"):
         read_truth(options.truth, [])  # the missing file's error, before the store is read (a pipe is read once)
-    progress.stage("reading the store", None)
-    stored = opened.read()
-    pairs = LocalPairs(stored, options.find.max_bucket, options.find.workers)
-    if int(pairs.eligible.sum()) < 2:
-        raise DedupError(f"{path} holds fewer than two documents with shingles; there is no pair to evaluate")
-    truth = None if options.truth is None else read_truth(options.truth, stored.ids)
-    result = run(pairs, options, path, truth, progress)
+    with engine_for(options.find.engine) as engine:
+        result = engine.evaluate(opened, options, path, progress)
     result.seconds = time.perf_counter() - started
     return result

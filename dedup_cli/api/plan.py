@@ -32,7 +32,7 @@ from dedup_cli.candidates.banding import (
     row_agreement_probability,
 )
 from dedup_cli.candidates.recall_costs import RecallCost, compared_recalls, recall_costs
-from dedup_cli.engine.local.find_memory import FindProcesses, MemoryPart, find_memory, phase_processes
+from dedup_cli.engine.find_memory import FindProcesses, MemoryPart, find_memory, phase_processes
 from dedup_cli.estimates.densified import densified_variance_2way, densified_variance_half_bit
 from dedup_cli.estimates.half_bit import (
     HALF_BIT,
@@ -314,7 +314,7 @@ def _corpus_costs(docs: int, choice: BandingChoice, num_perm: int, bits: float, 
                   ) -> dict[str, Any]:
     """The fields of a :class:`Plan` that need N: pairs, expected candidates, the chance budget and the k that keeps
     it, and the memory of ``find`` with ``jobs`` worker processes
-    (:func:`dedup_cli.engine.local.find_memory.find_memory`)."""
+    (:func:`dedup_cli.engine.find_memory.find_memory`)."""
     banding, stored_bits = choice.banding, choice.banding.band_bits
     pairs = docs * (docs - 1) // 2
     candidates = pairs * banding.recall_at(0.0)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dedup_cli.api.review_groups import MemberView, ShownGroup
-from dedup_cli.engine.local.forked import forked_map, useful_workers
+from dedup_cli.forked import forked_map, useful_workers
 from dedup_cli.inputs.reread import reread_each
 from dedup_cli.text.word_diff import DIFF_WORDS, Tokens, WordDiff, excerpt, tokens, word_diff
 

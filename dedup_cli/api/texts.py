@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from dedup_cli.engine.local import find as local_find
+from dedup_cli.engine.engines import engine_for
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.engine.stages.sign import sign_texts as sign_batch_texts
@@ -27,7 +27,7 @@ from dedup_cli.kernel.choice import NOT_COMPILED, choose_kernel
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.options.signing import SignOptions
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.memory import MemoryDocuments, Signatures
+from dedup_cli.store.memory import Signatures
 
 # Texts signed per call of the kernel: large enough that its per-call cost vanishes, small enough to stream.
 TEXTS_PER_BATCH = 4096
@@ -138,6 +138,7 @@ def find_duplicates(texts: Iterable[str] | Signatures, options: FindOptions | No
         raise OptionError("engine", options.engine.name, "texts in memory are searched by the local engine")
     params = signatures.params
     options.check_store(params.stored_bits, params.num_perm, "the signatures", params.input_kind)
-    result = local_find.find_documents(MemoryDocuments(signatures), options, progress)
+    with engine_for(options.engine) as engine:
+        result = engine.find_in_memory(signatures, options, progress)
     result.seconds = time.perf_counter() - started
     return result

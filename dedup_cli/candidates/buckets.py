@@ -8,12 +8,13 @@ The banding itself is chosen in :mod:`dedup_cli.candidates.banding`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from dedup_cli.array_primitives import large_empty, mix64, sorted_unique
+from dedup_cli.array_primitives import code_pairs, large_empty, mix64, pair_codes, sorted_unique
+from dedup_cli.minhash.packing import unpack_values
 
 # Pairs are accumulated as codes i·n + j and de-duplicated whenever this many have piled up (``plan`` models it).
 DEDUPLICATE_EVERY = 1 << 24
@@ -204,7 +205,7 @@ def band_pair_codes(keys: np.ndarray, docs: np.ndarray, max_bucket: int, documen
     first, second = run_pairs(starts, lengths)
     # Only the members of buckets are looked up: most documents are alone in theirs (a few hundredths of a pair
     # a document), so the documents are never gathered in key order whole.
-    codes = docs[order[first]].astype(np.uint64) * np.uint64(documents) + docs[order[second]].astype(np.uint64)
+    codes = pair_codes(docs[order[first]], docs[order[second]], documents)
     return codes, int(np.count_nonzero(cut))
 
 
@@ -238,9 +239,9 @@ class CandidateResult:
 
     @classmethod
     def of_codes(cls, codes: np.ndarray, documents: int, oversized_buckets: int) -> CandidateResult:
-        """The pairs of sorted distinct codes first · documents + second."""
-        width = np.uint64(max(documents, 1))
-        return cls((codes // width).astype(np.int64), (codes % width).astype(np.int64), oversized_buckets)
+        """The pairs of sorted distinct codes first · documents + second (:func:`dedup_cli.array_primitives.
+        pair_codes`)."""
+        return cls(*code_pairs(codes, documents), oversized_buckets)
 
 
 def candidate_pairs(
@@ -274,3 +275,37 @@ def bands_pair_codes(values: np.ndarray, bands: Iterable[int], rows: int, docs: 
         codes.add(found)
         oversized += cut
     return codes.unique(), oversized
+
+
+def block_band_keys(packed: np.ndarray, taken: np.ndarray | None, bits: int, num_perm: int, first_band: int,
+                    last_band: int, rows: int, dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
+    """The keys of bands ``first_band`` … ``last_band`` − 1 (:func:`band_keys`) of a block of stored signatures
+    (uint8[n, S], k = ``num_perm`` values of ``bits`` bits packed), of its rows ``taken`` (bool[n]; None: every
+    row), written into ``out`` when given: dtype[bands, m]. Both engines key the blocks they read with it (a row
+    group, a record batch of a piece), the rows in and out in the same order."""
+    values = unpack_values(packed if taken is None else packed[taken], bits, num_perm)
+    return band_keys(values[:, first_band * rows : last_band * rows], last_band - first_band, rows, dtype, out)
+
+
+def round_pair_codes(keys: np.ndarray, docs: np.ndarray, max_bucket: int, documents: int,
+                     bands: Iterable[int] | None = None, each: Callable[[], None] | None = None
+                     ) -> tuple[np.ndarray, int]:
+    """The candidate pairs of some bands of a round's keys (dtype[bands, n], ``bands``: which rows, all by
+    default) among the documents ``docs`` (int64[n], the keys' columns): sorted distinct codes (:func:`dedup_cli.
+    array_primitives.pair_codes`) and the buckets cut. Documents out of order (pieces whose ids interleave) are
+    put in order first, a band at a time, since a bucket is cut at ``max_bucket`` in document order; ``each`` is
+    told as each band is done."""
+    order = None if docs.size < 2 or bool(np.all(docs[1:] > docs[:-1])) else np.argsort(docs, kind="stable")
+    ordered = docs if order is None else docs[order]
+    bands = range(keys.shape[0]) if bands is None else list(bands)
+    buffers = SortBuffers(docs.size) if len(bands) > 1 else None
+    codes, oversized = PairCodes(), 0
+    for band in bands:
+        found, cut = band_pair_codes(keys[band] if order is None else keys[band][order], ordered, max_bucket,
+                                     documents, buffers)
+        codes.add(found)
+        oversized += cut
+        if each is not None:
+            each()
+    return codes.unique(), oversized
+

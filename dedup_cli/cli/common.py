@@ -313,7 +313,7 @@ def engine_of(given: dict[str, Any]) -> EngineOptions:
                          workers=given.pop("workers"), memory_limit=given.pop("memory_limit"))
 
 
-class Counted:
+class RecordCounter:
     """Records passed through, counted: how many a closed pipe had already been offered (and each told to
     ``advance``, a progress bar)."""
 
@@ -338,7 +338,7 @@ def write_records(records: Iterator[dict[str, Any]], kind: str, fields: tuple[tu
     When the reader of the output goes away (a closed pipe), stop quietly: exit 0, or ``found_code`` if any
     record had been written (``find --fail-on-duplicates`` keeps its meaning under ``| head``).
     """
-    counted = Counted(records, advance)
+    counted = RecordCounter(records, advance)
     try:
         with output_stream(out, binary=fmt == "parquet") as stream:
             if fmt == "parquet":

@@ -21,14 +21,16 @@ from dedup_cli.options.engine_choice import EngineOptions
 
 if TYPE_CHECKING:
     from dedup_cli.corpus.record_decisions import Decisions, SourceOutcome
-    from dedup_cli.engine.stages.results import FindResult
+    from dedup_cli.engine.stages.results import EvalResult, FindResult
     from dedup_cli.engine.stages.sign import Signed
     from dedup_cli.inputs.report import ReadReport
     from dedup_cli.kernel.choice import KernelChoice
+    from dedup_cli.options.evaluating import EvalOptions
     from dedup_cli.options.finding import FindOptions
     from dedup_cli.options.input_options import InputOptions
     from dedup_cli.params import SignatureParams
     from dedup_cli.store.document_index import DocumentIndex
+    from dedup_cli.store.memory import Signatures
     from dedup_cli.store.runs import StoreRun
     from dedup_cli.store.store import Store
 
@@ -46,7 +48,7 @@ Advance = Callable[[int], None]
 
 
 class Engine(Protocol):
-    """The stages of ``sign``, ``find`` and ``filter`` on one engine.
+    """The stages of ``sign``, ``find``, ``filter`` and ``eval`` on one engine, and ``find`` of texts in memory.
 
     Attributes:
         options: what reaches this same engine again (for the Dask engine, the scheduler already connected, so
@@ -66,6 +68,17 @@ class Engine(Protocol):
     def find(self, store: Store, options: FindOptions, progress: Progress = silent,
              reference: Store | None = None) -> FindResult:
         """Near-duplicates in ``store`` (and against ``reference``), options already checked."""
+        ...
+
+    def find_in_memory(self, signatures: Signatures, options: FindOptions, progress: Progress = silent
+                       ) -> FindResult:
+        """Near-duplicates among texts signed in memory (:func:`dedup_cli.api.texts.sign_texts`), options already
+        checked."""
+        ...
+
+    def evaluate(self, store: Store, options: EvalOptions, name: str, progress: Progress = silent) -> EvalResult:
+        """``eval``'s measure of ``find`` with ``options.find`` on ``store`` (``name``: how the report names it),
+        options already checked against it."""
         ...
 
     def filter_into_directory(self, sources: Sequence[Source], signed: Sequence[bool], targets: Sequence[str],
@@ -99,6 +112,18 @@ class LocalEngine:
         from dedup_cli.engine.local import find as local_find
 
         return local_find.find([store] if reference is None else [store, reference], options, progress)
+
+    def find_in_memory(self, signatures: Signatures, options: FindOptions, progress: Progress = silent
+                       ) -> FindResult:
+        from dedup_cli.engine.local import find as local_find
+        from dedup_cli.store.memory import MemoryDocuments
+
+        return local_find.find_documents(MemoryDocuments(signatures), options, progress)
+
+    def evaluate(self, store: Store, options: EvalOptions, name: str, progress: Progress = silent) -> EvalResult:
+        from dedup_cli.engine.local.evaluation import evaluate_store
+
+        return evaluate_store(store, options, name, progress)
 
     def filter_into_directory(self, sources: Sequence[Source], signed: Sequence[bool], targets: Sequence[str],
                               root: str, decisions: Decisions, reading: InputOptions, annotate: bool,
@@ -152,6 +177,16 @@ class DaskEngine:
         from dedup_cli.engine.dask import find as dask_find
 
         return dask_find.find(store, options, progress=progress, reference=reference)
+
+    def find_in_memory(self, signatures: Signatures, options: FindOptions, progress: Progress = silent
+                       ) -> FindResult:
+        """In this process, by the local engine: texts in memory are here, not where the workers could read them."""
+        return LocalEngine(self.options).find_in_memory(signatures, options, progress)
+
+    def evaluate(self, store: Store, options: EvalOptions, name: str, progress: Progress = silent) -> EvalResult:
+        """In this process, by the local engine's stages (``eval`` is written against them: its sample is drawn,
+        re-read and measured here), so the report is the local engine's."""
+        return LocalEngine(self.options).evaluate(store, options, name, progress)
 
     def filter_into_directory(self, sources: Sequence[Source], signed: Sequence[bool], targets: Sequence[str],
                               root: str, decisions: Decisions, reading: InputOptions, annotate: bool,

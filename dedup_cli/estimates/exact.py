@@ -55,7 +55,6 @@ def exact_resemblance(set_a: Any, set_b: Any, set_c: Any = None) -> float:
     return intersection / union if union else 0.0
 
 
-
 _QUERIES_PER_BATCH = 1 << 22
 """Elements looked up at once by the batched intersections (a few arrays of 8 bytes each per element)."""
 _SIGN_BIT = np.uint64(1 << 63)

@@ -20,6 +20,7 @@ from dedup_cli.estimates.densified import Densification, inflation_2way, inflati
 from dedup_cli.estimates.half_bit import estimate_half_bit, is_half_bit, standard_error_half_bit
 from dedup_cli.estimates.intervals import confidence_interval_2way, confidence_interval_half_bit
 from dedup_cli.estimates.two_way import estimate_2way, standard_error_2way
+from dedup_cli.minhash.packing import unpack_words
 from dedup_cli.params import SignatureParams
 
 # Bounds the [pairs, k] comparison temporaries to about 32 MB (``plan`` models it).
@@ -46,6 +47,34 @@ def count_matches(values: np.ndarray, first: np.ndarray, second: np.ndarray) -> 
         stop = start + chunk
         counts[start:stop] = np.count_nonzero(values[first[start:stop]] == values[second[start:stop]], axis=1)
     return counts
+
+
+def count_packed_matches(a: np.ndarray, b: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
+    """:func:`count_matches` of pairs given as their two documents' b-bit values packed into uint64 words
+    (:func:`dedup_cli.minhash.packing.packed_to_words`, one row a pair): int64[n_pairs].
+
+    When b divides 64 no value straddles two words: a value differs exactly when its b-bit field of a XOR b is
+    non-zero, so each field's bits are OR-ed into its lowest bit and counted (padding is zero on both sides); a
+    chunk of rows at a time bounds the [pairs, words] temporaries.
+    """
+    counts = np.empty(a.shape[0], dtype=np.int64)
+    chunk = max(1, COMPARISON_BYTES // max(1, 8 * a.shape[1]))
+    for start in range(0, a.shape[0], chunk):
+        counts[start : start + chunk] = _packed_matches(a[start : start + chunk], b[start : start + chunk], bits,
+                                                        num_perm)
+    return counts
+
+
+def _packed_matches(a: np.ndarray, b: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
+    if 64 % bits == 0 and bits < 64:
+        difference = a ^ b
+        folded = difference.copy()
+        for shift in range(1, bits):
+            folded |= difference >> np.uint64(shift)
+        lowest = np.uint64(sum(1 << i for i in range(0, 64, bits)))
+        return num_perm - np.bitwise_count(folded & lowest).sum(axis=1, dtype=np.int64)
+    values_a, values_b = unpack_words(a, bits, num_perm), unpack_words(b, bits, num_perm)
+    return np.count_nonzero(values_a == values_b, axis=1).astype(np.int64)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dedup_cli.array_primitives import among, code_pairs, pair_codes
 from dedup_cli.candidates.banding import Banding, candidate_probability
 
 MIN_PER_STRATUM = 2  # the fewest units that estimate a stratum's variance
@@ -118,19 +119,6 @@ class Draw:
     population: int  # every eligible pair, C(n_eligible, 2)
 
 
-def pair_codes(first: np.ndarray, second: np.ndarray, num_docs: int) -> np.ndarray:
-    """uint64[m]: first·n + second, one code per pair (first < second), as the candidate search encodes pairs."""
-    return np.asarray(first).astype(np.uint64) * np.uint64(num_docs) + np.asarray(second).astype(np.uint64)
-
-
-def inside(codes: np.ndarray, sorted_codes: np.ndarray) -> np.ndarray:
-    """bool[m]: which ``codes`` are among ``sorted_codes`` (ascending)."""
-    if sorted_codes.size == 0:
-        return np.zeros(codes.size, dtype=bool)
-    where = np.minimum(np.searchsorted(sorted_codes, codes), sorted_codes.size - 1)
-    return sorted_codes[where] == codes
-
-
 def unbanded_pairs(eligible: np.ndarray, banded_codes: np.ndarray, count: int, num_docs: int,
                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """A simple random sample of ``count`` eligible pairs that are not banded: (int64 first, int64 second).
@@ -141,7 +129,7 @@ def unbanded_pairs(eligible: np.ndarray, banded_codes: np.ndarray, count: int, n
 
     Args:
         eligible: int64[n_e], the documents taking part.
-        banded_codes: uint64[c], sorted codes (:func:`pair_codes`) of the banded pairs.
+        banded_codes: uint64[c], sorted codes (:func:`dedup_cli.array_primitives.pair_codes`) of the banded pairs.
         count: pairs to draw (at most the number of unbanded pairs).
     """
     n_eligible = eligible.size
@@ -152,7 +140,7 @@ def unbanded_pairs(eligible: np.ndarray, banded_codes: np.ndarray, count: int, n
     if total <= ENUMERATE_PAIRS:
         left, right = np.triu_indices(n_eligible, 1)
         codes = pair_codes(eligible[left], eligible[right], num_docs)
-        codes = codes[~inside(codes, banded_codes)]
+        codes = codes[~among(codes, banded_codes)[0]]
         chosen = np.sort(rng.choice(codes, size=count, replace=False))
     else:
         found = np.empty(0, dtype=np.uint64)
@@ -162,13 +150,13 @@ def unbanded_pairs(eligible: np.ndarray, banded_codes: np.ndarray, count: int, n
             j = rng.integers(0, n_eligible - 1, size=batch)
             j += j >= i  # j uniform over the others
             codes = pair_codes(eligible[np.minimum(i, j)], eligible[np.maximum(i, j)], num_docs)
-            codes = codes[~inside(codes, banded_codes)]
+            codes = codes[~among(codes, banded_codes)[0]]
             # Keep the order of first appearance: the first ``count`` distinct pairs are a uniform sample.
             merged = np.concatenate([found, codes])
             _, first_seen = np.unique(merged, return_index=True)
             found = merged[np.sort(first_seen)]
         chosen = np.sort(found[:count])
-    return (chosen // np.uint64(num_docs)).astype(np.int64), (chosen % np.uint64(num_docs)).astype(np.int64)
+    return code_pairs(chosen, num_docs)
 
 
 def draw_pairs(codes: np.ndarray, estimate: np.ndarray, candidate: np.ndarray, eligible: np.ndarray,
@@ -176,7 +164,7 @@ def draw_pairs(codes: np.ndarray, estimate: np.ndarray, candidate: np.ndarray, e
     """Stratify every eligible pair and draw ``sample`` of them (see the module docstring).
 
     Args:
-        codes: uint64[c], the banded pairs' sorted, distinct codes (:func:`pair_codes`).
+        codes: uint64[c], the banded pairs' sorted, distinct codes (:func:`dedup_cli.array_primitives.pair_codes`).
         estimate: float64[c], each banded pair's R̂ (on all stored bits), the stratification variable.
         candidate: bool[c], which banded pairs are candidates of find's banding.
         eligible: bool[n_docs], the documents with at least one shingle.
@@ -212,5 +200,5 @@ def draw_pairs(codes: np.ndarray, estimate: np.ndarray, candidate: np.ndarray, e
         flags.append(np.zeros(first.size, dtype=bool))
     drawn = np.concatenate(chosen_codes) if chosen_codes else np.empty(0, dtype=np.uint64)
     labels = np.repeat(np.arange(len(strata), dtype=np.int64), [piece.size for piece in chosen_codes])
-    return Draw((drawn // np.uint64(num_docs)).astype(np.int64), (drawn % np.uint64(num_docs)).astype(np.int64),
-                labels, np.concatenate(flags) if flags else np.empty(0, dtype=bool), strata, population)
+    return Draw(*code_pairs(drawn, num_docs), labels, np.concatenate(flags) if flags else np.empty(0, dtype=bool),
+                strata, population)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from dedup_cli.array_primitives import among, pair_codes
 from dedup_cli.groups.components import Groups, groups_from_labels
 
 # Rows of int64[m, 3] handed to ``triple_ok`` per call: bounds the memory of one call while keeping calls few.
@@ -16,17 +17,14 @@ TRIPLE_BATCH = 65_536
 
 
 def _pair_codes(num_docs: int, first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Code each unordered pair as ``min · num_docs + max``: int64[m] (exact while num_docs² < 2^63)."""
-    return np.minimum(first, second) * np.int64(num_docs) + np.maximum(first, second)
+    """The code of each unordered pair (:func:`dedup_cli.array_primitives.pair_codes` of its lower and higher
+    document): uint64[m]."""
+    return pair_codes(np.minimum(first, second), np.maximum(first, second), num_docs)
 
 
 def _all_pairs_accepted(num_docs: int, part_a: np.ndarray, part_b: np.ndarray, accepted_codes: np.ndarray) -> bool:
-    """Whether every cross pair of two disjoint index sets is in ``accepted_codes`` (int64, sorted ascending)."""
-    codes = _pair_codes(num_docs, part_a[:, None], part_b[None, :]).ravel()
-    where = np.searchsorted(accepted_codes, codes)
-    # A code past the end is absent; clip so the comparison below can index safely.
-    where = np.minimum(where, accepted_codes.size - 1)
-    return bool(np.all(accepted_codes[where] == codes))
+    """Whether every cross pair of two disjoint index sets is in ``accepted_codes`` (uint64, sorted ascending)."""
+    return bool(np.all(among(_pair_codes(num_docs, part_a[:, None], part_b[None, :]).ravel(), accepted_codes)[0]))
 
 
 def _spanning_triples(part_a: np.ndarray, part_b: np.ndarray) -> Iterator[np.ndarray]:

@@ -14,7 +14,6 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow.parquet as pq
 
 from dedup_cli.atomic_files import open_input
@@ -172,26 +171,6 @@ def file_identity(location: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return status.st_dev, status.st_ino
-
-
-def same_file_aliases(locations: Sequence[str], rows: np.ndarray) -> np.ndarray:
-    """The ``rows`` (int64 positions into ``locations``) whose document is a whole file that another of ``rows``
-    with a lower position also is, on disk (the same device and inode: a hard or symbolic link).
-
-    Such a pair is one file under two ids, never a duplicate to delete. Files that cannot be found are
-    taken to be distinct. Returns int64[m], ascending.
-    """
-    first_row: dict[tuple[int, int], int] = {}
-    aliases: list[int] = []
-    for row in np.sort(rows).tolist():
-        key = file_identity(locations[row])
-        if key is None:
-            continue
-        if key in first_row:
-            aliases.append(row)
-        else:
-            first_row[key] = row
-    return np.array(aliases, dtype=np.int64)
 
 
 def reread_documents(locations: Sequence[str], content_hashes: Sequence[int] | None = None) -> list[str | None]:

@@ -95,3 +95,55 @@ def unpack_values(packed: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
     bit_planes = bit_planes.reshape(n_docs, num_perm, bits).astype(dtype)
     weights = (np.ones(1, dtype=dtype) << np.arange(bits, dtype=dtype)).astype(dtype)
     return (bit_planes * weights).sum(axis=2, dtype=dtype)
+
+
+# --- b-bit values packed into uint64 words: what the Dask engine moves and counts matches on ----------------
+
+def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
+    """:func:`dedup_cli.minhash.packing.pack_values` of uint8[n, k] values (their lowest ``bits`` bits), by shifts
+    when ``bits`` divides 8.
+
+    Value j occupies bits j·b … j·b + b − 1 (least significant first), so byte q holds values q·(8/b) …; the
+    general packer goes through one byte per bit, several times slower. The 8/b values of an output byte are read
+    as one little-endian word, each byte masked to its lowest b bits, and folded in log2(8/b) steps: the step of
+    2^s·(8 − b) bits moves each run of 2^s packed values next to the run below it, so after the last step the low
+    byte holds all 8/b values in order; what lands above it is cut off by the final narrowing.
+    """
+    if values.dtype != np.uint8 or 8 % bits or values.shape[1] % (8 // bits):
+        return pack_values(values, bits)
+    per_byte = 8 // bits
+    if per_byte == 1:
+        return np.ascontiguousarray(values)
+    words = np.ascontiguousarray(values).view(f"<u{per_byte}")
+    word = words.dtype.type
+    low = (1 << bits) - 1
+    packed = words & word(int.from_bytes(bytes([low]) * per_byte, "little"))
+    step, packed_values = 8 - bits, 1
+    while packed_values < per_byte:
+        packed |= packed >> word(step)
+        step, packed_values = 2 * step, 2 * packed_values
+    return packed.astype(np.uint8)
+
+
+def value_words(bits: int, num_perm: int) -> int:
+    """uint64 words that hold k values of ``bits`` bits, packed."""
+    return ((num_perm * bits + 7) // 8 + 7) // 8
+
+
+def packed_to_words(packed: np.ndarray) -> np.ndarray:
+    """uint8[n, S] → uint64[n, ⌈S/8⌉], zero-padded, little-endian (the inverse of :func:`words_to_packed`)."""
+    count, width = packed.shape
+    padded = np.zeros((count, (width + 7) // 8 * 8), dtype=np.uint8)
+    padded[:, :width] = packed
+    return padded.view("<u8").astype(np.uint64, copy=False)
+
+
+def words_to_packed(words: np.ndarray, signature_bytes: int) -> np.ndarray:
+    """uint64[n, W] → uint8[n, signature_bytes], the packed signature bytes again."""
+    words = np.ascontiguousarray(words, dtype="<u8")
+    return words.view(np.uint8).reshape(words.shape[0], words.shape[1] * 8)[:, :signature_bytes]
+
+
+def unpack_words(words: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
+    """The b-bit values uint[n, k] of packed uint64 ``words`` (:func:`reduced_values`)."""
+    return unpack_values(words_to_packed(words, (num_perm * bits + 7) // 8), bits, num_perm)

@@ -80,20 +80,6 @@ def store_pieces(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> tuple[li
     return store.reading(cut)
 
 
-def packed_to_words(packed: np.ndarray) -> np.ndarray:
-    """uint8[n, S] → uint64[n, ⌈S/8⌉], zero-padded, little-endian (the inverse of :func:`words_to_packed`)."""
-    count, width = packed.shape
-    padded = np.zeros((count, (width + 7) // 8 * 8), dtype=np.uint8)
-    padded[:, :width] = packed
-    return padded.view("<u8").astype(np.uint64, copy=False)
-
-
-def words_to_packed(words: np.ndarray, signature_bytes: int) -> np.ndarray:
-    """uint64[n, W] → uint8[n, signature_bytes], the packed signature bytes again."""
-    words = np.ascontiguousarray(words, dtype="<u8")
-    return words.view(np.uint8).reshape(words.shape[0], words.shape[1] * 8)[:, :signature_bytes]
-
-
 def _piece_table(piece: StorePiece, columns: Sequence[str]) -> pa.Table:
     folder, name = piece.path.rsplit("/", 1)
     try:

@@ -30,7 +30,7 @@ from dedup_cli.candidates.banding import choose_banding
 from dedup_cli.candidates.buckets import candidate_pairs
 from dedup_cli.cli import main as command_line
 from dedup_cli.cli.plan_report import plan_record, render_plan
-from dedup_cli.engine.local import find_memory
+from dedup_cli.engine import find_memory
 from dedup_cli.errors import UsageError
 from dedup_cli.options.planning import PlanOptions
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dedup_cli.engine.dask.exchange import Table, joined
-from dedup_cli.engine.dask.star_components import connected_components, large_star, orient, small_star, symmetric
+from dedup_cli.engine.dask.star_components import connected_components
 from dedup_cli.groups.components import connected_components as local_components
 
 
@@ -27,39 +27,6 @@ def run(first: np.ndarray, second: np.ndarray, partitions: int = 3, max_iteratio
              for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
     found = connected_components(parts, max_iterations=max_iterations)
     return joined(dask.compute(*found.labels)), found.iterations
-
-
-def edges(first: list[int], second: list[int]) -> Table:
-    return orient(np.array(first, np.int64), np.array(second, np.int64))
-
-
-# --- the per-partition steps, by hand -------------------------------------------------------------------------
-
-
-def test_large_star_by_hand() -> None:
-    # Path 0–1–2–3 given symmetric: Γ(1) = {0, 2}: m(1) = 0, neighbour 2 > 1 goes to 0; Γ(2) = {1, 3}: 3 → 1.
-    path = symmetric(edges([0, 1, 2], [1, 2, 3]))
-    starred, unsettled = large_star(path)
-    assert sorted(zip(starred["u"], starred["v"], strict=True)) == [(1, 0), (2, 0), (3, 1)]
-    assert unsettled == 2  # nodes 1 and 2 have a lower and an upper neighbour
-    # A star centred on its minimum is settled and left as it is.
-    star = symmetric(edges([4, 4, 4], [5, 7, 9]))
-    starred, unsettled = large_star(star)
-    assert unsettled == 0
-    assert sorted(zip(starred["u"], starred["v"], strict=True)) == [(5, 4), (7, 4), (9, 4)]
-    # A leaf with two centres (5 joined to 1 and 3) is unsettled: 1 and 3 are one component.
-    assert large_star(symmetric(edges([5, 5], [1, 3])))[1] == 1
-
-
-def test_small_star_by_hand() -> None:
-    # Node 5 with lower neighbours {1, 3}: both go to min = 1, i.e. (5, 1) and (3, 1).
-    starred = small_star({"u": np.array([5, 5]), "v": np.array([3, 1])})
-    assert sorted(zip(starred["u"], starred["v"], strict=True)) == [(3, 1), (5, 1)]
-
-
-def test_orient_drops_self_loops() -> None:
-    oriented = edges([3, 2, 7], [1, 2, 9])
-    assert list(zip(oriented["u"], oriented["v"], strict=True)) == [(3, 1), (9, 7)]
 
 
 # --- on the cluster -------------------------------------------------------------------------------------------

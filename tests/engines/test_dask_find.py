@@ -348,3 +348,30 @@ def test_triples_estimated_below_the_threshold_are_checked_alike(engine: EngineO
     for gather_limit in (10**9, 15):
         remote = dedup.find(store, dedup.FindOptions(engine=engine, gather_limit=gather_limit, **options))
         assert_same_answers(local, remote)
+
+
+def test_eval_on_the_dask_engine_is_the_local_engines_report(stores: dict[str, Path], engine: EngineOptions) -> None:
+    """eval reaches the Dask engine through the engine interface, which measures in this process with the local
+    engine's stages: the same report (every field of its JSON record, the seconds aside) and the same summary."""
+    from dedup_cli.cli.eval_report import eval_record, eval_summary
+
+    options = dedup.EvalOptions(dedup.FindOptions(threshold=0.5, bits=2), sample=200, seed=3)
+    local = dedup.evaluate(stores["sample"], options)
+    remote = dedup.evaluate(stores["sample"], dedup.EvalOptions(dedup.FindOptions(threshold=0.5, bits=2,
+                                                                                  engine=engine),
+                                                                sample=200, seed=3))
+    local_record, remote_record = eval_record(local), eval_record(remote)
+    for record in (local_record, remote_record):
+        record.pop("seconds", None)
+    assert remote_record == local_record
+    assert [without_time(line) for line in eval_summary(remote)] == [without_time(line) for line in eval_summary(local)]
+
+
+def test_texts_in_memory_are_searched_by_the_local_engine(engine: EngineOptions) -> None:
+    """find_duplicates reaches its engine through the interface; the Dask engine is refused for texts in memory
+    (no worker can read them), with a message naming the engine."""
+    text = "the quick brown fox jumps over the lazy dog and runs far away into the green hills"
+    texts = [text, "an entirely different sentence about signatures, stores and clusters of workers", text]
+    with pytest.raises(dedup.OptionError, match="texts in memory are searched by the local engine"):
+        dedup.find_duplicates(texts, dedup.FindOptions(engine=engine))
+    assert [(pair.id_a, pair.id_b) for pair in dedup.find_duplicates(texts).pairs()] == [("0", "2")]

@@ -11,20 +11,17 @@ import numpy as np
 import pytest
 from distributed import Client
 from helpers import REPO, StoreWriter
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import dedup_cli as dedup
 from dedup_cli.candidates.buckets import candidate_pairs as local_candidate_pairs
 from dedup_cli.engine.dask import candidates as dask_candidates
 from dedup_cli.engine.dask import exchange as dask_exchange
 from dedup_cli.engine.dask import id_sort
-from dedup_cli.engine.dask import shares as dask_shares
 from dedup_cli.engine.dask.exchange import exchange, joined
-from dedup_cli.engine.dask.ranges import name_ranges, pack_bits, unpack_words, value_ranges
+from dedup_cli.engine.dask.ranges import name_ranges, value_ranges
 from dedup_cli.engine.dask.sign import plan_tasks
 from dedup_cli.inputs.locations import Source
-from dedup_cli.minhash.packing import pack_values
+from dedup_cli.minhash.packing import pack_values, unpack_words
 from dedup_cli.options.engine_choice import EngineOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.format import DocumentBatch
@@ -92,36 +89,6 @@ def test_documents_are_numbered_by_rank_of_id(client: Client, engine: EngineOpti
     assert dedup.find(empty, dedup.FindOptions(engine=engine)).pair_count == 0
 
 
-def test_a_share_pairs_its_own_buckets_and_sends_the_crossing_ones_to_their_owners() -> None:
-    # Two shares of one band: documents 0-3 and 4-7. Key 5 is in both shares (a crossing bucket of 4, cut at 3
-    # members: its first three in document order, 1, 2 and 4); key 9 lies inside share 0; key 7 inside share 1.
-    docs = [np.array([0, 1, 2, 3]), np.array([4, 5, 6, 7])]
-    keys = [np.array([9, 5, 5, 9], np.uint32), np.array([5, 7, 7, 5], np.uint32)]
-    bits, slices = 16, 2
-    states, sets = [], []
-    for share in range(2):
-        state, found, sizes = dask_shares.share_round([(docs[share], keys[share][None, :])], 0, bits, slices, 3)
-        states.append(state)
-        sets.append(found)
-        assert sizes.sum() == sum(found[t][0].nbytes for t in range(slices))
-    answers = [dask_shares.owner_answers([sets[share][owner] for share in range(2)]) for owner in range(slices)]
-    splits = [dask_shares.share_split(states[share], [answers[t][share] for t in range(slices)], bits, 10)
-              for share in range(2)]
-    # Each share keeps its inner bucket; the rows of key 5 (and nothing else) travel.
-    assert splits[0][0].codes.tolist() == [0 * 10 + 3] and splits[1][0].codes.tolist() == [5 * 10 + 6]
-    assert splits[0][1].sum() == 2 and splits[1][1].sum() == 2
-    owned = [dask_shares.owner_pairs([split[0].rows[owner] for split in splits], 3, 10) for owner in range(2)]
-    crossing = sorted(code for codes, _ in owned for code in codes.tolist())
-    assert crossing == [1 * 10 + 2, 1 * 10 + 4, 2 * 10 + 4]
-    assert sum(cut for _, cut in owned) == 1
-    # The same pairs as one share of all eight, and as the local engine's banding.
-    local = local_candidate_pairs(np.concatenate(keys).astype(np.uint8)[:, None], 1, 1, max_bucket=3)
-    single = dask_shares.share_round([(np.arange(8), np.concatenate(keys)[None, :])], 0, bits, 1, 3)
-    alone, _ = dask_shares.share_split(single[0], [], bits, 10)
-    assert alone.codes.tolist() == (local.first * 10 + local.second).tolist()
-    assert sorted(splits[0][0].codes.tolist() + splits[1][0].codes.tolist() + crossing) == alone.codes.tolist()
-
-
 @pytest.mark.parametrize(("bands", "rows", "band_memory", "share_documents", "in_order", "split_bands"), [
     (16, 3, 1 << 30, 5_000_000, True, False),   # one round, two shares (one per worker)
     (16, 3, 5_000, 5_000_000, True, False),     # a band a round
@@ -157,8 +124,9 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
     monkeypatch.setattr(dask_candidates, "BAND_SPLIT_DOCUMENTS", 10_000 if split_bands else 0)
     frames = frames_of(path, 500)
     assert frames.in_order is in_order
-    found = dask_candidates.candidate_pairs(frames, bands, rows, 100, band_memory)
-    codes = np.sort(joined([part.compute() for part in found.codes])["code"])
+    candidates = dask_candidates.candidate_pairs(frames, bands, rows, 100, band_memory)
+    codes = np.sort(joined([part.compute() for part in candidates.codes])["code"])
+    found = candidates.stats
     assert found.oversized_buckets == expected.oversized_buckets > 0
     expected_codes = expected.first.astype(np.uint64) * np.uint64(3_000) + expected.second.astype(np.uint64)
     assert np.array_equal(codes, expected_codes)
@@ -175,16 +143,6 @@ def test_candidates_are_the_local_engines(client: Client, tmp_path: Path, monkey
         2 < found.rounds < bands
     # Only fingerprints and the rows of crossing buckets moved: far fewer than the band rows.
     assert 0 < found.fingerprint_bytes < found.band_keys * 2 and found.crossing_rows < found.band_keys / 4
-
-
-@settings(max_examples=60, deadline=None)
-@given(bits=st.sampled_from([1, 2, 4, 8]), rows=st.integers(0, 5), words=st.integers(1, 6),
-       seed=st.integers(0, 2**32 - 1))
-def test_packing_by_shifts_is_the_general_packer(bits: int, rows: int, words: int, seed: int) -> None:
-    # Whole values (any bits above the lowest b) in, every width that divides 8, and k = 8·words.
-    values = np.random.default_rng(seed).integers(0, 256, (rows, 8 * words), dtype=np.uint8)
-    assert np.array_equal(pack_bits(values, bits), pack_values(values & np.uint8((1 << bits) - 1), bits))
-    assert np.array_equal(pack_bits(values, bits), pack_values(values, bits))
 
 
 def test_candidate_stats_round_trip_through_a_work_folder_array() -> None:

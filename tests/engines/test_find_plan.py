@@ -21,8 +21,11 @@ from dedup_cli.candidates import candidate_triples
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine.dask import find as dask_find
 from dedup_cli.engine.local import find as local_find
+from dedup_cli.engine.resume import Resume
+from dedup_cli.engine.stages import conclude as conclude_stage
 from dedup_cli.engine.stages import find as find_stages
 from dedup_cli.engine.stages import plan as find_plan
+from dedup_cli.engine.stages.find import decision_bound
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.estimates.densified import largest_sharing_factor
 from dedup_cli.options.engine_choice import EngineOptions
@@ -137,7 +140,7 @@ def test_the_triple_floor_is_one_number_in_every_place(stores: dict[str, Path], 
                                                    sharing=largest_sharing_factor(documents.params.permutations))
     assert plan.pair_floor == plan.triple_floor == expected
     floors: dict[str, list[float | None]] = {"every pair": [], "triples": [], "scored": []}
-    every_pair, original_triples, conclude = (find_stages.every_pair_candidates, find_stages.candidate_triples,
+    every_pair, original_triples, conclude = (find_stages.every_pair_candidates, conclude_stage.candidate_triples,
                                                dask_find.conclude)
 
     def every_pair_spy(values: np.ndarray, bits: float, floor: float, *args: Any, **named: Any) -> Any:
@@ -155,16 +158,18 @@ def test_the_triple_floor_is_one_number_in_every_place(stores: dict[str, Path], 
         return conclude(store, values, r, scored, *args)
 
     monkeypatch.setattr(find_stages, "every_pair_candidates", every_pair_spy)
-    monkeypatch.setattr(find_stages, "candidate_triples", triples_spy)
+    monkeypatch.setattr(conclude_stage, "candidate_triples", triples_spy)
     monkeypatch.setattr(dask_find, "conclude", conclude_spy)
     found = {name: dedup.find(stores["sample"], dataclasses.replace(options, **more)) for name, more in
              (("lsh", {}), ("all", {"candidates": "all"}), ("dask", {"engine": engine}))}
     assert floors["every pair"] == [expected]
     assert floors["triples"] == [expected] * 3  # local lsh, local all, Dask gathered
     # The Dask engine gathered the accepted pairs and those at or above the floor: as many as the local engine's.
-    with NumberedDocuments(opened(stores, options)) as documents:
-        scores, candidates = local_find.scored_candidates(documents, plan, None, None, None, Notes())
-        decisions = local_find.decided_candidates(candidates.store, scores.scored, plan, None, None, Notes())
+    stores_found = opened(stores, options)
+    with NumberedDocuments(stores_found) as documents:
+        backend = local_find.LocalFind(documents, options, stores_found, None)
+        scores = backend.scores(Resume(None, Notes().note), Notes())
+        decisions = backend.decisions(scores, decision_bound(plan, scores.count), Notes())
     above = scores.scored.estimate >= expected
     assert np.count_nonzero(above & ~decisions.decided) > 0  # the floor matters here
     assert gathered == [int(np.count_nonzero(above | decisions.decided))]

@@ -20,9 +20,11 @@ from click.testing import CliRunner
 from same_answers import assert_same_answers
 
 import dedup_cli as dedup
-from dedup_cli import verification
+from dedup_cli import forked, verification
+from dedup_cli.candidates import buckets
 from dedup_cli.cli.main import cli
-from dedup_cli.engine.local import band_rounds, forked
+from dedup_cli.engine import find_memory
+from dedup_cli.engine.local import band_rounds
 from dedup_cli.engine.stages import find as find_stages
 from dedup_cli.errors import DedupError, OptionError
 from dedup_cli.params import SignatureParams
@@ -116,8 +118,8 @@ def _recording(monkeypatch: pytest.MonkeyPatch, log: Path) -> None:
 
         monkeypatch.setattr(module, name, recorded)
 
-    record(band_rounds, "band_pair_codes", "candidates")
-    record(band_rounds, "band_keys", "reading")
+    record(buckets, "band_pair_codes", "candidates")
+    record(buckets, "band_keys", "reading")
     record(find_stages, "score_pairs", "scoring")
     record(verification, "read_sets", "verifying")  # the exact checks' documents, read a share a worker
 
@@ -209,7 +211,7 @@ def _killing_band_pair_codes(*args: object) -> None:
 
 def test_a_worker_that_dies_ends_the_run_with_one_line(stores: dict[str, Path],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(band_rounds, "band_pair_codes", _killing_band_pair_codes)
+    monkeypatch.setattr(buckets, "band_pair_codes", _killing_band_pair_codes)
     with pytest.raises(DedupError, match=r"^a worker process of the candidate stage died \(killed by SIGKILL\); "
                                          r"nothing was written, run again \(with jobs 1 to run in one process\)$"):
         dedup.find(stores["synthetic"], dedup.FindOptions(jobs=2))
@@ -217,11 +219,12 @@ def test_a_worker_that_dies_ends_the_run_with_one_line(stores: dict[str, Path],
 
 KILLED_WORKER = """
 import os, signal, sys
-from dedup_cli.engine.local import band_rounds, forked
+from dedup_cli import forked
+from dedup_cli.candidates import buckets
 forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_DOCUMENTS = 1
 def killed(*args):
     os.kill(os.getpid(), signal.SIGKILL)
-band_rounds.band_pair_codes = killed
+buckets.band_pair_codes = killed
 from dedup_cli.cli.main import cli
 cli(prog_name="dedup")
 """
@@ -242,12 +245,13 @@ def test_the_command_line_says_one_line_when_a_worker_dies(stores: dict[str, Pat
 
 SLEEPING_WORKERS = """
 import os, sys, time
-from dedup_cli.engine.local import band_rounds, forked
+from dedup_cli import forked
+from dedup_cli.candidates import buckets
 forked.BANDED_DOCUMENTS = forked.READ_DOCUMENTS = forked.SCORED_PAIRS = forked.CHECKED_DOCUMENTS = 1
 def sleeping(*args):
     open(os.path.join(sys.argv[1], f"worker-{os.getpid()}"), "w").close()
     time.sleep(600)
-band_rounds.band_pair_codes = sleeping
+buckets.band_pair_codes = sleeping
 import dedup_cli as dedup
 dedup.find(sys.argv[2], dedup.FindOptions(jobs=2))
 """
@@ -295,16 +299,16 @@ def test_default_band_memory_takes_a_quarter_of_the_machine_for_a_wave(monkeypat
     # 23.5 GiB shared by a wave of two rounds: 2.9 GiB a round, three bands of 10^8 documents' 64-bit keys, so
     # the 35 bands of the card's banding take 12 rounds (6 reads of the store at -j 2), not 35 of one band each.
     memory = int(23.5 * 2**30)
-    per_round = band_rounds.default_round_bytes(2, memory)
+    per_round = find_memory.default_round_bytes(2, memory)
     assert per_round == memory // 8
     assert len(band_rounds.band_rounds(35, 10**8, 8, per_round)) == 12
     # A small machine keeps 1 GiB a round, as before; a large one never holds more than all the bands.
-    assert band_rounds.default_round_bytes(4, 2 * 2**30) == 2**30
-    assert len(band_rounds.band_rounds(35, 10**7, 8, band_rounds.default_round_bytes(1, memory))) == 1
+    assert find_memory.default_round_bytes(4, 2 * 2**30) == 2**30
+    assert len(band_rounds.band_rounds(35, 10**7, 8, find_memory.default_round_bytes(1, memory))) == 1
     # A container's limit, when lower than the machine's memory, is the machine.
     limit = tmp_path / "memory.max"
     limit.write_text("4294967296\n")
-    monkeypatch.setattr(band_rounds, "_CGROUP_LIMIT", str(limit))
-    assert band_rounds.machine_memory() == 4 * 2**30
+    monkeypatch.setattr(find_memory, "_CGROUP_LIMIT", str(limit))
+    assert find_memory.machine_memory() == 4 * 2**30
     limit.write_text("max\n")
-    assert band_rounds.machine_memory() == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert find_memory.machine_memory() == os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -26,7 +26,7 @@ from dedup_cli.candidates.candidate_triples import candidate_triples, pair_margi
 from dedup_cli.candidates.triangles import WEDGE_BATCH, triangles
 from dedup_cli.candidates.triple_recall import pair_recall_for_triples
 from dedup_cli.engine.stages import plan as find_plan
-from dedup_cli.engine.stages.find import find_triples
+from dedup_cli.engine.stages.conclude import find_triples
 from dedup_cli.estimates import dense, intervals, three_way, two_way
 from dedup_cli.estimates import triple_scores as triple_scoring
 from dedup_cli.estimates.exact import exact_resemblance, triple_resemblances

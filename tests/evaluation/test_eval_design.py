@@ -8,14 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from dedup_cli.array_primitives import among, pair_codes
 from dedup_cli.candidates.banding import Banding, candidate_probability
 from dedup_cli.evaluation import design
 from dedup_cli.evaluation.design import (
     allocate,
     draw_pairs,
     frame_banding,
-    inside,
-    pair_codes,
     reach,
     resemblance_bins,
     unbanded_pairs,
@@ -188,7 +187,7 @@ def test_unbanded_pairs_are_a_uniform_sample_without_replacement(monkeypatch: py
         assert np.isin(first, documents).all() and np.isin(second, documents).all()
         codes = pair_codes(first, second, num_docs)
         assert np.unique(codes).size == per_draw  # without replacement
-        assert not inside(codes, banded).any()
+        assert not among(codes, banded)[0].any()
         for code in codes.tolist():
             counts[code] = counts.get(code, 0) + 1
     population = math.comb(documents.size, 2) - banded.size

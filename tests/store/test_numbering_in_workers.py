@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dedup_cli.engine.local.forked import forked_map
+from dedup_cli.forked import forked_map
 from dedup_cli.params import SignatureParams
 from dedup_cli.store import documents
 from dedup_cli.store.documents import NumberedDocuments

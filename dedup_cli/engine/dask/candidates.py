@@ -38,20 +38,21 @@ import numpy as np
 from distributed import get_client
 
 from dedup_cli.array_primitives import large_empty, sorted_unique
-from dedup_cli.candidates.buckets import PairCodes, SortBuffers, band_keys, band_pair_codes, key_dtype
+from dedup_cli.candidates import crossing_rounds
+from dedup_cli.candidates.buckets import block_band_keys, key_dtype, round_pair_codes
 from dedup_cli.candidates.crossing import fingerprint_bits
 from dedup_cli.engine.dask import shares as share_tasks
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined
+from dedup_cli.engine.dask.exchange import Table, column_hash, exchange, joined, row_count
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
-from dedup_cli.engine.dask.ranges import Documents, in_ranges, live_reduced, piece_documents
-from dedup_cli.engine.local.band_rounds import band_ranges
+from dedup_cli.engine.dask.ranges import NumberedPieces, in_ranges, live_reduced, piece_documents
+from dedup_cli.engine.dask.table_kinds import CODES, VALUES
 from dedup_cli.engine.progress import Progress, silent
-from dedup_cli.minhash.packing import unpack_values, value_dtype
+from dedup_cli.engine.resume import Resume
+from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.objectstore.urls import is_url
 from dedup_cli.options.vocabulary import BAND_MEMORY
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.store_pieces import StorePiece, read_piece_batches, read_piece_signatures, read_piece_values
 
 SHARE_DOCUMENTS = 5_000_000
@@ -91,31 +92,16 @@ class CandidateStats:
 
 
 @dataclass
-class Candidates:
-    """Unique candidate pairs as codes first · documents + second (first < second), and what finding them cost.
+class CandidateCodes:
+    """Unique candidate pairs as codes (:func:`dedup_cli.array_primitives.pair_codes`), and what finding them cost.
 
-    ``codes``: delayed tables of one uint64 column ``code``, spread by a hash of the code, each ascending;
-    persisted.
+    ``codes``: delayed tables of :data:`dedup_cli.engine.dask.table_kinds.CODES`, spread by a hash of the code,
+    each ascending; persisted.
     """
 
     codes: list[Any]
-    documents: int
-    oversized_buckets: int
-    rounds: int
-    shares: int
-    band_keys: int
-    fingerprint_bytes: int
-    fingerprint_bytes_across: int
-    crossing_rows: int
-    crossing_row_bytes: int
-    shuffled_codes: int
+    stats: CandidateStats
     reduced: list[Any] | None = None  # with ``reduce_bits``: the b-bit values read with the keys, a range each
-
-    def stats(self) -> CandidateStats:
-        """What finding them cost (:class:`CandidateStats`)."""
-        return CandidateStats(self.rounds, self.shares, self.band_keys, self.fingerprint_bytes,
-                              self.fingerprint_bytes_across, self.crossing_rows, self.crossing_row_bytes,
-                              self.shuffled_codes, self.oversized_buckets)
 
 
 def read_piece_keys(piece: StorePiece, numbers: int | np.ndarray, params: SignatureParams, rows: int,
@@ -141,21 +127,20 @@ def read_keys_and_values(piece: StorePiece, numbers: int | np.ndarray, params: S
 def _keys(docs: np.ndarray, counts: np.ndarray, packed: np.ndarray, params: SignatureParams, rows: int,
           first_band: int, last_band: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     eligible = (counts > 0) & (docs >= 0)  # a document with no shingle resembles nothing; a dead row is none
-    count = last_band - first_band
     if not eligible.any():
-        return docs[:0], np.empty((count, 0), dtype)
-    values = unpack_values(packed if eligible.all() else packed[eligible], params.bits, params.num_perm)
-    keys = band_keys(values[:, first_band * rows : last_band * rows], count, rows, dtype)
+        return docs[:0], np.empty((last_band - first_band, 0), dtype)
+    keys = block_band_keys(packed, None if eligible.all() else eligible, params.bits, params.num_perm, first_band,
+                           last_band, rows, dtype)
     return docs[eligible], keys
 
 
 def _codes_table(codes: np.ndarray) -> Table:
-    return {"code": codes}
+    return CODES.of(code=codes)
 
 
 def unique_codes(table: Table) -> Table:
     """A part of codes, ascending and without repeats."""
-    return {"code": sorted_unique(table["code"].astype(np.uint64, copy=False))}
+    return CODES.of(code=sorted_unique(table["code"].astype(np.uint64, copy=False)))
 
 
 @dataclass(frozen=True)
@@ -171,7 +156,7 @@ class _Plan:
     bits: int  # split by documents: fingerprint bits
 
 
-def _plan(numbered: Documents, rows: int, band_memory: int | None) -> _Plan:
+def _plan(numbered: NumberedPieces, rows: int, band_memory: int | None) -> _Plan:
     """Split by bands when the store is files (each worker reads every piece: from the page cache when the
     workers share a machine, else from the file system they share; from object storage each would fetch the
     whole store) and one band of every document fits one task (:data:`BAND_SPLIT_DOCUMENTS`, and
@@ -245,35 +230,20 @@ def band_share_pairs(pieces: list[tuple[StorePiece, int | np.ndarray]], params: 
             eligible = (counts > 0) & (batch_docs >= 0)
             count = int(np.count_nonzero(eligible))
             all_eligible = count == counts.size
-            values = unpack_values(packed if all_eligible else packed[eligible], params.bits, params.num_perm)
-            band_keys(values[:, first_band * rows : last_band * rows], last_band - first_band, rows, dtype,
-                      out=keys[:, filled : filled + count])
+            block_band_keys(packed, None if all_eligible else eligible, params.bits, params.num_perm, first_band,
+                            last_band, rows, dtype, out=keys[:, filled : filled + count])
             docs[filled : filled + count] = batch_docs if all_eligible else batch_docs[eligible]
             filled += count
             if reducing:
                 assert reduce_bits is not None and runs is not None
                 values_of_piece.append(live_reduced(counts, runs, packed, batch_docs, params, reduce_bits))
         if reducing:
-            reduced.append(joined(values_of_piece))
-    docs, keys = docs[:filled], keys[:, :filled]
-    order = None
-    if filled > 1 and not bool(np.all(docs[1:] > docs[:-1])):
-        # Rows numbered out of file order (a store whose parts' ids interleave): pairing takes documents
-        # ascending, as a bucket's members are cut at max_bucket in document order; a band at a time.
-        order = np.argsort(docs, kind="stable")
-        docs = docs[order]
-    codes = PairCodes()
-    oversized = 0
-    buffers = SortBuffers(filled)
-    for band in range(last_band - first_band):
-        found, cut = band_pair_codes(keys[band] if order is None else keys[band][order], docs, max_bucket, documents,
-                                     buffers)
-        codes.add(found)
-        oversized += cut
-    return codes.unique(), oversized, reduced
+            reduced.append(joined(values_of_piece, VALUES))
+    codes, oversized = round_pair_codes(keys[:, :filled], docs[:filled], max_bucket, documents)
+    return codes, oversized, reduced
 
 
-def _band_split_round(numbered: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
+def _band_split_round(numbered: NumberedPieces, plan: _Plan, rows: int, first_band: int, last_band: int,
                       max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
     """Split by bands: the round's bands cut into one consecutive range a worker, one task each."""
     assert numbered.pieces is not None
@@ -296,7 +266,7 @@ def _band_split_round(numbered: Documents, plan: _Plan, rows: int, first_band: i
     return graph
 
 
-def _share_keys(numbered: Documents, members: list[int], rows: int, first_band: int, last_band: int,
+def _share_keys(numbered: NumberedPieces, members: list[int], rows: int, first_band: int, last_band: int,
                 dtype: np.dtype, reduce_bits: int | None, graph: _RoundGraph) -> list[Any]:
     """Split by documents: the delayed keys of a share's pieces, read where the share runs (and with
     ``reduce_bits`` their b-bit values from the same reads, into ``graph.values``)."""
@@ -310,7 +280,7 @@ def _share_keys(numbered: Documents, members: list[int], rows: int, first_band: 
             for p in members]
 
 
-def _document_split_round(numbered: Documents, plan: _Plan, rows: int, first_band: int, last_band: int,
+def _document_split_round(numbered: NumberedPieces, plan: _Plan, rows: int, first_band: int, last_band: int,
                           max_bucket: int, reduce_bits: int | None) -> _RoundGraph:
     """Split by documents (steps 1 to 3 of the module docstring): every task of a share runs on its worker; what
     goes to an owner is cut out there first, so that only the owner's part travels."""
@@ -320,7 +290,7 @@ def _document_split_round(numbered: Documents, plan: _Plan, rows: int, first_ban
     for members, worker in zip(plan.shares, plan.placed, strict=True):
         with dask.annotate(workers=[worker], allow_other_workers=True):
             parts = _share_keys(numbered, members, rows, first_band, last_band, plan.dtype, reduce_bits, graph)
-            state, found, size = dask.delayed(share_tasks.share_round, nout=3)(parts, first_band, bits, slices,
+            state, found, size = dask.delayed(crossing_rounds.share_round, nout=3)(parts, first_band, bits, slices,
                                                                                max_bucket)
             outgoing.append([dask.delayed(share_tasks.sets_for)(found, owner)
                              for owner in range(slices if slices > 1 else 0)])
@@ -329,22 +299,22 @@ def _document_split_round(numbered: Documents, plan: _Plan, rows: int, first_ban
     splits, owned = [], []
     if slices == 1:
         with dask.annotate(workers=[plan.placed[0]], allow_other_workers=True):
-            splits.append(dask.delayed(share_tasks.share_split, nout=2)(states[0], [], bits, documents))
+            splits.append(dask.delayed(crossing_rounds.share_split, nout=2)(states[0], [], bits, documents))
     else:
         answers = []
         for owner in range(slices):
             with dask.annotate(workers=[plan.placed[owner]], allow_other_workers=True):
-                answers.append(dask.delayed(share_tasks.owner_answers)([sent[owner] for sent in outgoing]))
+                answers.append(dask.delayed(crossing_rounds.owner_answers)([sent[owner] for sent in outgoing]))
         rows_out = []
         for share in range(slices):
             with dask.annotate(workers=[plan.placed[share]], allow_other_workers=True):
-                split = dask.delayed(share_tasks.share_split, nout=2)(
+                split = dask.delayed(crossing_rounds.share_split, nout=2)(
                     states[share], [answer[share] for answer in answers], bits, documents)
                 rows_out.append([dask.delayed(share_tasks.rows_for)(split[0], owner) for owner in range(slices)])
             splits.append(split)
         for owner in range(slices):
             with dask.annotate(workers=[plan.placed[owner]], allow_other_workers=True):
-                owned.append(dask.delayed(share_tasks.owner_pairs, nout=2)(
+                owned.append(dask.delayed(crossing_rounds.owner_pairs, nout=2)(
                     [sent[owner] for sent in rows_out], max_bucket, documents))
     graph.code_parts = [dask.delayed(_codes_table)(dask.delayed(share_tasks.split_codes)(split[0]))
                         for split in splits]
@@ -371,7 +341,7 @@ def _computed(graph: _RoundGraph, plan: _Plan) -> _RoundDone:
     parts = graph.code_parts
     *kept, round_cut, round_sizes, round_rows, made = settled(
         *parts, *read_values, dask.delayed(sum)(graph.cut), dask.delayed(list)(graph.fingerprint_sizes),
-        dask.delayed(list)(graph.crossing_rows), dask.delayed(sum)([dask.delayed(_count)(part) for part in parts]))
+        dask.delayed(list)(graph.crossing_rows), dask.delayed(sum)([dask.delayed(row_count)(part) for part in parts]))
     round_cut, round_sizes, round_rows, made = dask.compute(round_cut, round_sizes, round_rows, made)
     fingerprint = int(sum(int(np.sum(per_owner)) for per_owner in round_sizes))
     across = int(sum(size for sender, per_owner in enumerate(round_sizes)
@@ -381,39 +351,33 @@ def _computed(graph: _RoundGraph, plan: _Plan) -> _RoundDone:
                       kept[len(parts):] if read_values else None)
 
 
-def _count(table: Table) -> int:
-    return int(table["code"].size)
-
-
-def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int, band_memory: int | None,
-                    progress: Progress = silent, work: WorkDir | None = None,
-                    reduce_bits: int | None = None) -> Candidates:
+def candidate_pairs(numbered: NumberedPieces, bands: int, rows: int, max_bucket: int, band_memory: int | None,
+                    progress: Progress = silent, resume: Resume | None = None,
+                    reduce_bits: int | None = None) -> CandidateCodes:
     """The candidate pairs of banding the stored values into ``bands`` × ``rows`` (bands · rows ≤ k).
 
     ``band_memory``: the band keys a worker may hold in one round (all its shares' keys of the round's bands); at
     most a quarter of the smallest worker's memory limit, and that quarter when None.
-    ``work``: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
-    earlier run with the same bands is read back instead of computed.
+    ``resume``: the run's work folder, where each round's pairs are kept as it completes (``find --work-dir``); a
+    round kept there by an earlier run with the same bands is read back instead of computed.
     ``reduce_bits``: also keep every document's lowest ``reduce_bits`` bits for scoring
     (:func:`dedup_cli.engine.dask.ranges.value_ranges`), made by the first round that reads the store's pieces
-    from the same read as its keys (``Candidates.reduced``; None when no round read them).
+    from the same read as its keys (``CandidateCodes.reduced``; None when no round read them).
     """
     plan = _plan(numbered, rows, band_memory)
     totals = np.zeros(5, np.int64)  # buckets cut, fingerprint bytes, of them across workers, crossing rows, codes
     collected: list[Any] = []
-    rounds = list(range(0, bands, plan.per_round))
-    reused: list[tuple[int, int]] = []
+    rounds = [(first, min(bands, first + plan.per_round)) for first in range(0, bands, plan.per_round)]
+    resume = Resume(None, progress.note) if resume is None else resume
+    work = resume.work
+    keys, kept = resume.rounds(rounds, engine="dask", bands=bands, rows=rows, max_bucket=max_bucket)
     reduced: list[Any] | None = None  # the b-bit values of each piece, once a round has read them
-    for number, first_band in enumerate(rounds, start=1):
-        last_band = min(bands, first_band + plan.per_round)
-        key = None if work is None else work.key("candidates", engine="dask", bands=bands, rows=rows,
-                                                  first_band=first_band, last_band=last_band, max_bucket=max_bucket)
-        kept_round = None if work is None or key is None else work.load("candidates", key)
-        if kept_round is not None:
+    for number, (first_band, last_band) in enumerate(rounds, start=1):
+        key = keys[number - 1]
+        if number - 1 in kept:
             assert work is not None and key is not None
-            collected += kept_parts(work, "candidates", key, kept_round)
-            totals += kept_round["stats"].astype(np.int64)
-            reused.append((first_band, last_band))
+            collected += kept_parts(work, "candidates", key, kept[number - 1], CODES)
+            totals += kept[number - 1]["stats"].astype(np.int64)
             continue
         progress.stage(f"candidates, bands {first_band + 1}–{last_band} (round {number} of {len(rounds)})", None)
         reading = reduce_bits if reduced is None else None
@@ -425,23 +389,19 @@ def candidate_pairs(numbered: Documents, bands: int, rows: int, max_bucket: int,
             keep_parts(work, "candidates", key, done.kept, {"stats": done.stats})
         totals += done.stats
         collected += done.kept
-    if reused:
-        assert work is not None
-        progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path}")
     oversized, fingerprint, across, crossing, shuffled = (int(total) for total in totals)
     codes = _deduplicated(collected, shuffled, progress)
     values = None
     if reduced is not None:
-        values = list(settled(*in_ranges(reduced, numbered)))
+        values = list(settled(*in_ranges(reduced, numbered, VALUES)))
     shares = len(plan.workers) if plan.split_bands else len(plan.shares)
-    return Candidates(codes, numbered.documents, oversized, len(rounds), shares, numbered.eligible * bands, fingerprint,
-                      across, crossing, plan.dtype.itemsize + 8, shuffled, values)
-
-
+    stats = CandidateStats(len(rounds), shares, numbered.eligible * bands, fingerprint, across, crossing,
+                           plan.dtype.itemsize + 8, shuffled, oversized)
+    return CandidateCodes(codes, stats, values)
 
 
 def _deduplicated(collected: list[Any], shuffled: int, progress: Progress) -> list[Any]:
     """Step 4: the codes of every round in one exchange on the code, each part sorted and without repeats."""
     progress.stage("candidates, de-duplicating pairs", None)
     outputs = max(1, -(-shuffled // ROWS_PER_PARTITION))
-    return list(settled(*exchange(collected, column_hash, outputs, "code", outputs, then=unique_codes)))
+    return list(settled(*exchange(collected, column_hash, outputs, "code", outputs, then=unique_codes, kind=CODES)))

@@ -2,7 +2,7 @@
 
 The accepted pairs (and with ``ways=3`` every scored pair within the triple margin of R0) come to the driver with
 the documents they touch, renumbered 0 … m − 1 in document order, which is id order. The local engine's
-:func:`dedup_cli.engine.stages.find.conclude` then finds the triples, groups, weakest links and representatives:
+:func:`dedup_cli.engine.stages.conclude.conclude` then finds the triples, groups, weakest links and representatives:
 every stage there depends only on the order of the documents, so the answer is the local engine's.
 """
 
@@ -16,9 +16,12 @@ import numpy as np
 from dedup_cli.array_primitives import sorted_unique
 from dedup_cli.engine.dask.exchange import Table, take
 from dedup_cli.engine.dask.joins import scored_pairs
-from dedup_cli.engine.dask.ranges import Documents, names_of, rows_of, unpack_words, value_words
+from dedup_cli.engine.dask.ranges import NumberedPieces, names_of, rows_of, table_store
+from dedup_cli.engine.dask.table_kinds import VALUES
+from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.minhash.packing import unpack_words, value_words
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 
@@ -36,25 +39,12 @@ class Gathered:
 
 
 def needed(decided: Table, floor: float | None) -> Table:
-    """The decided pairs the end of find needs: accepted, or (for triples) with an estimate of at least ``floor``,
-    R0 − margin (``FindPlan.triple_floor``; None without triples)."""
-    keep = decided["decided"]
-    if floor is not None:
-        keep = keep | (decided["estimate"] >= floor)
-    return take(decided, keep)
+    """The decided pairs of a part the end of find needs (:func:`dedup_cli.engine.stages.decisions.needed`)."""
+    return take(decided, rules.needed(decided["decided"], decided["estimate"], floor))
 
 
-def store_of(params: SignatureParams, names: Table, values: Table) -> StoredSignatures:
-    """Documents as a store of their own, from their names and b-bit values tables (the same documents, in the
-    same order); it holds no stored signatures (the end of find needs only the b-bit values), so the driver
-    holds about 100 bytes and k·b/8 a document, not the B-bit signatures."""
-    return StoredSignatures(
-        params=params, ids=[str(x) for x in names["id"].tolist()], paths=[str(x) for x in names["path"].tolist()],
-        shingle_counts=values["shingle_count"], packed=np.empty((values["doc"].size, 0), np.uint8),
-        content_hashes=names["content_hash"].astype(np.uint64), runs=values["run"], mtimes_ns=names["mtime_ns"])
-
-
-def gather(pairs: Table, numbered: Documents, values: list[Any], bits: int, names: Table | None = None) -> Gathered:
+def gather(pairs: Table, numbered: NumberedPieces, values: list[Any], bits: int, names: Table | None = None
+           ) -> Gathered:
     """``pairs`` (gathered decided pairs) and the documents they touch, renumbered (``names``: the names of these
     documents and maybe others, read already)."""
     pairs = take(pairs, np.lexsort((pairs["second"], pairs["first"])))
@@ -64,7 +54,7 @@ def gather(pairs: Table, numbered: Documents, values: list[Any], bits: int, name
     if names is None:
         names = names_of(numbered, docs)
     names = take(names, np.searchsorted(names["doc"], docs))
-    store = store_of(params, names, rows)
+    store = table_store(params, {**names, **rows})  # the same documents in the same order
     renumbered = {**pairs, "first": np.searchsorted(docs, pairs["first"]),
                   "second": np.searchsorted(docs, pairs["second"])}
     return Gathered(docs, store, unpack_words(rows["words"], bits, params.num_perm), scored_pairs(renumbered),
@@ -72,8 +62,8 @@ def gather(pairs: Table, numbered: Documents, values: list[Any], bits: int, name
 
 
 def _no_values(bits: int, params: SignatureParams) -> Table:
-    return {"doc": np.empty(0, np.int64), "shingle_count": np.empty(0, np.int64), "run": np.empty(0, np.int64),
-            "words": np.empty((0, value_words(bits, params.num_perm)), np.uint64)}
+    return VALUES.of(doc=np.empty(0, np.int64), shingle_count=np.empty(0, np.int64), run=np.empty(0, np.int64),
+                     words=np.empty((0, value_words(bits, params.num_perm)), np.uint64))
 
 
 def ratios(store: StoredSignatures) -> np.ndarray:

@@ -4,7 +4,7 @@
    within the triple margin) by large-star/small-star on the cluster (:mod:`.star_components`). Every triangle and
    every group lies inside one component of that graph.
 2. The pairs and their documents (b-bit values, counts, runs, ids) are **exchanged by component**, so a part
-   holds whole components; on each, :func:`dedup_cli.engine.stages.find.conclude` (the local engine's end of find)
+   holds whole components; on each, :func:`dedup_cli.engine.stages.conclude.conclude` (the local engine's end of find)
    runs on the part's documents renumbered in id order. On a disjoint union of components it gives what it
    gives on each, and every stage in it depends only on the order of documents, so the union of the parts'
    answers is the local engine's answer.
@@ -23,17 +23,32 @@ import dask
 import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.end_gathered import store_of
 from dedup_cli.engine.dask.exchange import Table, column_hash, column_range, exchange, take
 from dedup_cli.engine.dask.joins import attach, scored_pairs
-from dedup_cli.engine.dask.ranges import Documents, name_ranges, unpack_words
-from dedup_cli.engine.dask.sorted_output import TRIPLE_COLUMNS, spilled_result
+from dedup_cli.engine.dask.ranges import NumberedPieces, name_ranges, table_store
+from dedup_cli.engine.dask.sorted_output import spilled_result
 from dedup_cli.engine.dask.star_components import connected_components
+from dedup_cli.engine.dask.table_kinds import (
+    DECIDED,
+    LABELLED,
+    LABELS,
+    MEMBERS,
+    MEMBERS_OUT,
+    NAMES,
+    PAIRS_OUT,
+    PART_DOCUMENTS,
+    TRIPLE_COLUMNS,
+    TRIPLES_OUT,
+    VALUES,
+)
+from dedup_cli.engine.stages.conclude import conclude, count_candidate_triples
+from dedup_cli.engine.stages.decisions import new_documents
 from dedup_cli.engine.stages.filter import member_details
-from dedup_cli.engine.stages.find import conclude, count_candidate_triples, new_documents, set_size_ratios
+from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.engine.stages.plan import FindPlan
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.estimates.triple_scores import ScoredTriples
+from dedup_cli.minhash.packing import unpack_words
 
 PAIRS_PER_PARTITION = 1_000_000
 """Pairs per component part and per sorted output part at most (a few hundred MB of a task's memory); fewer when
@@ -50,14 +65,6 @@ def partition_pairs(gather_limit: int) -> int:
     return max(MIN_PAIRS_PER_PARTITION, min(PAIRS_PER_PARTITION, gather_limit))
 
 
-
-
-
-
-
-
-
-
 def _labelled(pairs: Table, labels: Table) -> Table:
     """Pairs with their first document's label: that label, or the document itself for the root (the smallest
     document of a component is its own label and is not listed)."""
@@ -66,17 +73,17 @@ def _labelled(pairs: Table, labels: Table) -> Table:
     where = np.minimum(np.searchsorted(nodes, pairs["first"]), max(nodes.size - 1, 0))
     found = nodes[where] == pairs["first"] if nodes.size else np.zeros(pairs["first"].size, bool)
     label = np.where(found, labels["label"][order][where] if nodes.size else 0, pairs["first"])
-    return {**pairs, "label": label.astype(np.int64)}
+    return LABELLED.check({**pairs, "label": label.astype(np.int64)})
 
 
 def _documents(pairs: Table) -> Table:
     docs, where = np.unique(np.concatenate([pairs["first"], pairs["second"]]), return_index=True)
-    return {"doc": docs.astype(np.int64), "label": np.concatenate([pairs["label"], pairs["label"]])[where]}
+    return MEMBERS.of(doc=docs.astype(np.int64), label=np.concatenate([pairs["label"], pairs["label"]])[where])
 
 
 def _unique_docs(table: Table) -> Table:
     docs, where = np.unique(table["doc"], return_index=True)
-    return {"doc": docs, "label": table["label"][where]}
+    return MEMBERS.of(doc=docs, label=table["label"][where])
 
 
 def _numbered(pairs: Table, docs: Table, plan: FindPlan) -> tuple[Table, Table, Any, np.ndarray]:
@@ -91,7 +98,7 @@ def _numbered(pairs: Table, docs: Table, plan: FindPlan) -> tuple[Table, Table, 
 
 
 def count_partition_triples(pairs: Table, docs: Table, plan: FindPlan) -> int:
-    """The candidate triples of one part's components (:func:`dedup_cli.engine.stages.find.
+    """The candidate triples of one part's components (:func:`dedup_cli.engine.stages.conclude.
     count_candidate_triples`): summed over the parts, the run's, which the triples' bound divides by."""
     _, _, scored, values = _numbered(pairs, docs, plan)
     return count_candidate_triples(values, scored, plan)
@@ -106,7 +113,7 @@ def conclude_partition(pairs: Table, docs: Table, plan: FindPlan, alias_document
     params, bits, reference_start = plan.params, int(plan.bits), plan.reference_start
     docs, pairs, scored, values = _numbered(pairs, docs, plan)
     numbers, ids, counts, runs = docs["doc"], docs["id"], docs["shingle_count"], docs["run"]
-    store = store_of(params, docs, docs)  # a part's table holds both the names and the values
+    store = table_store(params, docs)  # a part's table holds both the names and the values
     reference = None if reference_start is None else numbers >= reference_start
     new = new_documents(runs, plan.options.new_since, reference)
     aliases = np.searchsorted(numbers, alias_documents[np.isin(alias_documents, numbers)])
@@ -135,33 +142,34 @@ def conclude_partition(pairs: Table, docs: Table, plan: FindPlan, alias_document
         "content_hash": details.content_hashes, "similarity": details.similarity, "verified": details.verified,
         "gone": np.isin(groups.members, done.gone)}
     gone = list(zip(numbers[done.gone].tolist(), [str(x) for x in ids[done.gone]], strict=True))
-    return pairs_out, triples_out, members_out, done.keep_field_problems, gone
+    return (PAIRS_OUT.check(pairs_out), TRIPLES_OUT.check(triples_out), MEMBERS_OUT.check(members_out),
+            done.keep_field_problems, gone)
 
 
 def _joined_lists(lists: list[list[Any]]) -> list[Any]:
     return [item for found in lists for item in found]
 
 
-def _by_component(needed: list[Any], numbered: Documents, values: list[Any], parts: int, plan: FindPlan
+def _by_component(needed: list[Any], numbered: NumberedPieces, values: list[Any], parts: int, plan: FindPlan
                   ) -> tuple[list[Any], list[Any]]:
     """The needed pairs and their documents (values and names) exchanged by component: ``parts`` parts each."""
     labels = connected_components(needed).labels
     count = max(1, len(needed))
-    by_first = exchange(needed, column_hash, count, "first", count)
-    labels_by_node = exchange(labels, column_hash, count, "node", count)
+    by_first = exchange(needed, column_hash, count, "first", count, kind=DECIDED)
+    labels_by_node = exchange(labels, column_hash, count, "node", count, kind=LABELS)
     labelled = list(settled(*[dask.delayed(_labelled)(pairs, found)
                               for pairs, found in zip(by_first, labels_by_node, strict=True)]))
     docs = exchange([dask.delayed(_documents)(part) for part in labelled], column_range, numbered.ranges, "doc",
-                    numbered.divisions, then=_unique_docs)
-    docs = [dask.delayed(attach)(part, "doc", ranged, "", ("words", "shingle_count", "run"))
+                    numbered.divisions, then=_unique_docs, kind=MEMBERS)
+    docs = [dask.delayed(attach)(part, "doc", ranged, "", VALUES.columns[1:])
             for part, ranged in zip(docs, values, strict=True)]
-    docs = [dask.delayed(attach)(part, "doc", names, "", ("id", "path", "content_hash", "mtime_ns"))
+    docs = [dask.delayed(attach)(part, "doc", names, "", NAMES.columns[1:])
             for part, names in zip(docs, name_ranges(numbered), strict=True)]
-    return (list(settled(*exchange(labelled, column_hash, parts, "label", parts))),
-            list(settled(*exchange(docs, column_hash, parts, "label", parts))))
+    return (list(settled(*exchange(labelled, column_hash, parts, "label", parts, kind=LABELLED))),
+            list(settled(*exchange(docs, column_hash, parts, "label", parts, kind=PART_DOCUMENTS))))
 
 
-def conclude_on_cluster(needed: list[Any], count: int, numbered: Documents, values: list[Any],
+def conclude_on_cluster(needed: list[Any], count: int, numbered: NumberedPieces, values: list[Any],
                         alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any]) -> FindResult:
     """The end of find per component on the workers, its output spilled in order (see the module docstring):
     ``count`` needed pairs in delayed tables ``needed``, the b-bit ``values`` of each range of documents."""

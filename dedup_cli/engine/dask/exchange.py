@@ -18,14 +18,18 @@ from typing import Any
 import dask
 import numpy as np
 
+from dedup_cli.engine.dask.table_kinds import Table, TableKind
 from dedup_cli.store.names import Names
 
-Table = dict[str, Any]
 
-
-def rows(table: Table) -> int:
+def row_count(table: Table) -> int:
     """How many rows ``table`` holds."""
     return len(next(iter(table.values()))) if table else 0
+
+
+def counted(parts: Sequence[Any]) -> int:
+    """Rows of delayed tables, counted where they are."""
+    return int(sum(dask.compute(*[dask.delayed(row_count)(part) for part in parts])))
 
 
 def take(table: Table, index: np.ndarray | slice) -> Table:
@@ -33,11 +37,18 @@ def take(table: Table, index: np.ndarray | slice) -> Table:
     return {name: column[index] for name, column in table.items()}
 
 
-def joined(tables: Sequence[Table]) -> Table:
-    """The tables one after another (the first non-empty one's columns; an empty table when all are empty)."""
-    full = [table for table in tables if table and rows(table)]
+def joined(tables: Sequence[Table], kind: TableKind | None = None) -> Table:
+    """The tables one after another (an empty table when all are empty), which must all hold the same columns,
+    and with ``kind`` its declared ones (:meth:`dedup_cli.engine.dask.table_kinds.TableKind.check`)."""
+    held = [table for table in tables if table]
+    for table in held:
+        if kind is not None:
+            kind.check(table)
+        elif set(table) != set(held[0]):
+            raise ValueError(f"tables of columns {sorted(held[0])} and {sorted(table)} cannot be joined")
+    full = [table for table in held if row_count(table)]
     if not full:
-        return next((table for table in tables if table), {})
+        return held[0] if held else {}
     if len(full) == 1:
         return full[0]
     return {name: concatenated([table[name] for table in full]) for name in full[0]}
@@ -106,12 +117,13 @@ def _within_group(table: Table, route: Callable[..., np.ndarray], first: int, ar
 
 
 def exchange(sources: Sequence[Any], route: Callable[..., np.ndarray], parts: int, *args: Any,
-             then: Callable[[Table], Table] | None = None) -> list[Any]:
+             then: Callable[[Table], Table] | None = None, kind: TableKind | None = None) -> list[Any]:
     """The delayed tables ``sources`` exchanged into ``parts`` delayed tables: row r of a source goes to part
-    ``route(source, *args)[r]``; each part joins what it gets in source order, then applies ``then``. Past
-    :data:`STAGED_TASKS` cuts it runs in two stages, with the same result (each cut keeps its rows' order)."""
+    ``route(source, *args)[r]``; each part joins what it gets in source order (checked as ``kind``), then applies
+    ``then``. Past :data:`STAGED_TASKS` cuts it runs in two stages, with the same result (each cut keeps its rows'
+    order)."""
     def finish(cuts: list[Table]) -> Table:
-        table = joined(cuts)
+        table = joined(cuts, kind)
         return then(table) if then is not None else table
 
     if parts == 1:
@@ -120,11 +132,11 @@ def exchange(sources: Sequence[Any], route: Callable[..., np.ndarray], parts: in
     if len(sources) * parts > STAGED_TASKS and groups < parts:
         # Group g holds the destinations d with d · groups // parts = g: consecutive, from first[g] on.
         first = [-(-group * parts // groups) for group in range(groups + 1)]
-        grouped = exchange(sources, _group_route, groups, route, parts, groups, args)
+        grouped = exchange(sources, _group_route, groups, route, parts, groups, args, kind=kind)
         finished = []
         for group, table in enumerate(grouped):
             size = first[group + 1] - first[group]
-            finished += exchange([table], _within_group, size, route, first[group], args, then=then)
+            finished += exchange([table], _within_group, size, route, first[group], args, then=then, kind=kind)
         return finished
     split = [dask.delayed(_cut_task, nout=parts)(source, route, parts, args) for source in sources]
     return [dask.delayed(finish)([pieces[index] for pieces in split]) for index in range(parts)]

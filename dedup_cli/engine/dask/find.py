@@ -1,4 +1,5 @@
-"""``find`` on a Dask cluster: the local engine's array stages as tasks, meeting through exchanges.
+"""``find`` on a Dask cluster: the backend of :func:`dedup_cli.engine.find_driver.run_find` whose tables live in
+parts on the workers and meet through exchanges.
 
 read (pieces of the store, numbered by rank of id) → band keys per piece, candidates by sharing the buckets a
 few bands at a time, de-duplicated by an exchange on the pair → scores by two range joins → exact checks of the
@@ -8,11 +9,10 @@ gathered edges when they are few (:mod:`.end_gathered`), else per connected comp
 the decisions, which then run in the driver on them with their checks as tasks on the workers
 (:func:`dedup_cli.engine.dask.pair_decisions.decide_gathered`).
 
-Every task holds tables of numpy arrays (:mod:`.exchange`) and calls the local engine's functions on its part of
-the data; documents are numbered as the local engine numbers them, and every decision made before the first stage
-comes from the plan the local engine follows too (:mod:`dedup_cli.engine.stages.plan`), so the result is the same
-(docs/scaling.md, "The Dask engine"). The steps (:func:`scored_candidates`, :func:`decided_candidates`,
-:func:`concluded`) are the local engine's, in the same order.
+Every task holds tables of numpy arrays (:mod:`.exchange`) and calls the shared stages on its part of the data;
+documents are numbered as the local engine numbers them, and the steps, their order, what is kept in
+``--work-dir`` and the result's common fields are the driver's, the local engine's too (docs/scaling.md, "The
+Dask engine"). What is this engine's is :class:`DaskFind`: where each step runs and where its tables meet.
 """
 
 from __future__ import annotations
@@ -28,18 +28,22 @@ import numpy as np
 from dedup_cli.engine.dask import end_gathered, end_on_workers, pair_decisions
 from dedup_cli.engine.dask.candidates import CandidateStats, candidate_pairs
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, joined
+from dedup_cli.engine.dask.exchange import Table, counted, joined, row_count, take
 from dedup_cli.engine.dask.id_sort import store_documents
 from dedup_cli.engine.dask.joins import score_candidates
 from dedup_cli.engine.dask.kept_parts import keep_parts, kept_parts
-from dedup_cli.engine.dask.ranges import Documents, value_ranges, value_words, with_reference
-from dedup_cli.engine.local import find as local_find
+from dedup_cli.engine.dask.ranges import NumberedPieces, value_ranges, with_reference
+from dedup_cli.engine.dask.table_kinds import DECIDED, SCORED
+from dedup_cli.engine.find_driver import run_find
 from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.engine.resume import Resume, kept_verification, verification_arrays
+from dedup_cli.engine.stages.conclude import conclude, concluded_result, store_runs
+from dedup_cli.engine.stages.decisions import new_documents
 from dedup_cli.engine.stages.filter import member_details
-from dedup_cli.engine.stages.find import conclude, decision_bound, new_documents, store_runs
-from dedup_cli.engine.stages.group_members import gone_fields
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
+from dedup_cli.estimates.simultaneous import SimultaneousBound
+from dedup_cli.minhash.packing import value_words
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.store import Store
@@ -60,41 +64,33 @@ class Laps:
 
 
 @dataclass
-class Scores:
+class ScoredParts:
     """The scored stage: the scored candidate pairs (delayed tables, a part a range of the second document), the
-    b-bit values they were scored with (a part a range of documents), and what finding the candidates cost."""
+    b-bit values they were scored with (a part a range of documents), what finding the candidates cost, and how
+    many pairs were scored."""
 
     scored: list[Any]
     values: list[Any]
     stats: CandidateStats
+    count: int
+
+    @property
+    def oversized(self) -> int:
+        return int(self.stats.oversized_buckets)
 
 
 @dataclass
-class Decisions:
-    """The decisions stage: the scored pairs with ``exact`` and ``decided`` columns, the aliases left out, and
-    the exact checks done (None with ``--verify none``)."""
+class DecidedParts:
+    """The decisions stage: the scored pairs with ``exact`` and ``decided`` columns (delayed tables, a part a range
+    of the second document, or decided in the driver one table, with its documents' names), the aliases left out,
+    and the exact checks done (None with ``--verify none``)."""
 
-    decided: list[Any]
+    parts: list[Any]
     aliases: np.ndarray
-    checked: pair_decisions.Checked | None
-
-    @property
-    def verification(self) -> Verification | None:
-        return _verification(self.checked)
-
-
-def _verification(checked: pair_decisions.Checked | None) -> Verification | None:
-    """The result's account of exact checks done on the cluster (their values stay with the pairs)."""
-    return None if checked is None else Verification(np.empty(0), checked.checked, checked.unverifiable_documents)
-
-
-def _count(table: Table) -> int:
-    return int(table["first"].size)
-
-
-def counted(parts: list[Any]) -> int:
-    """Rows of delayed tables of pairs, counted where they are."""
-    return int(sum(dask.compute(*[dask.delayed(_count)(part) for part in parts])))
+    verification: Verification | None
+    table: Table | None = None  # decided in the driver
+    names: Table | None = None  # decided in the driver: the names of the table's documents
+    sizes: list[int] = field(default_factory=list)  # decided in the driver: the rows of each scored part it took
 
 
 def find(store: Store, options: FindOptions, progress: Progress = silent, reference: Store | None = None
@@ -106,48 +102,14 @@ def find(store: Store, options: FindOptions, progress: Progress = silent, refere
     """
     laps = Laps()
     progress.stage("reading the store's pieces", None)
+    stores = [store] if reference is None else [store, reference]
     numbered = read_numbered(store, reference)
-    if numbered.documents == 0:
-        return local_find.find([store] if reference is None else [store, reference], options)
     laps.lap("read")
-    plan = plan_numbered(numbered, options, (store,) if reference is None else (store, reference))
-    work = None if options.work_dir is None else WorkDir(options.work_dir, [store] if reference is None
-                                                         else [store, reference])
-    scores = scored_candidates(numbered, plan, work, progress, laps)
-    laps.lap("scoring")
-    progress.stage("exact checks and decisions", None)
-    candidates = counted(scores.scored)
-    if candidates <= options.gather_limit:
-        # Few enough pairs for the driver: the decisions and the end of find run here on them, with the exact
-        # checks and file checks as tasks on the workers, and no exchange.
-        gathered = gathered_decisions(scores.scored, numbered, plan, candidates, work, progress)
-        needed_pairs = end_gathered.needed(gathered.decided, plan.triple_floor)
-        laps.lap("decisions")
-        laps.profile["decisions_in_driver"] = 1.0
-        cut = _profile(laps.profile, numbered, plan, scores.stats, candidates, int(needed_pairs["first"].size))
-        common = plan.result_fields(candidates, cut, _verification(gathered.checked), gathered.aliases.size)
-        progress.stage("groups", None)
-        result = concluded_gathered(needed_pairs, numbered, scores.values, gathered.aliases, plan, common,
-                                    gathered.names)
-    else:
-        decided = decided_candidates(scores.scored, numbered, plan, candidates, work, progress)
-        needed = list(settled(*[dask.delayed(end_gathered.needed)(part, plan.triple_floor)
-                                for part in decided.decided]))
-        needed_count = counted(needed)
-        laps.lap("decisions")
-        laps.profile["decisions_in_driver"] = 0.0
-        cut = _profile(laps.profile, numbered, plan, scores.stats, candidates, needed_count)
-        common = plan.result_fields(candidates, cut, decided.verification, decided.aliases.size)
-        progress.stage("groups", None)
-        result = concluded(needed, needed_count, numbered, scores.values, decided.aliases, plan, common)
-    laps.lap("end")
-    if work is not None:
-        work.finish(options.keep_work)
-    result.profile = laps.profile
-    return result
+    work = None if options.work_dir is None else WorkDir(options.work_dir, stores)
+    return run_find(DaskFind(numbered, options, stores, work, laps), work, progress)
 
 
-def read_numbered(store: Store, reference: Store | None) -> Documents:
+def read_numbered(store: Store, reference: Store | None) -> NumberedPieces:
     """The store's live documents (then the reference store's), numbered as the local engine numbers them."""
     numbered = store_documents(store)
     if reference is not None:
@@ -155,7 +117,7 @@ def read_numbered(store: Store, reference: Store | None) -> Documents:
     return numbered
 
 
-def plan_numbered(numbered: Documents, options: FindOptions, stores: Sequence[Store] = ()) -> FindPlan:
+def plan_numbered(numbered: NumberedPieces, options: FindOptions, stores: Sequence[Store] = ()) -> FindPlan:
     """The plan (:mod:`dedup_cli.engine.stages.plan`) of a ``find`` of the documents of ``numbered`` (of
     ``stores``)."""
     return plan_find(options, numbered.params, numbered.documents, numbered.eligible, numbered.reference_start,
@@ -163,110 +125,120 @@ def plan_numbered(numbered: Documents, options: FindOptions, stores: Sequence[St
                      numbered.min_shingle_count)
 
 
-def scored_candidates(numbered: Documents, plan: FindPlan, work: WorkDir | None, progress: Progress, laps: Laps
-                      ) -> Scores:
-    """The scored stage, kept by an earlier run in ``work`` or computed (and kept there): the candidate pairs in
-    rounds of bands, then scored by two range joins."""
-    options, params = plan.options, numbered.params
-    bits = int(plan.bits)  # whole: FindOptions keeps b = 1/2 to the local engine
-    assert plan.banding is not None  # FindOptions keeps --candidates all to the local engine
-    # The kept parts are ranges of the second document: they depend on the divisions too.
-    key = plan.key(work, "scored", divisions=numbered.divisions)
-    kept_scores = None if work is None or key is None else work.load("scored", key)
-    if kept_scores is not None:
-        assert work is not None and key is not None
-        progress.note(f"resuming: scored candidate pairs from {work.path}")
-        laps.profile["candidates_seconds"] = 0.0
-        return Scores(kept_parts(work, "scored", key, kept_scores), list(settled(*value_ranges(numbered, bits))),
-                      CandidateStats.of_array(kept_scores["stats"]))
-    found = candidate_pairs(numbered, plan.banding.bands, plan.banding.rows, options.max_bucket,
-                            options.band_memory, progress, work, reduce_bits=bits)
-    stats = found.stats()
-    laps.lap("candidates")
-    progress.stage("scoring the candidate pairs", None)
-    # The b-bit values: read with the first round's keys, else (every round kept by an earlier run) read now.
-    values = found.reduced if found.reduced is not None else list(settled(*value_ranges(numbered, bits)))
-    pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
-    start = numbered.reference_start
-    scored = list(settled(*score_candidates(found.codes, values, numbered.divisions, numbered.documents, bits, params,
-                                            options.new_since if pairs_only else None,
-                                            start if pairs_only else None, options.only_across,
-                                            plan.densification)))
-    if work is not None and key is not None:
-        keep_parts(work, "scored", key, scored, {"stats": stats.as_array()})
-    return Scores(scored, values, stats)
+class DaskFind:
+    """The Dask engine as :class:`dedup_cli.engine.find_driver.FindBackend`: tables in parts on the workers, a
+    part a range of documents, meeting by exchanges; what is few enough gathered into the driver."""
+
+    def __init__(self, numbered: NumberedPieces, options: FindOptions, stores: Sequence[Store],
+                 work: WorkDir | None, laps: Laps) -> None:
+        self.numbered, self.work, self.laps = numbered, work, laps
+        self.plan = plan_numbered(numbered, options, stores)
+        # The kept parts are ranges of the second document: they depend on the divisions too.
+        self.kept_by: dict[str, object] = {"divisions": numbered.divisions}
+
+    def scores(self, resume: Resume, progress: Progress) -> ScoredParts:
+        """The candidate pairs in rounds of bands, then scored by two range joins."""
+        numbered, plan = self.numbered, self.plan
+        options = plan.options
+        bits = int(plan.bits)  # whole: FindOptions keeps b = 1/2 to the local engine
+        assert plan.banding is not None  # FindOptions keeps --candidates all to the local engine
+        found = candidate_pairs(numbered, plan.banding.bands, plan.banding.rows, options.max_bucket,
+                                options.band_memory, progress, resume, reduce_bits=bits)
+        self.laps.lap("candidates")
+        progress.stage("scoring the candidate pairs", None)
+        # The b-bit values: read with the first round's keys, else (every round kept by an earlier run) read now.
+        values = found.reduced if found.reduced is not None else list(settled(*value_ranges(numbered, bits)))
+        pairs_only = options.ways == 2  # triangles need every pair: triples are left out only at the end
+        start = numbered.reference_start
+        scored = list(settled(*score_candidates(found.codes, values, numbered.divisions, numbered.documents, bits,
+                                                numbered.params, options.new_since if pairs_only else None,
+                                                start if pairs_only else None, options.only_across,
+                                                plan.densification)))
+        return ScoredParts(scored, values, found.stats, counted(scored))
+
+    def keep_scores(self, scored: ScoredParts, key: str) -> None:
+        assert self.work is not None
+        keep_parts(self.work, "scored", key, scored.scored, {"stats": scored.stats.as_array()})
+
+    def kept_scores(self, kept: dict[str, np.ndarray], key: str, progress: Progress) -> ScoredParts:
+        assert self.work is not None
+        self.laps.profile["candidates_seconds"] = 0.0
+        parts = kept_parts(self.work, "scored", key, kept, SCORED)
+        values = list(settled(*value_ranges(self.numbered, int(self.plan.bits))))
+        return ScoredParts(parts, values, CandidateStats.of_array(kept["stats"]), counted(parts))
+
+    def decisions(self, scored: ScoredParts, bound: SimultaneousBound, progress: Progress) -> DecidedParts:
+        """On the workers, or when the scored pairs are few enough for the driver (``--gather-limit``) here on
+        those that may matter, with the exact checks and file checks as tasks on the workers and no exchange."""
+        self.laps.lap("scoring")
+        progress.stage("exact checks and decisions", None)
+        numbered, plan = self.numbered, self.plan
+        mode, threshold = plan.options.verify, plan.threshold
+        if self._in_driver(scored):
+            parts = dask.compute(*[dask.delayed(pair_decisions.may_matter)(part, mode, threshold, bound,
+                                                                           plan.triple_floor)
+                                   for part in scored.scored])
+            gathered = pair_decisions.decide_gathered(joined(parts), numbered, mode, threshold, bound)
+            return DecidedParts([], gathered.aliases, gathered.verification, gathered.decided, gathered.names,
+                                [int(part["first"].size) for part in parts])
+        decided, verification = pair_decisions.check_and_decide(scored.scored, numbered, mode, threshold, bound)
+        aliases = pair_decisions.aliases(decided, numbered)
+        decided = list(settled(*[dask.delayed(pair_decisions.accept)(part, aliases) for part in decided]))
+        return DecidedParts(decided, aliases, verification)
+
+    def keep_decisions(self, decided: DecidedParts, key: str) -> None:
+        """Kept in parts as the scored pairs are (those decided in the driver cut back into them), so that a run
+        that decides on the workers resumes from what one that decided in the driver kept, and the reverse."""
+        assert self.work is not None
+        parts = decided.parts
+        if decided.table is not None:
+            bounds = np.r_[0, np.cumsum(decided.sizes)]
+            parts = [dask.delayed(take(decided.table, slice(start, stop)))
+                     for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
+        keep_parts(self.work, "decisions", key, parts,
+                   {"aliases": decided.aliases, **verification_arrays(decided.verification)})
+
+    def kept_decisions(self, kept: dict[str, np.ndarray], key: str, scored: ScoredParts, progress: Progress
+                       ) -> DecidedParts:
+        """Read back in parts whichever way they were decided: the end gathers what it needs of them."""
+        assert self.work is not None
+        self.laps.lap("scoring")
+        return DecidedParts(kept_parts(self.work, "decisions", key, kept, DECIDED), kept["aliases"],
+                            kept_verification(kept))
+
+    def conclusion(self, scored: ScoredParts, decided: DecidedParts, common: dict[str, Any], progress: Progress
+                   ) -> FindResult:
+        """On the gathered edges when they are few, else per connected component on the workers."""
+        plan, numbered, floor = self.plan, self.numbered, self.plan.triple_floor
+        if decided.table is not None:
+            needed = [end_gathered.needed(decided.table, floor)]
+            needed_count = row_count(needed[0])
+        else:
+            needed = list(settled(*[dask.delayed(end_gathered.needed)(part, floor) for part in decided.parts]))
+            needed_count = counted(needed)
+        self.laps.lap("decisions")
+        # Whether the scored pairs were few enough to be decided in the driver (as they were, or would have been
+        # had the decisions not been read back from a work folder).
+        self.laps.profile["decisions_in_driver"] = float(self._in_driver(scored))
+        _profile(self.laps.profile, numbered, plan, scored.stats, scored.count, needed_count)
+        # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
+        # component on the workers and the output streams from them in chunks no larger.
+        if needed_count > plan.options.gather_limit:
+            result = end_on_workers.conclude_on_cluster(needed, needed_count, numbered, scored.values,
+                                                        decided.aliases, plan, common)
+        else:
+            result = concluded_gathered(joined(dask.compute(*needed)), numbered, scored.values, decided.aliases,
+                                        plan, common, decided.names)
+        self.laps.lap("end")
+        result.profile = self.laps.profile
+        return result
+
+    def _in_driver(self, scored: ScoredParts) -> bool:
+        return scored.count <= self.plan.options.gather_limit
 
 
-def decided_candidates(scored: list[Any], numbered: Documents, plan: FindPlan, candidates: int,
-                       work: WorkDir | None, progress: Progress) -> Decisions:
-    """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): exact checks of the
-    borderline pairs on the workers (``candidates``: how many were scored, for the simultaneous bound), the
-    decisions, and the aliases left out."""
-    key = plan.key(work, "decisions", divisions=numbered.divisions)
-    kept = _kept_decisions(work, key, progress)
-    if kept is not None:
-        return Decisions(*kept)
-    decided, checked = pair_decisions.check_and_decide(scored, numbered, plan.options.verify, plan.threshold,
-                                                       decision_bound(plan, candidates))
-    alias_documents = pair_decisions.aliases(decided, numbered)
-    decided = list(settled(*[dask.delayed(pair_decisions.accept)(part, alias_documents) for part in decided]))
-    _keep_decisions(work, key, decided, alias_documents, checked)
-    return Decisions(decided, alias_documents, checked)
-
-
-def gathered_decisions(scored: list[Any], numbered: Documents, plan: FindPlan, candidates: int,
-                       work: WorkDir | None, progress: Progress) -> pair_decisions.GatheredDecisions:
-    """The decisions stage on the scored pairs gathered into the driver (:func:`dedup_cli.engine.dask.
-    pair_decisions.decide_gathered`: those that may matter, :func:`dedup_cli.engine.dask.pair_decisions.
-    may_matter`), kept by an earlier run in ``work`` or computed and kept there, in parts as the scored pairs are,
-    so that a run that decides on the workers resumes from it too, and the reverse."""
-    key = plan.key(work, "decisions", divisions=numbered.divisions)
-    kept = _kept_decisions(work, key, progress)
-    if kept is not None:
-        decided, alias_documents, checked = kept
-        return pair_decisions.GatheredDecisions(joined(dask.compute(*decided)), None, alias_documents, checked)
-    bound = decision_bound(plan, candidates)
-    mode = plan.options.verify
-    # Only the pairs that may be accepted, checked or needed for triples come to the driver.
-    parts = dask.compute(*[dask.delayed(pair_decisions.may_matter)(part, mode, plan.threshold, bound,
-                                                                   plan.triple_floor) for part in scored])
-    sizes = [int(part["first"].size) for part in parts]
-    gathered = pair_decisions.decide_gathered(joined(parts), numbered, mode, plan.threshold, bound)
-    if work is not None and key is not None:
-        bounds = np.r_[0, np.cumsum(sizes)]
-        pieces = [{name: column[start:stop] for name, column in gathered.decided.items()}
-                  for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
-        _keep_decisions(work, key, [dask.delayed(piece) for piece in pieces], gathered.aliases, gathered.checked)
-    return gathered
-
-
-def _kept_decisions(work: WorkDir | None, key: str | None, progress: Progress
-                    ) -> tuple[list[Any], np.ndarray, pair_decisions.Checked | None] | None:
-    """The decisions stage an earlier run kept in ``work`` under ``key`` (the decided pairs' parts, the aliases,
-    the exact checks), or None."""
-    kept = None if work is None or key is None else work.load("decisions", key)
-    if kept is None:
-        return None
-    assert work is not None and key is not None
-    progress.note(f"resuming: exact checks and decisions from {work.path}")
-    count = int(kept["checked"])
-    return (kept_parts(work, "decisions", key, kept), kept["aliases"],
-            None if count < 0 else pair_decisions.Checked(count, kept["unverifiable"].tolist()))
-
-
-def _keep_decisions(work: WorkDir | None, key: str | None, parts: list[Any], alias_documents: np.ndarray,
-                    checked: pair_decisions.Checked | None) -> None:
-    """Keep the decisions stage in ``work`` (if any): the decided pairs' parts (delayed tables), the aliases and
-    the exact checks."""
-    if work is None or key is None:
-        return
-    keep_parts(work, "decisions", key, parts, {
-        "aliases": alias_documents, "checked": np.array(-1 if checked is None else checked.checked),
-        "unverifiable": np.array([] if checked is None else checked.unverifiable_documents, str)})
-
-
-def _profile(profile: dict[str, float], numbered: Documents, plan: FindPlan, stats: CandidateStats, candidates: int,
-             needed_count: int) -> int:
+def _profile(profile: dict[str, float], numbered: NumberedPieces, plan: FindPlan, stats: CandidateStats,
+             candidates: int, needed_count: int) -> int:
     """Add to ``profile`` the rows and payload bytes the stages moved; the buckets cut."""
     word_bytes = 8 * value_words(int(plan.bits), numbered.params.num_perm)
     profile.update(documents=numbered.documents, partitions=numbered.ranges, rounds=stats.rounds,
@@ -279,22 +251,10 @@ def _profile(profile: dict[str, float], numbered: Documents, plan: FindPlan, sta
     return int(stats.oversized_buckets)
 
 
-def concluded(needed: list[Any], needed_count: int, numbered: Documents, values: list[Any],
-              alias_documents: np.ndarray, plan: FindPlan, common: dict[str, Any]) -> FindResult:
-    """The end of find on the ``needed`` pairs: gathered into this process when they are few, else per connected
-    component on the workers."""
-    # Past ``gather_limit`` pairs (about 100 bytes each with their documents), the end runs per connected
-    # component on the workers and the output streams from them in chunks no larger.
-    if needed_count > plan.options.gather_limit:
-        return end_on_workers.conclude_on_cluster(needed, needed_count, numbered, values, alias_documents, plan,
-                                                  common)
-    return concluded_gathered(joined(dask.compute(*needed)), numbered, values, alias_documents, plan, common)
-
-
-def concluded_gathered(needed: Table, numbered: Documents, values: list[Any], alias_documents: np.ndarray,
+def concluded_gathered(needed: Table, numbered: NumberedPieces, values: list[Any], alias_documents: np.ndarray,
                        plan: FindPlan, common: dict[str, Any], names: Table | None = None) -> FindResult:
     """The end of find on the ``needed`` pairs gathered into this process (``names``: their documents' names,
-    when read already), by the local engine's :func:`dedup_cli.engine.stages.find.conclude`."""
+    when read already), by the local engine's :func:`dedup_cli.engine.stages.conclude.conclude`."""
     bits = int(plan.bits)
     got = end_gathered.gather(needed, numbered, values, bits, names)
     start = numbered.reference_start
@@ -303,11 +263,6 @@ def concluded_gathered(needed: Table, numbered: Documents, values: list[Any], al
     local_aliases = np.searchsorted(got.docs, alias_documents[np.isin(alias_documents, got.docs)])
     done = conclude(got.store, got.values, end_gathered.ratios(got.store), got.scored, got.exact, got.decided,
                     local_aliases, new, plan, in_reference)
-    result = FindResult(store=got.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
-                        grouping=done.groups, weakest=done.weakest, kept=done.kept,
-                        keep_field_problems=done.keep_field_problems, reference=in_reference,
-                        **gone_fields(got.store, done.gone), **common)
     # The gathered store holds b-bit values, not signatures: what filter needs of each member is found here.
-    result.member_details = member_details(got.store, got.values, done.pairs, done.exact, done.groups, done.kept,
-                                           bits)
-    return result
+    return concluded_result(got.store, done, in_reference, common, member_details=member_details(
+        got.store, got.values, done.pairs, done.exact, done.groups, done.kept, bits))

@@ -15,9 +15,10 @@ from __future__ import annotations
 import dask
 import numpy as np
 
+from dedup_cli.array_primitives import evenly_spaced, splitters
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, column_part, exchange, take
-from dedup_cli.engine.dask.ranges import Documents, empty_documents, even_ranges, read_documents
+from dedup_cli.engine.dask.ranges import NumberedPieces, empty_documents, even_ranges, read_documents
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.names import Names
 from dedup_cli.store.store import Store
@@ -41,16 +42,14 @@ def _rows(piece: StorePiece, index: int, removal: bool) -> Table:
 
 
 def _sample(rows: Table) -> np.ndarray:
-    ids = rows["id"]
-    picked = ids[np.linspace(0, ids.size - 1, min(SAMPLE, ids.size)).astype(np.int64)] if ids.size else ids
-    return np.array(list(picked), dtype=object)
+    return np.array(list(evenly_spaced(rows["id"], SAMPLE)), dtype=object)
 
 
-def _route_id(rows: Table, splitters: np.ndarray) -> np.ndarray:
+def _route_id(rows: Table, cuts: np.ndarray) -> np.ndarray:
     ids = rows["id"]
     if isinstance(ids, Names):
-        return ids.ranks(splitters.tolist())
-    return np.asarray(np.searchsorted(splitters, np.asarray(ids), side="right"))
+        return ids.ranks(cuts.tolist())
+    return np.asarray(np.searchsorted(cuts, np.asarray(ids), side="right"))
 
 
 def _live(rows: Table) -> Table:
@@ -85,7 +84,7 @@ def _row_numbers(numbered: Table, rows: int) -> np.ndarray:
 
 
 def numbered_on_cluster(params: SignatureParams, pieces: list[StorePiece], removals: list[StorePiece],
-                        rows_per_piece: int) -> Documents:
+                        rows_per_piece: int) -> NumberedPieces:
     """The live documents of the store of ``pieces`` and ``removals``, numbered by rank of id on the cluster (see
     the module docstring): each piece with a task's result that gives the number of each of its rows."""
     read = [dask.delayed(_rows)(piece, index, False) for index, piece in enumerate(pieces)]
@@ -93,8 +92,7 @@ def numbered_on_cluster(params: SignatureParams, pieces: list[StorePiece], remov
     read = list(settled(*read))
     samples = np.sort(np.concatenate(dask.compute(*[dask.delayed(_sample)(rows) for rows in read])))
     ranges = max(1, len(pieces))
-    splitters = samples[np.linspace(0, samples.size, ranges + 1).astype(np.int64)[1:-1]] if samples.size else samples
-    live = list(settled(*exchange(read, _route_id, ranges, splitters, then=_live)))
+    live = list(settled(*exchange(read, _route_id, ranges, splitters(samples, ranges), then=_live)))
     summaries = np.array(dask.compute(*[dask.delayed(_summary)(part) for part in live]), np.int64).reshape(-1, 6)
     documents = int(summaries[:, 0].sum())
     if not documents:
@@ -106,13 +104,13 @@ def numbered_on_cluster(params: SignatureParams, pieces: list[StorePiece], remov
                                                                                            strict=True)])
     held = summaries[summaries[:, 0] > 0]
     shortest = int(held[:, 5].min())
-    return Documents(params, documents, int(held[:, 1].sum()), int(held[:, 2].max()),
+    return NumberedPieces(params, documents, int(held[:, 1].sum()), int(held[:, 2].max()),
                      (int(held[:, 3].min()), int(held[:, 4].max())), even_ranges(documents, rows_per_piece), False,
                      list(zip(pieces, numbers, strict=True)),
                      min_shingle_count=0 if shortest == np.iinfo(np.int64).max else shortest)
 
 
-def store_documents(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> Documents:
+def store_documents(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> NumberedPieces:
     """The live documents of ``store``, numbered in the driver (:func:`dedup_cli.engine.dask.ranges.
     read_documents`), or past :data:`NUMBERED_IN_DRIVER` stored rows on the cluster."""
     pieces, removals = store_pieces(store, rows_per_piece)

@@ -19,46 +19,23 @@ from typing import Any
 import dask
 import numpy as np
 
+from dedup_cli.array_primitives import code_pairs
 from dedup_cli.engine.dask.exchange import Table, column_range, exchange, take
+from dedup_cli.engine.dask.table_kinds import PAIRS, SCORE_COLUMNS, SCORED, VALUES
+from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages.find import set_size_ratios
 from dedup_cli.estimates.densified import Densification
-from dedup_cli.estimates.pairs import ScoredPairs, score_matches
-from dedup_cli.minhash.packing import unpack_values
+from dedup_cli.estimates.pairs import ScoredPairs, count_packed_matches, score_matches
 from dedup_cli.params import SignatureParams
-from dedup_cli.store.store_pieces import words_to_packed
-
-PAIR_CHUNK = 1 << 17
-"""Pairs compared per numpy step: bounds the [pairs, words] temporaries."""
-
-SCORE_COLUMNS = tuple(ScoredPairs.__dataclass_fields__)
-
-
-def packed_matches(a: np.ndarray, b: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
-    """Positions whose b-bit values agree, from packed uint64 words: int64[n].
-
-    When b divides 64 no value straddles two words: a value differs exactly when its b-bit field of a XOR b is
-    non-zero, so each field's bits are OR-ed into its lowest bit and counted (padding is zero on both sides).
-    """
-    if 64 % bits == 0 and bits < 64:
-        difference = a ^ b
-        folded = difference.copy()
-        for shift in range(1, bits):
-            folded |= difference >> np.uint64(shift)
-        lowest = np.uint64(sum(1 << i for i in range(0, 64, bits)))
-        return num_perm - np.bitwise_count(folded & lowest).sum(axis=1, dtype=np.int64)
-    width = (num_perm * bits + 7) // 8
-    values_a = unpack_values(words_to_packed(a, width), bits, num_perm)
-    values_b = unpack_values(words_to_packed(b, width), bits, num_perm)
-    return np.count_nonzero(values_a == values_b, axis=1).astype(np.int64)
 
 
 def attach(pairs: Table, column: str, documents: Table, prefix: str, names: Sequence[str]) -> Table:
     """``pairs`` with the columns ``names`` of ``documents`` (sorted by ``doc``, holding every document of
     ``column``) for the document in ``column``, each renamed ``prefix`` + name."""
+    if documents and not {"doc", *names} <= set(documents):
+        raise ValueError(f"pairs meet a table of {sorted(documents)} for its {list(names)} by doc")
     rows = np.searchsorted(documents["doc"], pairs[column])
     return {**pairs, **{prefix + name: documents[name][rows] for name in names}}
-
-
 
 
 def attach_ranges(parts: list[Any], column: str, ranges: list[Any], divisions: tuple[int, ...], prefix: str,
@@ -70,23 +47,22 @@ def attach_ranges(parts: list[Any], column: str, ranges: list[Any], divisions: t
             for part, documents in zip(moved, ranges, strict=True)]
 
 
-def code_pairs(table: Table, documents: int, reference_start: int | None, only_across: bool) -> Table:
+def candidate_pairs(table: Table, documents: int, reference_start: int | None, only_across: bool) -> Table:
     """Pair codes as (first, second); with a reference store from document ``reference_start`` on, less the pairs
-    inside it (and with ``only_across`` those inside the store too), as the local engine leaves them out."""
-    codes = table["code"].astype(np.uint64, copy=False)
-    first = (codes // np.uint64(documents)).astype(np.int64)
-    second = (codes % np.uint64(documents)).astype(np.int64)
+    no report wants whatever their runs (:func:`dedup_cli.engine.stages.decisions.wanted`: those inside the
+    reference store, and with ``only_across`` those inside the store too), before they move to be scored."""
+    first, second = code_pairs(table["code"], documents)
     if reference_start is not None:
-        keep = first < reference_start  # first < second: the pair holds a document of the store
-        if only_across:
-            keep &= second >= reference_start
+        reference = np.c_[first >= reference_start, second >= reference_start]
+        keep = rules.wanted(rules.new_documents(reference, None, reference), reference, only_across)
+        assert keep is not None
         first, second = first[keep], second[keep]
-    return {"first": first, "second": second}
+    return PAIRS.of(first=first, second=second)
 
 
 def scored_table(scored: ScoredPairs) -> Table:
     """ScoredPairs as a table of :data:`SCORE_COLUMNS`."""
-    return {name: getattr(scored, name) for name in SCORE_COLUMNS}
+    return SCORED.of(**{name: getattr(scored, name) for name in SCORE_COLUMNS})
 
 
 def scored_pairs(table: Table) -> ScoredPairs:
@@ -102,18 +78,13 @@ def score_part(pairs: Table, bits: int, num_perm: int, universe: int, new_since:
     (below ``reference_start``) are left out first, as the local engine drops them before scoring.
     ``densification``: the bins of one permutation hashing (the plan's), whose variances the intervals use."""
     if new_since is not None:
-        newer_first = pairs["a_run"] > new_since
-        newer_second = pairs["b_run"] > new_since
-        if reference_start is not None:
-            newer_first &= pairs["first"] < reference_start
-            newer_second &= pairs["second"] < reference_start
-        pairs = take(pairs, newer_first | newer_second)
+        runs = np.c_[pairs["a_run"], pairs["b_run"]]
+        reference = None if reference_start is None else np.c_[pairs["first"], pairs["second"]] >= reference_start
+        keep = rules.wanted(rules.new_documents(runs, new_since, reference), reference, False)
+        assert keep is not None
+        pairs = take(pairs, keep)
     first, second = pairs["first"], pairs["second"]
-    matches = np.empty(first.size, dtype=np.int64)
-    for start in range(0, first.size, PAIR_CHUNK):
-        stop = start + PAIR_CHUNK
-        matches[start:stop] = packed_matches(pairs["a_words"][start:stop], pairs["b_words"][start:stop], bits,
-                                             num_perm)
+    matches = count_packed_matches(pairs["a_words"], pairs["b_words"], bits, num_perm)
     r1 = set_size_ratios(pairs["a_shingle_count"], universe)
     r2 = set_size_ratios(pairs["b_shingle_count"], universe)
     return scored_table(score_matches(first, second, matches, r1, r2, num_perm, bits, level, densification))
@@ -127,11 +98,11 @@ def score_candidates(codes: list[Any], values: list[Any], divisions: tuple[int, 
 
     ``values`` are the b-bit values of each range (:func:`dedup_cli.engine.dask.ranges.value_ranges`,
     persisted: both joins read them). With ``reference_start`` (pairs only: a reference store's documents from
-    there on), the pairs the local engine leaves out before scoring are left out here too (:func:`code_pairs`,
+    there on), the pairs the local engine leaves out before scoring are left out here too (:func:`candidate_pairs`,
     :func:`score_part`).
     """
-    pairs = [dask.delayed(code_pairs)(part, documents, reference_start, only_across) for part in codes]
-    columns = ("words", "shingle_count", "run")
+    pairs = [dask.delayed(candidate_pairs)(part, documents, reference_start, only_across) for part in codes]
+    columns = VALUES.columns[1:]
     with_first = attach_ranges(pairs, "first", values, divisions, "a_", columns)
     both = attach_ranges(with_first, "second", values, divisions, "b_", columns)
     return [dask.delayed(score_part)(part, bits, params.num_perm, params.universe, new_since, reference_start,

@@ -14,6 +14,7 @@ import dask
 import numpy as np
 
 from dedup_cli.engine.dask.exchange import Table
+from dedup_cli.engine.dask.table_kinds import TableKind
 from dedup_cli.store.checkpoints import WorkDir, read_part, write_part
 
 
@@ -21,8 +22,8 @@ def _write(table: Table, folder: str, name: str) -> str:
     return write_part(Path(folder), name, table)
 
 
-def _read(path: str) -> Table:
-    return read_part(path)
+def _read(path: str, kind: TableKind) -> Table:
+    return kind.check(read_part(path))
 
 
 def keep_parts(work: WorkDir, stage: str, key: str, parts: list[Any], extra: dict[str, np.ndarray]) -> None:
@@ -35,7 +36,8 @@ def keep_parts(work: WorkDir, stage: str, key: str, parts: list[Any], extra: dic
     work.save(stage, key, {"parts": np.array(names), "part_sha256": np.array(digests), **extra})
 
 
-def kept_parts(work: WorkDir, stage: str, key: str, kept: dict[str, np.ndarray]) -> list[Any]:
-    """A stage kept by :func:`keep_parts` (and checked by :meth:`WorkDir.load`) as delayed tables again."""
+def kept_parts(work: WorkDir, stage: str, key: str, kept: dict[str, np.ndarray], kind: TableKind) -> list[Any]:
+    """A stage kept by :func:`keep_parts` (and checked by :meth:`WorkDir.load`) as delayed tables of ``kind``
+    again, each checked as it is read."""
     folder = work.folder(stage, key)
-    return [dask.delayed(_read)(str(folder / str(name))) for name in kept["parts"]]
+    return [dask.delayed(_read)(str(folder / str(name)), kind) for name in kept["parts"]]

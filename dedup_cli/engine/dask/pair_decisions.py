@@ -1,14 +1,15 @@
-"""Deciding the scored pairs on the workers: exact checks of the borderline ones, then aliases of one file.
+"""Deciding the scored pairs on the workers: the rules of :mod:`dedup_cli.engine.stages.decisions`, the local
+engine's, on each part's columns; what is the Dask engine's own is only where the columns meet.
 
-**Exact checks.** The pairs :func:`dedup_cli.verification.pairs_to_verify` selects (those whose interval straddles
-R0) meet the locations and content hashes of their documents by two range joins and are re-read where they are,
-by :func:`dedup_cli.verification.verify_pairs`, the local engine's code; the workers must see the documents at
-the paths the store recorded (a shared filesystem). Their exact resemblances return to the scored pairs' parts,
-which are the same ranges of the second document.
+**Exact checks.** The pairs :func:`dedup_cli.engine.stages.decisions.to_check` selects meet the locations and
+content hashes of their documents by two range joins and are re-read where they are, by
+:func:`dedup_cli.verification.verify_pairs`; the workers must see the documents at the paths the store recorded
+(a shared filesystem). Their exact resemblances return to the scored pairs' parts, which are the same ranges of
+the second document.
 
 **Aliases** (one file under two names, never a duplicate): the documents of the accepted pairs are stat-ed where
-they are and grouped by (device, inode) with one exchange; in each group every document but the first is an
-alias, as :func:`dedup_cli.inputs.reread.same_file_aliases` decides for the local engine.
+they are (:func:`dedup_cli.engine.stages.decisions.file_keys`) and grouped by (device, inode) with one exchange;
+each group's aliases are :func:`dedup_cli.engine.stages.decisions.later_of_each_file`.
 
 **Gathered** (:func:`decide_gathered`): when the scored pairs are few enough for the driver (``--gather-limit``),
 they come to it whole with their documents' names, read from the pieces where they are, and the same functions
@@ -25,17 +26,17 @@ import dask
 import numpy as np
 from distributed import get_client
 
-from dedup_cli.array_primitives import sorted_unique
+from dedup_cli.array_primitives import among, pair_codes, sorted_unique
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_hash, column_range, concatenated, exchange, joined, take
-from dedup_cli.engine.dask.joins import attach, attach_ranges
-from dedup_cli.engine.dask.ranges import Documents, mini_store, name_ranges, names_of
-from dedup_cli.engine.local.forked import chunk_bounds
-from dedup_cli.engine.stages.find import decide, without
+from dedup_cli.engine.dask.joins import attach, attach_ranges, scored_pairs
+from dedup_cli.engine.dask.ranges import NumberedPieces, name_ranges, names_of, table_store
+from dedup_cli.engine.dask.table_kinds import DECIDED, DOCUMENTS, EXACT, FILES, PAIRS
+from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.estimates.simultaneous import SimultaneousBound
-from dedup_cli.inputs.reread import file_identity
+from dedup_cli.forked import chunk_bounds
 from dedup_cli.params import SignatureParams
-from dedup_cli.verification import pairs_to_verify, verify_pairs
+from dedup_cli.verification import Verification, verify_pairs
 
 CHUNK_PAIRS = 4096
 """Borderline pairs a gathered exact-check task re-reads at least (fewer tasks when they are fewer)."""
@@ -46,19 +47,8 @@ TASKS_PER_WORKER = 4
 _NAMES = ("id", "path", "content_hash")
 
 
-@dataclass
-class Checked:
-    """Exact checks done on the cluster: how many pairs were decided exactly, and the documents that could not
-    be re-read (sorted ids)."""
-
-    checked: int
-    unverifiable_documents: list[str]
-
-
 def _no_exact() -> Table:
-    return {"first": np.empty(0, np.int64), "second": np.empty(0, np.int64), "exact": np.empty(0)}
-
-
+    return EXACT.of(first=np.empty(0, np.int64), second=np.empty(0, np.int64), exact=np.empty(0))
 
 
 def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]]:
@@ -71,52 +61,44 @@ def verify_part(pairs: Table, params: SignatureParams) -> tuple[Table, list[str]
     def column(name: str) -> np.ndarray:
         return concatenated([pairs[f"a_{name}"], pairs[f"b_{name}"]])[where]
 
-    store = mini_store(params, column("id"), column("path"), column("content_hash"))
+    store = table_store(params, {name: column(name) for name in ("id", "path", "content_hash")})
     verification = verify_pairs(store, np.searchsorted(docs, np.asarray(pairs["first"])),
                                 np.searchsorted(docs, np.asarray(pairs["second"])))
-    return {"first": pairs["first"], "second": pairs["second"], "exact": verification.exact}, \
+    return EXACT.of(first=pairs["first"], second=pairs["second"], exact=verification.exact), \
         verification.unverifiable_documents
 
 
-def to_check(scored: Table, mode: str, threshold: float, bound: SimultaneousBound) -> np.ndarray:
-    """bool[m]: the scored pairs ``mode`` checks exactly (with ``bound``, the run's simultaneous bound)."""
-    estimate, ci_low, ci_high = scored["estimate"], scored["ci_low"], scored["ci_high"]
-    unsure = bound.unsure(threshold, estimate, ci_low, scored["matches"], scored["r1"], scored["r2"], ci_high)
-    return pairs_to_verify(mode, threshold, estimate, ci_low, ci_high, unsure)
-
-
 def borderline(scored: Table, mode: str, threshold: float, bound: SimultaneousBound) -> Table:
-    """The pairs (``first``, ``second``) of :func:`to_check`."""
-    check = to_check(scored, mode, threshold, bound)
-    return {"first": scored["first"][check], "second": scored["second"][check]}
+    """The pairs (``first``, ``second``) of a part that ``mode`` checks exactly (:func:`dedup_cli.engine.stages.
+    decisions.to_check`)."""
+    check = rules.to_check(scored_pairs(scored), mode, threshold, bound)
+    return PAIRS.of(first=scored["first"][check], second=scored["second"][check])
 
 
 def may_matter(scored: Table, mode: str, threshold: float, bound: SimultaneousBound, floor: float | None) -> Table:
-    """The scored pairs the decisions and the end of find may need: those estimated ≥ R0 (accepted unless an exact
-    check says otherwise), those ``mode`` checks exactly, and with triples (``floor``, R0 − margin) those within
-    the margin. The others are rejected whatever happens, so they need not leave their worker."""
-    keep = scored["estimate"] >= (threshold if floor is None else min(threshold, floor))
-    if mode != "none":
-        keep |= to_check(scored, mode, threshold, bound)
-    return take(scored, keep)
-
-
-def _pair_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    return (first.astype(np.uint64) << np.uint64(32)) | second.astype(np.uint64)
+    """The scored pairs of a part the decisions and the end of find may need (:func:`dedup_cli.engine.stages.
+    decisions.may_matter`): the others need not leave their worker."""
+    return take(scored, rules.may_matter(scored_pairs(scored), mode, threshold, bound, floor))
 
 
 def with_exact(scored: Table, exact: Table, threshold: float) -> Table:
     """Scored pairs with ``exact`` (NaN where unchecked) and ``decided`` columns."""
     values = np.full(scored["first"].size, np.nan)
     if exact["first"].size:
-        # Pairs as codes first · 2^32 + second (document numbers are below 2^32), found by a binary search.
-        keys = _pair_codes(scored["first"], scored["second"])
-        found = _pair_codes(exact["first"], exact["second"])
+        # Pairs by their codes, found by a binary search.
+        width = int(max(scored["second"].max(initial=0), exact["second"].max())) + 1
+        found = pair_codes(exact["first"], exact["second"], width)
         order = np.argsort(found, kind="stable")
-        where = np.minimum(np.searchsorted(found, keys, sorter=order), found.size - 1)
-        hit = found[order[where]] == keys
+        hit, where = among(pair_codes(scored["first"], scored["second"], width), found[order])
         values = np.where(hit, exact["exact"][order[where]], np.nan)
-    return {**scored, "exact": values, "decided": decide(scored["estimate"], values, threshold)}
+    return DECIDED.of(**scored, exact=values, decided=rules.decide(scored["estimate"], values, threshold))
+
+
+def checks_done(checked: int, unverifiable_documents: list[str]) -> Verification:
+    """The exact checks done on the cluster, as a :class:`dedup_cli.verification.Verification` whose values stay
+    with the pairs: how many pairs were decided exactly, and the documents that could not be re-read (sorted
+    ids)."""
+    return Verification(np.empty(0), checked, unverifiable_documents)
 
 
 def _checked_count(exact: Table) -> int:
@@ -127,8 +109,8 @@ def _union(lists: list[list[str]]) -> list[str]:
     return sorted(set().union(*lists))
 
 
-def check_and_decide(scored: list[Any], numbered: Documents, mode: str, threshold: float, bound: SimultaneousBound
-                     ) -> tuple[list[Any], Checked | None]:
+def check_and_decide(scored: list[Any], numbered: NumberedPieces, mode: str, threshold: float, bound: SimultaneousBound
+                     ) -> tuple[list[Any], Verification | None]:
     """The scored pairs (a part a range of the second document) with ``exact`` and ``decided`` columns, after the
     exact checks ``mode`` asks for."""
     if mode == "none":
@@ -144,43 +126,26 @@ def check_and_decide(scored: list[Any], numbered: Documents, mode: str, threshol
                                               dask.delayed(sum)([dask.delayed(_checked_count)(step[0])
                                                                  for step in steps]))
     unverifiable, checked = dask.compute(unverifiable, checked)
-    return decided, Checked(int(checked), list(unverifiable))
+    return decided, checks_done(int(checked), list(unverifiable))
 
 
 def decided_documents(decided: Table, reference_start: int | None) -> Table:
-    """The documents of accepted pairs inside one store (across two stores one file under two names is a
-    duplicate to report, as the local engine says), ascending."""
-    accepted = decided["decided"]
-    if reference_start is not None:
-        accepted = accepted & ((decided["first"] < reference_start) == (decided["second"] < reference_start))
-    return {"doc": sorted_unique(np.concatenate([decided["first"][accepted], decided["second"][accepted]]))}
+    """The documents of a part's accepted pairs that may be one file under two names (:func:`dedup_cli.engine.
+    stages.decisions.alias_candidates`; the reference store's documents from ``reference_start`` on)."""
+    first, second = decided["first"], decided["second"]
+    across = None if reference_start is None else (first < reference_start) != (second < reference_start)
+    return DOCUMENTS.of(doc=rules.alias_candidates(first, second, decided["decided"], across))
 
 
 def file_keys(located: Table) -> Table:
-    """(doc, device, inode) of the documents (``doc``, ``path``) that are whole files that exist."""
-    docs, devices, inodes = [], [], []
-    for doc, location in zip(located["doc"].tolist(), located["path"].tolist(), strict=True):
-        identity = file_identity(str(location))
-        if identity is not None:
-            docs.append(doc)
-            devices.append(identity[0])
-            inodes.append(identity[1])
-    return {"doc": np.array(docs, np.int64), "device": np.array(devices, np.uint64),
-            "inode": np.array(inodes, np.uint64)}
-
-
-def later_of_each_file(keys: Table) -> np.ndarray:
-    """int64[a]: every document but the lowest of each (device, inode)."""
-    order = np.lexsort((keys["doc"], keys["inode"], keys["device"]))
-    device, inode = keys["device"][order], keys["inode"][order]
-    repeated = np.r_[False, (device[1:] == device[:-1]) & (inode[1:] == inode[:-1])] if order.size else order > 0
-    return keys["doc"][order][repeated]
+    """(doc, device, inode) of a part's documents (``doc``, ``path``) that are whole files that exist (:func:`dedup_
+    cli.engine.stages.decisions.file_keys`), stat-ed where the part is."""
+    return FILES.of(**dict(zip(FILES.columns, rules.file_keys(located["doc"], located["path"].tolist()),
+                               strict=True)))
 
 
 def _unique_docs(table: Table) -> Table:
-    return {"doc": sorted_unique(table["doc"])}
-
-
+    return DOCUMENTS.of(doc=sorted_unique(table["doc"]))
 
 
 def _route_file(table: Table, parts: int) -> np.ndarray:
@@ -188,27 +153,29 @@ def _route_file(table: Table, parts: int) -> np.ndarray:
 
 
 def _later(keys: Table) -> Table:
-    return {"doc": later_of_each_file(keys)}
+    return DOCUMENTS.of(doc=rules.later_of_each_file(keys["doc"], keys["device"], keys["inode"]))
 
 
-def aliases(decided: list[Any], numbered: Documents) -> np.ndarray:
+def aliases(decided: list[Any], numbered: NumberedPieces) -> np.ndarray:
     """int64[a], ascending: documents of the accepted pairs (inside one store) that are a lower document's file
     under another name."""
     docs = [dask.delayed(decided_documents)(part, numbered.reference_start) for part in decided]
-    by_doc = exchange(docs, column_range, numbered.ranges, "doc", numbered.divisions, then=_unique_docs)
+    by_doc = exchange(docs, column_range, numbered.ranges, "doc", numbered.divisions, then=_unique_docs,
+                      kind=DOCUMENTS)
     located = [dask.delayed(attach)(part, "doc", names, "", ("path",))
                for part, names in zip(by_doc, name_ranges(numbered), strict=True)]
     keys = [dask.delayed(file_keys)(part) for part in located]
-    found = exchange(keys, _route_file, len(keys), len(keys), then=_later)
+    found = exchange(keys, _route_file, len(keys), len(keys), then=_later, kind=FILES)
     return np.sort(joined(dask.compute(*found))["doc"])
 
 
 def accept(decided: Table, alias_documents: np.ndarray) -> Table:
-    """The ``decided`` flags less every pair that touches an alias."""
+    """A part's ``decided`` flags less every pair that touches an alias (:func:`dedup_cli.engine.stages.decisions.
+    accepted`)."""
     if alias_documents.size == 0:
         return decided
-    untouched = without(alias_documents, decided["first"], decided["second"])
-    return {**decided, "decided": decided["decided"] & untouched}
+    return DECIDED.check({**decided, "decided": rules.accepted(decided["decided"], decided["first"],
+                                                               decided["second"], alias_documents)})
 
 
 @dataclass
@@ -220,7 +187,7 @@ class GatheredDecisions:
     decided: Table
     names: Table | None
     aliases: np.ndarray
-    checked: Checked | None
+    verification: Verification | None
 
 
 def _tasks(items: int, per_task: int) -> int:
@@ -240,23 +207,23 @@ def _in_chunks(function: Any, table: Table, per_task: int, *args: Any) -> list[A
                                for start, stop in bounds]))
 
 
-def decide_gathered(scored: Table, numbered: Documents, mode: str, threshold: float, bound: SimultaneousBound
+def decide_gathered(scored: Table, numbered: NumberedPieces, mode: str, threshold: float, bound: SimultaneousBound
                     ) -> GatheredDecisions:
     """:func:`check_and_decide`, :func:`aliases` and :func:`accept` of the scored pairs gathered into the driver:
     the same decisions from the same functions, without an exchange."""
     names = names_of(numbered, sorted_unique(np.concatenate([scored["first"], scored["second"]])))
-    checked = None
+    verification = None
     exact = _no_exact()
     if mode != "none":
         wanted = borderline(scored, mode, threshold, bound)
         wanted = attach(attach(wanted, "first", names, "a_", _NAMES), "second", names, "b_", _NAMES)
         done = _in_chunks(verify_part, wanted, CHUNK_PAIRS, numbered.params)
-        exact = joined([part for part, _ in done]) if done else exact
-        checked = Checked(_checked_count(exact), _union([missing for _, missing in done]))
+        exact = joined([part for part, _ in done], EXACT) if done else exact
+        verification = checks_done(_checked_count(exact), _union([missing for _, missing in done]))
     decided = with_exact(scored, exact, threshold)
     docs = decided_documents(decided, numbered.reference_start)
     alias_documents = np.empty(0, np.int64)
     if docs["doc"].size:
-        keys = joined(_in_chunks(file_keys, attach(docs, "doc", names, "", ("path",)), CHUNK_FILES))
-        alias_documents = np.sort(later_of_each_file(keys))
-    return GatheredDecisions(accept(decided, alias_documents), names, alias_documents, checked)
+        keys = joined(_in_chunks(file_keys, attach(docs, "doc", names, "", ("path",)), CHUNK_FILES), FILES)
+        alias_documents = _later(keys)["doc"]
+    return GatheredDecisions(accept(decided, alias_documents), names, alias_documents, verification)

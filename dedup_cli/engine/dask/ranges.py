@@ -28,8 +28,9 @@ import numpy as np
 
 from dedup_cli.engine.dask.cluster import settled
 from dedup_cli.engine.dask.exchange import Table, by_range, column_range, exchange, joined, take
+from dedup_cli.engine.dask.table_kinds import NAMES, VALUES, TableKind
 from dedup_cli.errors import StoreError
-from dedup_cli.minhash.packing import pack_values, unpack_values
+from dedup_cli.minhash.packing import pack_bits, packed_to_words, unpack_values, value_words
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.documents import NumberedDocuments
 from dedup_cli.store.names import Names
@@ -38,16 +39,13 @@ from dedup_cli.store.store import Store
 from dedup_cli.store.store_pieces import (
     ROWS_PER_PIECE,
     StorePiece,
-    packed_to_words,
     read_piece,
     read_piece_values,
     store_pieces,
-    words_to_packed,
 )
 
 REDUCE_ROWS = 16_384
 """Signatures reduced to their b-bit values at a time (4 MB of values at k = 256 and 8 bits)."""
-NAME_COLUMNS = ("id", "path", "content_hash", "mtime_ns")
 
 # The numbers of a piece's rows: its first document's (rows in order), each row's (−1: dead), or a task's result
 # that gives each row's (numbered on the cluster).
@@ -55,8 +53,10 @@ Numbers = Any
 
 
 @dataclass
-class Documents:
-    """The live documents of a store (and of a reference store after them), numbered by rank of id."""
+class NumberedPieces:
+    """The live documents of a store (and of a reference store after them), numbered by rank of id, as the pieces
+    of the stores that hold them: each piece with the number of each of its rows, and the ranges of numbers the
+    later stages meet in."""
 
     params: SignatureParams
     documents: int  # live documents
@@ -89,7 +89,7 @@ def even_ranges(documents: int, per_range: int) -> tuple[int, ...]:
     return (*(documents * part // parts for part in range(parts)), documents - 1)
 
 
-def read_documents(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> Documents:
+def read_documents(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> NumberedPieces:
     """The live documents of ``store`` and its pieces, each with the number of each of its rows, for the workers
     to read where they are, numbered by the local engine's numbering in this process (it reads the ``id``,
     ``run`` and ``shingle_count`` columns and keeps about 16 bytes a document)."""
@@ -117,9 +117,9 @@ def read_documents(store: Store, rows_per_piece: int = ROWS_PER_PIECE) -> Docume
         first += piece.rows
     divisions = piece_divisions(numbered_pieces, documents) if in_order else even_ranges(documents, rows_per_piece)
     eligible = counts[counts > 0]
-    return Documents(store.params, documents, int(eligible.size), int(counts.max()),
-                     (int(runs.min()), int(runs.max())), divisions, in_order, numbered_pieces,
-                     min_shingle_count=int(eligible.min()) if eligible.size else 0)
+    return NumberedPieces(store.params, documents, int(eligible.size), int(counts.max()),
+                          (int(runs.min()), int(runs.max())), divisions, in_order, numbered_pieces,
+                          min_shingle_count=int(eligible.min()) if eligible.size else 0)
 
 
 def piece_divisions(pieces: Sequence[tuple[StorePiece, Numbers]], documents: int) -> tuple[int, ...]:
@@ -127,7 +127,8 @@ def piece_divisions(pieces: Sequence[tuple[StorePiece, Numbers]], documents: int
     return (*(int(numbers) for _, numbers in pieces), documents - 1)
 
 
-def with_reference(new: Documents, reference: Documents, rows_per_piece: int = ROWS_PER_PIECE) -> Documents:
+def with_reference(new: NumberedPieces, reference: NumberedPieces, rows_per_piece: int = ROWS_PER_PIECE
+                   ) -> NumberedPieces:
     """The documents of a store, then those of a reference store numbered on from ``new.documents``: each store's
     documents by rank of id, the store's first, as the local engine numbers two stores. Nothing is read: the
     reference's pieces are listed after the store's, their numbers raised."""
@@ -139,7 +140,7 @@ def with_reference(new: Documents, reference: Documents, rows_per_piece: int = R
     in_order = new.in_order and reference.in_order
     divisions = piece_divisions(pieces, documents) if in_order else even_ranges(documents, rows_per_piece)
     shortest = [count for count in (new.min_shingle_count, reference.min_shingle_count) if count > 0]
-    return Documents(new.params, documents, new.eligible + reference.eligible,
+    return NumberedPieces(new.params, documents, new.eligible + reference.eligible,
                      max(new.max_shingle_count, reference.max_shingle_count),
                      joined_span(new.run_span, reference.run_span), divisions, in_order, pieces, start,
                      min(shortest, default=0))
@@ -165,42 +166,11 @@ def _raised(numbers: Numbers, start: int) -> Numbers:
     return dask.delayed(_raise)(numbers, start)  # numbered on the cluster: raised there
 
 
-def empty_documents(params: SignatureParams) -> Documents:
-    return Documents(params, 0, 0, 0, None, (0, 0), True, [])
+def empty_documents(params: SignatureParams) -> NumberedPieces:
+    return NumberedPieces(params, 0, 0, 0, None, (0, 0), True, [])
 
 
 # --- the documents' b-bit values, what scoring and the end of find read of every document -----------------------
-
-def pack_bits(values: np.ndarray, bits: int) -> np.ndarray:
-    """:func:`dedup_cli.minhash.packing.pack_values` of uint8[n, k] values (their lowest ``bits`` bits), by shifts
-    when ``bits`` divides 8.
-
-    Value j occupies bits j·b … j·b + b − 1 (least significant first), so byte q holds values q·(8/b) …; the
-    general packer goes through one byte per bit, several times slower. The 8/b values of an output byte are read
-    as one little-endian word, each byte masked to its lowest b bits, and folded in log2(8/b) steps: the step of
-    2^s·(8 − b) bits moves each run of 2^s packed values next to the run below it, so after the last step the low
-    byte holds all 8/b values in order; what lands above it is cut off by the final narrowing.
-    """
-    if values.dtype != np.uint8 or 8 % bits or values.shape[1] % (8 // bits):
-        return pack_values(values, bits)
-    per_byte = 8 // bits
-    if per_byte == 1:
-        return np.ascontiguousarray(values)
-    words = np.ascontiguousarray(values).view(f"<u{per_byte}")
-    word = words.dtype.type
-    low = (1 << bits) - 1
-    packed = words & word(int.from_bytes(bytes([low]) * per_byte, "little"))
-    step, packed_values = 8 - bits, 1
-    while packed_values < per_byte:
-        packed |= packed >> word(step)
-        step, packed_values = 2 * step, 2 * packed_values
-    return packed.astype(np.uint8)
-
-
-def value_words(bits: int, num_perm: int) -> int:
-    """uint64 words that hold k values of ``bits`` bits, packed."""
-    return ((num_perm * bits + 7) // 8 + 7) // 8
-
 
 def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, docs: np.ndarray,
                    params: SignatureParams, bits: int) -> Table:
@@ -212,8 +182,8 @@ def reduced_values(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, doc
     for start in range(0, counts.size, REDUCE_ROWS):
         values = unpack_values(packed[start : start + REDUCE_ROWS], params.bits, params.num_perm)
         words[start : start + REDUCE_ROWS] = packed_to_words(pack_bits(values, bits))  # lowest bits kept there
-    return {"doc": np.asarray(docs, np.int64), "shingle_count": np.asarray(counts, np.int64),
-            "run": np.asarray(runs, np.int64), "words": words}
+    return VALUES.of(doc=np.asarray(docs, np.int64), shingle_count=np.asarray(counts, np.int64),
+                     run=np.asarray(runs, np.int64), words=words)
 
 
 def live_reduced(counts: np.ndarray, runs: np.ndarray, packed: np.ndarray, docs: np.ndarray,
@@ -231,11 +201,6 @@ def reduce_piece(piece: StorePiece, numbers: int | np.ndarray, params: Signature
     return live_reduced(counts, runs, packed, piece_documents(numbers, counts.size), params, bits)
 
 
-def unpack_words(words: np.ndarray, bits: int, num_perm: int) -> np.ndarray:
-    """The b-bit values uint[n, k] of packed uint64 ``words`` (:func:`reduced_values`)."""
-    return unpack_values(words_to_packed(words, (num_perm * bits + 7) // 8), bits, num_perm)
-
-
 def sorted_by_doc(table: Table) -> Table:
     """A table's rows in ascending ``doc``."""
     docs = table["doc"]
@@ -244,23 +209,22 @@ def sorted_by_doc(table: Table) -> Table:
     return take(table, np.argsort(docs, kind="stable"))
 
 
-
-
-def in_ranges(per_piece: list[Any], documents: Documents) -> list[Any]:
-    """Delayed tables of documents, one a piece, as one a range of ``documents.divisions`` in document order: as
-    they are when the pieces are the ranges, else by one exchange."""
+def in_ranges(per_piece: list[Any], documents: NumberedPieces, kind: TableKind) -> list[Any]:
+    """Delayed tables of documents of ``kind``, one a piece, as one a range of ``documents.divisions`` in document
+    order: as they are when the pieces are the ranges, else by one exchange."""
     if documents.in_order:
         return per_piece
-    return exchange(per_piece, column_range, documents.ranges, "doc", documents.divisions, then=sorted_by_doc)
+    return exchange(per_piece, column_range, documents.ranges, "doc", documents.divisions, then=sorted_by_doc,
+                    kind=kind)
 
 
-def value_ranges(documents: Documents, bits: int, per_piece: list[Any] | None = None) -> list[Any]:
+def value_ranges(documents: NumberedPieces, bits: int, per_piece: list[Any] | None = None) -> list[Any]:
     """Delayed tables of :func:`reduced_values`, one a range (``per_piece``: those of each piece, already made
     by the reads of the candidate stage)."""
     if per_piece is None:
         per_piece = [dask.delayed(reduce_piece)(piece, numbers, documents.params, bits)
                      for piece, numbers in documents.pieces]
-    return in_ranges(per_piece, documents)
+    return in_ranges(per_piece, documents, VALUES)
 
 
 # --- the documents' names: ids, locations, content hashes, times ----------------------------------------------
@@ -270,19 +234,19 @@ def piece_names(piece: StorePiece, numbers: int | np.ndarray, docs: np.ndarray |
     strings are never made)."""
     numbered = piece_documents(numbers, piece.rows)
     keep = np.flatnonzero(numbered >= 0 if docs is None else np.isin(numbered, docs))
-    return {"doc": numbered[keep], **read_piece(piece, list(NAME_COLUMNS), rows=keep)}
+    return NAMES.of(doc=numbered[keep], **read_piece(piece, list(NAMES.columns[1:]), rows=keep))
 
 
-def name_ranges(documents: Documents) -> list[Any]:
+def name_ranges(documents: NumberedPieces) -> list[Any]:
     """Persisted tables of every document's names, one a range: read (and moved into ranges) by the first stage
     that asks, then kept for the others."""
     if documents.names is None:
         documents.names = list(settled(*in_ranges([dask.delayed(piece_names)(piece, numbers)
-                                                   for piece, numbers in documents.pieces], documents)))
+                                                   for piece, numbers in documents.pieces], documents, NAMES)))
     return documents.names
 
 
-def names_of(documents: Documents, docs: np.ndarray) -> Table:
+def names_of(documents: NumberedPieces, docs: np.ndarray) -> Table:
     """The names of the documents ``docs`` (int64, ascending), in that order: read where the pieces are, each
     keeping only its rows among ``docs`` (in order, only the pieces that hold some of them)."""
     pieces = documents.pieces
@@ -290,21 +254,26 @@ def names_of(documents: Documents, docs: np.ndarray) -> Table:
         holds = by_range(docs, documents.divisions)
         pieces = [pieces[index] for index in np.unique(holds).tolist()] if docs.size else []
     parts = [dask.delayed(piece_names)(piece, numbers, docs) for piece, numbers in pieces]
-    found = joined(dask.compute(*parts)) if parts else {}
+    found = joined(dask.compute(*parts), NAMES) if parts else {}
     if not found:
-        return {"doc": np.empty(0, np.int64), "id": Names.of([]), "path": Names.of([]),
-                "content_hash": np.empty(0, np.uint64), "mtime_ns": np.empty(0, np.int64)}
+        return NAMES.of(doc=np.empty(0, np.int64), id=Names.of([]), path=Names.of([]),
+                        content_hash=np.empty(0, np.uint64), mtime_ns=np.empty(0, np.int64))
     return sorted_by_doc(found)
 
 
-def mini_store(params: SignatureParams, ids: Sequence[Any] | np.ndarray,
-               paths: Sequence[Any] | np.ndarray | None = None, hashes: np.ndarray | None = None) -> StoredSignatures:
-    """A few documents as a store of their own: ids, and where a task re-reads them their locations and content
-    hashes; no signatures (what an exact check or a chunk of output needs of them)."""
-    return StoredSignatures(params=params, ids=[str(x) for x in ids],
-                            paths=[""] * len(ids) if paths is None else [str(x) for x in paths],
-                            shingle_counts=np.zeros(len(ids), np.int64), packed=np.empty((len(ids), 0), np.uint8),
-                            content_hashes=None if hashes is None else hashes.astype(np.uint64))
+def table_store(params: SignatureParams, table: Table) -> StoredSignatures:
+    """Documents as a store of their own, from a table of their ``id`` and any of their ``path``,
+    ``content_hash``, ``shingle_count``, ``run`` and ``mtime_ns`` (what a task re-reads them by, what the end of find
+    or a chunk of output needs of them); it holds no stored signatures, so the driver holds about 100 bytes a
+    document, not its B-bit signature."""
+    count = len(table["id"])
+    hashes = table.get("content_hash")
+    return StoredSignatures(params=params, ids=[str(x) for x in table["id"]],
+                            paths=[str(x) for x in table["path"]] if "path" in table else [""] * count,
+                            shingle_counts=table.get("shingle_count", np.zeros(count, np.int64)),
+                            packed=np.empty((count, 0), np.uint8),
+                            content_hashes=None if hashes is None else hashes.astype(np.uint64),
+                            runs=table.get("run"), mtimes_ns=table.get("mtime_ns"))
 
 
 def _rows_among(table: Table, docs: np.ndarray) -> Table:

@@ -18,10 +18,13 @@ from typing import Any
 import dask
 import numpy as np
 
+from dedup_cli.array_primitives import evenly_spaced, sort_keys, splitters
 from dedup_cli.engine.dask.cluster import settled
-from dedup_cli.engine.dask.exchange import Table, concatenated, exchange, take
+from dedup_cli.engine.dask.exchange import Table, concatenated, counted, exchange, row_count, take
 from dedup_cli.engine.dask.joins import scored_pairs
-from dedup_cli.engine.dask.ranges import mini_store
+from dedup_cli.engine.dask.ranges import table_store
+from dedup_cli.engine.dask.table_kinds import MEMBERS_OUT, PAIRS_OUT, TRIPLES_OUT, TableKind
+from dedup_cli.engine.stages.conclude import Concluded, concluded_result
 from dedup_cli.engine.stages.results import FindResult, MemberDetails
 from dedup_cli.estimates.pairs import ScoredPairs
 from dedup_cli.estimates.triple_scores import ScoredTriples
@@ -29,10 +32,9 @@ from dedup_cli.groups.components import Groups
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
 
-TRIPLE_COLUMNS = ("a", "b", "c", "matches", "ab_matches", "ac_matches", "bc_matches", "estimate", "stderr", "ci_low",
-                  "ci_high", "estimate_ab", "estimate_ac", "estimate_bc", "exact")
 SORT_KEYS = {"pairs": ("negative", "first", "second"), "triples": ("negative", "a", "b", "c"),
              "groups": ("first", "member")}
+KINDS = {"pairs": PAIRS_OUT, "triples": TRIPLES_OUT, "groups": MEMBERS_OUT}
 SAMPLE = 64
 """Sort keys each part gives for drawing the splitters."""
 
@@ -54,28 +56,16 @@ class Spilled:
                 yield pickle.load(handle)
 
 
-def sort_keys(table: Table, names: Sequence[str]) -> np.ndarray:
-    """Bytes that sort as the rows sort by ``names`` (float64 or non-negative int64 columns), one a row: each
-    column big-endian, a float's bits flipped so that its order is the order of the bytes."""
-    columns = []
-    for name in names:
-        column = table[name]
-        if column.dtype.kind == "f":
-            bits = np.ascontiguousarray(column, np.float64).view(np.uint64)
-            negative = (bits >> np.uint64(63)).astype(bool)
-            column = np.where(negative, ~bits, bits | np.uint64(1 << 63))
-        columns.append(np.ascontiguousarray(np.asarray(column).astype(">u8")).view(np.uint8).reshape(-1, 8))
-    joined_bytes = np.ascontiguousarray(np.hstack(columns))
-    return joined_bytes.view(f"S{8 * len(names)}").ravel()
+def _keys(table: Table, names: Sequence[str]) -> np.ndarray:
+    return sort_keys([table[name] for name in names])
 
 
 def _sample(table: Table, names: Sequence[str]) -> np.ndarray:
-    keys = np.sort(sort_keys(table, names))
-    return keys[np.linspace(0, keys.size - 1, min(SAMPLE, keys.size)).astype(np.int64)] if keys.size else keys
+    return evenly_spaced(np.sort(_keys(table, names)), SAMPLE)
 
 
-def _route(table: Table, names: Sequence[str], splitters: np.ndarray) -> np.ndarray:
-    return np.searchsorted(splitters, sort_keys(table, names), side="right")
+def _route(table: Table, names: Sequence[str], cuts: np.ndarray) -> np.ndarray:
+    return np.searchsorted(cuts, _keys(table, names), side="right")
 
 
 def _sorted(table: Table, names: Sequence[str]) -> Table:
@@ -84,47 +74,46 @@ def _sorted(table: Table, names: Sequence[str]) -> Table:
     return take(table, np.lexsort([table[name] for name in reversed(names)]))
 
 
-def _count(table: Table) -> int:
-    return int(next(iter(table.values())).size) if table else 0
-
-
-def sorted_parts(parts: list[Any], names: Sequence[str], rows: int) -> tuple[list[Any], int]:
-    """Delayed tables ``parts`` sorted by ``names`` across parts of about ``rows`` rows: (the parts in order, the
-    rows). The parts are cut by the first key alone, so that rows equal in it (a group's members) share a part."""
-    count = int(sum(dask.compute(*[dask.delayed(_count)(part) for part in parts])))
+def sorted_parts(parts: list[Any], names: Sequence[str], rows: int, kind: TableKind) -> tuple[list[Any], int]:
+    """Delayed tables ``parts`` of ``kind`` sorted by ``names`` across parts of about ``rows`` rows: (the parts in
+    order, the rows). The parts are cut by the first key alone, so that rows equal in it (a group's members) share
+    a part."""
+    count = counted(parts)
     outputs = max(1, -(-count // rows))
-    splitters = np.empty(0, "S8")
+    cuts = np.empty(0, "S8")
     if outputs > 1:
         samples = np.sort(np.concatenate(dask.compute(*[dask.delayed(_sample)(part, names[:1]) for part in parts])))
-        splitters = samples[np.linspace(0, samples.size, outputs + 1).astype(np.int64)[1:-1]]
-    return exchange(parts, _route, outputs, names[:1], splitters, then=partial(_sorted, names=names)), count
-
-
+        cuts = splitters(samples, outputs)
+    return exchange(parts, _route, outputs, names[:1], cuts, then=partial(_sorted, names=names), kind=kind), count
 
 
 def _result(store: StoredSignatures, common: dict[str, Any], reference_start: int | None, docs: np.ndarray,
-            **parts: Any) -> FindResult:
-    """A result of the documents ``docs`` (global numbers, ascending), with their stores marked when there is a
-    reference store (its documents from ``reference_start`` on)."""
-    if reference_start is not None:
-        parts["reference"] = docs >= reference_start
-    empty = {"accepted": ScoredPairs(*([np.empty(0, np.int64)] * 3), *([np.empty(0)] * 6)), "exact": np.empty(0),
-             "accepted_triples": None, "grouping": Groups(np.empty(0, np.int64), np.zeros(1, np.int64)),
-             "weakest": np.empty(0), "kept": np.empty(0, np.int64)}
-    return FindResult(store=store, **{**empty, **parts}, **common)
+            pairs: ScoredPairs | None = None, exact: np.ndarray | None = None, triples: ScoredTriples | None = None,
+            groups: Groups | None = None, weakest: np.ndarray | None = None, kept: np.ndarray | None = None,
+            **more: Any) -> FindResult:
+    """A result of the documents ``docs`` (global numbers, ascending) holding one kind of record, with their stores
+    marked when there is a reference store (its documents from ``reference_start`` on)."""
+    none = np.empty(0)
+    done = Concluded(pairs=ScoredPairs(*([np.empty(0, np.int64)] * 3), *([none] * 6)) if pairs is None else pairs,
+                     exact=none if exact is None else exact, triples=triples,
+                     groups=Groups(np.empty(0, np.int64), np.zeros(1, np.int64)) if groups is None else groups,
+                     weakest=none if weakest is None else weakest, kept=np.empty(0, np.int64) if kept is None else kept,
+                     keep_field_problems=[], gone=np.empty(0, np.int64))
+    return concluded_result(store, done, None if reference_start is None else docs >= reference_start, common,
+                            **more)
 
 
 def _named(columns: Sequence[np.ndarray], ids: Sequence[np.ndarray], params: SignatureParams
            ) -> tuple[np.ndarray, StoredSignatures]:
     docs, where = np.unique(np.concatenate(columns), return_index=True)
-    return docs, mini_store(params, concatenated(ids)[where])
+    return docs, table_store(params, {"id": concatenated(ids)[where]})
 
 
 def _pairs_result(table: Table, params: SignatureParams, common: dict[str, Any], reference_start: int | None
                   ) -> FindResult:
     docs, store = _named([table["first"], table["second"]], [table["id_a"], table["id_b"]], params)
     local = {**table, "first": np.searchsorted(docs, table["first"]), "second": np.searchsorted(docs, table["second"])}
-    return _result(store, common, reference_start, docs, accepted=scored_pairs(local), exact=table["exact"])
+    return _result(store, common, reference_start, docs, pairs=scored_pairs(local), exact=table["exact"])
 
 
 def _triples_result(table: Table, params: SignatureParams, common: dict[str, Any], reference_start: int | None
@@ -135,7 +124,7 @@ def _triples_result(table: Table, params: SignatureParams, common: dict[str, Any
         matches=table["matches"], pair_matches=np.stack([table[f"{x}_matches"] for x in ("ab", "ac", "bc")], axis=1),
         estimate=table["estimate"], stderr=table["stderr"], ci_low=table["ci_low"], ci_high=table["ci_high"],
         pairwise=np.stack([table[f"estimate_{x}"] for x in ("ab", "ac", "bc")], axis=1), exact=table["exact"])
-    return _result(store, common, reference_start, docs, accepted_triples=triples)
+    return _result(store, common, reference_start, docs, triples=triples)
 
 
 def _groups_result(table: Table, params: SignatureParams, common: dict[str, Any], first_group: int,
@@ -149,7 +138,7 @@ def _groups_result(table: Table, params: SignatureParams, common: dict[str, Any]
                             table["verified"].astype(bool))
     gone = table["gone"].astype(bool)
     is_gone = np.isin(docs, table["member"][gone]) if gone.any() else None
-    return _result(store, common, reference_start, docs, grouping=groups, is_gone=is_gone,
+    return _result(store, common, reference_start, docs, groups=groups, is_gone=is_gone,
                    weakest=table["weakest"][starts], first_group=first_group,
                    kept=np.searchsorted(docs, table["kept"][starts]), member_details=details)
 
@@ -157,14 +146,14 @@ def _groups_result(table: Table, params: SignatureParams, common: dict[str, Any]
 def _spill(parts: list[Any], kind: str, folder: Path, params: SignatureParams, common: dict[str, Any], rows: int,
            reference_start: int | None) -> int:
     """Sort ``parts`` on the cluster, then pull the sorted parts one at a time into files of results."""
-    ordered, count = sorted_parts(parts, SORT_KEYS[kind], rows)
+    ordered, count = sorted_parts(parts, SORT_KEYS[kind], rows, KINDS[kind])
     if count == 0:
         return 0
     ordered = list(settled(*ordered))
     groups = 0
     for index, part in enumerate(ordered):
         (table,) = dask.compute(part)
-        if not _count(table):
+        if not row_count(table):
             continue
         if kind == "pairs":
             result = _pairs_result(table, params, common, reference_start)
@@ -188,8 +177,8 @@ def spilled_result(found: list[list[Any]], rows: int, params: SignatureParams, c
               "groups": _spill(found[2], "groups", path, params, common, rows, reference_start)}
     if triples:
         counts["triples"] = _spill(found[1], "triples", path, params, common, rows, reference_start)
-    result = _result(mini_store(params, []), common, reference_start, np.empty(0, np.int64),
-                     accepted_triples=ScoredTriples.empty() if triples else None)
+    result = _result(table_store(params, {"id": []}), common, reference_start, np.empty(0, np.int64),
+                     triples=ScoredTriples.empty() if triples else None)
     result.streamed = Spilled(folder, counts, partitions)
     return result
 

@@ -2,65 +2,30 @@
 band row of the corpus at once.
 
 A round reads the stored signatures once (:meth:`dedup_cli.store.documents.NumberedDocuments.signatures`, a row
-group at a time), keeps the keys of its bands for the eligible documents (4 bytes a key when a band's values fit
-in 32 bits, 8 otherwise), then sorts each band and pairs its buckets (:func:`dedup_cli.candidates.buckets.
-band_pair_codes`, the same function and document order as the in-memory :func:`candidate_pairs`, so the same
-pairs). A round holds at most ``round_bytes`` of keys: a few more rounds, each a read of the signatures, instead
-of the 8·bands bytes a document that keying every band at once would take. By default the rounds of a wave share a
-quarter of the machine's memory (:func:`default_round_bytes`): a store larger than the page cache is read from
-disk once a wave, so a fixed round size would make the reads, and the time, grow as N² once N passes the memory.
+group at a time), keys its bands for the eligible documents (:func:`dedup_cli.candidates.buckets.block_band_keys`;
+4 bytes a key when a band's values fit in 32 bits, 8 otherwise), then sorts each band and pairs its buckets
+(:func:`dedup_cli.candidates.buckets.round_pair_codes`): the functions the Dask engine keys and pairs its bands with,
+in the same document order as the in-memory :func:`dedup_cli.candidates.buckets.candidate_pairs`, so the same
+pairs. A round holds at most ``round_bytes`` of keys: a few more rounds, each a fast read of the signatures,
+instead of the 8·bands bytes a document that keying every band at once would take. By default the rounds of a
+wave share a quarter of the machine's memory (:func:`dedup_cli.engine.find_memory.default_round_bytes`): a store
+larger than the page cache is read from disk once a wave, so a fixed round size would make the reads, and the
+time, grow as N² once N passes the memory.
 """
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 
 from dedup_cli.array_primitives import large_empty, shared_empty, sorted_unique
 from dedup_cli.candidates.banding import Banding
-from dedup_cli.candidates.buckets import (
-    CandidateResult,
-    PairCodes,
-    SortBuffers,
-    band_keys,
-    band_pair_codes,
-    key_dtype,
-)
-from dedup_cli.engine.local.forked import forked_map
+from dedup_cli.candidates.buckets import CandidateResult, PairCodes, block_band_keys, key_dtype, round_pair_codes
+from dedup_cli.engine.find_memory import default_round_bytes
 from dedup_cli.engine.progress import Progress, silent
-from dedup_cli.minhash.packing import unpack_values, value_dtype
-from dedup_cli.options.vocabulary import BAND_MEMORY
-from dedup_cli.store.checkpoints import WorkDir
+from dedup_cli.engine.resume import Resume
+from dedup_cli.forked import forked_map
+from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.store.numbering import Documents
-
-# The share of the machine's memory a wave's band keys take by default: 1 / BAND_MEMORY_SHARE.
-BAND_MEMORY_SHARE = 4
-_CGROUP_LIMIT = "/sys/fs/cgroup/memory.max"
-
-
-def machine_memory() -> int:
-    """Bytes of memory this process may use: the machine's, or its control group's limit when lower (a
-    container); 0 when neither can be read."""
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        memory = 0
-    try:
-        with open(_CGROUP_LIMIT) as handle:
-            limit = handle.read().strip()
-    except OSError:
-        limit = "max"
-    if limit.isdigit() and (memory == 0 or int(limit) < memory):
-        memory = int(limit)
-    return memory
-
-
-def default_round_bytes(jobs: int, memory: int | None = None) -> int:
-    """``--band-memory``'s default: the j rounds of a wave share 1 / :data:`BAND_MEMORY_SHARE` of the machine's
-    memory (``memory``, else :func:`machine_memory`), and a round holds 1 GiB at least."""
-    memory = machine_memory() if memory is None else memory
-    return max(BAND_MEMORY, memory // (BAND_MEMORY_SHARE * max(1, jobs)))
 
 
 def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: int) -> list[tuple[int, int]]:
@@ -71,11 +36,11 @@ def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: i
 
 
 def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Banding, max_bucket: int,
-                        progress: Progress = silent, round_bytes: int | None = None, work: WorkDir | None = None,
+                        progress: Progress = silent, round_bytes: int | None = None, resume: Resume | None = None,
                         jobs: int = 1) -> tuple[CandidateResult, int]:
     """The candidate pairs of banding the stored values, reading the signatures once per round.
 
-    With ``jobs`` > 1, up to ``jobs`` rounds run at once, a wave: the workers (forked, :mod:`dedup_cli.engine.
+    With ``jobs`` > 1, up to ``jobs`` rounds run at once, a wave: the workers (forked, :mod:`dedup_cli.
     forked`) each read a share of the row groups into the wave's keys, which they share (anonymous shared memory,
     ``round_bytes`` a worker), then each sorts and pairs a share of every round's bands. A round's pairs are the
     same set whoever found them, kept sorted and distinct, so the result is the same bytes whatever ``jobs`` is.
@@ -85,9 +50,10 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
         eligible: bool[documents], the documents that take part (at least one shingle).
         banding: bands × rows, bands · rows ≤ k.
         round_bytes: the keys a round may hold (``FindOptions.band_memory``; 1 GiB is 24 bands of 32-bit keys at
-            10^7 documents); each of the ``jobs`` processes holds one round's. None: :func:`default_round_bytes`.
-        work: where each round's pairs are kept as it completes (``find --work-dir``); a round kept there by an
-            earlier run of the same store and banding is read instead of computed.
+            10^7 documents); each of the ``jobs`` processes holds one round's. None: the default,
+            :func:`dedup_cli.engine.find_memory.default_round_bytes`.
+        resume: the run's work folder, where each round's pairs are kept as it completes (``find --work-dir``); a
+            round kept there by an earlier run of the same store and banding is read instead of computed.
         jobs: worker processes.
 
     Returns:
@@ -107,18 +73,13 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
     rounds = band_rounds(bands, keyed.size, dtype.itemsize, round_bytes)
     codes = PairCodes()
     oversized = 0
-    reused: list[tuple[int, int]] = []
-    waiting: list[tuple[int, int, int, str | None]] = []
-    for number, (first_band, last_band) in enumerate(rounds, start=1):
-        key = None if work is None else work.key("candidates", bands=bands, rows=rows, first_band=first_band,
-                                                  last_band=last_band, max_bucket=max_bucket, engine="local")
-        kept = None if work is None or key is None else work.load("candidates", key)
-        if kept is not None:
-            codes.add(kept["codes"])
-            oversized += int(kept["oversized"])
-            reused.append((first_band, last_band))
-        else:
-            waiting.append((number, first_band, last_band, key))
+    resume = Resume(None, progress.note) if resume is None else resume
+    keys, kept = resume.rounds(rounds, bands=bands, rows=rows, max_bucket=max_bucket, engine="local")
+    for kept_round in kept.values():
+        codes.add(kept_round["codes"])
+        oversized += int(kept_round["oversized"])
+    waiting = [(index + 1, first_band, last_band, keys[index])
+               for index, (first_band, last_band) in enumerate(rounds) if index not in kept]
     wave_size = max(1, jobs)
     for start in range(0, len(waiting), wave_size):
         wave = waiting[start : start + wave_size]
@@ -126,12 +87,9 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
                       jobs, progress, _wave_title([number for number, *_ in wave], wave[0][1], wave[-1][2],
                                                   len(rounds)))
         for (_, _, _, key), (unique, round_cut) in zip(wave, found, strict=True):
-            if work is not None and key is not None:
-                work.save("candidates", key, {"codes": unique, "oversized": np.array(round_cut)})
+            resume.save("candidates", key, {"codes": unique, "oversized": np.array(round_cut)})
             codes.add(unique)
             oversized += round_cut
-    if reused:
-        progress.note(f"resuming: candidates for {band_ranges(reused)} from {work.path if work else ''}")
     return CandidateResult.of_codes(codes.unique(), documents.documents, oversized), len(rounds)
 
 
@@ -161,15 +119,15 @@ def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: 
             if docs.size and (taken is None or taken.any()):
                 # A row group of eligible documents only (the usual case) is read in place, not copied out first.
                 every = taken is None or bool(taken.all())
-                values = unpack_values(packed if every else packed[taken], params.bits, params.num_perm)
-                block = values[:, first_band * rows : last_band * rows]
                 columns = where if every else where[taken]
+                block = (packed, None if every else taken, params.bits, params.num_perm, first_band, last_band, rows,
+                         dtype)
                 if columns[-1] - columns[0] == columns.size - 1 and bool(np.all(np.diff(columns) == 1)):
                     # A run of consecutive documents (a row group of a store in id order): rows of contiguous
                     # writes, several times faster than scattering the same keys column by column.
-                    band_keys(block, count, rows, dtype, out=keys[:, columns[0] : columns[-1] + 1])
+                    block_band_keys(*block, out=keys[:, columns[0] : columns[-1] + 1])
                 else:
-                    keys[:, columns] = band_keys(block, count, rows, dtype)
+                    keys[:, columns] = block_band_keys(*block)
             groups += 1
             if readers == 1:
                 advance(1)
@@ -184,15 +142,8 @@ def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: 
 
     def pair(share: tuple[int, list[int]]) -> tuple[np.ndarray, int]:
         """The distinct codes and buckets cut of some bands of one round."""
-        found, cut = PairCodes(), 0
-        buffers = SortBuffers(keyed.size) if len(share[1]) > 1 else None
-        for band in share[1]:
-            band_codes, band_cut = band_pair_codes(keys[band], keyed, max_bucket, documents.documents, buffers)
-            found.add(band_codes)
-            cut += band_cut
-            if jobs <= 1:
-                advance(1)
-        return found.unique(), cut
+        return round_pair_codes(keys, keyed, max_bucket, documents.documents, share[1],
+                                (lambda: advance(1)) if jobs <= 1 else None)
 
     found_by_round: list[list[np.ndarray]] = [[] for _ in rounds]
     cut_by_round = [0] * len(rounds)
@@ -214,13 +165,3 @@ def _keys_array(bands: int, documents: int, dtype: np.dtype, shared: bool) -> np
         return large_empty((bands, documents), dtype)
     return shared_empty((bands, documents), dtype)
 
-
-def band_ranges(rounds: list[tuple[int, int]]) -> str:
-    """Rounds (first band, last band + 1) as the user counts bands: ``bands 1–24, 37–48``."""
-    merged: list[list[int]] = []
-    for first, last in rounds:
-        if merged and merged[-1][1] == first:
-            merged[-1][1] = last
-        else:
-            merged.append([first, last])
-    return "bands " + ", ".join(f"{first + 1}–{last}" for first, last in merged)

@@ -18,13 +18,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dedup_cli.array_primitives import sorted_unique
+from dedup_cli.array_primitives import among, code_pairs, pair_codes, sorted_unique
 from dedup_cli.candidates.banding import Banding, PairSizes
 from dedup_cli.candidates.recall_costs import compared_recalls
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.stages import find as stages
+from dedup_cli.engine.stages.decisions import decide, to_check
 from dedup_cli.engine.stages.plan import estimated_positions, find_banding
 from dedup_cli.engine.stages.results import EvalResult, EvalSample
+from dedup_cli.errors import DedupError
 from dedup_cli.estimates.half_bit import is_half_bit
 from dedup_cli.estimates.pairs import ScoredPairs, densification_of
 from dedup_cli.estimates.simultaneous import DEFAULT_RECALL, SimultaneousBound
@@ -35,7 +37,7 @@ from dedup_cli.evaluation.accuracy import (
     prefix_matches,
     storage_tradeoff,
 )
-from dedup_cli.evaluation.design import Draw, draw_pairs, frame_banding, inside, pair_codes, reach
+from dedup_cli.evaluation.design import Draw, draw_pairs, frame_banding, reach
 from dedup_cli.evaluation.recall_curves import RecallCurve, recall_curve
 from dedup_cli.evaluation.retrieval import (
     Retrieval,
@@ -45,12 +47,12 @@ from dedup_cli.evaluation.retrieval import (
     share_a_band,
 )
 from dedup_cli.evaluation.survey import StratifiedSample
-from dedup_cli.inputs.truth import Truth
+from dedup_cli.inputs.truth import Truth, read_truth
 from dedup_cli.minhash.packing import estimator_values, xor_bits
 from dedup_cli.options.evaluating import EvalOptions
 from dedup_cli.params import SignatureParams
 from dedup_cli.store.snapshot import StoredSignatures
-from dedup_cli.verification import pairs_to_verify
+from dedup_cli.store.store import Store
 
 EVALUATED_BITS = (1, 2, 4)  # besides the stored bits and find's b
 SWEEP_THRESHOLDS = tuple(round(0.1 + 0.05 * step, 2) for step in range(18))  # 0.1, 0.15, …, 0.95
@@ -121,7 +123,7 @@ class LocalPairs:
                                                        self.sets)
         if verification is not None:
             self.unverifiable.update(verification.unverifiable_documents)
-        decided = stages.decide(scored.estimate, exact, threshold)
+        decided = decide(scored.estimate, exact, threshold)
         return scored.first[decided], scored.second[decided]
 
 
@@ -130,13 +132,12 @@ def find_reports(scored: ScoredPairs, exact: np.ndarray, candidate: np.ndarray, 
     """bool[n]: whether ``find`` reports each sampled pair, its exact resemblance known.
 
     The pairs ``--verify`` would re-read are decided by their exact value, the others by the estimate, with find's
-    own rule (:func:`dedup_cli.verification.pairs_to_verify`, :func:`find_stages.decide`, and ``bound``, the
-    simultaneous bound of find's candidate count, where it is known): the exact checks are simulated on the sample
-    instead of run over every candidate, which gives the same decisions.
+    own rule (:func:`dedup_cli.verification.pairs_to_verify`, :func:`dedup_cli.engine.stages.decisions.decide`,
+    and ``bound``, the simultaneous bound of find's candidate count, where it is known): the exact checks are
+    simulated on the sample instead of run over every candidate, which gives the same decisions.
     """
-    checked = pairs_to_verify(verify, threshold, scored.estimate, scored.ci_low, scored.ci_high,
-                              stages.unsure_pairs(scored, threshold, bound))
-    return candidate & stages.decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
+    checked = to_check(scored, verify, threshold, bound)
+    return candidate & decide(scored.estimate, np.where(checked, exact, np.nan), threshold)
 
 
 def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold: float, bits: float, verify: str,
@@ -152,8 +153,7 @@ def truth_retrieval(pairs: LocalPairs, truth: Truth, banding: Banding, threshold
     listed_codes, listed_values = listed_codes[order], truth.resemblance[order]
     first, second = pairs.accepted(banding, threshold, bits, verify, recall)
     codes = pair_codes(first, second, num_docs)
-    where = np.minimum(np.searchsorted(listed_codes, codes), max(listed_codes.size - 1, 0))
-    listed = (listed_codes[where] == codes) if listed_codes.size else np.zeros(codes.size, dtype=bool)
+    listed, where = among(codes, listed_codes)
     value = np.where(listed, listed_values[where] if listed_codes.size else 0.0, np.nan)
     outside = ~listed
     value[outside] = pairs.exact(first[outside], second[outside])
@@ -308,11 +308,10 @@ def banded_sample(pairs: LocalPairs, options: EvalOptions, eligible: int, progre
     if frame is not None and frame != banding:
         frame_first, frame_second, _ = pairs.candidates(frame)
         codes = sorted_unique(np.concatenate([candidate_codes, pair_codes(frame_first, frame_second, num_docs)]))
-    banded_first, banded_second = (codes // np.uint64(num_docs)).astype(np.int64), (codes % np.uint64(num_docs)
-                                                                                      ).astype(np.int64)
+    banded_first, banded_second = code_pairs(codes, num_docs)
     progress.stage(f"scoring {codes.size:,} banded pairs and drawing the sample", None)
     strata_estimate = pairs.score(banded_first, banded_second, params.stored_bits).estimate
-    draw = draw_pairs(codes, strata_estimate, inside(codes, candidate_codes), pairs.eligible, options.sample,
+    draw = draw_pairs(codes, strata_estimate, among(codes, candidate_codes)[0], pairs.eligible, options.sample,
                       options.seed, RESEMBLANCE_BINS)
     return Banded(banding, frame, int(first.size), oversized, int(codes.size), draw)
 
@@ -366,3 +365,19 @@ def retrievals(pairs: LocalPairs, options: EvalOptions, measured: Measured, band
         sweep += [sampled_retrieval(design, find_reports(scores[bits], exact, shared, level, verify),
                                     exact >= level, level, bits, verify) for verify in VERIFY_MODES]
     return at_threshold, sweep
+
+
+def evaluate_store(store: Store, options: EvalOptions, name: str, progress: Progress = silent) -> EvalResult:
+    """:func:`evaluate` of ``store`` read into this process (``name``: how the report names it), with its truth file
+    if ``options`` name one.
+
+    Raises:
+        dedup_cli.errors.DedupError: a store with fewer than two documents that have shingles.
+    """
+    progress.stage("reading the store", None)
+    stored = store.read()
+    pairs = LocalPairs(stored, options.find.max_bucket, options.find.workers)
+    if int(pairs.eligible.sum()) < 2:
+        raise DedupError(f"{name} holds fewer than two documents with shingles; there is no pair to evaluate")
+    truth = None if options.truth is None else read_truth(options.truth, stored.ids)
+    return evaluate(pairs, options, name, truth, progress)

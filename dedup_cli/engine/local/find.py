@@ -1,4 +1,5 @@
-"""The local engine's ``find``: the stages of :mod:`dedup_cli.engine.stages.find`, one after the other, here.
+"""The local engine's ``find``: the backend of :func:`dedup_cli.engine.find_driver.run_find` whose work runs here and
+in workers forked from here.
 
 The store is never held whole. Its documents are numbered by rank of id from the ``id`` and ``run`` columns
 (:class:`dedup_cli.store.documents.NumberedDocuments`, about 16 bytes a document kept), the candidate pairs come
@@ -8,9 +9,9 @@ order, on which scoring, exact checks, decisions and the end of find run: every 
 order of the documents, so the answer is the one of reading everything (docs/scaling.md). ``--candidates all``
 compares every pair and so reads every eligible document.
 
-Every decision made before the first stage (b, the banding, R0 − margin, the kept stages' keys, the result's
-common fields) is the plan's (:mod:`dedup_cli.engine.stages.plan`), the Dask engine's too; the steps here
-(:func:`scored_candidates`, :func:`decided_candidates`, :func:`concluded`) are the ones it runs.
+The steps, their order, what is kept in ``--work-dir`` and the result's common fields are the driver's, the Dask
+engine's too; what is this engine's is :class:`LocalFind`: where each step's columns are (here, renumbered to the
+candidates' documents) and how its kept stages are written (one file of arrays each).
 
 The local engine's ``sign`` is :mod:`dedup_cli.engine.local.sign_workers`.
 """
@@ -23,16 +24,20 @@ from typing import Any
 
 import numpy as np
 
+from dedup_cli import forked
 from dedup_cli.array_primitives import sorted_unique
-from dedup_cli.engine.local import forked
+from dedup_cli.engine.find_driver import run_find
 from dedup_cli.engine.local.band_rounds import streamed_candidates
-from dedup_cli.engine.local.forked import forked_map, useful_workers
 from dedup_cli.engine.progress import Progress, silent
+from dedup_cli.engine.resume import Resume, kept_verification, verification_arrays
+from dedup_cli.engine.stages import conclude as ending
+from dedup_cli.engine.stages import decisions as rules
 from dedup_cli.engine.stages import find as stages
-from dedup_cli.engine.stages.group_members import gone_fields
 from dedup_cli.engine.stages.plan import FindPlan, plan_find
 from dedup_cli.engine.stages.results import FindResult
 from dedup_cli.estimates.pairs import ScoredPairs
+from dedup_cli.estimates.simultaneous import SimultaneousBound
+from dedup_cli.forked import forked_map, useful_workers
 from dedup_cli.options.finding import FindOptions
 from dedup_cli.store.checkpoints import WorkDir
 from dedup_cli.store.documents import Mapper, NumberedDocuments
@@ -66,7 +71,7 @@ def _numbering(jobs: int) -> Mapper | None:
 
 
 def _forked_mapper(workers: int, stage: str) -> Mapper:
-    """A mapper that runs its tasks in up to ``workers`` forked workers (:func:`dedup_cli.engine.local.forked.
+    """A mapper that runs its tasks in up to ``workers`` forked workers (:func:`dedup_cli.forked.
     forked_map`), results in task order; ``stage`` names them in a dead worker's message."""
 
     def mapped(read: Callable[[Any], Any], tasks: Sequence[Any]) -> Iterator[Any]:
@@ -76,16 +81,7 @@ def _forked_mapper(workers: int, stage: str) -> Mapper:
 
 
 @dataclass
-class Scores:
-    """The scored stage: the candidate pairs scored, as pairs of the candidates' documents ``docs``."""
-
-    docs: np.ndarray  # int64[m], the candidates' documents, ascending
-    oversized: int  # buckets cut
-    scored: ScoredPairs  # first and second number the documents 0 … m − 1, in the order of ``docs``
-
-
-@dataclass
-class Candidates:
+class CandidateDocuments:
     """The candidates' documents read whole, numbered 0 … m − 1 in document order."""
 
     store: StoredSignatures
@@ -94,7 +90,21 @@ class Candidates:
 
 
 @dataclass
-class Decisions:
+class ScoredCandidates:
+    """The scored stage: the candidate pairs scored, as pairs of the candidates' documents ``docs``, read whole."""
+
+    docs: np.ndarray  # int64[m], the candidates' documents, ascending
+    oversized: int  # buckets cut
+    scored: ScoredPairs  # first and second number the documents 0 … m − 1, in the order of ``docs``
+    documents: CandidateDocuments
+
+    @property
+    def count(self) -> int:
+        return int(self.scored.first.size)
+
+
+@dataclass
+class DecidedPairs:
     """The decisions stage: exact checks of the borderline pairs, accepted pairs, the aliases left out."""
 
     exact: np.ndarray  # float64[p], NaN where unchecked
@@ -118,101 +128,98 @@ def find_documents(documents: Documents, options: FindOptions, progress: Progres
                    stores: Sequence[Store] = ()) -> FindResult:
     """:func:`find` of documents already numbered: a store's (and a reference store's), or texts signed in
     memory. ``stores``: the stores they come from, which a ``work_dir`` is keyed by (none in memory)."""
-    plan = plan_documents(documents, options, stores)
     work = None if options.work_dir is None or not stores else WorkDir(options.work_dir, stores)
-    start = plan.reference_start
-    reference = None if start is None else np.arange(documents.documents) >= start
-    new = stages.new_documents(documents.runs, options.new_since, reference)
-    scores, candidates = scored_candidates(documents, plan, reference, new, work, progress)
-    reference = None if reference is None else reference[scores.docs]
-    new = None if new is None else new[scores.docs]
-    decisions = decided_candidates(candidates.store, scores.scored, plan, reference, work, progress)
-    common = plan.result_fields(scores.scored.first.size, scores.oversized, decisions.verification,
-                                decisions.aliases.size)
-    progress.stage("groups", None)
-    result = concluded(candidates, scores.scored, decisions, new, reference, plan, common)
-    if work is not None:
-        work.finish(options.keep_work)
-    return result
+    return run_find(LocalFind(documents, options, stores, work), work, progress)
 
 
-def scored_candidates(documents: Documents, plan: FindPlan, reference: np.ndarray | None, new: np.ndarray | None,
-                      work: WorkDir | None, progress: Progress) -> tuple[Scores, Candidates]:
-    """The scored stage, kept by an earlier run in ``work`` or computed (and kept there), and the candidates'
-    documents read whole."""
-    key = plan.key(work, "scored")
-    kept = None if work is None or key is None else work.load("scored", key)
-    if kept is not None:
-        progress.note(f"resuming: scored candidate pairs from {plan.options.work_dir}")
-        scores = Scores(kept["docs"], int(kept["oversized"]), ScoredPairs(**{name: kept[name]
-                                                                             for name in SCORE_FIELDS}))
-        return scores, read_candidates(documents, scores.docs, plan, progress)
-    first, second, oversized = _candidates(documents, plan, progress, work)
-    if new is not None and plan.options.ways == 2:
-        # Only pairs touching a new document matter; dropping the others before scoring saves the work.
-        touching = stages.wanted(np.c_[first, second], new, reference, plan.options.only_across)
-        first, second = first[touching], second[touching]
-    # From here on only the candidates' documents, numbered 0 … m − 1 in the same order.
-    docs = sorted_unique(np.concatenate([first, second]))
-    candidates = read_candidates(documents, docs, plan, progress)
-    progress.stage("scoring", None)
-    scored = stages.score_in_chunks(candidates.values, np.searchsorted(docs, first), np.searchsorted(docs, second),
-                                    candidates.r, plan.bits, plan.options.workers, densification=plan.densification)
-    if work is not None and key is not None:
-        work.save("scored", key, {"docs": docs, "oversized": np.array(oversized),
-                                  **{name: getattr(scored, name) for name in SCORE_FIELDS}})
-    return Scores(docs, oversized, scored), candidates
+class LocalFind:
+    """The local engine as :class:`dedup_cli.engine.find_driver.FindBackend`: the numbered documents here, the
+    candidates' documents read whole into this process, the stages in forked workers (``options.workers``)."""
+
+    kept_by: dict[str, object] = {}
+
+    def __init__(self, documents: Documents, options: FindOptions, stores: Sequence[Store], work: WorkDir | None
+                 ) -> None:
+        self.documents, self.work = documents, work
+        self.plan = plan_documents(documents, options, stores)
+        start = self.plan.reference_start
+        self.reference = None if start is None else np.arange(documents.documents) >= start
+        self.new = rules.new_documents(documents.runs, options.new_since, self.reference)
+
+    def scores(self, resume: Resume, progress: Progress) -> ScoredCandidates:
+        plan, documents = self.plan, self.documents
+        first, second, oversized = _candidates(documents, plan, progress, resume)
+        if self.new is not None and plan.options.ways == 2:
+            # Only pairs touching a new document matter; dropping the others before scoring saves the work.
+            pairs = np.c_[first, second]
+            reference = None if self.reference is None else self.reference[pairs]
+            touching = rules.wanted(self.new[pairs], reference, plan.options.only_across)
+            if touching is not None:
+                first, second = first[touching], second[touching]
+        # From here on only the candidates' documents, numbered 0 … m − 1 in the same order.
+        docs = sorted_unique(np.concatenate([first, second]))
+        candidates = read_candidates(documents, docs, plan, progress)
+        progress.stage("scoring", None)
+        scored = stages.score_in_chunks(candidates.values, np.searchsorted(docs, first),
+                                        np.searchsorted(docs, second), candidates.r, plan.bits,
+                                        plan.options.workers, densification=plan.densification)
+        return ScoredCandidates(docs, oversized, scored, candidates)
+
+    def keep_scores(self, scored: ScoredCandidates, key: str) -> None:
+        assert self.work is not None
+        self.work.save("scored", key, {"docs": scored.docs, "oversized": np.array(scored.oversized),
+                                       **{name: getattr(scored.scored, name) for name in SCORE_FIELDS}})
+
+    def kept_scores(self, kept: dict[str, np.ndarray], key: str, progress: Progress) -> ScoredCandidates:
+        scored = ScoredPairs(**{name: kept[name] for name in SCORE_FIELDS})
+        return ScoredCandidates(kept["docs"], int(kept["oversized"]), scored,
+                                read_candidates(self.documents, kept["docs"], self.plan, progress))
+
+    def decisions(self, scored: ScoredCandidates, bound: SimultaneousBound, progress: Progress) -> DecidedPairs:
+        progress.stage("exact checks", None)
+        plan, pairs, store = self.plan, scored.scored, scored.documents.store
+        sets = stages.exact_sets(store, plan.options.workers)
+        exact, verification = stages.verify_borderline(store, pairs, plan.threshold, plan.options.verify,
+                                                       plan.options.workers, bound, sets)
+        decided = rules.decide(pairs.estimate, exact, plan.threshold)
+        reference = self._of(scored, self.reference)
+        across = None if reference is None else reference[pairs.first] != reference[pairs.second]
+        docs = rules.alias_candidates(pairs.first, pairs.second, decided, across)
+        aliases = rules.alias_documents(docs, [store.paths[doc] for doc in docs.tolist()])
+        decided = rules.accepted(decided, pairs.first, pairs.second, aliases)
+        return DecidedPairs(exact, decided, aliases, verification, sets)
+
+    def keep_decisions(self, decided: DecidedPairs, key: str) -> None:
+        assert self.work is not None
+        self.work.save("decisions", key, {"exact": decided.exact, "decided": decided.decided,
+                                          "aliases": decided.aliases, **verification_arrays(decided.verification)})
+
+    def kept_decisions(self, kept: dict[str, np.ndarray], key: str, scored: ScoredCandidates, progress: Progress
+                       ) -> DecidedPairs:
+        return DecidedPairs(kept["exact"], kept["decided"], kept["aliases"], kept_verification(kept))
+
+    def conclusion(self, scored: ScoredCandidates, decided: DecidedPairs, common: dict[str, Any],
+                   progress: Progress) -> FindResult:
+        candidates, reference = scored.documents, self._of(scored, self.reference)
+        done = ending.conclude(candidates.store, candidates.values, candidates.r, scored.scored, decided.exact,
+                               decided.decided, decided.aliases, self._of(scored, self.new), self.plan, reference,
+                               sets=decided.sets)
+        return ending.concluded_result(candidates.store, done, reference, common)
+
+    @staticmethod
+    def _of(scored: ScoredCandidates, flags: np.ndarray | None) -> np.ndarray | None:
+        """Per-document ``flags`` of the candidates' documents only (as they are numbered from scoring on)."""
+        return None if flags is None else flags[scored.docs]
 
 
-def read_candidates(documents: Documents, docs: np.ndarray, plan: FindPlan, progress: Progress) -> Candidates:
+def read_candidates(documents: Documents, docs: np.ndarray, plan: FindPlan, progress: Progress
+                    ) -> CandidateDocuments:
     """The documents ``docs`` (the candidates') read whole, with their b-bit values and r."""
     progress.stage("reading the candidates' documents", None)
     mapper = _reader(documents, docs, plan.options.workers)
     store = documents.stored(docs, mapper=mapper, forked=mapper is not None)
-    return Candidates(store, store.values(plan.bits),
-                      stages.set_size_ratios(store.shingle_counts, documents.params.universe))
-
-
-def decided_candidates(store: StoredSignatures, scored: ScoredPairs, plan: FindPlan, reference: np.ndarray | None,
-                       work: WorkDir | None, progress: Progress) -> Decisions:
-    """The decisions stage, kept by an earlier run in ``work`` or computed (and kept there): the exact checks
-    ``--verify`` asks for, the decisions, and the documents that are another's file under a second name."""
-    key = plan.key(work, "decisions")
-    kept = None if work is None or key is None else work.load("decisions", key)
-    if kept is not None:
-        progress.note(f"resuming: exact checks and decisions from {plan.options.work_dir}")
-        checked = int(kept["checked"])
-        verification = None if checked < 0 else Verification(np.empty(0), checked, kept["unverifiable"].tolist())
-        return Decisions(kept["exact"], kept["decided"], kept["aliases"], verification)
-    progress.stage("exact checks", None)
-    threshold = plan.threshold
-    sets = stages.exact_sets(store, plan.options.workers)
-    exact, verification = stages.verify_borderline(store, scored, threshold, plan.options.verify,
-                                                   plan.options.workers,
-                                                   stages.decision_bound(plan, scored.first.size), sets)
-    decided = stages.decide(scored.estimate, exact, threshold)
-    # One file under two names is one document; across two stores it is a duplicate to report.
-    same = decided if reference is None else decided & (reference[scored.first] == reference[scored.second])
-    aliases = stages.alias_documents(store.paths, scored.first[same], scored.second[same])
-    if aliases.size:
-        decided &= stages.without(aliases, scored.first, scored.second)
-    if work is not None and key is not None:
-        checked = -1 if verification is None else verification.checked
-        missing = [] if verification is None else verification.unverifiable_documents
-        work.save("decisions", key, {"exact": exact, "decided": decided, "aliases": aliases,
-                                     "checked": np.array(checked), "unverifiable": np.array(missing, str)})
-    return Decisions(exact, decided, aliases, verification, sets)
-
-
-def concluded(candidates: Candidates, scored: ScoredPairs, decisions: Decisions, new: np.ndarray | None,
-              reference: np.ndarray | None, plan: FindPlan, common: dict[str, Any]) -> FindResult:
-    """The end of find (triples, groups, representatives) on the candidates' documents, and the result."""
-    done = stages.conclude(candidates.store, candidates.values, candidates.r, scored, decisions.exact,
-                           decisions.decided, decisions.aliases, new, plan, reference, sets=decisions.sets)
-    return FindResult(store=candidates.store, accepted=done.pairs, exact=done.exact, accepted_triples=done.triples,
-                      grouping=done.groups, weakest=done.weakest, kept=done.kept,
-                      keep_field_problems=done.keep_field_problems, reference=reference,
-                      **gone_fields(candidates.store, done.gone), **common)
+    return CandidateDocuments(store, store.values(plan.bits),
+                              stages.set_size_ratios(store.shingle_counts, documents.params.universe))
 
 
 def _reference_start(documents: Documents) -> int | None:
@@ -220,7 +227,7 @@ def _reference_start(documents: Documents) -> int | None:
     return int(documents.store_starts[1]) if documents.store_starts.size > 2 else None
 
 
-def _candidates(documents: Documents, plan: FindPlan, progress: Progress, work: WorkDir | None
+def _candidates(documents: Documents, plan: FindPlan, progress: Progress, resume: Resume
                 ) -> tuple[np.ndarray, np.ndarray, int]:
     """The candidate pairs (document numbers) and the buckets cut: by banding in rounds, or every pair."""
     options, bits = plan.options, plan.bits
@@ -236,7 +243,7 @@ def _candidates(documents: Documents, plan: FindPlan, progress: Progress, work: 
         return keyed[first], keyed[second], 0
     jobs = useful_workers(options.workers, plan.eligible, forked.BANDED_DOCUMENTS)
     found, _ = streamed_candidates(documents, eligible, plan.banding, options.max_bucket, progress,
-                                   options.band_memory, work, jobs)
+                                   options.band_memory, resume, jobs)
     return found.first, found.second, found.oversized_buckets
 
 

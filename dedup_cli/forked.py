@@ -1,4 +1,6 @@
-"""The parallel stages of ``find``, ``filter`` and ``eval``: tasks run in worker processes forked from the driver.
+"""A pool of worker processes forked from the driver, for the parallel work of any layer (the local engine's stages
+of ``find``, ``filter`` and ``eval``, ``review``'s comparisons of texts): below the engines, so that the shared
+stages use it without importing an engine.
 
 The driver first holds what the tasks read (the signatures, a round's band keys, the scored pairs); the workers
 are forked after that and inherit it copy-on-write, so nothing of the size of the store is pickled or copied per

@@ -1,21 +1,52 @@
 """What the local engine's ``find`` holds in memory, from N, k, B, b, the banding and the expected candidates
 alone: the model behind the memory ``plan`` reports (:mod:`dedup_cli.api.plan`), and behind the memory its warnings
 and ``find``'s name for a store that would serve a corpus. It is read off the engine's code (``engine.local.find``,
-``band_rounds``, ``forked``) and lives beside it; tests/api/test_planning.py and bench/plan_memory.py check it
-against the peak resident memory of real runs.
+``band_rounds``, ``forked``); it lives beside the engine interface rather than inside the local engine because
+``plan``, a command, reads it, and the commands reach an engine only through that interface.
+tests/api/test_planning.py and bench/plan_memory.py check it against the peak resident memory of real runs.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
+from dedup_cli import forked
 from dedup_cli.candidates.buckets import DEDUPLICATE_EVERY, key_dtype
-from dedup_cli.engine.local import forked
-from dedup_cli.engine.local.band_rounds import BAND_MEMORY_SHARE, default_round_bytes
-from dedup_cli.engine.local.forked import useful_workers
 from dedup_cli.estimates.pairs import COMPARISON_BYTES
+from dedup_cli.forked import useful_workers
 from dedup_cli.minhash.packing import value_dtype
+from dedup_cli.options.vocabulary import BAND_MEMORY
+
+# The share of the machine's memory a wave's band keys take by default: 1 / BAND_MEMORY_SHARE.
+BAND_MEMORY_SHARE = 4
+_CGROUP_LIMIT = "/sys/fs/cgroup/memory.max"
+
+
+def machine_memory() -> int:
+    """Bytes of memory this process may use: the machine's, or its control group's limit when lower (a
+    container); 0 when neither can be read."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = 0
+    try:
+        with open(_CGROUP_LIMIT) as handle:
+            limit = handle.read().strip()
+    except OSError:
+        limit = "max"
+    if limit.isdigit() and (memory == 0 or int(limit) < memory):
+        memory = int(limit)
+    return memory
+
+
+def default_round_bytes(jobs: int, memory: int | None = None) -> int:
+    """``--band-memory``'s default: the j rounds of a wave share 1 / :data:`BAND_MEMORY_SHARE` of the machine's
+    memory (``memory``, else :func:`machine_memory`), and a round holds 1 GiB at least."""
+    memory = machine_memory() if memory is None else memory
+    return max(BAND_MEMORY, memory // (BAND_MEMORY_SHARE * max(1, jobs)))
+
 
 # Memory model of the local engine's ``find`` with LSH candidates (bytes), read off the code and checked against
 # the peak resident memory of real runs (tests/api/test_planning.py says how closely). The store is never held whole:
@@ -26,7 +57,7 @@ FIXED_BYTES = 150_000_000
 NUMBERING_BYTES = 4 + 16 + 2 * 8 + 2 * 8
 # - per document to the end: its shingle count and run, eligibility, and its key slot while banding;
 DOCUMENT_BYTES = 8 + 8 + 1 + 8
-# - one round of band keys, at most band_memory's default (``engine.local.band_rounds.default_round_bytes``: a
+# - one round of band keys, at most band_memory's default (:func:`default_round_bytes`: a
 #   quarter of the machine's memory M shared by the wave, 1 GiB a round at least), 4 or 8 bytes a key; with j
 #   processes, a wave of up to j rounds at once in anonymous shared memory (``engine.local.band_rounds``), each
 #   page counted once however many processes map it;
@@ -77,7 +108,7 @@ class MemoryPart:
 class FindProcesses:
     """How many processes ``find -j`` runs in each parallel stage for N documents and C candidates (as
     ``engine.local.find`` decides it: a worker for enough items only,
-    :func:`dedup_cli.engine.local.forked.useful_workers`)."""
+    :func:`dedup_cli.forked.useful_workers`)."""
 
     candidate_stage: int  # j: the processes that key and sort bands
     scoring: int  # j_c: the processes that score the candidates
