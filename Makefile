@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_STORE := $(VENV)/demo-sigs.parquet
 
-.PHONY: demo test soak lint docs bench bench-corpora bench-exact bench-scale bench-scale-100m bench-scaling \
+.PHONY: demo test soak lint docs bench bench-corpora bench-exact bench-scale bench-scale-100m bench-card bench-scaling \
 	bench-cluster corpora clean
 
 $(BIN)/python:
@@ -158,6 +158,15 @@ bench-scale: $(VENV)/.installed-dask
 bench-scale-100m: $(VENV)/.installed-dask
 	flock /tmp/dedup-bench.lock $(BIN)/python bench/scale.py --sizes 100000000 --engines dask --workers 2 \
 	  --threshold 0.8 --memory-limit 3GiB --log bench/scale-runs.jsonl --out bench/RESULTS-scale.md
+
+# The card's command (default sign, then find --threshold 0.5 --bits 2) at 10^6 and 10^7 short records with planted
+# near-duplicates, local -j 2 and Dask on two loopback hosts: wall, CPU, every process's peak memory and reads,
+# candidates and precision and recall beside the plan (the top of bench/RESULTS-scale.md). BENCH_CARD_SIZES=100000000
+# adds 10^8: a 14 GB corpus and a 27 GB store in bench/data/, about 10 minutes on the local engine.
+BENCH_CARD_SIZES ?= 1000000 10000000
+
+bench-card: $(VENV)/.installed-dask
+	flock /tmp/dedup-bench.lock $(BIN)/python bench/card_scale.py --sizes $(BENCH_CARD_SIZES)
 
 # sign (long files, short JSON Lines records) and find (local, Dask) at -j / --workers 1, 2 and every power of two
 # up to the cores: wall time, speed-up, the serial share (the driver's CPU beyond start-up over all processes' CPU)

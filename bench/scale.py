@@ -78,13 +78,19 @@ def _folder_bytes(folder: Path) -> int:
 
 class Peaks:
     """The latest VmHWM of this process and each descendant, sampled until stopped (VmHWM only grows), and the
-    largest size the Dask workers' scratch folder (their spilled data) reached; and the bytes each process read
-    (``read``, the last sample of its counters: a process that ends between samples loses at most its last
-    fifth of a second)."""
+    largest size the Dask workers' scratch folder (their spilled data) reached; and the bytes the processes read.
+
+    A process's I/O counters in /proc include those of its children once it has reaped them, so the reads are
+    this process's own counters from start to stop (the command, once waited for, with every forked worker it
+    reaped) plus the last sample of each descendant still running at the stop (a cluster's scheduler and workers,
+    which outlive the command); summing every descendant's samples would count each forked worker twice."""
 
     def __init__(self, every: float = 0.2, scratch: Path | None = None) -> None:
         self.peaks: dict[int, int] = {}
         self.read: dict[int, tuple[int, int]] = {}
+        self._own_start = _io_bytes(os.getpid())
+        self._own_read = (0, 0)
+        self._running: set[int] = set()
         self.scratch_peak = 0
         self._scratch = scratch
         self._stop = threading.Event()
@@ -95,7 +101,9 @@ class Peaks:
         me = os.getpid()
         ticks = 0
         while not self._stop.is_set():
-            for pid in [me, *_descendants(me)]:
+            descendants = _descendants(me)
+            self._running = set(descendants)
+            for pid in [me, *descendants]:
                 self.peaks[pid] = max(self.peaks.get(pid, 0), _peak_kib(pid))
                 if pid != me:
                     self.read[pid] = max(self.read.get(pid, (0, 0)), _io_bytes(pid))
@@ -108,11 +116,16 @@ class Peaks:
         self._stop.set()
         self._thread.join()
         self.peaks[os.getpid()] = _peak_kib(os.getpid())
+        now = _io_bytes(os.getpid())
+        self._own_read = (now[0] - self._own_start[0], now[1] - self._own_start[1])
+        self._running = set(_descendants(os.getpid()))
         return self.peaks
 
     def bytes_read(self) -> tuple[int, int]:
-        """(read through read calls, fetched from the disk) by every process but this one, summed."""
-        return sum(r for r, _ in self.read.values()), sum(d for _, d in self.read.values())
+        """(read through read calls, fetched from the disk) by the processes of the run (call after :meth:`stop`):
+        those reaped by this process, and the last sample of each still running."""
+        running = [self.read[pid] for pid in self._running if pid in self.read]
+        return (self._own_read[0] + sum(r for r, _ in running), self._own_read[1] + sum(d for _, d in running))
 
 
 def measure(store: Path, engine: str, workers: int, memory_limit: str, threshold: float, bits: int) -> dict:
