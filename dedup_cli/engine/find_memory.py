@@ -148,6 +148,14 @@ def find_memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, ban
     chunk = min(candidates / scorers, COMPARISON_BYTES // (k * estimator_value_bytes))
     read = min(n, 2 * candidates)
     copies = 2 if banders == 1 else 1
+    # A round holds as many whole bands as its bytes allow, one at least however large, and a wave as many rounds
+    # as the j rounds' bytes hold, one at least (``band_rounds.wave_rounds``): past about 10^9 documents at the
+    # default a band alone is more than a round's share, and a wave keys and sorts fewer bands than j.
+    band_bytes = max(1, n * key_bytes)
+    round_bytes = default_round_bytes(banders)
+    per_round = max(1, round_bytes // band_bytes)
+    waves_rounds = max(1, min(banders, banders * round_bytes // (per_round * band_bytes)))
+    wave_bands = min(bands, waves_rounds * per_round)
     scoring_formula = f"{SCORING_BYTES}·C + 3·min(C, 2^25/(k·v_b))·k·v_b"
     scoring = SCORING_BYTES * candidates + scorers * 3 * chunk * k * estimator_value_bytes
     if scorers > 1:
@@ -160,16 +168,17 @@ def find_memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, ban
         "documents": ("each document's count, run, eligibility and key slot", DOCUMENT_BYTES * n,
                       f"{DOCUMENT_BYTES}·N"),
         "round_keys": ("band keys of one round" if banders == 1 else "band keys of a wave of j rounds, shared",
-                       min(banders * default_round_bytes(banders), bands * n * key_bytes),
-                       f"min(max(j·2^30, M/{BAND_MEMORY_SHARE}), bands·N·{key_bytes})"),
+                       wave_bands * n * key_bytes,
+                       f"w·N·{key_bytes}, w ≤ bands: the bands a wave keys within max(j·2^30, "
+                       f"M/{BAND_MEMORY_SHARE}), one at least"),
         # Each of the j processes decodes a row group: the largest dedup writes, or an equal share of the documents.
         "row_groups": ("a row group being decoded (transient)" if banders == 1 else "a row group decoded in each of "
                        "j workers (transient)", banders * min(math.ceil(n / banders), GROUP_ROWS)
                        * (2 * signature_bytes + k * value_bytes), "j·min(N/j, 2^16)·(2·S + k·v)"),
         # A round's bands are shared among the processes, a band to each at least: more processes than bands idle.
         "sort": ("sorting one band (transient)" if banders == 1 else "sorting one band in each of j processes "
-                 "(transient)", min(banders, bands) * SORT_TEMPORARY_BYTES * n,
-                 f"min(j, bands)·{SORT_TEMPORARY_BYTES}·N"),
+                 "(transient)", min(banders, wave_bands) * SORT_TEMPORARY_BYTES * n,
+                 f"min(j, w)·{SORT_TEMPORARY_BYTES}·N"),
         "codes": ("candidate codes while de-duplicating (transient)",
                   COLLISION_BYTES * pending + CODE_BYTES * candidates,
                   f"{COLLISION_BYTES}·min(P, C + 2^24) + {CODE_BYTES}·C"),

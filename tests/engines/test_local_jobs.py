@@ -81,8 +81,8 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 MATRIX = [
     dict(threshold=0.5),
-    dict(threshold=0.3, bits=2, band_memory=2_000),  # rounds of a band or two: several waves of rounds
-    dict(threshold=0.5, bits=2, ways=3, band_memory=20_000),
+    dict(threshold=0.3, bits=2, band_memory=2_000),  # a band more than the wave's bytes: waves of one round
+    dict(threshold=0.5, bits=2, ways=3, band_memory=20_000),  # rounds of a band or two: waves of j rounds
     dict(threshold=0.4, bits=4, verify="all", group="strict"),
     dict(threshold=0.45, bits=2, ways=3, verify="none", group="strict", keep="longest"),
     dict(threshold=0.5, bits=2, candidates="all"),
@@ -292,6 +292,27 @@ def test_the_jobs_of_the_environment(stores: dict[str, Path], monkeypatch: pytes
     assert result.exit_code == 0, result.stderr
     candidates = {int(line.split()[1]) for line in log.read_text().splitlines() if line.startswith("candidates")}
     assert len(candidates) == 3 and os.getpid() not in candidates
+
+
+def test_a_wave_holds_no_more_than_its_processes_bytes_when_one_band_is_larger(monkeypatch: pytest.MonkeyPatch
+                                                                              ) -> None:
+    monkeypatch.setattr(find_memory, "machine_memory", lambda: int(23.5 * 2**30))
+    # 10^9 documents' 64-bit keys are 8 GB a band, past a round's 1 GiB: the 38 rounds of one band each run 8 at a
+    # time with 64 processes (the 64 GiB they hold together), not all 38 at once (304 GB of keys).
+    rounds = band_rounds.band_rounds(38, 10**9, 8, 2**30)
+    assert len(rounds) == 38
+    assert band_rounds.wave_rounds(rounds, 10**9, 8, 2**30, 64) == 8
+    assert band_rounds.wave_rounds(rounds, 10**9, 8, 2**30, 2) == 1  # one round at least, however large
+    # Where a round holds whole bands within its bytes, a wave is one round a process, as before.
+    rounds = band_rounds.band_rounds(38, 10**8, 8, 3 * 2**30)
+    assert band_rounds.wave_rounds(rounds, 10**8, 8, 3 * 2**30, 2) == 2
+    assert band_rounds.wave_rounds(rounds, 10**8, 8, 3 * 2**30, 0) == 1
+    # plan's model keys and sorts the same wave: at 10^9 and -j 64, 8 bands of keys and 8 processes sorting.
+    parts, _ = find_memory.find_memory(10**9, 128, 16, 2, 38, 3, 256, 10**5, 10**6, find_memory.FindProcesses(64, 1))
+    sizes = {part.name: part.bytes for part in parts}
+    wave = 64 * 2**30 // (8 * 10**9)
+    assert sizes["band keys of a wave of j rounds, shared"] <= 64 * 2**30
+    assert sizes["sorting one band in each of j processes (transient)"] == min(64, wave) * 14 * 10**9
 
 
 def test_default_band_memory_takes_a_quarter_of_the_machine_for_a_wave(monkeypatch: pytest.MonkeyPatch,

@@ -35,6 +35,16 @@ def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: i
     return [(first, min(bands, first + per_round)) for first in range(0, bands, per_round)]
 
 
+def wave_rounds(rounds: list[tuple[int, int]], keyed_documents: int, key_bytes: int, round_bytes: int,
+                jobs: int) -> int:
+    """How many rounds a wave keys at once: one a process, within the ``jobs`` × ``round_bytes`` the processes hold
+    together. A round holds one band at least, so where a band alone is more than ``round_bytes`` (past about 10^9
+    documents at the default) fewer rounds run at once, down to one, rather than the wave growing with ``jobs``."""
+    jobs = max(1, jobs)
+    largest = max((last - first for first, last in rounds), default=1) * keyed_documents * key_bytes
+    return max(1, min(jobs, jobs * round_bytes // max(1, largest)))
+
+
 def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Banding, max_bucket: int,
                         progress: Progress = silent, round_bytes: int | None = None, resume: Resume | None = None,
                         jobs: int = 1) -> tuple[CandidateResult, int]:
@@ -80,7 +90,7 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
         oversized += int(kept_round["oversized"])
     waiting = [(index + 1, first_band, last_band, keys[index])
                for index, (first_band, last_band) in enumerate(rounds) if index not in kept]
-    wave_size = max(1, jobs)
+    wave_size = wave_rounds(rounds, keyed.size, dtype.itemsize, round_bytes, jobs)
     for start in range(0, len(waiting), wave_size):
         wave = waiting[start : start + wave_size]
         found = _wave(documents, [(first, last) for _, first, last, _ in wave], rows, slot, keyed, dtype, max_bucket,
