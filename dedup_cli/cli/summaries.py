@@ -124,8 +124,9 @@ def find_summary(store: str, result: FindResult, out: tuple[str, str | None] = (
     else:
         banding, choice = result.banding, result.banding_choice
         recall, shortest = banding.recall_at(threshold), ""
-        if choice is not None and choice.sizes is not None and choice.recall < recall:
-            # one permutation hashing: the pairs of the shortest documents are the ones the recall is chosen for
+        if choice is not None and choice.sizes is not None and round(choice.recall, 3) < round(recall, 3):
+            # one permutation hashing: the pairs of the shortest documents are the ones the recall is chosen for,
+            # named where their recall differs in what the summary shows (documents longer than k differ by less)
             recall, shortest = choice.recall, f" for its shortest documents, of {choice.shingles} shingles"
         how = (f"{banding.bands}×{banding.rows} bands on {band_bits_label(banding.band_bits)} "
                f"(recall {recall:.3f} at R={threshold:g}{shortest})")

@@ -43,6 +43,16 @@ OLD_LAYOUT = {"num_perm": 256, "stored_bits": 8}
 """The layout these hand-computed numbers were worked out for (256 values of 8 bits), where a test names none: the
 default store's (128 of 16) has tests of its own below."""
 
+# plan's formulas for the band keys of a wave, 32-bit and 64-bit keys.
+KEYS_32 = "w·N·4, w ≤ bands: the bands a wave keys within max(j·2^30, M/4), one at least"
+KEYS_64 = "w·N·8, w ≤ bands: the bands a wave keys within max(j·2^30, M/4), one at least"
+
+
+@pytest.fixture(autouse=True)
+def machine_of_4_gib(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hand-computed memory figures are for a machine of 4 GiB, whose quarter is the 1 GiB a round holds at
+    least: --band-memory's default shares a quarter of the machine's memory, which differs between machines."""
+    monkeypatch.setattr(find_memory, "machine_memory", lambda: 4 * 2**30)
 
 def make_plan(*arguments: Any, **options: Any) -> Plan:
     """The plan for these options, in PlanOptions' order: threshold, bits, num_perm, stored_bits, recall, …; k and B
@@ -253,13 +263,14 @@ def test_corpus_numbers() -> None:
     assert plan.expected_candidates == pytest.approx(1.043e6, rel=1e-3)
     assert (plan.jobs, plan.candidate_processes, plan.scoring_processes, plan.memory_processes) == (1, 1, 1, 1)
     parts = {part.formula: part for part in plan.memory}
-    assert parts["min(j·2^30, bands·N·4)"].bytes == 4 * 35 * 10**6  # 3 rows of 8-bit values: 24-bit keys in uint32
+    assert parts[KEYS_32].bytes == 4 * 35 * 10**6  # 3 rows of 8-bit values: 24-bit keys in uint32
     assert parts["25·N"].bytes == 25 * 10**6
-    assert parts["min(j, bands)·14·N"].bytes == 14 * 10**6
+    assert parts["min(j, w)·14·N"].bytes == 14 * 10**6
     assert parts["j·min(N/j, 2^16)·(2·S + k·v)"].bytes == 2**16 * (2 * 256 + 256)
     assert parts["min(N, 2C)·(2·S + k·v_b + 200)"].bytes == 10**6 * (2 * 256 + 256 + 200)  # C > N / 2 here
     wide = {part.formula: part for part in make_plan(0.5, 2, stored_bits=16, docs=10**8, jobs=1).memory}
-    assert wide["min(j·2^30, bands·N·8)"].bytes == 1 << 30  # 16-bit values, 3 rows: 48-bit keys; one round's worth
+    # 16-bit values, 3 rows: 48-bit keys, 0.8 GB a band; one band a round however large.
+    assert wide[KEYS_64].bytes == 8 * 10**8
     assert plan.memory_peak_bytes == sum(part.bytes for part in plan.memory if part.in_peak)
     assert plan.memory_peak_formula == " + ".join(part.formula for part in plan.memory if part.in_peak)
     # A million candidates: reading their documents weighs more than a round's band keys (140 MB).
@@ -281,9 +292,9 @@ def test_memory_with_jobs_sums_the_workers() -> None:
     assert (two.jobs, two.candidate_processes, two.scoring_processes) == (2, 2, 2)
     assert two.memory_peak_phase == "scoring" and two.memory_processes == 3  # the driver and 2 workers
     first, second = ({part.formula: part.bytes for part in plan.memory} for plan in (one, two))
-    assert second["min(j, bands)·14·N"] == 2 * first["min(j, bands)·14·N"]
+    assert second["min(j, w)·14·N"] == 2 * first["min(j, w)·14·N"]
     assert second["j·min(N/j, 2^16)·(2·S + k·v)"] == 2 * 2**16 * (2 * 256 + 256)
-    assert second["min(j·2^30, bands·N·4)"] == first["min(j·2^30, bands·N·4)"]  # one round holds all 35 bands
+    assert second[KEYS_32] == first[KEYS_32]  # one round holds all 35 bands
     candidates = two.expected_candidates
     assert candidates is not None
     # Each of j_c = 2 scorers compares 2^25/(k·v_b) = 131,072 pairs at a time; the driver receives 7 fields a pair.
@@ -295,13 +306,13 @@ def test_memory_with_jobs_sums_the_workers() -> None:
         256 * read, abs=1)
     assert two.memory_peak_bytes - one.memory_peak_bytes == pytest.approx(56 * candidates + 3 * 2**25 - 256 * read,
                                                                           abs=1)
-    # Rounds that do not fit one process: a wave of j rounds, up to j·2^30 bytes of keys, all in the peak.
+    # Rounds that do not fit one process: a wave of j rounds of one band each (0.8 GB), within j·2^30 bytes.
     wide = [make_plan(0.5, 2, stored_bits=16, docs=10**8, jobs=jobs) for jobs in (1, 4)]
-    keys = [{part.formula: part.bytes for part in plan.memory}["min(j·2^30, bands·N·8)"] for plan in wide]
-    assert keys == [1 << 30, 4 << 30]
+    keys = [{part.formula: part.bytes for part in plan.memory}[KEYS_64] for plan in wide]
+    assert keys == [8 * 10**8, 4 * 8 * 10**8]
     # 35 bands keep 35 processes sorting at most.
     many = {part.formula: part.bytes for part in make_plan(0.5, 2, docs=10**6, jobs=48).memory}
-    assert many["min(j, bands)·14·N"] == 35 * 14 * 10**6
+    assert many["min(j, w)·14·N"] == 35 * 14 * 10**6
     # Fewer than 2 · 16,384 documents keep one process busy only: find -j 8 runs them in one.
     small = make_plan(0.5, 2, docs=20_000, jobs=8)
     assert (small.jobs, small.candidate_processes, small.scoring_processes, small.memory_processes) == (8, 1, 1, 1)

@@ -30,7 +30,7 @@ def _kill_the_first_banding(marker: str) -> None:
     kills its own process."""
     from dedup_cli.engine.dask import candidates
 
-    original = candidates.band_keys
+    original = candidates.block_band_keys
 
     def killing(*arguments: object, **named: object) -> object:
         if not os.path.exists(marker):
@@ -38,7 +38,7 @@ def _kill_the_first_banding(marker: str) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
         return original(*arguments, **named)  # type: ignore[arg-type]
 
-    candidates.band_keys = killing
+    candidates.block_band_keys = killing
 
 
 def test_a_worker_killed_mid_find_is_replaced_and_the_answer_is_the_same(client: Client, engine: EngineOptions,

@@ -212,7 +212,7 @@ def test_a_worker_killed_mid_find_leaves_the_same_answer(hosts: Hosts, tmp_path:
     assert local.returncode == 0, local.stderr
     marker = tmp_path / "killed"
     with hosts.client() as client:
-        client.run(_kill_own_process_once, str(marker), "dedup_cli.engine.dask.candidates", "band_keys")
+        client.run(_kill_own_process_once, str(marker), "dedup_cli.engine.dask.candidates", "block_band_keys")
     remote = dedup(*common, "-o", "dask.csv", "--engine", "dask", "--scheduler", hosts.address, cwd=tmp_path)
     assert remote.returncode == 0, remote.stderr
     assert marker.exists() and sum(worker.poll() is not None for worker in hosts.workers) == 1
