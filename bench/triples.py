@@ -31,6 +31,9 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from exact_checks import checkout_of  # noqa: E402 - beside this script
+
 CASES = ((0.5, "2", "borderline"), (0.5, "2", "none"), (0.5, "8", "borderline"), (0.8, "2", "borderline"))
 
 
@@ -39,17 +42,6 @@ def dedup(checkout: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     environment = dict(os.environ, PYTHONPATH=str(checkout))
     return subprocess.run([sys.executable, "-m", "dedup_cli", *arguments], env=environment, capture_output=True,
                           text=True, check=True, cwd=tempfile.gettempdir())
-
-
-def checkout_of(baseline: str, work: Path) -> Path:
-    """A checkout to run: ``baseline`` itself when it is a folder, else its ``dedup_cli`` at that git revision
-    extracted into ``work``."""
-    if Path(baseline).is_dir():
-        return Path(baseline).resolve()
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", baseline, "dedup_cli"], check=True,
-                             capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
-    return work
 
 
 def is_jsonl(corpus: Path) -> bool:
