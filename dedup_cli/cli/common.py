@@ -283,9 +283,10 @@ tuning_options = option_group(
     click.option("--band-memory", type=MEMORY_SIZE, default=FindOptions.band_memory, metavar="BYTES",
                  show_default=False,
                  help="Band keys one process (each Dask worker) holds per round of the candidate stage, e.g. 512MiB; "
-                      "less means more rounds, each a read of the signatures (a tuning knob; the output is the "
-                      "same).  [default: the -j processes share a quarter of the machine's memory, 1GiB each at "
-                      "least; a Dask worker a quarter of its memory limit]"),
+                      "less means more rounds, each a read of the signatures or of the later rounds' keys, which "
+                      "the first round spills to the temporary folder ($TMPDIR) where that reads less (a tuning "
+                      "knob; the output is the same).  [default: the -j processes share a quarter of the "
+                      "machine's memory, 1GiB each at least; a Dask worker a quarter of its memory limit]"),
     click.option("--gather-limit", type=click.IntRange(0), default=FindOptions.gather_limit, metavar="PAIRS",
                  help="With --engine dask: the most pairs the driver holds at once: up to it the candidate pairs are "
                       "decided in the driver (their checks run on the workers); past it the decisions, then the end of "

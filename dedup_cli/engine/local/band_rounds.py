@@ -15,12 +15,15 @@ time, grow as N² once N passes the memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from dedup_cli.array_primitives import large_empty, shared_empty, sorted_unique
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.buckets import CandidateResult, PairCodes, block_band_keys, key_dtype, round_pair_codes
 from dedup_cli.engine.find_memory import default_round_bytes
+from dedup_cli.engine.local.key_spill import KeySpill, worth_spilling
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.resume import Resume
 from dedup_cli.forked import forked_map
@@ -91,16 +94,36 @@ def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Ban
     waiting = [(index + 1, first_band, last_band, keys[index])
                for index, (first_band, last_band) in enumerate(rounds) if index not in kept]
     wave_size = wave_rounds(rounds, keyed.size, dtype.itemsize, round_bytes, jobs)
-    for start in range(0, len(waiting), wave_size):
-        wave = waiting[start : start + wave_size]
-        found = _wave(documents, [(first, last) for _, first, last, _ in wave], rows, slot, keyed, dtype, max_bucket,
-                      jobs, progress, _wave_title([number for number, *_ in wave], wave[0][1], wave[-1][2],
-                                                  len(rounds)))
-        for (_, _, _, key), (unique, round_cut) in zip(wave, found, strict=True):
-            resume.save("candidates", key, {"codes": unique, "oversized": np.array(round_cut)})
-            codes.add(unique)
-            oversized += round_cut
+    waves = [waiting[start : start + wave_size] for start in range(0, len(waiting), wave_size)]
+    spill = _spill(waves, keyed.size, dtype, params.signature_bytes)
+    try:
+        for number, wave in enumerate(waves):
+            found = _wave(documents, [(first, last) for _, first, last, _ in wave], rows, slot, keyed, dtype,
+                          max_bucket, jobs, progress,
+                          _wave_title([index for index, *_ in wave], wave[0][1], wave[-1][2], len(rounds)),
+                          spill, from_spill=spill is not None and number > 0)
+            for (_, _, _, key), (unique, round_cut) in zip(wave, found, strict=True):
+                resume.save("candidates", key, {"codes": unique, "oversized": np.array(round_cut)})
+                codes.add(unique)
+                oversized += round_cut
+    finally:
+        if spill is not None:
+            spill.close()
     return CandidateResult.of_codes(codes.unique(), documents.documents, oversized), len(rounds)
+
+
+def _spill(waves: list[list[tuple[int, int, int, str | None]]], keyed_documents: int, dtype: np.dtype,
+           signature_bytes: int) -> KeySpill | None:
+    """Where the later waves would each read the store again for fewer bands than it holds values (:func:`dedup_cli.
+    engine.local.key_spill.worth_spilling`), a spill of their bands' keys, which the first wave writes as it reads
+    the store; None otherwise, or where no scratch folder can hold it."""
+    if len(waves) < 2:
+        return None
+    wave_bands = max(wave[-1][2] - wave[0][1] for wave in waves)
+    if not worth_spilling(wave_bands, dtype.itemsize, signature_bytes):
+        return None
+    later = [band for wave in waves[1:] for _, first, last, _ in wave for band in range(first, last)]
+    return KeySpill.create(later, keyed_documents, dtype)
 
 
 def _wave_title(numbers: list[int], first_band: int, last_band: int, rounds: int) -> str:
@@ -109,43 +132,22 @@ def _wave_title(numbers: list[int], first_band: int, last_band: int, rounds: int
 
 
 def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: np.ndarray | None, keyed: np.ndarray,
-          dtype: np.dtype, max_bucket: int, jobs: int, progress: Progress, title: str
-          ) -> list[tuple[np.ndarray, int]]:
-    """The pairs of some consecutive rounds at once: (sorted distinct codes uint64[m], buckets cut) of each."""
-    params = documents.params
+          dtype: np.dtype, max_bucket: int, jobs: int, progress: Progress, title: str,
+          spill: KeySpill | None = None, from_spill: bool = False) -> list[tuple[np.ndarray, int]]:
+    """The pairs of some consecutive rounds at once: (sorted distinct codes uint64[m], buckets cut) of each. With a
+    ``spill``, the wave that reads the store also writes the later waves' keys into it, and those (``from_spill``)
+    read their keys from it instead of the store."""
     first_band, last_band = rounds[0][0], rounds[-1][1]
     count = last_band - first_band
     keys = _keys_array(count, keyed.size, dtype, shared=jobs > 1)
-    readers = min(jobs, documents.row_groups) if documents.reads_in_workers else 1
     advance = progress.stage(title, documents.row_groups + count, "steps")
+    if from_spill:
+        assert spill is not None
+        spill.fill(keys, first_band)
+        advance(documents.row_groups)
+    else:
+        _read_keys(documents, keys, first_band, rows, slot, dtype, jobs, advance, spill)
 
-    def read(part: int) -> int:
-        """Fill this reader's share of the keys (every band of the wave); the row groups it read."""
-        groups = 0
-        for docs, packed in documents.signatures(part, readers):
-            where = docs if slot is None else slot[docs]
-            taken = None if slot is None else where >= 0
-            # A row group may hold no live row (every one replaced or removed by later runs).
-            if docs.size and (taken is None or taken.any()):
-                # A row group of eligible documents only (the usual case) is read in place, not copied out first.
-                every = taken is None or bool(taken.all())
-                columns = where if every else where[taken]
-                block = (packed, None if every else taken, params.bits, params.num_perm, first_band, last_band, rows,
-                         dtype)
-                if columns[-1] - columns[0] == columns.size - 1 and bool(np.all(np.diff(columns) == 1)):
-                    # A run of consecutive documents (a row group of a store in id order): rows of contiguous
-                    # writes, several times faster than scattering the same keys column by column.
-                    block_band_keys(*block, out=keys[:, columns[0] : columns[-1] + 1])
-                else:
-                    keys[:, columns] = block_band_keys(*block)
-            groups += 1
-            if readers == 1:
-                advance(1)
-        return groups
-
-    for groups in forked_map(read, range(readers), readers, "the candidate stage"):
-        if readers > 1:
-            advance(groups)
     # Each round's bands in shares, one a worker; tasks in round order, so worker w takes share w of each round.
     shares = [(index, list(range(first - first_band, last - first_band))[part::jobs])
               for index, (first, last) in enumerate(rounds) for part in range(min(jobs, last - first))]
@@ -166,6 +168,54 @@ def _wave(documents: Documents, rounds: list[tuple[int, int]], rows: int, slot: 
     # A round found in one share is sorted and distinct already; shares are merged as one (the same set).
     return [(parts[0] if len(parts) == 1 else sorted_unique(np.concatenate(parts)), cut)
             for parts, cut in zip(found_by_round, cut_by_round, strict=True)]
+
+
+def _read_keys(documents: Documents, keys: np.ndarray, first_band: int, rows: int, slot: np.ndarray | None,
+               dtype: np.dtype, jobs: int, advance: Callable[[int], None], spill: KeySpill | None) -> None:
+    """Key the bands of ``keys`` (dtype[bands, keyed], bands ``first_band`` …) from the stored signatures, read by
+    up to ``jobs`` forked readers a share of the row groups each; and the spilled bands into ``spill``."""
+    params = documents.params
+    last_band = first_band + keys.shape[0]
+    keyed_last = last_band if spill is None else max(last_band, spill.last_band)
+    readers = min(jobs, documents.row_groups) if documents.reads_in_workers else 1
+
+    def read(part: int) -> int:
+        """Fill this reader's share of the keys (every band of the wave, and the spilled ones); the row groups it
+        read."""
+        groups = 0
+        for docs, packed in documents.signatures(part, readers):
+            where = docs if slot is None else slot[docs]
+            taken = None if slot is None else where >= 0
+            # A row group may hold no live row (every one replaced or removed by later runs).
+            if docs.size and (taken is None or taken.any()):
+                # A row group of eligible documents only (the usual case) is read in place, not copied out first.
+                every = taken is None or bool(taken.all())
+                columns = where if every else where[taken]
+                contiguous = columns[-1] - columns[0] == columns.size - 1 and bool(np.all(np.diff(columns) == 1))
+                if spill is not None:
+                    block = block_band_keys(packed, None if every else taken, params.bits, params.num_perm,
+                                            first_band, keyed_last, rows, dtype)
+                    spill.write(block, first_band, columns)
+                    if contiguous:
+                        keys[:, columns[0] : columns[-1] + 1] = block[: keys.shape[0]]
+                    else:
+                        keys[:, columns] = block[: keys.shape[0]]
+                elif contiguous:
+                    # A run of consecutive documents (a row group of a store in id order): rows of contiguous
+                    # writes, several times faster than scattering the same keys column by column.
+                    block_band_keys(packed, None if every else taken, params.bits, params.num_perm, first_band,
+                                    last_band, rows, dtype, out=keys[:, columns[0] : columns[-1] + 1])
+                else:
+                    keys[:, columns] = block_band_keys(packed, None if every else taken, params.bits,
+                                                       params.num_perm, first_band, last_band, rows, dtype)
+            groups += 1
+            if readers == 1:
+                advance(1)
+        return groups
+
+    for groups in forked_map(read, range(readers), readers, "the candidate stage"):
+        if readers > 1:
+            advance(groups)
 
 
 def _keys_array(bands: int, documents: int, dtype: np.dtype, shared: bool) -> np.ndarray:
