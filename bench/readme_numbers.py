@@ -229,8 +229,9 @@ def cores_table(runs: dict[tuple[int, str, str, int], Run]) -> list[str]:
     return lines
 
 
-def cluster_table(runs: dict[tuple[int, str, str, int], Run], scale: Path) -> list[str]:
-    """The Dask engine beside the local one, and the largest run of bench/RESULTS-scale.md."""
+def cluster_table(runs: dict[tuple[int, str, str, int], Run], scaling: Path, scale: Path) -> list[str]:
+    """The Dask engine beside the local one: the largest find of each machine, the newest run on loopback hosts and
+    the card's command at each size of bench/RESULTS-scale.md."""
     lines = ["On a cluster (`--engine dask`, here a local cluster started and closed inside the run; "
              "`bench/RESULTS-scaling.md`, `bench/RESULTS-scale.md`):", "",
              "| find | local engine | Dask engine |", "|---|---|---|"]
@@ -244,26 +245,57 @@ def cluster_table(runs: dict[tuple[int, str, str, int], Run], scale: Path) -> li
         documents, jobs = local.documents, cores
         lines.append(f"| {_docs(documents)} documents, {cores} cores ({local.processor}) | {local.wall} s "
                      f"(-j {jobs}, commit {local.commit}) | {dask.wall} s ({jobs} workers, commit {dask.commit}) |")
-    found = [table for table in tables(scale) if "engine" in table.header and "peak MB (sum)" in table.header]
+    lines += loopback_rows(scaling) + card_rows(scale)
+    return lines
+
+
+def loopback_rows(scaling: Path) -> list[str]:
+    """find of the newest table of the Dask engine on loopback hosts: the local engine's -j 2 and 2 hosts."""
+    found = [table for table in tables(scaling)
+             if any(heading.startswith("The Dask engine on loopback hosts") for heading in table.headings)
+             and "case" in table.header and "wall s" in table.header]
     if not found:
-        raise ResultsError(f"{scale.name} holds no table of runs")
+        return []
+    table = found[-1]
+    walls = {row[table.column("engine")]: row[table.column("wall s")] for row in table.rows
+             if row[table.column("case")] == "find"}
+    if "local -j 2" not in walls or "Dask, 2 hosts" not in walls:
+        return []
+    records = re.search(r"([\d,]+) short records", " ".join(table.headings))
+    what = f"{_docs(records.group(1))} records" if records else "short records"
+    return [f"| {what}, 2 loopback hosts on 2 cores | {walls['local -j 2']} s (-j 2) | "
+            f"{walls['Dask, 2 hosts']} s (2 workers) |"]
+
+
+def card_rows(scale: Path) -> list[str]:
+    """The card's command (find --threshold 0.5 --bits 2 on the default store) from 10^7 documents on, each size's
+    local and Dask find of bench/RESULTS-scale.md's card table."""
+    found = [table for table in tables(scale) if "find s (CPU s)" in table.header and "engine" in table.header]
+    if not found:
+        raise ResultsError(f"{scale.name} holds no table of the card's command")
     table = found[0]
-    largest = max(table.rows, key=lambda row: _number(row[table.column("documents")]))
-    lines.append(f"| {_docs(largest[table.column('documents')])} documents, R0 {largest[table.column('R0')]} | "
-                 f"not run | {_number(largest[table.column('time s')]):,.0f} s ({largest[table.column('engine')]}, "
-                 f"{largest[table.column('memory limit')]} each; "
-                 f"{_number(largest[table.column('peak MB (sum)')]) / 1000:.1f} GB peak over all processes) |")
+    find = table.column("find s (CPU s)")
+    seconds = {(row[table.column("documents")], row[table.column("engine")]): _number(row[find]) for row in table.rows}
+    lines = []
+    for documents in sorted({documents for documents, _ in seconds}, key=_number):
+        local, dask = seconds.get((documents, "local")), seconds.get((documents, "dask"))
+        if local is None or _number(documents) < 10**7:
+            continue
+        on_dask = f"{dask:,.1f} s (2 loopback hosts)" if dask is not None else "not measured to the end"
+        lines.append(f"| {_docs(documents)} documents, the card's find, 2 cores | {local:,.1f} s (-j 2) | "
+                     f"{on_dask} |")
     return lines
 
 
 def section(bench: Path = REPOSITORY / "bench") -> str:
     """The README's "How fast" section, between its markers, markers included."""
     runs = scaling_runs(bench / "RESULTS-scaling.md")
-    parts = [peers_table(bench / "RESULTS.md"), cores_table(runs), cluster_table(runs, bench / "RESULTS-scale.md")]
+    parts = [peers_table(bench / "RESULTS.md"), cores_table(runs),
+             cluster_table(runs, bench / "RESULTS-scaling.md", bench / "RESULTS-scale.md")]
     body = "\n\n".join("\n".join(part) for part in parts)
     return (f"{START}\n{NOTICE}\n{body}\n\nThe Dask engine is for what one machine cannot hold: its memory per worker "
-            "does not grow with the corpus. `bench/RESULTS-scale.md` does not record its machine. `make bench`, "
-            "`make bench-scaling` and `make bench-scale` rerun the tables; "
+            "does not grow with the corpus. `make bench`, `make bench-scaling`, `make bench-cluster` and "
+            "`make bench-card` rerun the tables; "
             f"[docs/performance.md](docs/performance.md) says what each measures.\n{END}")
 
 
