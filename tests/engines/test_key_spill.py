@@ -5,7 +5,12 @@ stage."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import tempfile
+import time
 from collections import namedtuple
 from pathlib import Path
 
@@ -122,7 +127,8 @@ def test_a_spill_is_made_only_where_it_reads_less_and_the_scratch_can_hold_it(
     assert key_spill.worth_spilling(31, 4, 256) and not key_spill.worth_spilling(32, 4, 256)
     made = key_spill.KeySpill.create([3, 4, 9], 10, np.dtype(np.uint64), str(tmp_path))
     assert made is not None and made.last_band == 10
-    assert Path(made.path).stat().st_size == 3 * 10 * 8
+    assert os.fstat(made.descriptor).st_size == 3 * 10 * 8
+    assert list(tmp_path.iterdir()) == []  # unnamed from the start
     made.close()
     assert list(tmp_path.iterdir()) == []
     # A file system in memory, or too little free space: no spill, and nothing made.
@@ -176,3 +182,47 @@ def test_readers_writing_interleaved_places_at_once_lose_no_key(tmp_path: Path) 
     spill.fill(keys, 0)
     assert keys[0].tolist() == list(range(documents)) and keys[1].tolist() == [10 * i for i in range(documents)]
     spill.close()
+
+
+def test_the_command_line_spills_with_a_small_band_memory_and_a_kill_leaves_nothing(store: Path,
+                                                                                     tmp_path: Path) -> None:
+    # Through the command line, as a cron job runs it: --band-memory forces rounds of a band, the later waves read
+    # the spill, the output is the default run's; a driver killed mid-stage leaves nothing in $TMPDIR and no worker.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    environment = dict(os.environ, TMPDIR=str(scratch))
+    command = [sys.executable, "-m", "dedup_cli", "find", str(store), "-t", "0.5", "-b", "2", "--output", "pairs",
+               "--format", "tsv", "-q"]
+    default = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
+    spilled = subprocess.run([*command, "--band-memory", "1", "-j", "2"], capture_output=True, text=True,
+                             env=environment, check=True)
+    assert spilled.stdout == default.stdout and spilled.stdout.count("\n") > 250
+    assert list(scratch.iterdir()) == []
+    marker = tmp_path / "rounds"
+    slow = ("import sys, time\n"
+            "from dedup_cli.candidates import buckets\n"
+            "from dedup_cli.engine.local import band_rounds\n"
+            "original = buckets.round_pair_codes\n"
+            "def slow(*arguments, **named):\n"
+            f"    with open({str(marker)!r}, 'a') as out:\n"
+            "        out.write('round\\n')\n"
+            "    time.sleep(0.2)\n"
+            "    return original(*arguments, **named)\n"
+            "band_rounds.round_pair_codes = slow\n"
+            "from dedup_cli.cli.main import cli\n"
+            "cli(sys.argv[1:], prog_name='dedup')\n")
+    driver = subprocess.Popen([sys.executable, "-c", slow, *command[3:], "--band-memory", "1", "-j", "2"],
+                              env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while (not marker.exists() or marker.read_text().count("round") < 6) and time.monotonic() < deadline:
+        assert driver.poll() is None, "the find ended before it was killed"
+        time.sleep(0.05)
+    os.kill(driver.pid, signal.SIGKILL)  # the driver alone, within the later waves, which read the spill
+    driver.wait()
+    for _ in range(50):
+        alive = subprocess.run(["pgrep", "-f", str(store)], capture_output=True, text=True).stdout.split()
+        if not alive:
+            break
+        time.sleep(0.1)
+    assert not alive  # its workers ended with it
+    assert list(scratch.iterdir()) == []

@@ -9,11 +9,13 @@ read of 8 bytes a document for each later band instead: fewer bytes whenever a w
 signature bytes ÷ 16 (:func:`worth_spilling`), and none of the later waves decodes a row group.
 
 The file is band-major (one band's keys of every keyed document together), so a wave's band is one contiguous
-read. It is created at its full size before the readers fork, and each reader writes its row groups' keys at their
-places with positioned writes (never a shared mapping, whose pages would count in every process's resident memory),
-so what one writes the others read; it is removed when the candidate stage ends, whatever way it ends. Where the
-scratch folder cannot hold it (too little free space, or a file system in memory, where it would take the memory
-the rounds are sized to leave), the stage reads the store each wave as before: the pairs are the same either way.
+read. It is an unnamed file (created and unlinked at once, or never named where the system allows), held open by
+the driver and inherited by the forked readers, so that nothing is left on the disk whatever way the run ends, a
+kill -9 included: the system frees it when the last process holding it ends. Each reader writes its row groups'
+keys at their places with positioned writes (never a shared mapping, whose pages would count in every process's
+resident memory), so what one writes the others read. Where the scratch folder cannot hold it (too little free
+space, or a file system in memory, where it would take the memory the rounds are sized to leave), the stage reads
+the store each wave as before: the pairs are the same either way.
 """
 
 from __future__ import annotations
@@ -59,46 +61,47 @@ def file_system_type(path: str) -> str:
     return kind
 
 
-def scratch_folder(size: int, parent: str | None = None) -> str | None:
-    """A new folder for a spill of ``size`` bytes under ``parent`` (the system's temporary folder by default), or
-    None where its file system is in memory or has too little free space."""
-    parent = tempfile.gettempdir() if parent is None else parent
+def has_room(size: int, parent: str) -> bool:
+    """Whether the file system of ``parent`` can hold a spill of ``size`` bytes: on a disk (not in memory), with
+    :data:`SPARE_BYTES` left free besides."""
     try:
-        if file_system_type(parent) in IN_MEMORY or shutil.disk_usage(parent).free < size + SPARE_BYTES:
-            return None
-        return tempfile.mkdtemp(prefix="dedup-band-keys-", dir=parent)
+        return file_system_type(parent) not in IN_MEMORY and shutil.disk_usage(parent).free >= size + SPARE_BYTES
     except OSError:
-        return None
+        return False
 
 
 @dataclass
 class KeySpill:
-    """The keys of ``bands`` (sorted band numbers) of ``documents`` keyed documents, ``dtype``, in the file ``path``:
-    band ``bands[i]`` at row i, a document's key at its place among the keyed."""
+    """The keys of ``bands`` (sorted band numbers) of ``documents`` keyed documents, ``dtype``, in the unnamed file
+    open as ``descriptor``: band ``bands[i]`` at row i, a document's key at its place among the keyed."""
 
     bands: np.ndarray
     documents: int
     dtype: np.dtype
-    path: str
+    descriptor: int
 
     @classmethod
     def create(cls, bands: list[int], documents: int, dtype: np.dtype, parent: str | None = None
                ) -> KeySpill | None:
-        """A spill for these bands, or None where no scratch folder can hold it (:func:`scratch_folder`)."""
+        """A spill for these bands in ``parent`` (the system's temporary folder by default), or None where it
+        cannot hold it (:func:`has_room`)."""
+        dtype = np.dtype(dtype)
         size = len(bands) * documents * dtype.itemsize
-        if not bands or not documents:
+        parent = tempfile.gettempdir() if parent is None else parent
+        if not bands or not documents or not has_room(size, parent):
             return None
-        folder = scratch_folder(size, parent)
-        if folder is None:
-            return None
-        path = os.path.join(folder, "keys")
         try:
-            with open(path, "wb") as created:
-                created.truncate(size)
+            unnamed = tempfile.TemporaryFile(dir=parent, prefix="dedup-band-keys-", buffering=0)
         except OSError:
-            shutil.rmtree(folder, ignore_errors=True)
             return None
-        return cls(np.asarray(bands, np.int64), documents, np.dtype(dtype), path)
+        descriptor = os.dup(unnamed.fileno())
+        unnamed.close()
+        try:
+            os.ftruncate(descriptor, size)
+        except OSError:
+            os.close(descriptor)
+            return None
+        return cls(np.asarray(bands, np.int64), documents, dtype, descriptor)
 
     @property
     def last_band(self) -> int:
@@ -116,36 +119,36 @@ class KeySpill:
         start, stop = int(columns[0]), int(columns[-1]) + 1
         contiguous = stop - start == columns.size
         item = self.dtype.itemsize
-        descriptor = os.open(self.path, os.O_RDWR)
+        # Scattered places are read, updated and written back, which must not meet another reader's write between
+        # them (its places may lie among these): that takes the file alone, a run of places shares it. The locks
+        # are a process's own (POSIX record locks), so the forked readers, who share one open file, exclude
+        # each other.
+        fcntl.lockf(self.descriptor, fcntl.LOCK_SH if contiguous else fcntl.LOCK_EX)
         try:
-            # Scattered places are read, updated and written back, which must not meet another reader's write
-            # between them (its places may lie among these): that takes the file alone, a run of places shares it.
-            fcntl.flock(descriptor, fcntl.LOCK_SH if contiguous else fcntl.LOCK_EX)
             for row in rows:
                 band_keys = np.ascontiguousarray(block[int(self.bands[row]) - first_band], self.dtype)
                 offset = (row * self.documents + start) * item
                 if not contiguous:
-                    span = np.frombuffer(os.pread(descriptor, (stop - start) * item, offset), self.dtype).copy()
+                    span = np.frombuffer(os.pread(self.descriptor, (stop - start) * item, offset), self.dtype).copy()
                     span[columns - start] = band_keys
                     band_keys = span
-                os.pwrite(descriptor, band_keys.tobytes(), offset)
+                os.pwrite(self.descriptor, band_keys.tobytes(), offset)
         finally:
-            os.close(descriptor)
+            fcntl.lockf(self.descriptor, fcntl.LOCK_UN)
 
     def fill(self, keys: np.ndarray, first_band: int) -> None:
         """Read the spilled bands among ``keys``' rows (bands ``first_band`` … ``first_band`` + rows − 1, C order)
         into them: each a contiguous read of the file."""
         last = first_band + keys.shape[0]
-        with open(self.path, "rb", buffering=0) as spilled:
-            for row in np.flatnonzero((self.bands >= first_band) & (self.bands < last)).tolist():
-                spilled.seek(row * self.documents * self.dtype.itemsize)
-                view = memoryview(keys[int(self.bands[row]) - first_band]).cast("B")
-                while view.nbytes:
-                    done = spilled.readinto(view)
-                    if not done:
-                        raise OSError(f"{self.path}: the band keys spilled ended early")
-                    view = view[done:]
+        for row in np.flatnonzero((self.bands >= first_band) & (self.bands < last)).tolist():
+            offset = row * self.documents * self.dtype.itemsize
+            view = memoryview(keys[int(self.bands[row]) - first_band]).cast("B")
+            while view.nbytes:
+                done = os.preadv(self.descriptor, [view], offset)
+                if not done:
+                    raise OSError("the band keys spilled to the temporary folder ended early")
+                view, offset = view[done:], offset + done
 
     def close(self) -> None:
-        """Remove the file."""
-        shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
+        """Close the file, which frees it."""
+        os.close(self.descriptor)
