@@ -42,6 +42,7 @@ DATA = BENCH / "data"
 PARTS = 16
 VOCABULARY = 200_000
 START, END = "<!-- card: start -->", "<!-- card: end -->"
+NOTES = "<!-- card: notes -->"  # what follows it, up to the end marker, is written by hand and kept
 
 
 def _words(seed: int) -> list[str]:
@@ -258,10 +259,14 @@ def write(rows: list[dict], out: Path, command: str) -> None:
         "the corpus is and what each column measures. Local: `-j 2`; dask: a scheduler on 127.0.0.1 and two "
         "one-thread workers on 127.0.0.2 and .3, CPU and peak memory of every process counted.", "",
         *table(rows), "",
-        "How each cost grows (1.00 is linear in N):", "", *growth(rows), "", END]
+        "How each cost grows (1.00 is linear in N):", "", *growth(rows), ""]
     old = out.read_text() if out.exists() else ""
+    notes = ""
     if START in old:
+        inside = old[old.index(START):old.index(END)]
+        notes = inside[inside.index(NOTES):].rstrip("\n") + "\n" if NOTES in inside else ""
         old = old[:old.index(START)] + old[old.index(END) + len(END):].lstrip("\n")
+    section += [notes.rstrip("\n"), "", END] if notes else [END]
     out.write_text("\n".join(section) + "\n\n" + old)
 
 
