@@ -192,22 +192,20 @@ def _read_keys(documents: Documents, keys: np.ndarray, first_band: int, rows: in
                 every = taken is None or bool(taken.all())
                 columns = where if every else where[taken]
                 contiguous = columns[-1] - columns[0] == columns.size - 1 and bool(np.all(np.diff(columns) == 1))
-                if spill is not None:
-                    block = block_band_keys(packed, None if every else taken, params.bits, params.num_perm,
-                                            first_band, keyed_last, rows, dtype)
-                    spill.write(block, first_band, columns)
-                    if contiguous:
-                        keys[:, columns[0] : columns[-1] + 1] = block[: keys.shape[0]]
-                    else:
-                        keys[:, columns] = block[: keys.shape[0]]
-                elif contiguous:
-                    # A run of consecutive documents (a row group of a store in id order): rows of contiguous
-                    # writes, several times faster than scattering the same keys column by column.
-                    block_band_keys(packed, None if every else taken, params.bits, params.num_perm, first_band,
-                                    last_band, rows, dtype, out=keys[:, columns[0] : columns[-1] + 1])
+                block = (packed, None if every else taken, params.bits, params.num_perm, first_band)
+                # A run of consecutive documents (a row group of a store in id order) is written as rows of
+                # contiguous writes, several times faster than scattering the same keys column by column.
+                run = keys[:, columns[0] : columns[-1] + 1] if contiguous else None
+                if spill is None and run is not None:
+                    block_band_keys(*block, last_band, rows, dtype, out=run)
                 else:
-                    keys[:, columns] = block_band_keys(packed, None if every else taken, params.bits,
-                                                       params.num_perm, first_band, last_band, rows, dtype)
+                    found = block_band_keys(*block, keyed_last, rows, dtype)
+                    if run is not None:
+                        run[...] = found[: keys.shape[0]]
+                    else:
+                        keys[:, columns] = found[: keys.shape[0]]
+                    if spill is not None:
+                        spill.write(found, first_band, columns)
             groups += 1
             if readers == 1:
                 advance(1)
