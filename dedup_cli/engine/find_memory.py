@@ -48,6 +48,23 @@ def default_round_bytes(jobs: int, memory: int | None = None) -> int:
     return max(BAND_MEMORY, memory // (BAND_MEMORY_SHARE * max(1, jobs)))
 
 
+def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: int) -> list[tuple[int, int]]:
+    """(first band, last band + 1) of each round, so that a round's keys take at most ``round_bytes`` (one band a
+    round at least)."""
+    per_round = max(1, round_bytes // max(1, keyed_documents * key_bytes))
+    return [(first, min(bands, first + per_round)) for first in range(0, bands, per_round)]
+
+
+def wave_rounds(rounds: list[tuple[int, int]], keyed_documents: int, key_bytes: int, round_bytes: int,
+                jobs: int) -> int:
+    """How many rounds a wave keys at once: one a process, within the ``jobs`` × ``round_bytes`` the processes hold
+    together. A round holds one band at least, so where a band alone is more than ``round_bytes`` (past about 10^9
+    documents at the default) fewer rounds run at once, down to one, rather than the wave growing with ``jobs``."""
+    jobs = max(1, jobs)
+    largest = max((last - first for first, last in rounds), default=1) * keyed_documents * key_bytes
+    return max(1, min(jobs, jobs * round_bytes // max(1, largest)))
+
+
 # Memory model of the local engine's ``find`` with LSH candidates (bytes), read off the code and checked against
 # the peak resident memory of real runs (tests/api/test_planning.py says how closely). The store is never held whole:
 # - Python, numpy, pyarrow and the Parquet reader, loaded and warmed up;
@@ -148,14 +165,12 @@ def find_memory(n_docs: int, num_perm: int, stored_bits: float, bits: float, ban
     chunk = min(candidates / scorers, COMPARISON_BYTES // (k * estimator_value_bytes))
     read = min(n, 2 * candidates)
     copies = 2 if banders == 1 else 1
-    # A round holds as many whole bands as its bytes allow, one at least however large, and a wave as many rounds
-    # as the j rounds' bytes hold, one at least (``band_rounds.wave_rounds``): past about 10^9 documents at the
-    # default a band alone is more than a round's share, and a wave keys and sorts fewer bands than j.
-    band_bytes = max(1, n * key_bytes)
+    # The first wave of the candidate stage's own rounds (:func:`band_rounds`, :func:`wave_rounds`): past about
+    # 10^9 documents at the default a band alone is more than a round's share, and a wave keys and sorts fewer
+    # bands than j.
     round_bytes = default_round_bytes(banders)
-    per_round = max(1, round_bytes // band_bytes)
-    waves_rounds = max(1, min(banders, banders * round_bytes // (per_round * band_bytes)))
-    wave_bands = min(bands, waves_rounds * per_round)
+    rounds = band_rounds(bands, n, key_bytes, round_bytes)
+    wave_bands = sum(last - first for first, last in rounds[:wave_rounds(rounds, n, key_bytes, round_bytes, banders)])
     scoring_formula = f"{SCORING_BYTES}·C + 3·min(C, 2^25/(k·v_b))·k·v_b"
     scoring = SCORING_BYTES * candidates + scorers * 3 * chunk * k * estimator_value_bytes
     if scorers > 1:

@@ -22,30 +22,13 @@ import numpy as np
 from dedup_cli.array_primitives import large_empty, shared_empty, sorted_unique
 from dedup_cli.candidates.banding import Banding
 from dedup_cli.candidates.buckets import CandidateResult, PairCodes, block_band_keys, key_dtype, round_pair_codes
-from dedup_cli.engine.find_memory import default_round_bytes
+from dedup_cli.engine.find_memory import band_rounds, default_round_bytes, wave_rounds
 from dedup_cli.engine.local.key_spill import KeySpill, worth_spilling
 from dedup_cli.engine.progress import Progress, silent
 from dedup_cli.engine.resume import Resume
 from dedup_cli.forked import forked_map
 from dedup_cli.minhash.packing import value_dtype
 from dedup_cli.store.numbering import Documents
-
-
-def band_rounds(bands: int, keyed_documents: int, key_bytes: int, round_bytes: int) -> list[tuple[int, int]]:
-    """(first band, last band + 1) of each round, so that a round's keys take at most ``round_bytes`` (one band a
-    round at least)."""
-    per_round = max(1, round_bytes // max(1, keyed_documents * key_bytes))
-    return [(first, min(bands, first + per_round)) for first in range(0, bands, per_round)]
-
-
-def wave_rounds(rounds: list[tuple[int, int]], keyed_documents: int, key_bytes: int, round_bytes: int,
-                jobs: int) -> int:
-    """How many rounds a wave keys at once: one a process, within the ``jobs`` × ``round_bytes`` the processes hold
-    together. A round holds one band at least, so where a band alone is more than ``round_bytes`` (past about 10^9
-    documents at the default) fewer rounds run at once, down to one, rather than the wave growing with ``jobs``."""
-    jobs = max(1, jobs)
-    largest = max((last - first for first, last in rounds), default=1) * keyed_documents * key_bytes
-    return max(1, min(jobs, jobs * round_bytes // max(1, largest)))
 
 
 def streamed_candidates(documents: Documents, eligible: np.ndarray, banding: Banding, max_bucket: int,
