@@ -1,7 +1,13 @@
-"""Shared fixtures: paths to the bundled corpora and small hand-made corpora."""
+"""Shared fixtures: paths to the bundled corpora and small hand-made corpora; a time limit on every test."""
 
 from __future__ import annotations
 
+import faulthandler
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,11 +43,93 @@ def small_corpus(tmp_path: Path) -> Path:
     return corpus
 
 
+# --- a test that hangs fails, saying where it and the processes it started were --------------------------------
+
+TEST_SECONDS = int(os.environ.get("DEDUP_TEST_SECONDS", "420"))
+"""The most one test may take, its fixtures' set-up included: the slowest take about 15 s on two cores. Without a
+limit a test waiting forever (on a worker that will never answer, say) would hold the whole run until CI's own
+time ran out, and say nothing of where it waited."""
+
+
+class TestTimedOut(Exception):
+    """A test ran past :data:`TEST_SECONDS`."""
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below ``pid``, children first (Linux's /proc; none elsewhere)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as listing:
+                children = [int(child) for child in listing.read().split()]
+        except (OSError, ValueError):
+            continue
+        for child in children:
+            found += [child, *_descendants(child)]
+    return found
+
+
+def _same_program(pid: int) -> bool:
+    """Whether ``pid`` runs this Python program: a worker forked from this process, or the CLI run by a test."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as command:
+            line = command.read()
+        with open(f"/proc/{os.getpid()}/cmdline", "rb") as command:
+            own = command.read()
+    except OSError:
+        return False
+    return line == own or b"dedup_cli" in line
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is still running (not ended, nor a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as status:
+            return status.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _time_is_up(signum: int, frame: object) -> None:
+    # Where every thread of this process is, then where each of its Python children is: they inherit the fault
+    # handler, so SIGABRT makes each write its threads' stacks to this run's stderr before it dies.
+    print(f"\n--- a test ran past {TEST_SECONDS} s: the threads of process {os.getpid()} ---", file=sys.stderr,
+          flush=True)
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    for child in _descendants(os.getpid()):
+        if not _same_program(child):
+            continue
+        try:
+            os.kill(child, signal.SIGABRT)
+        except OSError:
+            continue
+        deadline = time.monotonic() + 5  # one at a time, so that their stacks do not interleave
+        while time.monotonic() < deadline and _running(child):
+            time.sleep(0.02)
+    raise TestTimedOut(f"the test ran past {TEST_SECONDS} s (its stacks, and its children's, are on stderr)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _time_is_up)
+    signal.alarm(TEST_SECONDS)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 # --- object storage: one S3 server (moto in server mode) on 127.0.0.1 for the whole session -------------------
 
-import os  # noqa: E402 - the object storage fixtures' own imports
-import secrets  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
+import secrets  # noqa: E402 - the object storage fixtures' own imports
 
 from s3_server import S3Server, aws_environment, free_port, make_bucket  # noqa: E402
 
