@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -113,8 +114,8 @@ def _time_is_up(signum: int, frame: object) -> None:
     raise TestTimedOut(f"the test ran past {TEST_SECONDS} s (its stacks, and its children's, are on stderr)")
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+@contextmanager
+def _time_limit() -> Iterator[None]:
     if not hasattr(signal, "SIGALRM"):
         yield
         return
@@ -125,6 +126,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    with _time_limit():  # set-up, the test and tear-down (where a directory's clusters and servers close)
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_sessionfinish(session: pytest.Session) -> Iterator[None]:
+    with _time_limit():  # what is closed at the end of the session is bounded too
+        yield  # the other hooks: the Dask tests' cluster closes
+        while _S3:
+            _S3.pop().stop()
 
 
 # --- object storage: one S3 server (moto in server mode) on 127.0.0.1 for the whole session -------------------
@@ -141,11 +156,6 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every process of the session (this one, the CLI's subprocesses, a Dask cluster's workers) points at the test
     # server and at nothing else, from the start: the server itself starts only when a test asks for it.
     os.environ.update(aws_environment(f"http://127.0.0.1:{_S3_PORT}"))
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    while _S3:
-        _S3.pop().stop()
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("distributed", reason="the Dask engine needs the dask extra: pip install 'dedup-cli[dask]'")
 
+import asyncio  # noqa: E402
 import shutil  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -45,11 +46,24 @@ def _cluster() -> LocalCluster:
     return _RUNNING[0]
 
 
+CLOSE_SECONDS = 20
+
+
 def _close() -> None:
+    # Dask's close can wait for good on a worker its nanny is starting again (after a test killed one), as the
+    # engine's own close knows (dedup_cli.engine.dask.cluster): give up after a while, and leave the processes to
+    # end with this one.
     while _CLIENTS:
-        _CLIENTS.pop().close()
+        try:
+            _CLIENTS.pop().close(timeout=CLOSE_SECONDS)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
     while _RUNNING:
-        _RUNNING.pop().close()
+        cluster = _RUNNING.pop()
+        try:
+            cluster.close(timeout=CLOSE_SECONDS)
+        except (TimeoutError, asyncio.TimeoutError):
+            getattr(LocalCluster, "_instances", set()).discard(cluster)  # nor closed again, waiting, at exit
 
 
 @pytest.fixture(scope="module")
