@@ -99,7 +99,9 @@ class ExactSets:
         rows = np.asarray(rows, dtype=np.int64)
         wanted = sorted_unique(rows)
         missing = wanted[~np.isin(wanted, self.rows, assume_unique=True)]
-        if missing.size:
+        if missing.size and not self.rows.size:  # the first read: held as read, in the order of the rows
+            self.sets, self.rows = self._read(missing), missing
+        elif missing.size:
             everything = np.concatenate([self.rows, missing])
             order = np.argsort(everything, kind="stable")
             self.sets = FlatSets.joined([self.sets, self._read(missing)]).take(order)
