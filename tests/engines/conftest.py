@@ -29,6 +29,7 @@ from helpers import SAMPLE_CORPORA as SAMPLES  # noqa: E402
 from helpers import StoreWriter  # noqa: E402
 
 import dedup_cli as dedup  # noqa: E402
+from dedup_cli.engine.dask.cluster import CLOSE_SECONDS, close_cluster  # noqa: E402
 from dedup_cli.options.engine_choice import EngineOptions  # noqa: E402
 from dedup_cli.store.format import DocumentBatch  # noqa: E402
 from dedup_cli.store.store import read_store  # noqa: E402
@@ -46,24 +47,16 @@ def _cluster() -> LocalCluster:
     return _RUNNING[0]
 
 
-CLOSE_SECONDS = 20
-
-
 def _close() -> None:
-    # Dask's close can wait for good on a worker its nanny is starting again (after a test killed one), as the
-    # engine's own close knows (dedup_cli.engine.dask.cluster): give up after a while, and leave the processes to
-    # end with this one.
+    # Within the engine's bound: Dask's close can wait for good on a worker its nanny is starting again, after a
+    # test killed one; the processes left then end with this one.
     while _CLIENTS:
         try:
             _CLIENTS.pop().close(timeout=CLOSE_SECONDS)
         except (TimeoutError, asyncio.TimeoutError):
             pass
     while _RUNNING:
-        cluster = _RUNNING.pop()
-        try:
-            cluster.close(timeout=CLOSE_SECONDS)
-        except (TimeoutError, asyncio.TimeoutError):
-            getattr(LocalCluster, "_instances", set()).discard(cluster)  # nor closed again, waiting, at exit
+        close_cluster(_RUNNING.pop())
 
 
 @pytest.fixture(scope="module")

@@ -270,7 +270,7 @@ def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Itera
                          "stages it kept)", options=True) from error
     finally:
         client.close()
-        if cluster is not None and not _close(cluster):
+        if cluster is not None and not close_cluster(cluster):
             routing.kept = True
         for name, value in environment.items():  # Dask set it in this process's environment before each start
             if value is None:
@@ -279,7 +279,7 @@ def _client(options: EngineOptions, log: str | None, routing: _Routing) -> Itera
                 os.environ[name] = value
 
 
-def _close(cluster: LocalCluster) -> bool:
+def close_cluster(cluster: LocalCluster) -> bool:
     """Close the local cluster, giving up after :data:`CLOSE_SECONDS` (False then): a worker its nanny is starting
     again when the close begins (after a task killed one) can keep Dask's close waiting for good; the worker
     processes end with this one anyway (each watches its parent), and Dask's records until then still go to the
