@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import namedtuple
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +53,23 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def scratch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """The system's temporary folder, for this test alone."""
-    folder = tmp_path / "scratch"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
+def disk(tmp_path: Path) -> Iterator[Path]:
+    """An empty folder on a disk, where a spill may be made: in the test's own folder, or in /var/tmp where /tmp
+    is a file system in memory (as many systems mount it), since the spill is never made in memory."""
+    for parent in (tmp_path, Path("/var/tmp")):
+        if key_spill.file_system_type(str(parent)) not in key_spill.IN_MEMORY and os.access(parent, os.W_OK):
+            folder = Path(tempfile.mkdtemp(prefix="dedup-spill-test-", dir=parent))
+            yield folder
+            shutil.rmtree(folder, ignore_errors=True)
+            return
+    pytest.skip("no folder on a disk to spill in: the temporary folder and /var/tmp are both in memory")
+
+
+@pytest.fixture
+def scratch(monkeypatch: pytest.MonkeyPatch, disk: Path) -> Path:
+    """The system's temporary folder, for this test alone (on a disk)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(disk))
+    return disk
 
 
 def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -120,29 +133,29 @@ def test_the_spill_is_removed_when_the_stage_fails(store: Path, scratch: Path,
 
 
 def test_a_spill_is_made_only_where_it_reads_less_and_the_scratch_can_hold_it(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A later band costs 16 bytes a document spilled (8 written, 8 read) against 256 ÷ bands a wave of the store.
     assert key_spill.worth_spilling(6, 8, 256) and key_spill.worth_spilling(15, 8, 256)
     assert not key_spill.worth_spilling(16, 8, 256) and not key_spill.worth_spilling(38, 8, 256)
     assert key_spill.worth_spilling(31, 4, 256) and not key_spill.worth_spilling(32, 4, 256)
-    made = key_spill.KeySpill.create([3, 4, 9], 10, np.dtype(np.uint64), str(tmp_path))
+    made = key_spill.KeySpill.create([3, 4, 9], 10, np.dtype(np.uint64), str(disk))
     assert made is not None and made.last_band == 10
     assert os.fstat(made.descriptor).st_size == 3 * 10 * 8
-    assert list(tmp_path.iterdir()) == []  # unnamed from the start
+    assert list(disk.iterdir()) == []  # unnamed from the start
     made.close()
-    assert list(tmp_path.iterdir()) == []
+    assert list(disk.iterdir()) == []
     # A file system in memory, or too little free space: no spill, and nothing made.
     monkeypatch.setattr(key_spill, "file_system_type", lambda path: "tmpfs")
-    assert key_spill.KeySpill.create([3], 10, np.dtype(np.uint64), str(tmp_path)) is None
+    assert key_spill.KeySpill.create([3], 10, np.dtype(np.uint64), str(disk)) is None
     monkeypatch.setattr(key_spill, "file_system_type", lambda path: "ext4")
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(key_spill.shutil, "disk_usage", lambda path: usage(2**40, 2**40, key_spill.SPARE_BYTES))
-    assert key_spill.KeySpill.create([3], 10, np.dtype(np.uint64), str(tmp_path)) is None
-    assert list(tmp_path.iterdir()) == []
+    assert key_spill.KeySpill.create([3], 10, np.dtype(np.uint64), str(disk)) is None
+    assert list(disk.iterdir()) == []
 
 
-def test_the_spill_writes_and_reads_the_bands_it_holds(tmp_path: Path) -> None:
-    spill = key_spill.KeySpill.create([2, 3, 5], 6, np.dtype(np.uint32), str(tmp_path))
+def test_the_spill_writes_and_reads_the_bands_it_holds(disk: Path) -> None:
+    spill = key_spill.KeySpill.create([2, 3, 5], 6, np.dtype(np.uint32), str(disk))
     assert spill is not None
     block = np.arange(6 * 3, dtype=np.uint32).reshape(6, 3)  # bands 0-5 of three documents
     spill.write(block, 0, np.array([1, 2, 3]))  # contiguous places
@@ -163,11 +176,11 @@ def test_the_file_system_of_a_path_is_that_of_its_longest_mount_point() -> None:
     assert key_spill.file_system_type("/proc/self") == "proc"
 
 
-def test_readers_writing_interleaved_places_at_once_lose_no_key(tmp_path: Path) -> None:
+def test_readers_writing_interleaved_places_at_once_lose_no_key(disk: Path) -> None:
     # Four forked writers, each the places of one residue mod 4 (row groups of a store whose ids interleave), a
     # block of 25 places at a time: every place read, updated and written back under the file's lock.
     documents = 400
-    spill = key_spill.KeySpill.create([0, 1], documents, np.dtype(np.uint64), str(tmp_path))
+    spill = key_spill.KeySpill.create([0, 1], documents, np.dtype(np.uint64), str(disk))
     assert spill is not None
 
     def write(residue: int) -> int:
@@ -184,12 +197,11 @@ def test_readers_writing_interleaved_places_at_once_lose_no_key(tmp_path: Path) 
     spill.close()
 
 
-def test_the_command_line_spills_with_a_small_band_memory_and_a_kill_leaves_nothing(store: Path,
+def test_the_command_line_spills_with_a_small_band_memory_and_a_kill_leaves_nothing(store: Path, disk: Path,
                                                                                      tmp_path: Path) -> None:
     # Through the command line, as a cron job runs it: --band-memory forces rounds of a band, the later waves read
     # the spill, the output is the default run's; a driver killed mid-stage leaves nothing in $TMPDIR and no worker.
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
+    scratch = disk
     environment = dict(os.environ, TMPDIR=str(scratch))
     command = [sys.executable, "-m", "dedup_cli", "find", str(store), "-t", "0.5", "-b", "2", "--output", "pairs",
                "--format", "tsv", "-q"]
