@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+from dedup_cli.processes import descendants
+
 BENCH = Path(__file__).resolve().parent
 
 # The child: one find, then its own peak resident memory (VmHWM: ru_maxrss would carry the parent's over).
@@ -46,25 +48,6 @@ with open("/proc/self/status") as status:
     peak = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
 print(result.candidates, peak)
 """
-
-
-def _descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it (Linux's ``/proc/PID/task/TID/children``)."""
-    found, waiting = [], [pid]
-    while waiting:
-        current = waiting.pop()
-        found.append(current)
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children") as children:
-                    waiting.extend(int(child) for child in children.read().split())
-            except OSError:
-                continue
-    return found
 
 
 def _fields(path: str, names: tuple[str, ...]) -> int:
@@ -84,7 +67,7 @@ def _fields(path: str, names: tuple[str, ...]) -> int:
 def tree_memory(pid: int) -> tuple[int, int]:
     """(bytes, processes) of ``pid`` and the processes below it: their anonymous and shared memory by
     proportional share, plus the file pages the first of them (the driver) holds."""
-    processes = _descendants(pid)
+    processes = [pid, *descendants(pid)]
     anonymous = sum(_fields(f"/proc/{each}/smaps_rollup", ("Pss_Anon", "Pss_Shmem")) for each in processes)
     return anonymous + _fields(f"/proc/{pid}/status", ("RssFile",)), len(processes)
 

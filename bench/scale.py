@@ -27,6 +27,8 @@ import threading
 import time
 from pathlib import Path
 
+from dedup_cli.processes import descendants
+
 BENCH = Path(__file__).resolve().parent
 DATA = BENCH / "data"
 
@@ -47,22 +49,6 @@ def _io_bytes(pid: int) -> tuple[int, int]:
         return int(fields["rchar"]), int(fields["read_bytes"])
     except (OSError, KeyError, ValueError):
         return 0, 0
-
-
-def _descendants(pid: int) -> list[int]:
-    """Every process started by ``pid`` or its children, from any of their threads."""
-    found: list[int] = []
-    try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for thread in threads:
-        try:
-            with open(f"/proc/{pid}/task/{thread}/children") as children:
-                found += [int(x) for x in children.read().split()]
-        except OSError:
-            continue
-    return found + [grandchild for child in found for grandchild in _descendants(child)]
 
 
 def _folder_bytes(folder: Path) -> int:
@@ -101,9 +87,9 @@ class Peaks:
         me = os.getpid()
         ticks = 0
         while not self._stop.is_set():
-            descendants = _descendants(me)
-            self._running = set(descendants)
-            for pid in [me, *descendants]:
+            below = descendants(me)
+            self._running = set(below)
+            for pid in [me, *below]:
                 self.peaks[pid] = max(self.peaks.get(pid, 0), _peak_kib(pid))
                 if pid != me:
                     self.read[pid] = max(self.read.get(pid, (0, 0)), _io_bytes(pid))
@@ -118,7 +104,7 @@ class Peaks:
         self.peaks[os.getpid()] = _peak_kib(os.getpid())
         now = _io_bytes(os.getpid())
         self._own_read = (now[0] - self._own_start[0], now[1] - self._own_start[1])
-        self._running = set(_descendants(os.getpid()))
+        self._running = set(descendants(os.getpid()))
         return self.peaks
 
     def bytes_read(self) -> tuple[int, int]:

@@ -59,7 +59,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scale import _descendants  # bench/scale.py, beside this script: every process below a pid, from /proc
+
+from dedup_cli.processes import descendants
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -288,7 +289,7 @@ class ChildrenSeen:
 
     def _run(self, every: float) -> None:
         while not self._stop.wait(every):
-            for child in _descendants(self._pid):
+            for child in descendants(self._pid):
                 seconds = _cpu_seconds(child)
                 if seconds is not None:
                     self.cpu[child] = max(self.cpu.get(child, 0.0), seconds)

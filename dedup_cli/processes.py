@@ -8,7 +8,8 @@ ends (``PR_SET_PDEATHSIG``); elsewhere a daemon thread watches the parent's pid.
 is already gone by the time it asks (the parent died between the fork and the call) ends at once.
 
 :func:`flock_holders` names the processes that hold a lock file's ``flock``, and the process that took it, so
-that a lock whose taker is gone, held on by processes it left, can be told from one held by a running run.
+that a lock whose taker is gone, held on by processes it left, can be told from one held by a running run;
+:func:`descendants` lists the processes below one (what a run started, for those who watch or stop it).
 """
 
 from __future__ import annotations
@@ -56,6 +57,26 @@ def die_with_parent(parent_pid: int) -> None:
         threading.Thread(target=_watch_parent, args=(parent_pid,), name="dedup-parent-watch", daemon=True).start()
     if os.getppid() != parent_pid:  # the parent ended before the signal was asked for
         os._exit(1)
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid``: its children, each followed by those below it (Linux's
+    ``/proc/PID/task/TID/children``, which every thread of a process has; none where there is no /proc, or once
+    ``pid`` has ended)."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children") as listing:
+                children = [int(child) for child in listing.read().split()]
+        except (OSError, ValueError):
+            continue
+        for child in children:
+            found += [child, *descendants(child)]
+    return found
 
 
 def running(pid: int) -> bool:

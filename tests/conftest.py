@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from dedup_cli.processes import descendants
+
 # Property tests are deterministic (the same examples on every run and machine) and have no per-example
 # deadline: CI machines are shared, and a slow example is not a failure.
 settings.register_profile("deterministic", derandomize=True, deadline=None)
@@ -56,24 +58,6 @@ class TestTimedOut(Exception):
     """A test ran past :data:`TEST_SECONDS`."""
 
 
-def _descendants(pid: int) -> list[int]:
-    """The processes below ``pid``, children first (Linux's /proc; none elsewhere)."""
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children") as listing:
-                children = [int(child) for child in listing.read().split()]
-        except (OSError, ValueError):
-            continue
-        for child in children:
-            found += [child, *_descendants(child)]
-    return found
-
-
 def _same_program(pid: int) -> bool:
     """Whether ``pid`` runs this Python program: a worker forked from this process, or the CLI run by a test."""
     try:
@@ -101,7 +85,7 @@ def _time_is_up(signum: int, frame: object) -> None:
     print(f"\n--- a test ran past {TEST_SECONDS} s: the threads of process {os.getpid()} ---", file=sys.stderr,
           flush=True)
     faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-    for child in _descendants(os.getpid()):
+    for child in descendants(os.getpid()):
         if not _same_program(child):
             continue
         try:
