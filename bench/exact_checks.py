@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import platform
 import re
@@ -98,16 +99,12 @@ def answer(output: str) -> frozenset[tuple[str, ...]]:
     """What a find reported, whatever it measured on the way: its pairs (``--output pairs``) or its groups' members.
     The estimates beside them are left out: the checkouts may check different pairs exactly (the intervals of one
     may be wider), so a group's weakest link may be an exact value in one and an estimate in the other."""
-    import json
-
     records = [json.loads(line) for line in output.splitlines()]
     return frozenset(tuple(sorted((record["id_a"], record["id_b"]))) if "id_a" in record
                      else tuple(record["members"]) for record in records)
 
 
 def precision_recall(pairs_jsonl: str, truth: Path, threshold: float) -> tuple[float, float]:
-    import json
-
     with truth.open(newline="") as handle:
         exact = {(row["id_a"], row["id_b"]): float(row["jaccard"]) for row in csv.DictReader(handle, delimiter="\t")}
     reported = [tuple(sorted((record["id_a"], record["id_b"]))) for record in map(json.loads, pairs_jsonl.splitlines())]
